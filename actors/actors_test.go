@@ -1,0 +1,270 @@
+package actors
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/guarded-exchange/guarded-exchange/messages"
+	"github.com/guarded-exchange/guarded-exchange/venue"
+	"github.com/guarded-exchange/guarded-exchange/venue/sim"
+	"github.com/guarded-exchange/guarded-exchange/wal"
+)
+
+// simMarket serves the public endpoints from a real simulator on loopback.
+type simMarket struct {
+	*venue.Client
+	cache *venue.InstrumentCache
+}
+
+func (m simMarket) Instrument(ctx context.Context, cat messages.Category, s string) (*messages.Instrument, error) {
+	return m.cache.Get(ctx, cat, s)
+}
+
+func newSimMarket(t testing.TB) simMarket {
+	t.Helper()
+	srv := httptest.NewServer(sim.New(sim.Config{Seed: 7}).Handler())
+	t.Cleanup(srv.Close)
+	c, err := venue.NewClient(venue.Config{BaseURL: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return simMarket{Client: c, cache: venue.NewInstrumentCache(c, time.Minute, nil)}
+}
+
+type testSystem struct {
+	*System
+	log *wal.Log
+	dir string
+	buf *syncBuffer
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func startTest(t testing.TB, market MarketSource) *testSystem {
+	t.Helper()
+	dir := t.TempDir()
+	l, _, err := wal.Open(dir, wal.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := &syncBuffer{}
+	sys, err := Start(Config{Journal: l, Market: market, Logger: slog.New(slog.NewJSONHandler(buf, nil)), RequestTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := &testSystem{System: sys, log: l, dir: dir, buf: buf}
+	t.Cleanup(func() { ts.stop() })
+	return ts
+}
+
+func (ts *testSystem) stop() {
+	if ts.System != nil {
+		ts.System.Stop()
+		ts.System = nil
+	}
+	if ts.log != nil {
+		_ = ts.log.Close()
+		ts.log = nil
+	}
+}
+
+// records stops the system and reads back what is on disk.
+func (ts *testSystem) records(t *testing.T) []wal.Record {
+	t.Helper()
+	ts.stop()
+	var out []wal.Record
+	if err := wal.Scan(ts.dir, func(r wal.Record) error { out = append(out, r); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func TestJournalGroupCommitConcurrentWriters(t *testing.T) {
+	ts := startTest(t, nil)
+	const writers, each = 32, 20
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	seqs := make(chan uint64, writers*each)
+	errs := make(chan error, writers*each)
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				rec, err := ts.JournalJSON(ctx, messages.RecordToolCall, fmt.Sprintf("u%d", w), messages.ActorAgent, map[string]int{"i": i})
+				if err != nil {
+					errs <- err
+					return
+				}
+				seqs <- rec.Seq
+			}
+		}()
+	}
+	wg.Wait()
+	close(seqs)
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	got := map[uint64]bool{}
+	for s := range seqs {
+		if got[s] {
+			t.Fatalf("seq %d acknowledged twice", s)
+		}
+		got[s] = true
+	}
+	if len(got) != writers*each {
+		t.Fatalf("acknowledged %d records, want %d", len(got), writers*each)
+	}
+	recs := ts.records(t)
+	if len(recs) != writers*each {
+		t.Fatalf("on disk %d records, want %d", len(recs), writers*each)
+	}
+	for i, r := range recs {
+		if r.Seq != uint64(i+1) || !got[r.Seq] {
+			t.Fatalf("record %d has seq %d", i, r.Seq)
+		}
+		if i > 0 && r.PrevHash != recs[i-1].Hash {
+			t.Fatalf("record %d does not chain to the one before", r.Seq)
+		}
+	}
+}
+
+func TestJournalAsyncIsDurableAfterStop(t *testing.T) {
+	ts := startTest(t, nil)
+	for i := range 50 {
+		ts.JournalAsync(wal.Entry{Type: uint16(messages.RecordToolCall), User: "local", Actor: messages.ActorAgent, Payload: []byte(fmt.Sprintf(`{"i":%d}`, i))})
+	}
+	recs := ts.records(t) // Stop drains the queue before stopping
+	if len(recs) != 50 {
+		t.Fatalf("got %d records after a graceful stop, want 50", len(recs))
+	}
+	var last struct{ I int }
+	if err := json.Unmarshal(recs[49].Payload, &last); err != nil || last.I != 49 {
+		t.Fatalf("last payload %s, order not kept", recs[49].Payload)
+	}
+}
+
+func TestMarketReadsThroughSimulator(t *testing.T) {
+	ts := startTest(t, newSimMarket(t))
+	ctx := context.Background()
+	tk, err := ts.Ticker(ctx, &messages.GetTickerRequest{Category: messages.CategoryLinear, Symbol: "BTCUSDT"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tk.Symbol != "BTCUSDT" || !tk.LastPrice.IsPositive() || !tk.Bid1Price.LessThan(tk.Ask1Price) || !tk.HasDerivatives {
+		t.Fatalf("implausible ticker %+v", tk)
+	}
+	book, err := ts.Orderbook(ctx, &messages.GetOrderbookRequest{Category: messages.CategorySpot, Symbol: "ETHUSDT", Limit: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(book.Bids) == 0 || len(book.Asks) == 0 || !book.Bids[0].Price.LessThan(book.Asks[0].Price) {
+		t.Fatalf("implausible book %+v", book)
+	}
+	ks, err := ts.Klines(ctx, &messages.GetKlinesRequest{Category: messages.CategoryLinear, Symbol: "SOLUSDT", Interval: "60", Limit: 5})
+	if err != nil || len(ks) != 5 {
+		t.Fatalf("klines: %v (%d)", err, len(ks))
+	}
+	in, err := ts.Instrument(ctx, &messages.GetInstrumentRequest{Category: messages.CategoryLinear, Symbol: "BTCUSDT"})
+	if err != nil || !in.TickSize.IsPositive() || !in.QtyStep.IsPositive() {
+		t.Fatalf("instrument: %v %+v", err, in)
+	}
+	_, err = ts.Ticker(ctx, &messages.GetTickerRequest{Category: messages.CategoryLinear, Symbol: "NOPEUSDT"})
+	if c := messages.CodeOf(err); c != messages.CodeNotFound && c != messages.CodeExchangeRejected {
+		t.Fatalf("unknown symbol: code %q (%v)", c, err)
+	}
+}
+
+// A panic inside Receive is answered with internal_error and the actor is
+// restarted; the next request is served.
+func TestPanicInReceiveAnswersAndRestarts(t *testing.T) {
+	ts := startTest(t, newSimMarket(t))
+	_, err := ask[*messages.GetTickerResponse](context.Background(), ts.System, ts.market, &crashRequest{})
+	if messages.CodeOf(err) != messages.CodeInternalError {
+		t.Fatalf("crashing request got %v, want internal_error", err)
+	}
+	if _, err := ts.Ticker(context.Background(), &messages.GetTickerRequest{Category: messages.CategorySpot, Symbol: "BTCUSDT"}); err != nil {
+		t.Fatalf("request after the restart: %v", err)
+	}
+	if !bytes.Contains([]byte(ts.buf.String()), []byte(`"actor panic"`)) {
+		t.Error("the panic was not logged through the project's logger")
+	}
+}
+
+// The journal is stopped, not restarted, after a panic: every later append
+// fails closed with internal_error.
+func TestJournalPanicFailsClosed(t *testing.T) {
+	ts := startTest(t, nil)
+	if _, err := ts.JournalJSON(context.Background(), messages.RecordToolCall, "u", messages.ActorAgent, map[string]int{}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := ask[*AppendResponse](context.Background(), ts.System, ts.journal, &crashRequest{})
+	if messages.CodeOf(err) != messages.CodeInternalError {
+		t.Fatalf("crashing request got %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	if _, err := ts.JournalJSON(ctx, messages.RecordToolCall, "u", messages.ActorAgent, map[string]int{}); messages.CodeOf(err) != messages.CodeInternalError {
+		t.Fatalf("append after journal failure: %v, want internal_error", err)
+	}
+}
+
+func TestProtoactorLogsGoToOurLogger(t *testing.T) {
+	ts := startTest(t, nil)
+	ts.stop()
+	if !bytes.Contains([]byte(ts.buf.String()), []byte(`"component":"protoactor"`)) {
+		t.Fatalf("protoactor did not log through the configured logger: %q", ts.buf.String())
+	}
+}
+
+func BenchmarkJournalGroupCommit(b *testing.B) {
+	for _, writers := range []int{1, 8, 64, 512} {
+		b.Run(fmt.Sprintf("writers=%d", writers), func(b *testing.B) {
+			ts := startTest(b, nil)
+			payload := bytes.Repeat([]byte("x"), 254)
+			payload[0], payload[253] = '"', '"'
+			ctx := context.Background()
+			b.ResetTimer()
+			start := time.Now()
+			var wg sync.WaitGroup
+			per := (b.N + writers - 1) / writers
+			for range writers {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for range per {
+						if _, err := ts.Journal(ctx, wal.Entry{Type: 1, User: "u", Actor: "mcp:agent", Payload: payload}); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			b.ReportMetric(float64(per*writers)/time.Since(start).Seconds(), "records/s")
+		})
+	}
+}

@@ -1,0 +1,255 @@
+package actors
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/guarded-exchange/guarded-exchange/messages"
+	"github.com/guarded-exchange/guarded-exchange/wal"
+)
+
+// Config configures the actor system. Zero values mean the documented
+// defaults.
+type Config struct {
+	// Journal is the opened WAL; the journal actor becomes its only user.
+	// Required.
+	Journal *wal.Log
+	// Market serves the public market endpoints. Nil means no market-data
+	// actor (commands that only journal, such as init); market asks then
+	// fail with internal_error.
+	Market MarketSource
+	// Logger receives the system's and protoactor's logs (JSON on stderr in
+	// the server). Nil discards.
+	Logger *slog.Logger
+	// RequestTimeout bounds one venue call (default 10 s).
+	RequestTimeout time.Duration
+	// Now is the clock for journal timestamps (default time.Now).
+	Now func() time.Time
+}
+
+// System is a running actor system. Its methods are safe for concurrent use;
+// each is one typed message to the actor that owns the state.
+type System struct {
+	sys     *actor.ActorSystem
+	root    *actor.PID
+	journal *actor.PID
+	market  *actor.PID
+	logger  *slog.Logger
+	timeout time.Duration
+	now     func() time.Time
+}
+
+// Start builds the actor system: the root supervisor and, under it, the
+// journal actor and the market-data actor.
+func Start(cfg Config) (*System, error) {
+	if cfg.Journal == nil {
+		return nil, errors.New("actors: Config.Journal is required")
+	}
+	logger := cfg.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	s := &System{logger: logger, timeout: cfg.RequestTimeout, now: cfg.Now}
+	if s.timeout <= 0 {
+		s.timeout = 10 * time.Second
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	// protoactor's logger is fixed at construction (deps.md §1.1): route it
+	// into ours, never the default tint handler, never developer
+	// supervision logging (which prints to stdout).
+	s.sys = actor.NewActorSystem(
+		actor.WithLoggerFactory(func(as *actor.ActorSystem) *slog.Logger {
+			return logger.With("component", "protoactor", "system", as.ID)
+		}),
+		actor.WithDeadLetterThrottleCount(10),
+	)
+	mw := actor.WithReceiverMiddleware(answerPanics(logger))
+	rootProps := actor.PropsFromProducer(func() actor.Actor {
+		return &rootActor{logger: logger, strategies: map[string]actor.SupervisorStrategy{}}
+	}, actor.WithGuardian(restartStrategy()))
+	root, err := s.sys.Root.SpawnNamed(rootProps, "root")
+	if err != nil {
+		return nil, fmt.Errorf("actors: spawn root: %w", err)
+	}
+	s.root = root
+
+	journal := cfg.Journal
+	s.journal, err = s.spawnChild(childSpec{
+		name: "journal",
+		props: actor.PropsFromProducer(func() actor.Actor {
+			return &journalActor{log: journal, logger: logger}
+		}, mw),
+		strategy: stopStrategy(),
+	})
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Market != nil {
+		market, timeout := cfg.Market, s.timeout
+		s.market, err = s.spawnChild(childSpec{
+			name: "market",
+			props: actor.PropsFromProducer(func() actor.Actor {
+				return &marketActor{source: market, timeout: timeout, logger: logger}
+			}, mw),
+			strategy: restartStrategy(),
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+func (s *System) spawnChild(spec childSpec) (*actor.PID, error) {
+	res, err := s.sys.Root.RequestFuture(s.root, &spawnChildRequest{spec: spec}, 5*time.Second).Result()
+	if err != nil {
+		return nil, fmt.Errorf("actors: spawn %s: %w", spec.name, err)
+	}
+	r := res.(*spawnChildResponse)
+	if r.err != nil {
+		return nil, fmt.Errorf("actors: spawn %s: %w", spec.name, r.err)
+	}
+	return r.pid, nil
+}
+
+// Stop drains the journal (everything queued is made durable) and stops
+// every actor. It does not close the WAL; the caller owns it.
+func (s *System) Stop() {
+	_, _ = s.sys.Root.RequestFuture(s.journal, &drainRequest{}, 30*time.Second).Result()
+	_, _ = s.sys.Root.PoisonFuture(s.root).Result()
+	s.sys.Shutdown()
+}
+
+// Journal appends one record and returns it once it is durable.
+func (s *System) Journal(ctx context.Context, e wal.Entry) (wal.Record, error) {
+	if e.Time.IsZero() {
+		e.Time = s.now().UTC()
+	}
+	res, err := ask[*AppendResponse](ctx, s, s.journal, &AppendRequest{Entry: e})
+	if err != nil {
+		return wal.Record{}, err
+	}
+	if res.Err != nil {
+		return wal.Record{}, res.Err
+	}
+	return res.Record, nil
+}
+
+// JournalAsync queues one record without waiting for it to be durable. It
+// is for records whose loss in a crash acknowledges nothing (the tool_call
+// record of a read-only tool); state changes use Journal.
+func (s *System) JournalAsync(e wal.Entry) {
+	if e.Time.IsZero() {
+		e.Time = s.now().UTC()
+	}
+	s.sys.Root.Send(s.journal, &AppendRequest{Entry: e})
+}
+
+// JournalJSON is Journal with the payload marshalled from v.
+func (s *System) JournalJSON(ctx context.Context, typ messages.RecordType, user, actorName string, v any) (wal.Record, error) {
+	payload, err := json.Marshal(v)
+	if err != nil {
+		return wal.Record{}, messages.Internal(err)
+	}
+	return s.Journal(ctx, wal.Entry{Type: uint16(typ), User: user, Actor: actorName, Payload: payload})
+}
+
+// Ticker asks the market-data actor for a ticker.
+func (s *System) Ticker(ctx context.Context, req *messages.GetTickerRequest) (*messages.Ticker, error) {
+	res, err := ask[*messages.GetTickerResponse](ctx, s, s.market, req)
+	if err != nil {
+		return nil, err
+	}
+	return res.Ticker, errOrNil(res.Err)
+}
+
+// Orderbook asks the market-data actor for a book.
+func (s *System) Orderbook(ctx context.Context, req *messages.GetOrderbookRequest) (*messages.Orderbook, error) {
+	res, err := ask[*messages.GetOrderbookResponse](ctx, s, s.market, req)
+	if err != nil {
+		return nil, err
+	}
+	return res.Book, errOrNil(res.Err)
+}
+
+// Klines asks the market-data actor for candles.
+func (s *System) Klines(ctx context.Context, req *messages.GetKlinesRequest) ([]messages.Kline, error) {
+	res, err := ask[*messages.GetKlinesResponse](ctx, s, s.market, req)
+	if err != nil {
+		return nil, err
+	}
+	return res.Klines, errOrNil(res.Err)
+}
+
+// Instrument asks the market-data actor for an instrument's rules.
+func (s *System) Instrument(ctx context.Context, req *messages.GetInstrumentRequest) (*messages.Instrument, error) {
+	res, err := ask[*messages.GetInstrumentResponse](ctx, s, s.market, req)
+	if err != nil {
+		return nil, err
+	}
+	return res.Instrument, errOrNil(res.Err)
+}
+
+// errOrNil turns a nil *messages.Error into a nil error interface.
+func errOrNil(e *messages.Error) error {
+	if e == nil {
+		return nil
+	}
+	return e
+}
+
+// ask sends msg to pid and waits for a reply of type T. A *messages.Error
+// reply (from a supervisor answering a crash) is returned as the error; a
+// timeout or a dead actor becomes internal_error. The wait is bounded by
+// ctx's deadline or the system's request timeout plus a margin.
+func ask[T any](ctx context.Context, s *System, pid *actor.PID, msg any) (T, error) {
+	var zero T
+	if pid == nil {
+		return zero, messages.Internal(fmt.Errorf("ask %T: no actor serves this in this process", msg))
+	}
+	timeout := s.timeout + 5*time.Second
+	if dl, ok := ctx.Deadline(); ok {
+		timeout = min(timeout, time.Until(dl))
+	}
+	if timeout <= 0 {
+		return zero, messages.Internal(context.DeadlineExceeded)
+	}
+	f := s.sys.Root.RequestFuture(pid, msg, timeout)
+	res, err := f.Result()
+	if err != nil {
+		return zero, messages.Internal(fmt.Errorf("ask %T: %w", msg, err))
+	}
+	switch v := res.(type) {
+	case *messages.Error:
+		return zero, v
+	case T:
+		return v, nil
+	default:
+		return zero, messages.Internal(fmt.Errorf("ask %T: unexpected reply %T", msg, res))
+	}
+}
+
+// ToolCalled journals the tool_call record of one MCP call (actor
+// mcp:agent). With wait it returns once the record is durable; without, the
+// record is queued behind everything sent before it.
+func (s *System) ToolCalled(ctx context.Context, call *messages.ToolCalled, wait bool) error {
+	payload, err := json.Marshal(call)
+	if err != nil {
+		return messages.Internal(err)
+	}
+	e := wal.Entry{Type: uint16(messages.RecordToolCall), User: call.User, Actor: messages.ActorAgent, Payload: payload}
+	if !wait {
+		s.JournalAsync(e)
+		return nil
+	}
+	_, err = s.Journal(ctx, e)
+	return err
+}

@@ -1,0 +1,236 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/alecthomas/kong"
+)
+
+// Exit codes of SPEC §2.
+const (
+	ExitOK       = 0
+	ExitRefused  = 1
+	ExitCannot   = 2 // cannot start, bad installation, usage
+	exitKongMisc = 80
+)
+
+// ExitError carries the process exit code for an error. kong uses its
+// ExitCode method.
+type ExitError struct {
+	Code int
+	Err  error
+}
+
+func (e *ExitError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the cause.
+func (e *ExitError) Unwrap() error { return e.Err }
+
+// ExitCode implements kong's exit-code interface.
+func (e *ExitError) ExitCode() int { return e.Code }
+
+// CannotStart is the SPEC §2 refusal to start: exit 2 with
+// "guarded-exchange: cannot start: <reason>".
+func CannotStart(format string, args ...any) error {
+	return &ExitError{Code: ExitCannot, Err: fmt.Errorf("cannot start: "+format, args...)}
+}
+
+// Refused is a failed or refused action: exit 1.
+func Refused(format string, args ...any) error {
+	return &ExitError{Code: ExitRefused, Err: fmt.Errorf(format, args...)}
+}
+
+// CodeOf returns the exit code for err: ExitOK for nil, the ExitError's code,
+// or ExitRefused.
+func CodeOf(err error) int {
+	if err == nil {
+		return ExitOK
+	}
+	var e *ExitError
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return ExitRefused
+}
+
+// Globals are the flags every command takes (SPEC §2). Empty Home and
+// MasterKeyFile mean the XDG defaults, resolved by the Runtime.
+type Globals struct {
+	Home          string `name:"home" env:"GX_HOME" help:"data directory (default $XDG_DATA_HOME/guarded-exchange)" placeholder:"DIR"`
+	MasterKeyFile string `name:"master-key-file" env:"GX_MASTER_KEY_FILE" help:"256-bit master key file, outside --home (default $XDG_CONFIG_HOME/guarded-exchange/master.key)" placeholder:"FILE"`
+	User          string `name:"user" env:"GX_USER" default:"local" help:"the user this process acts for"`
+	Venue         string `name:"venue" env:"GX_VENUE" default:"paper" enum:"paper,bybit-demo,bybit-testnet,bybit-live" help:"paper (embedded simulator), bybit-demo, bybit-testnet or bybit-live"`
+	EnvFile       string `name:"env-file" env:"GX_ENV_FILE" help:"explicit dotenv file to load; a .env in the working directory is never read" placeholder:"FILE"`
+}
+
+// IO is where a command writes. Out is stdout for the commands that print
+// results; Serve never writes to it.
+type IO struct {
+	Out io.Writer
+	Err io.Writer
+}
+
+// ServeOptions are the flags of serve.
+type ServeOptions struct {
+	Transport string
+	Listen    string
+}
+
+// SimOptions are the flags of sim.
+type SimOptions struct {
+	Listen string
+	Seed   int64
+}
+
+// DumpOptions are the flags of journal dump.
+type DumpOptions struct {
+	Dir    string
+	User   string
+	Types  []string
+	Since  time.Time
+	Until  time.Time
+	Format string
+}
+
+// Runtime does the work of each command. The composition root implements
+// it; tests may too.
+type Runtime interface {
+	Init(ctx context.Context, g *Globals, io IO) error
+	Serve(ctx context.Context, g *Globals, o ServeOptions, io IO) error
+	Demo(ctx context.Context, g *Globals, io IO) error
+	Sim(ctx context.Context, o SimOptions, io IO) error
+	JournalDump(ctx context.Context, g *Globals, o DumpOptions, io IO) error
+	JournalVerify(ctx context.Context, g *Globals, dir, expectHead string, io IO) error
+	JournalHead(ctx context.Context, g *Globals, dir string, io IO) error
+	Doctor(ctx context.Context, g *Globals, io IO) error
+	Version(io IO) error
+}
+
+// CLI is the command tree.
+type CLI struct {
+	Globals
+
+	Init    InitCmd    `cmd:"" help:"Create the home, the journal, the master key and the local user. Safe to re-run."`
+	Serve   ServeCmd   `cmd:"" help:"Run the MCP server (stdio)."`
+	Demo    DemoCmd    `cmd:"" help:"A scripted walkthrough on the paper venue, in a throw-away home."`
+	Sim     SimCmd     `cmd:"" help:"Run the Bybit-compatible simulator alone and print its URLs as one JSON line."`
+	Journal JournalCmd `cmd:"" help:"Read the journal: dump, verify, head. Works on a copy, with no server, lock or master key."`
+	Doctor  DoctorCmd  `cmd:"" help:"Check the installation and say what to fix."`
+	Version VersionCmd `cmd:"" help:"Print the version."`
+}
+
+// InitCmd is `init`.
+type InitCmd struct{}
+
+// Run runs init.
+func (c *InitCmd) Run(ctx context.Context, g *Globals, rt Runtime, io IO) error {
+	return rt.Init(ctx, g, io)
+}
+
+// ServeCmd is `serve`.
+type ServeCmd struct {
+	Transport string `default:"stdio" enum:"stdio,http" help:"stdio, or http (remote mode, not available yet)"`
+	Listen    string `default:"127.0.0.1:8000" help:"address for --transport http"`
+}
+
+// Run runs serve.
+func (c *ServeCmd) Run(ctx context.Context, g *Globals, rt Runtime, io IO) error {
+	return rt.Serve(ctx, g, ServeOptions{Transport: c.Transport, Listen: c.Listen}, io)
+}
+
+// DemoCmd is `demo`.
+type DemoCmd struct{}
+
+// Run runs demo.
+func (c *DemoCmd) Run(ctx context.Context, g *Globals, rt Runtime, io IO) error {
+	return rt.Demo(ctx, g, io)
+}
+
+// SimCmd is `sim`.
+type SimCmd struct {
+	Listen string `default:"127.0.0.1:0" help:"loopback address to listen on"`
+	Seed   int64  `default:"1" help:"seed for deterministic prices"`
+}
+
+// Run runs sim.
+func (c *SimCmd) Run(ctx context.Context, rt Runtime, io IO) error {
+	return rt.Sim(ctx, SimOptions{Listen: c.Listen, Seed: c.Seed}, io)
+}
+
+// JournalCmd groups the journal tools.
+type JournalCmd struct {
+	Dump   JournalDumpCmd   `cmd:"" help:"Print journal records."`
+	Verify JournalVerifyCmd `cmd:"" help:"Check the hash chain; exit 1 with the first bad seq on stderr."`
+	Head   JournalHeadCmd   `cmd:"" help:"Print the last seq and hash (SEQ:HASH) for external checkpointing."`
+}
+
+// JournalDumpCmd is `journal dump`.
+type JournalDumpCmd struct {
+	Dir    string    `help:"journal directory (default <home>/journal)" placeholder:"PATH"`
+	Type   []string  `name:"type" help:"only records of these types (repeatable), e.g. tool_call"`
+	Since  time.Time `help:"only records at or after this RFC 3339 time"`
+	Until  time.Time `help:"only records before this RFC 3339 time"`
+	Format string    `default:"jsonl" enum:"jsonl,table" help:"jsonl or table"`
+}
+
+// Run runs journal dump. The global --user, when given on the command line
+// (not from GX_USER or its default), filters the records to that user.
+func (c *JournalDumpCmd) Run(ctx context.Context, kctx *kong.Context, g *Globals, rt Runtime, io IO) error {
+	user := ""
+	if userFlagGiven(kctx.Args) {
+		user = g.User
+	}
+	return rt.JournalDump(ctx, g, DumpOptions{Dir: c.Dir, User: user, Types: c.Type, Since: c.Since, Until: c.Until, Format: c.Format}, io)
+}
+
+func userFlagGiven(args []string) bool {
+	for _, a := range args {
+		if a == "--" {
+			return false
+		}
+		if a == "--user" || strings.HasPrefix(a, "--user=") {
+			return true
+		}
+	}
+	return false
+}
+
+// JournalVerifyCmd is `journal verify`.
+type JournalVerifyCmd struct {
+	Dir        string `help:"journal directory (default <home>/journal)" placeholder:"PATH"`
+	ExpectHead string `help:"a SEQ:HASH checkpoint that must still be in the chain" placeholder:"SEQ:HASH"`
+}
+
+// Run runs journal verify.
+func (c *JournalVerifyCmd) Run(ctx context.Context, g *Globals, rt Runtime, io IO) error {
+	return rt.JournalVerify(ctx, g, c.Dir, c.ExpectHead, io)
+}
+
+// JournalHeadCmd is `journal head`.
+type JournalHeadCmd struct {
+	Dir string `help:"journal directory (default <home>/journal)" placeholder:"PATH"`
+}
+
+// Run runs journal head.
+func (c *JournalHeadCmd) Run(ctx context.Context, g *Globals, rt Runtime, io IO) error {
+	return rt.JournalHead(ctx, g, c.Dir, io)
+}
+
+// DoctorCmd is `doctor`.
+type DoctorCmd struct{}
+
+// Run runs doctor.
+func (c *DoctorCmd) Run(ctx context.Context, g *Globals, rt Runtime, io IO) error {
+	return rt.Doctor(ctx, g, io)
+}
+
+// VersionCmd is `version`.
+type VersionCmd struct{}
+
+// Run runs version.
+func (c *VersionCmd) Run(rt Runtime, io IO) error { return rt.Version(io) }

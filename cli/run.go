@@ -1,0 +1,72 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/alecthomas/kong"
+)
+
+// Main parses args, runs the chosen command with rt, and returns the exit
+// code. Usage errors exit 2 (SPEC §2), not kong's 80. Errors are printed
+// once, as "guarded-exchange: <message>", on io.Err.
+func Main(ctx context.Context, args []string, rt Runtime, io IO, version string) int {
+	var root CLI
+	exited := -1
+	parser, err := kong.New(&root,
+		kong.Name("guarded-exchange"),
+		kong.Description("An MCP server that lets an AI agent trade on Bybit under limits it cannot change."),
+		kong.Writers(io.Out, io.Err),
+		kong.Exit(func(code int) { exited = code; panic(exitPanic{}) }),
+		kong.Vars{"version": version},
+		kong.BindTo(ctx, (*context.Context)(nil)),
+		kong.BindTo(rt, (*Runtime)(nil)),
+		kong.Bind(io),
+	)
+	if err != nil {
+		fmt.Fprintf(io.Err, "guarded-exchange: %v\n", err)
+		return ExitCannot
+	}
+	kctx, code, done := parse(parser, args, &exited)
+	if done {
+		return code
+	}
+	if err := kctx.Run(&root.Globals); err != nil {
+		fmt.Fprintf(io.Err, "guarded-exchange: %v\n", err)
+		return CodeOf(err)
+	}
+	return ExitOK
+}
+
+type exitPanic struct{}
+
+// parse runs kong's parser, turning its Exit calls (help) and parse errors
+// into exit codes.
+func parse(p *kong.Kong, args []string, exited *int) (kctx *kong.Context, code int, done bool) {
+	defer func() {
+		if r := recover(); r != nil {
+			if _, ok := r.(exitPanic); !ok {
+				panic(r)
+			}
+			kctx, code, done = nil, *exited, true
+			if code == exitKongMisc {
+				code = ExitCannot
+			}
+		}
+	}()
+	kctx, err := p.Parse(args)
+	if err != nil {
+		var pe *kong.ParseError
+		if errors.As(err, &pe) {
+			fmt.Fprintf(p.Stderr, "guarded-exchange: %v\n", err)
+			if pe.Context != nil {
+				_ = pe.Context.PrintUsage(true)
+			}
+			return nil, ExitCannot, true
+		}
+		fmt.Fprintf(p.Stderr, "guarded-exchange: %v\n", err)
+		return nil, ExitCannot, true
+	}
+	return kctx, 0, false
+}

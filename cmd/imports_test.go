@@ -1,0 +1,135 @@
+// Package cmd_test holds repository-wide structure checks: the import
+// direction between packages (STYLE §1) and one doc.go per package
+// (STYLE §10).
+package cmd_test
+
+import (
+	"go/parser"
+	"go/token"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/guarded-exchange/guarded-exchange"
+
+// allowed lists, for each top-level area, the areas of this module it may
+// import. Subpackages belong to their top-level area (venue/sim is venue).
+// cmd may import everything.
+var allowed = map[string][]string{
+	"messages": {},
+	"wal":      {},
+	"venue":    {"messages", "venue"},
+	"actors":   {"messages", "wal", "venue", "actors"},
+	"mcp":      {"messages", "actors", "mcp"},
+	"cli":      {"messages", "cli"},
+}
+
+var reasons = map[string]string{
+	"messages": "messages is the shared vocabulary and must import nothing from this module",
+	"wal":      "wal knows records and bytes, not trading",
+	"venue":    "venue talks to the exchange and may only use messages",
+	"actors":   "actors may use messages, wal and venue",
+	"mcp":      "mcp may use messages and actors, never the venue or the journal directly",
+	"cli":      "cli speaks over the socket and may only use messages",
+}
+
+// areaOf maps a package directory (relative to the repo root) to its area.
+func areaOf(rel string) string {
+	return strings.SplitN(filepath.ToSlash(rel), "/", 2)[0]
+}
+
+func repoRoot(t *testing.T) string {
+	t.Helper()
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Dir(wd) // this file lives in <root>/cmd
+}
+
+// goDirs returns every directory with non-test Go files, relative to root.
+func goDirs(t *testing.T, root string) map[string][]string {
+	t.Helper()
+	dirs := map[string][]string{}
+	err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata" || d.Name() == "bin") && path != root {
+			return filepath.SkipDir
+		}
+		if !d.IsDir() && strings.HasSuffix(path, ".go") && !strings.HasSuffix(path, "_test.go") {
+			rel, _ := filepath.Rel(root, filepath.Dir(path))
+			dirs[rel] = append(dirs[rel], path)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dirs
+}
+
+func TestImportDirection(t *testing.T) {
+	root := repoRoot(t)
+	var violations []string
+	for rel, files := range goDirs(t, root) {
+		area := areaOf(rel)
+		if area == "cmd" {
+			continue
+		}
+		ok, known := allowed[area]
+		if !known {
+			violations = append(violations, rel+": package outside the known areas "+strconv.Quote(area))
+			continue
+		}
+		for _, f := range files {
+			af, err := parser.ParseFile(token.NewFileSet(), f, nil, parser.ImportsOnly)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, imp := range af.Imports {
+				path, _ := strconv.Unquote(imp.Path.Value)
+				if !strings.HasPrefix(path, module+"/") {
+					continue
+				}
+				target := areaOf(strings.TrimPrefix(path, module+"/"))
+				permitted := false
+				for _, a := range ok {
+					if a == target {
+						permitted = true
+					}
+				}
+				if !permitted {
+					violations = append(violations, rel+" imports "+path+": "+reasons[area])
+				}
+			}
+		}
+	}
+	sort.Strings(violations)
+	for _, v := range violations {
+		t.Error(v)
+	}
+}
+
+func TestEveryPackageHasDocGo(t *testing.T) {
+	root := repoRoot(t)
+	for rel := range goDirs(t, root) {
+		doc := filepath.Join(root, rel, "doc.go")
+		if rel == filepath.Join("cmd", "guarded-exchange") {
+			doc = filepath.Join(root, rel, "main.go") // a command documents itself in main.go
+		}
+		af, err := parser.ParseFile(token.NewFileSet(), doc, nil, parser.PackageClauseOnly|parser.ParseComments)
+		if err != nil {
+			t.Errorf("%s: needs a doc.go with the package's one idea: %v", rel, err)
+			continue
+		}
+		if af.Doc == nil || len(strings.TrimSpace(af.Doc.Text())) < 40 {
+			t.Errorf("%s: doc.go has no real package comment", rel)
+		}
+	}
+}

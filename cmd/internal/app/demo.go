@@ -1,0 +1,223 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/guarded-exchange/guarded-exchange/cli"
+)
+
+// Demo is the scripted walkthrough of SPEC §3 on the paper venue, in a
+// throw-away home: init, serve as a child over a real stdio pipe driven by
+// an MCP client, market reads, a refused call, then the journal dumped and
+// verified. Later releases extend it with orders, approval and the kill
+// switch.
+func (r *Runtime) Demo(ctx context.Context, _ *cli.Globals, out cli.IO) error {
+	tmp, err := os.MkdirTemp("", "guarded-exchange-demo-")
+	if err != nil {
+		return cli.CannotStart("%v", err)
+	}
+	keep := r.getenv("GX_DEMO_KEEP") == "true"
+	if !keep {
+		defer os.RemoveAll(tmp)
+	}
+	g := &cli.Globals{
+		Home:          filepath.Join(tmp, "home"),
+		MasterKeyFile: filepath.Join(tmp, "config", "master.key"),
+		User:          "local",
+		Venue:         "paper",
+	}
+	w := out.Out
+	step := 0
+	say := func(format string, args ...any) {
+		step++
+		fmt.Fprintf(w, "\n== %d. %s\n", step, fmt.Sprintf(format, args...))
+	}
+
+	logPath := filepath.Join(tmp, "serve.log")
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		return cli.CannotStart("%v", err)
+	}
+	defer logFile.Close()
+	// The walkthrough's own in-process steps log to the file too, so the
+	// terminal shows only the story.
+	quiet := *r
+	quiet.Logger = slog.New(slog.NewJSONHandler(logFile, nil))
+
+	say("init a throw-away home in %s", tmp)
+	if err := quiet.Init(ctx, g, cli.IO{Out: indent(w), Err: out.Err}); err != nil {
+		return err
+	}
+
+	say("start `guarded-exchange serve` as a child over a real stdio pipe")
+	exe, err := os.Executable()
+	if err != nil {
+		return cli.CannotStart("cannot find this binary: %v", err)
+	}
+	cmd := exec.CommandContext(ctx, exe, "serve")
+	cmd.Env = append(os.Environ(),
+		"GX_HOME="+g.Home, "GX_MASTER_KEY_FILE="+g.MasterKeyFile, "GX_USER="+g.User, "GX_VENUE=paper", "GX_ENV_FILE=")
+	cmd.Stderr = logFile
+	client := sdk.NewClient(&sdk.Implementation{Name: "guarded-exchange-demo", Version: r.Release}, nil)
+	cctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	cs, err := client.Connect(cctx, &sdk.CommandTransport{Command: cmd, TerminateDuration: 5 * time.Second}, nil)
+	if err != nil {
+		return cli.Refused("connect to serve: %v (server log: %s)", err, logPath)
+	}
+	init := cs.InitializeResult()
+	fmt.Fprintf(w, "   connected: %s %s, protocol %s; server log (JSON) in %s\n",
+		init.ServerInfo.Name, init.ServerInfo.Version, init.ProtocolVersion, logPath)
+
+	say("list the tools this principal may use")
+	tools, err := cs.ListTools(cctx, nil)
+	if err != nil {
+		return cli.Refused("tools/list: %v", err)
+	}
+	for _, t := range tools.Tools {
+		hint := "read-only"
+		if t.Annotations == nil || !t.Annotations.ReadOnlyHint {
+			hint = "changes state"
+		}
+		fmt.Fprintf(w, "   %-16s %-13s %s\n", t.Name, hint, t.Description)
+	}
+
+	say("get_ticker BTCUSDT linear")
+	var tk struct {
+		Venue, Symbol, Category, Time string
+		LastPrice                     string `json:"last_price"`
+		Bid                           string `json:"bid1_price"`
+		Ask                           string `json:"ask1_price"`
+		Derivatives                   *struct {
+			Mark    string `json:"mark_price"`
+			Funding string `json:"funding_rate"`
+		}
+	}
+	if err := callTool(cctx, cs, "get_ticker", map[string]any{"symbol": "BTCUSDT", "category": "linear"}, &tk); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "   venue %s: last %s, bid %s, ask %s", tk.Venue, tk.LastPrice, tk.Bid, tk.Ask)
+	if tk.Derivatives != nil {
+		fmt.Fprintf(w, ", mark %s, funding %s", tk.Derivatives.Mark, tk.Derivatives.Funding)
+	}
+	fmt.Fprintf(w, " (%s)\n", tk.Time)
+
+	say("get_orderbook BTCUSDT spot, 5 levels")
+	var ob struct {
+		Venue      string
+		Bids, Asks [][2]string
+	}
+	if err := callTool(cctx, cs, "get_orderbook", map[string]any{"symbol": "BTCUSDT", "category": "spot", "limit": 5}, &ob); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "   %-24s | %s\n", "bids (price x size)", "asks (price x size)")
+	for i := 0; i < max(len(ob.Bids), len(ob.Asks)); i++ {
+		var b, a string
+		if i < len(ob.Bids) {
+			b = ob.Bids[i][0] + " x " + ob.Bids[i][1]
+		}
+		if i < len(ob.Asks) {
+			a = ob.Asks[i][0] + " x " + ob.Asks[i][1]
+		}
+		fmt.Fprintf(w, "   %-24s | %s\n", b, a)
+	}
+
+	say("get_klines ETHUSDT linear, 1 h, last 5 candles")
+	var kl struct {
+		Klines []struct{ Start, Open, High, Low, Close, Volume string }
+	}
+	if err := callTool(cctx, cs, "get_klines", map[string]any{"symbol": "ETHUSDT", "category": "linear", "interval": "60", "limit": 5}, &kl); err != nil {
+		return err
+	}
+	for _, k := range kl.Klines {
+		fmt.Fprintf(w, "   %s  O %s  H %s  L %s  C %s  V %s\n", k.Start, k.Open, k.High, k.Low, k.Close, k.Volume)
+	}
+
+	say("a bad call is refused with a stable code (a number where a string is required)")
+	res, err := cs.CallTool(cctx, &sdk.CallToolParams{Name: "get_ticker", Arguments: map[string]any{"symbol": 42, "category": "linear"}})
+	if err != nil {
+		return cli.Refused("get_ticker: %v", err)
+	}
+	fmt.Fprintf(w, "   isError=%v %s\n", res.IsError, textOf(res))
+
+	say("stop the server (close its stdin)")
+	if err := cs.Close(); err != nil {
+		fmt.Fprintf(w, "   server exit: %v\n", err)
+	} else {
+		fmt.Fprintln(w, "   server exited")
+	}
+
+	say("journal dump --format table")
+	if err := r.JournalDump(ctx, g, cli.DumpOptions{Format: "table"}, cli.IO{Out: indent(w), Err: out.Err}); err != nil {
+		return err
+	}
+	say("journal verify")
+	if err := r.JournalVerify(ctx, g, "", "", cli.IO{Out: indent(w), Err: out.Err}); err != nil {
+		return err
+	}
+	if keep {
+		fmt.Fprintf(w, "\nkept %s (GX_DEMO_KEEP=true)\n", tmp)
+	}
+	fmt.Fprintln(w, "\ndemo finished")
+	return nil
+}
+
+// callTool calls a tool and decodes its structured result into out; a tool
+// error is returned as a refusal with its JSON.
+func callTool(ctx context.Context, cs *sdk.ClientSession, name string, args map[string]any, out any) error {
+	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: name, Arguments: args})
+	if err != nil {
+		return cli.Refused("%s: %v", name, err)
+	}
+	text := textOf(res)
+	if res.IsError {
+		return cli.Refused("%s: %s", name, text)
+	}
+	if err := json.Unmarshal([]byte(text), out); err != nil {
+		return cli.Refused("%s: unexpected answer: %v", name, err)
+	}
+	return nil
+}
+
+func textOf(res *sdk.CallToolResult) string {
+	for _, c := range res.Content {
+		if t, ok := c.(*sdk.TextContent); ok {
+			return t.Text
+		}
+	}
+	return ""
+}
+
+// indent prefixes every line written through it with three spaces.
+func indent(w io.Writer) io.Writer { return &indenter{w: w, bol: true} }
+
+type indenter struct {
+	w   io.Writer
+	bol bool
+}
+
+func (i *indenter) Write(p []byte) (int, error) {
+	var b strings.Builder
+	for _, c := range string(p) {
+		if i.bol {
+			b.WriteString("   ")
+		}
+		b.WriteRune(c)
+		i.bol = c == '\n'
+	}
+	if _, err := io.WriteString(i.w, b.String()); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}

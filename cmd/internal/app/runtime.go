@@ -1,0 +1,217 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/guarded-exchange/guarded-exchange/cli"
+	"github.com/guarded-exchange/guarded-exchange/mcp"
+	"github.com/guarded-exchange/guarded-exchange/messages"
+	"github.com/guarded-exchange/guarded-exchange/venue/sim"
+	"github.com/guarded-exchange/guarded-exchange/wal"
+)
+
+// Runtime implements cli.Runtime.
+type Runtime struct {
+	// Release is the version string reported by `version` and to MCP clients.
+	Release string
+	// Logger writes JSON to stderr.
+	Logger *slog.Logger
+	// Stdin and Stdout are the MCP stdio stream of serve. main keeps the
+	// real stdout here and points os.Stdout at stderr, so a stray print can
+	// never corrupt the protocol.
+	Stdin  io.Reader
+	Stdout io.Writer
+	// Getenv reads the environment (os.Getenv by default).
+	Getenv func(string) string
+}
+
+var _ cli.Runtime = (*Runtime)(nil)
+
+func (r *Runtime) getenv(k string) string {
+	if r.Getenv != nil {
+		return r.Getenv(k)
+	}
+	return os.Getenv(k)
+}
+
+func (r *Runtime) logger() *slog.Logger {
+	if r.Logger != nil {
+		return r.Logger
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
+// localUser is the user init creates: read_only, empty allowlist, ceiling
+// demo (SPEC §3).
+type userCreated struct {
+	User         string   `json:"user"`
+	Profile      string   `json:"profile"`
+	Allow        []string `json:"allow"`
+	VenueCeiling string   `json:"venue_ceiling"`
+}
+
+// Init creates the installation (SPEC §3). Re-running it on a complete
+// installation changes nothing; an installation whose key file is gone is
+// refused.
+func (r *Runtime) Init(ctx context.Context, g *cli.Globals, out cli.IO) error {
+	p, err := resolvePaths(g)
+	if err != nil {
+		return cli.CannotStart("%v", err)
+	}
+	inst, err := readInstallation(p)
+	switch {
+	case err == nil:
+		if _, kerr := os.Stat(p.MasterKey); errors.Is(kerr, fs.ErrNotExist) {
+			return cli.CannotStart("installation %s exists but its master key file %s is gone; restore it (a new key cannot read what the old one encrypted)", p.Home, p.MasterKey)
+		}
+		if _, err := checkInstallation(p); err != nil {
+			return cli.CannotStart("%v", err)
+		}
+		_ = inst
+	case errors.Is(err, fs.ErrNotExist):
+	default:
+		return cli.CannotStart("%v", err)
+	}
+
+	for _, d := range []string{p.Home, p.journal(), p.snapshots(), p.run()} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return cli.CannotStart("create %s: %v", d, err)
+		}
+		if err := os.Chmod(d, 0o700); err != nil {
+			return cli.CannotStart("chmod %s: %v", d, err)
+		}
+	}
+	key, err := readMasterKey(p.MasterKey)
+	if err != nil {
+		if _, serr := os.Stat(p.MasterKey); !errors.Is(serr, fs.ErrNotExist) {
+			return cli.CannotStart("%v", err)
+		}
+		if key, err = createMasterKey(p.MasterKey); err != nil {
+			return cli.CannotStart("create master key: %v", err)
+		}
+		fmt.Fprintf(out.Out, "created master key %s (mode 0600; keep it outside the home and back it up)\n", p.MasterKey)
+	}
+	lock, err := lockHome(p)
+	if err != nil {
+		return cli.CannotStart("%v", err)
+	}
+	defer lock.release()
+
+	users := map[string]bool{}
+	st, err := startStack(ctx, p, venueConfig{}, r.logger(), r.Release, "init", func(rec wal.Record) error {
+		if messages.RecordType(rec.Type) == messages.RecordUserCreated {
+			users[rec.User] = true
+		}
+		return nil
+	})
+	if err != nil {
+		return cli.CannotStart("%v", err)
+	}
+	defer st.close()
+	if !users[g.User] {
+		if _, err := st.sys.JournalJSON(ctx, messages.RecordUserCreated, g.User, messages.ActorCLIAdmin, userCreated{
+			User: g.User, Profile: "read_only", Allow: []string{}, VenueCeiling: "demo",
+		}); err != nil {
+			return cli.Refused("journal user_created: %v", err)
+		}
+		fmt.Fprintf(out.Out, "created user %q (profile read_only, empty allowlist, venue ceiling demo)\n", g.User)
+	} else {
+		fmt.Fprintf(out.Out, "user %q already exists\n", g.User)
+	}
+	if err := writeInstallation(p, installation{Format: 1, CreatedAt: time.Now().UTC(), MasterKeyID: masterKeyID(key)}); err != nil {
+		return cli.CannotStart("write %s: %v", p.install(), err)
+	}
+	fmt.Fprintf(out.Out, "home %s is ready\n", p.Home)
+	return nil
+}
+
+// stdioPrincipal is the one principal of a stdio server. Until per-user
+// policy lands, every user is read_only.
+func stdioPrincipal(user string) func(context.Context, sdk.Request) (mcp.Principal, error) {
+	p := mcp.Principal{User: user, Profile: mcp.ProfileReadOnly}
+	return func(context.Context, sdk.Request) (mcp.Principal, error) { return p, nil }
+}
+
+// Serve runs the MCP server on stdio (SPEC §3).
+func (r *Runtime) Serve(ctx context.Context, g *cli.Globals, o cli.ServeOptions, _ cli.IO) error {
+	if o.Transport != "stdio" {
+		return cli.CannotStart("the %s transport is not available in this version; use --transport stdio", o.Transport)
+	}
+	p, err := resolvePaths(g)
+	if err != nil {
+		return cli.CannotStart("%v", err)
+	}
+	if _, err := checkInstallation(p); err != nil {
+		return cli.CannotStart("%v", err)
+	}
+	vc, err := resolveVenue(g, r.getenv)
+	if err != nil {
+		return cli.CannotStart("%v", err)
+	}
+	lock, err := lockHome(p)
+	if err != nil {
+		return cli.CannotStart("%v", err)
+	}
+	defer lock.release()
+	logger := r.logger()
+	st, err := startStack(ctx, p, vc, logger, r.Release, "serve", nil)
+	if err != nil {
+		return cli.CannotStart("%v", err)
+	}
+	defer st.close()
+	srv, err := mcp.NewServer(mcp.Options{
+		Backend:   st.sys,
+		Principal: stdioPrincipal(g.User),
+		Venue:     vc.Name,
+		Version:   r.Release,
+		Logger:    logger.With("component", "mcp"),
+	})
+	if err != nil {
+		return cli.CannotStart("%v", err)
+	}
+	logger.Info("serving MCP on stdio", "venue", vc.Name, "user", g.User)
+	t := &sdk.IOTransport{Reader: io.NopCloser(r.Stdin), Writer: nopWriteCloser{r.Stdout}}
+	if err := srv.Run(ctx, t); err != nil && !errors.Is(err, context.Canceled) {
+		return cli.Refused("serve: %v", err)
+	}
+	return nil
+}
+
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }
+
+// Sim runs the simulator alone and prints its announcement as one JSON line
+// (SPEC §13), then serves until ctx ends.
+func (r *Runtime) Sim(ctx context.Context, o cli.SimOptions, out cli.IO) error {
+	srv, err := sim.Start(sim.Config{Seed: o.Seed, Logger: r.logger().With("component", "sim")}, o.Listen)
+	if err != nil {
+		return cli.CannotStart("%v", err)
+	}
+	defer srv.Close()
+	line, err := json.Marshal(srv.Announcement())
+	if err != nil {
+		return cli.Refused("%v", err)
+	}
+	if _, err := fmt.Fprintf(out.Out, "%s\n", line); err != nil {
+		return cli.Refused("%v", err)
+	}
+	<-ctx.Done()
+	return nil
+}
+
+// Version prints the version.
+func (r *Runtime) Version(out cli.IO) error {
+	_, err := fmt.Fprintf(out.Out, "guarded-exchange %s\n", r.Release)
+	return err
+}

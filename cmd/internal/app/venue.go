@@ -1,0 +1,92 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/url"
+	"strings"
+
+	"github.com/guarded-exchange/guarded-exchange/cli"
+	"github.com/guarded-exchange/guarded-exchange/messages"
+	"github.com/guarded-exchange/guarded-exchange/venue"
+)
+
+// Bybit REST hosts per venue (reference/bybit-v5.md §1).
+var venueHosts = map[string]string{
+	"bybit-demo":    "https://api-demo.bybit.com",
+	"bybit-testnet": "https://api-testnet.bybit.com",
+	"bybit-live":    "https://api.bybit.com",
+}
+
+// venueConfig is the venue this process talks to.
+type venueConfig struct {
+	Name    string // paper, bybit-demo, bybit-testnet, bybit-live
+	Paper   bool   // the embedded simulator
+	BaseURL string // empty for paper until the simulator listens
+}
+
+// resolveVenue applies --venue and the environment overrides of SPEC §13.
+// Missing or unsafe configuration fails closed.
+func resolveVenue(g *cli.Globals, getenv func(string) string) (venueConfig, error) {
+	vc := venueConfig{Name: g.Venue}
+	override := getenv("GX_BYBIT_BASE_URL")
+	if override != "" {
+		if err := checkLoopbackOverride(override, getenv("GX_TEST_ALLOW_LOOPBACK_BYBIT_URL") == "true"); err != nil {
+			return vc, err
+		}
+	}
+	switch g.Venue {
+	case "paper":
+		vc.Paper = true
+		return vc, nil
+	case "bybit-demo", "bybit-testnet":
+	case "bybit-live":
+		if getenv("GX_LIVE_ACK") != "live" {
+			return vc, fmt.Errorf("the bybit-live venue needs GX_LIVE_ACK=live (and explicit caps); refusing to start")
+		}
+	default:
+		return vc, fmt.Errorf("unknown venue %q", g.Venue)
+	}
+	vc.BaseURL = venueHosts[g.Venue]
+	if override != "" {
+		vc.BaseURL = strings.TrimRight(override, "/")
+	}
+	return vc, nil
+}
+
+// checkLoopbackOverride allows a Bybit URL override only for tests, and only
+// to a loopback address.
+func checkLoopbackOverride(raw string, allowed bool) error {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("GX_BYBIT_BASE_URL is not an http(s) URL")
+	}
+	if !isLoopbackHost(u.Hostname()) {
+		return fmt.Errorf("GX_BYBIT_BASE_URL must point at a loopback address; other overrides are refused")
+	}
+	if !allowed {
+		return fmt.Errorf("GX_BYBIT_BASE_URL is set but GX_TEST_ALLOW_LOOPBACK_BYBIT_URL is not true")
+	}
+	return nil
+}
+
+func isLoopbackHost(h string) bool {
+	if h == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(h)
+	return ip != nil && ip.IsLoopback()
+}
+
+// marketSource serves the market-data actor from a venue client, with
+// instrument rules from the TTL cache.
+type marketSource struct {
+	*venue.Client
+	cache *venue.InstrumentCache
+}
+
+// Instrument implements actors.MarketSource through the cache.
+func (m marketSource) Instrument(ctx context.Context, cat messages.Category, symbol string) (*messages.Instrument, error) {
+	return m.cache.Get(ctx, cat, symbol)
+}

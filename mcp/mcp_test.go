@@ -1,0 +1,460 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/guarded-exchange/guarded-exchange/actors"
+	"github.com/guarded-exchange/guarded-exchange/messages"
+	"github.com/guarded-exchange/guarded-exchange/venue"
+	"github.com/guarded-exchange/guarded-exchange/venue/sim"
+	"github.com/guarded-exchange/guarded-exchange/wal"
+)
+
+// The two protocol eras this server must serve.
+var eras = []string{"", "2025-11-25"} // "" = the newest (2026-07-28)
+
+type market struct {
+	*venue.Client
+	cache *venue.InstrumentCache
+}
+
+func (m market) Instrument(ctx context.Context, cat messages.Category, s string) (*messages.Instrument, error) {
+	return m.cache.Get(ctx, cat, s)
+}
+
+// env is a real server stack: the simulator on loopback, the venue client,
+// the actor system with a journal in a temp dir, and the MCP server.
+type env struct {
+	sys     *actors.System
+	log     *wal.Log
+	dir     string
+	simURL  string
+	stopped bool
+}
+
+func newEnv(t testing.TB) *env {
+	t.Helper()
+	srv := httptest.NewServer(sim.New(sim.Config{Seed: 3}).Handler())
+	t.Cleanup(srv.Close)
+	c, err := venue.NewClient(venue.Config{BaseURL: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	l, _, err := wal.Open(dir, wal.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sys, err := actors.Start(actors.Config{Journal: l, Market: market{c, venue.NewInstrumentCache(c, time.Minute, nil)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &env{sys: sys, log: l, dir: dir, simURL: srv.URL}
+	t.Cleanup(e.stop)
+	return e
+}
+
+func (e *env) stop() {
+	if e.stopped {
+		return
+	}
+	e.stopped = true
+	e.sys.Stop()
+	_ = e.log.Close()
+}
+
+// records stops the stack and returns the journal.
+func (e *env) records(t *testing.T) []wal.Record {
+	t.Helper()
+	e.stop()
+	var out []wal.Record
+	if err := wal.Scan(e.dir, func(r wal.Record) error { out = append(out, r); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func fixedPrincipal(user, profile string) func(context.Context, sdk.Request) (Principal, error) {
+	return func(context.Context, sdk.Request) (Principal, error) {
+		return Principal{User: user, Profile: profile}, nil
+	}
+}
+
+// connect serves o over in-memory transports and returns a client session.
+func connect(t testing.TB, o Options, era string) *sdk.ClientSession {
+	t.Helper()
+	if o.Venue == "" {
+		o.Venue = "paper"
+	}
+	srv, err := NewServer(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, ct := sdk.NewInMemoryTransports()
+	ctx := context.Background()
+	ss, err := srv.Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ss.Close() })
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "test"}, nil).Connect(ctx, ct, &sdk.ClientSessionOptions{ProtocolVersion: era})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cs.Close() })
+	return cs
+}
+
+func callJSON(t testing.TB, cs *sdk.ClientSession, name string, args any) (map[string]any, bool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: name, Arguments: args})
+	if err != nil {
+		t.Fatalf("%s: protocol error %v", name, err)
+	}
+	if len(res.Content) != 1 {
+		t.Fatalf("%s: want exactly one content block, got %d", name, len(res.Content))
+	}
+	text := res.Content[0].(*sdk.TextContent).Text
+	var fromText map[string]any
+	if err := json.Unmarshal([]byte(text), &fromText); err != nil {
+		t.Fatalf("%s: text block is not JSON: %v", name, err)
+	}
+	sc, err := json.Marshal(res.StructuredContent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fromStructured map[string]any
+	if err := json.Unmarshal(sc, &fromStructured); err != nil {
+		t.Fatalf("%s: structuredContent is not an object: %s", name, sc)
+	}
+	a, _ := json.Marshal(fromText)
+	b, _ := json.Marshal(fromStructured)
+	if string(a) != string(b) {
+		t.Fatalf("%s: structuredContent and text differ:\n%s\n%s", name, a, b)
+	}
+	return fromStructured, res.IsError
+}
+
+func TestToolsListBothEras(t *testing.T) {
+	e := newEnv(t)
+	for _, era := range eras {
+		t.Run("era="+era, func(t *testing.T) {
+			cs := connect(t, Options{Backend: e.sys, Principal: fixedPrincipal("local", ProfileReadOnly)}, era)
+			if era != "" && cs.InitializeResult().ProtocolVersion != era {
+				t.Fatalf("negotiated %s, want %s", cs.InitializeResult().ProtocolVersion, era)
+			}
+			if !strings.Contains(cs.InitializeResult().Instructions, "JSON strings") {
+				t.Error("server instructions missing")
+			}
+			res, err := cs.ListTools(context.Background(), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var names []string
+			for _, tl := range res.Tools {
+				names = append(names, tl.Name)
+				if tl.Annotations == nil || !tl.Annotations.ReadOnlyHint {
+					t.Errorf("%s: read tool without readOnlyHint", tl.Name)
+				}
+			}
+			want := "get_instrument,get_klines,get_orderbook,get_ticker"
+			if got := strings.Join(names, ","); got != want {
+				t.Fatalf("tools = %s, want %s", got, want)
+			}
+		})
+	}
+}
+
+// Annotations follow the kind for every tool in the registry: a tool on the
+// wrong side fails the build.
+func TestAnnotationsMatchKind(t *testing.T) {
+	s := &server{opts: Options{}}
+	reg := newRegistry(append(s.marketTools(), writeToolForTest())...)
+	for _, tl := range reg.tools {
+		a := tl.annotations()
+		switch tl.kind {
+		case KindRead:
+			if !a.ReadOnlyHint || a.DestructiveHint == nil || *a.DestructiveHint {
+				t.Errorf("%s: read tool must be readOnlyHint and not destructive", tl.name)
+			}
+		case KindTrade:
+			if a.ReadOnlyHint || a.DestructiveHint == nil || !*a.DestructiveHint {
+				t.Errorf("%s: trading tool must be destructiveHint", tl.name)
+			}
+		}
+		if !toolNamePattern.MatchString(tl.name) {
+			t.Errorf("%s: bad tool name", tl.name)
+		}
+		if tl.schema["type"] != "object" || tl.schema["additionalProperties"] != false {
+			t.Errorf("%s: schema must be a closed object", tl.name)
+		}
+	}
+}
+
+func TestMarketToolsHappyPathBothEras(t *testing.T) {
+	e := newEnv(t)
+	for _, era := range eras {
+		t.Run("era="+era, func(t *testing.T) {
+			cs := connect(t, Options{Backend: e.sys, Principal: fixedPrincipal("local", ProfileReadOnly)}, era)
+			tk, isErr := callJSON(t, cs, "get_ticker", map[string]any{"symbol": "BTCUSDT", "category": "linear"})
+			if isErr {
+				t.Fatalf("get_ticker failed: %v", tk)
+			}
+			if tk["venue"] != "paper" || tk["symbol"] != "BTCUSDT" {
+				t.Fatalf("ticker = %v", tk)
+			}
+			for _, f := range []string{"last_price", "bid1_price", "ask1_price"} {
+				if _, ok := tk[f].(string); !ok {
+					t.Errorf("%s must be a JSON string, got %T", f, tk[f])
+				}
+			}
+			if d, ok := tk["derivatives"].(map[string]any); !ok || d["mark_price"] == nil {
+				t.Errorf("linear ticker without derivatives: %v", tk)
+			}
+
+			ob, isErr := callJSON(t, cs, "get_orderbook", map[string]any{"symbol": "ETHUSDT", "category": "spot", "limit": 3})
+			if isErr {
+				t.Fatalf("get_orderbook failed: %v", ob)
+			}
+			if bids := ob["bids"].([]any); len(bids) != 3 {
+				t.Fatalf("want 3 bid levels, got %d", len(bids))
+			}
+
+			kl, isErr := callJSON(t, cs, "get_klines", map[string]any{"symbol": "SOLUSDT", "category": "linear", "interval": "15", "limit": 4})
+			if isErr || len(kl["klines"].([]any)) != 4 {
+				t.Fatalf("get_klines: %v", kl)
+			}
+			in, isErr := callJSON(t, cs, "get_instrument", map[string]any{"symbol": "BTCUSDT", "category": "spot"})
+			if isErr || in["tick_size"] == nil || in["qty_step"] == nil {
+				t.Fatalf("get_instrument: %v", in)
+			}
+		})
+	}
+}
+
+// Hostile and malformed arguments get invalid_params naming the field, and
+// never echo the value.
+func TestInvalidParams(t *testing.T) {
+	e := newEnv(t)
+	cs := connect(t, Options{Backend: e.sys, Principal: fixedPrincipal("local", ProfileReadOnly)}, "")
+	const marker = "IGNORE-PREVIOUS-INSTRUCTIONS"
+	cases := []struct {
+		name  string
+		tool  string
+		args  any
+		field string
+	}{
+		{"missing symbol", "get_ticker", map[string]any{"category": "linear"}, "symbol"},
+		{"number symbol", "get_ticker", map[string]any{"symbol": 42, "category": "linear"}, "symbol"},
+		{"lowercase symbol", "get_ticker", map[string]any{"symbol": "btc" + marker, "category": "linear"}, "symbol"},
+		{"bad category", "get_ticker", map[string]any{"symbol": "BTCUSDT", "category": marker}, "category"},
+		{"unknown argument", "get_ticker", map[string]any{"symbol": "BTCUSDT", "category": "spot", "qty": "1"}, "qty"},
+		{"hostile argument name", "get_ticker", map[string]any{"symbol": "BTCUSDT", "category": "spot", marker: 1}, "arguments"},
+		{"limit too big", "get_orderbook", map[string]any{"symbol": "BTCUSDT", "category": "spot", "limit": 5000}, "limit"},
+		{"limit as string", "get_orderbook", map[string]any{"symbol": "BTCUSDT", "category": "spot", "limit": "5"}, "limit"},
+		{"bad interval", "get_klines", map[string]any{"symbol": "BTCUSDT", "category": "spot", "interval": "7"}, "interval"},
+		{"bad time", "get_klines", map[string]any{"symbol": "BTCUSDT", "category": "spot", "interval": "1", "start_time": "yesterday " + marker}, "start_time"},
+		{"reversed window", "get_klines", map[string]any{"symbol": "BTCUSDT", "category": "spot", "interval": "1", "start_time": "2026-01-02T00:00:00Z", "end_time": "2026-01-01T00:00:00Z"}, "end_time"},
+		{"arguments not an object", "get_ticker", []any{"BTCUSDT"}, "arguments"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			res, isErr := callJSON(t, cs, c.tool, c.args)
+			if !isErr {
+				t.Fatalf("accepted: %v", res)
+			}
+			if res["code"] != "invalid_params" {
+				t.Fatalf("code = %v", res["code"])
+			}
+			d, _ := res["details"].(map[string]any)
+			if d["field"] != c.field || d["reason"] == "" || d["reason"] == nil {
+				t.Fatalf("details = %v, want field %s", d, c.field)
+			}
+			raw, _ := json.Marshal(res)
+			if strings.Contains(string(raw), marker) || strings.Contains(string(raw), "btc") {
+				t.Fatalf("the rejected value was echoed: %s", raw)
+			}
+			if res["next_step"] == "" {
+				t.Error("no next_step")
+			}
+		})
+	}
+}
+
+// writeToolForTest is a test-only tool of kind trade: it proves that a tool
+// hidden from a profile is refused when called by name. It never ships.
+func writeToolForTest() *tool {
+	return &tool{
+		name: "test_write", title: "test write", description: "test only", kind: KindTrade,
+		schema: objectSchema(nil, map[string]any{}),
+		handle: func(ctx context.Context, c *call) (any, error) {
+			if err := c.args.done(); err != nil {
+				return nil, err
+			}
+			return map[string]string{"done": "yes"}, nil
+		},
+	}
+}
+
+func panicToolForTest() *tool {
+	return &tool{
+		name: "test_panic", title: "test panic", description: "test only", kind: KindRead,
+		schema: objectSchema(nil, map[string]any{}),
+		handle: func(context.Context, *call) (any, error) { panic("boom") },
+	}
+}
+
+func TestHiddenToolIsRefusedAndJournaled(t *testing.T) {
+	e := newEnv(t)
+	ro := connect(t, Options{Backend: e.sys, Principal: fixedPrincipal("alice", ProfileReadOnly), extraTools: []*tool{writeToolForTest()}}, "")
+	list, err := ro.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tl := range list.Tools {
+		if tl.Name == "test_write" {
+			t.Fatal("read_only principal sees a trade tool")
+		}
+	}
+	res, isErr := callJSON(t, ro, "test_write", map[string]any{})
+	if !isErr || res["code"] != "permission_denied" {
+		t.Fatalf("hidden tool called by name: %v", res)
+	}
+
+	tr := connect(t, Options{Backend: e.sys, Principal: fixedPrincipal("bob", ProfileTrade), extraTools: []*tool{writeToolForTest()}}, "2025-11-25")
+	res, isErr = callJSON(t, tr, "test_write", map[string]any{})
+	if isErr || res["done"] != "yes" {
+		t.Fatalf("trade principal: %v", res)
+	}
+	list, _ = tr.ListTools(context.Background(), nil)
+	found := false
+	for _, tl := range list.Tools {
+		found = found || tl.Name == "test_write"
+	}
+	if !found {
+		t.Fatal("trade principal does not see the trade tool")
+	}
+
+	// An unknown tool stays a protocol error.
+	if _, err := ro.CallTool(context.Background(), &sdk.CallToolParams{Name: "no_such_tool"}); err == nil {
+		t.Fatal("unknown tool did not fail")
+	}
+
+	var calls []messages.ToolCalled
+	for _, r := range e.records(t) {
+		if messages.RecordType(r.Type) != messages.RecordToolCall {
+			continue
+		}
+		var tc messages.ToolCalled
+		if err := json.Unmarshal(r.Payload, &tc); err != nil {
+			t.Fatal(err)
+		}
+		if r.Actor != messages.ActorAgent || r.User != tc.User {
+			t.Errorf("record actor/user = %s/%s", r.Actor, r.User)
+		}
+		calls = append(calls, tc)
+	}
+	want := []string{"alice test_write false", "bob test_write true", "alice (unknown) false"}
+	if len(calls) != len(want) {
+		t.Fatalf("journaled %d tool calls, want %d: %+v", len(calls), len(want), calls)
+	}
+	for i, w := range want {
+		got := fmt.Sprintf("%s %s %v", calls[i].User, calls[i].Tool, calls[i].Admitted)
+		if got != w {
+			t.Errorf("call %d = %s, want %s", i, got, w)
+		}
+		if len(calls[i].ArgsSHA256) != 64 {
+			t.Errorf("call %d: no argument digest", i)
+		}
+	}
+}
+
+func TestReadToolCallsAreJournaled(t *testing.T) {
+	e := newEnv(t)
+	cs := connect(t, Options{Backend: e.sys, Principal: fixedPrincipal("local", ProfileReadOnly)}, "")
+	callJSON(t, cs, "get_ticker", map[string]any{"symbol": "BTCUSDT", "category": "spot"})
+	callJSON(t, cs, "get_ticker", map[string]any{"symbol": 1})
+	var tools []string
+	for _, r := range e.records(t) {
+		var tc messages.ToolCalled
+		if messages.RecordType(r.Type) == messages.RecordToolCall && json.Unmarshal(r.Payload, &tc) == nil {
+			tools = append(tools, tc.Tool)
+		}
+	}
+	if strings.Join(tools, ",") != "get_ticker,get_ticker" {
+		t.Fatalf("journaled %v", tools)
+	}
+}
+
+func TestPanickingHandlerKeepsSession(t *testing.T) {
+	e := newEnv(t)
+	var logBuf strings.Builder
+	lw := &lockedWriter{w: &logBuf}
+	cs := connect(t, Options{
+		Backend: e.sys, Principal: fixedPrincipal("local", ProfileReadOnly),
+		extraTools: []*tool{panicToolForTest()}, Logger: slog.New(slog.NewJSONHandler(lw, nil)),
+	}, "")
+	res, isErr := callJSON(t, cs, "test_panic", map[string]any{})
+	if !isErr || res["code"] != "internal_error" {
+		t.Fatalf("panic became %v", res)
+	}
+	d, _ := res["details"].(map[string]any)
+	if id, _ := d["request_id"].(string); len(id) != 16 {
+		t.Fatalf("no request_id: %v", res)
+	}
+	if tk, isErr := callJSON(t, cs, "get_ticker", map[string]any{"symbol": "BTCUSDT", "category": "spot"}); isErr {
+		t.Fatalf("session broken after a panic: %v", tk)
+	}
+	lw.mu.Lock()
+	logged := logBuf.String()
+	lw.mu.Unlock()
+	if !strings.Contains(logged, d["request_id"].(string)) {
+		t.Error("the panic's request_id is not in the server log")
+	}
+}
+
+// Venue failures keep their code and never leak exchange text outside
+// untrusted_text.
+func TestVenueErrorShape(t *testing.T) {
+	e := newEnv(t)
+	cs := connect(t, Options{Backend: e.sys, Principal: fixedPrincipal("local", ProfileReadOnly)}, "")
+	res, isErr := callJSON(t, cs, "get_ticker", map[string]any{"symbol": "NOSUCHCOIN", "category": "linear"})
+	if !isErr {
+		t.Fatalf("unknown symbol accepted: %v", res)
+	}
+	if c := res["code"]; c != "not_found" && c != "exchange_rejected" {
+		t.Fatalf("code = %v", c)
+	}
+	if msg, _ := res["message"].(string); strings.Contains(strings.ToLower(msg), "symbol invalid") {
+		t.Fatalf("exchange text in message: %q", msg)
+	}
+}
+
+type lockedWriter struct {
+	mu sync.Mutex
+	w  *strings.Builder
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+func TestNewServerRequiresDeps(t *testing.T) {
+	if _, err := NewServer(Options{}); err == nil {
+		t.Fatal("NewServer without a backend must fail")
+	}
+}

@@ -1,0 +1,169 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Kind says what a tool does to the world; annotations and visibility
+// follow from it.
+type Kind int
+
+const (
+	// KindRead tools only read (market data, account reads).
+	KindRead Kind = iota + 1
+	// KindSafety tools are offered to every profile and can only make
+	// things safer or report (get_my_policy, activate_kill_switch).
+	KindSafety
+	// KindTrade tools change exchange state; only the trade profile sees them.
+	KindTrade
+)
+
+// Profiles of SPEC §6.
+const (
+	ProfileReadOnly = "read_only"
+	ProfileTrade    = "trade"
+)
+
+// Principal is who is calling: the user and the profile of their effective
+// policy. On stdio there is one principal per process.
+type Principal struct {
+	User    string
+	Profile string
+}
+
+// call is one admitted tool call as a handler sees it.
+type call struct {
+	principal Principal
+	args      *args
+	requestID string
+}
+
+// handler runs one tool. It returns the payload to put in
+// structuredContent, or an error (a *messages.Error for refusals).
+type handler func(ctx context.Context, c *call) (any, error)
+
+// tool is one registry entry.
+type tool struct {
+	name        string
+	title       string
+	description string
+	kind        Kind
+	// schema is the JSON Schema of the arguments, advertised in tools/list.
+	// Validation is done by the handler through args, not by the schema.
+	schema map[string]any
+	handle handler
+}
+
+// visibleTo reports whether the principal's profile may see and call t.
+func (t *tool) visibleTo(p Principal) bool {
+	switch t.kind {
+	case KindRead, KindSafety:
+		return p.Profile == ProfileReadOnly || p.Profile == ProfileTrade
+	case KindTrade:
+		return p.Profile == ProfileTrade
+	}
+	return false
+}
+
+// annotations derives the MCP hints from the kind: read and safety tools
+// are read-only or non-destructive, trading tools are destructive.
+func (t *tool) annotations() *sdk.ToolAnnotations {
+	yes, no := true, false
+	switch t.kind {
+	case KindRead:
+		return &sdk.ToolAnnotations{Title: t.title, ReadOnlyHint: true, DestructiveHint: &no, OpenWorldHint: &yes}
+	case KindSafety:
+		return &sdk.ToolAnnotations{Title: t.title, ReadOnlyHint: false, DestructiveHint: &no, IdempotentHint: true, OpenWorldHint: &no}
+	default:
+		return &sdk.ToolAnnotations{Title: t.title, ReadOnlyHint: false, DestructiveHint: &yes, OpenWorldHint: &yes}
+	}
+}
+
+// sdkTool is the tools/list entry.
+func (t *tool) sdkTool() *sdk.Tool {
+	return &sdk.Tool{
+		Name:        t.name,
+		Title:       t.title,
+		Description: t.description,
+		InputSchema: t.schema,
+		Annotations: t.annotations(),
+	}
+}
+
+// registry is the one list of tools. It is built once and never changed
+// while serving, so it needs no lock.
+type registry struct {
+	tools map[string]*tool
+}
+
+func newRegistry(tools ...*tool) *registry {
+	r := &registry{tools: map[string]*tool{}}
+	for _, t := range tools {
+		if !toolNamePattern.MatchString(t.name) {
+			panic("mcp: bad tool name " + t.name)
+		}
+		if _, dup := r.tools[t.name]; dup {
+			panic("mcp: duplicate tool " + t.name)
+		}
+		r.tools[t.name] = t
+	}
+	return r
+}
+
+// lookup returns the tool named name.
+func (r *registry) lookup(name string) (*tool, bool) {
+	t, ok := r.tools[name]
+	return t, ok
+}
+
+// visible lists, sorted by name, the tools p may see.
+func (r *registry) visible(p Principal) []*tool {
+	var out []*tool
+	for _, t := range r.tools {
+		if t.visibleTo(p) {
+			out = append(out, t)
+		}
+	}
+	slices.SortFunc(out, func(a, b *tool) int {
+		if a.name < b.name {
+			return -1
+		}
+		if a.name > b.name {
+			return 1
+		}
+		return 0
+	})
+	return out
+}
+
+// objectSchema builds an input schema with additionalProperties false.
+func objectSchema(required []string, props map[string]any) map[string]any {
+	s := map[string]any{"type": "object", "properties": props, "additionalProperties": false}
+	if len(required) > 0 {
+		s["required"] = required
+	}
+	return s
+}
+
+// Schema fragments shared by tools.
+var (
+	symbolSchema   = map[string]any{"type": "string", "pattern": "^[A-Z0-9]{2,30}$", "description": "instrument symbol, uppercase, e.g. BTCUSDT"}
+	categorySchema = map[string]any{"type": "string", "enum": []any{"spot", "linear"}, "description": "spot or linear (USDT perpetuals)"}
+)
+
+func limitSchema(def, max int) map[string]any {
+	return map[string]any{"type": "integer", "minimum": 1, "maximum": max, "default": def}
+}
+
+// mustJSON is for values that cannot fail to marshal (built by this package).
+func mustJSON(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}

@@ -1,0 +1,125 @@
+package messages
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// specCodes are the codes of SPEC §5, copied from the contract; the registry
+// must hold exactly these.
+var specCodes = []string{
+	"invalid_params", "permission_denied", "kill_switch_active", "limit_exceeded",
+	"instrument_rule_violation", "confirmation_required", "confirmation_channel_unavailable",
+	"pending_limit_reached", "idempotency_conflict", "outcome_unknown", "rate_limited",
+	"exchange_rejected", "exchange_unavailable", "exchange_credentials_invalid",
+	"credentials_permissions_changed", "unsupported_position_mode", "not_found",
+	"venue_not_armed", "internal_error",
+}
+
+func TestCodeRegistryMatchesSpec(t *testing.T) {
+	seen := map[Code]bool{}
+	for _, info := range Codes {
+		if seen[info.Code] {
+			t.Errorf("duplicate code %q", info.Code)
+		}
+		seen[info.Code] = true
+		if len(info.Description) < 10 {
+			t.Errorf("code %q has no real description", info.Code)
+		}
+	}
+	for _, c := range specCodes {
+		if !seen[Code(c)] {
+			t.Errorf("SPEC code %q missing from the registry", c)
+		}
+		delete(seen, Code(c))
+	}
+	for c := range seen {
+		t.Errorf("code %q is not in SPEC §5", c)
+	}
+}
+
+func TestDocsListEveryCode(t *testing.T) {
+	doc, err := os.ReadFile("../docs/errors.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, info := range Codes {
+		if !strings.Contains(string(doc), "`"+string(info.Code)+"`") {
+			t.Errorf("docs/errors.md does not document %q", info.Code)
+		}
+	}
+}
+
+func TestRecordTypesUniqueAndNamed(t *testing.T) {
+	nums, names := map[RecordType]bool{}, map[string]bool{}
+	name := regexp.MustCompile(`^[a-z][a-z_]+$`)
+	for _, info := range RecordTypes {
+		if info.Type == 0 {
+			t.Errorf("%s: type number 0 is reserved", info.Name)
+		}
+		if nums[info.Type] {
+			t.Errorf("duplicate record type number %d", info.Type)
+		}
+		if names[info.Name] {
+			t.Errorf("duplicate record type name %q", info.Name)
+		}
+		if !name.MatchString(info.Name) {
+			t.Errorf("bad record type name %q", info.Name)
+		}
+		nums[info.Type], names[info.Name] = true, true
+		if got, ok := RecordTypeByName(info.Name); !ok || got != info.Type {
+			t.Errorf("RecordTypeByName(%q) = %d, %v", info.Name, got, ok)
+		}
+		if info.Type.String() != info.Name {
+			t.Errorf("%d.String() = %q, want %q", info.Type, info.Type.String(), info.Name)
+		}
+	}
+	// SPEC §12 names that must exist.
+	for _, n := range []string{"tool_call", "order_refused", "order_attempt", "order_outcome", "order_repeat",
+		"confirmation_requested", "confirmation_decided", "confirmation_executed", "kill_switch_on",
+		"kill_switch_off", "policy_ceiling_set", "policy_tightened", "policy_overrides_reset",
+		"credential_added", "credential_deleted", "token_issued", "token_revoked", "user_created",
+		"recovered_torn_tail"} {
+		if !names[n] {
+			t.Errorf("SPEC §12 record type %q missing", n)
+		}
+	}
+	if got := RecordType(9999).String(); got != "type_9999" {
+		t.Errorf("unknown type name = %q", got)
+	}
+}
+
+func TestCodeOf(t *testing.T) {
+	wrapped := fmt.Errorf("outer: %w", InvalidParams("qty", "must be a JSON string"))
+	cases := []struct {
+		name string
+		err  error
+		want Code
+	}{
+		{"nil", nil, ""},
+		{"plain", errors.New("boom"), CodeInternalError},
+		{"direct", Errorf(CodeNotFound, "no such order"), CodeNotFound},
+		{"wrapped", wrapped, CodeInvalidParams},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := CodeOf(c.err); got != c.want {
+				t.Errorf("CodeOf = %q, want %q", got, c.want)
+			}
+		})
+	}
+	e := AsError(wrapped)
+	if e.Details["field"] != "qty" || e.Details["reason"] != "must be a JSON string" {
+		t.Errorf("details = %v", e.Details)
+	}
+	if AsError(nil) != nil {
+		t.Error("AsError(nil) must be nil")
+	}
+	if in := AsError(errors.New("secret-ish cause")); in.Code != CodeInternalError || strings.Contains(in.Message, "secret") {
+		t.Errorf("internal message leaks the cause: %q", in.Message)
+	}
+}

@@ -1,0 +1,136 @@
+package messages
+
+// RecordType is the number of a journal record type (SPEC §12). The numbers
+// are part of the on-disk format: they are explicit, never iota, never
+// reused and never renumbered (STYLE §3). A test fails on a duplicate
+// number or name.
+type RecordType uint16
+
+// Journal record types. Each comment says when the record is journaled.
+const (
+	// A tool_call record is journaled for every MCP tools/call that reaches
+	// the server, before it is handled: principal, tool, argument digest.
+	RecordToolCall RecordType = 1
+	// An order_refused record is journaled when the action path refuses an order.
+	RecordOrderRefused RecordType = 2
+	// An order_attempt record is journaled, durably, before an order leaves for the venue.
+	RecordOrderAttempt RecordType = 3
+	// An order_outcome record is journaled when the venue's answer (or the reconciled outcome) is known.
+	RecordOrderOutcome RecordType = 4
+	// An order_repeat record is journaled when a repeated call is answered from the idempotency table.
+	RecordOrderRepeat RecordType = 5
+	// A confirmation_requested record is journaled when an action is parked for a human.
+	RecordConfirmationRequested RecordType = 6
+	// A confirmation_decided record is journaled when a human approves or rejects, naming the channel.
+	RecordConfirmationDecided RecordType = 7
+	// A confirmation_executed record is journaled when an approved action starts executing.
+	RecordConfirmationExecuted RecordType = 8
+	// A kill_switch_on record is journaled when the kill switch is turned on.
+	RecordKillSwitchOn RecordType = 9
+	// A kill_switch_off record is journaled when a human turns the kill switch off.
+	RecordKillSwitchOff RecordType = 10
+	// A policy_ceiling_set record is journaled when the admin changes a user's ceiling.
+	RecordPolicyCeilingSet RecordType = 11
+	// A policy_tightened record is journaled when a user tightens their own settings.
+	RecordPolicyTightened RecordType = 12
+	// A policy_overrides_reset record is journaled when the admin removes a user's own settings.
+	RecordPolicyOverridesReset RecordType = 13
+	// A credential_added record is journaled when an exchange key is stored (never the secret in clear).
+	RecordCredentialAdded RecordType = 14
+	// A credential_deleted record is journaled when an exchange key is removed.
+	RecordCredentialDeleted RecordType = 15
+	// A token_issued record is journaled when an HTTP bearer token is issued (its SHA-256 only).
+	RecordTokenIssued RecordType = 16
+	// A token_revoked record is journaled when an HTTP bearer token is revoked.
+	RecordTokenRevoked RecordType = 17
+	// A user_created record is journaled when a user is created.
+	RecordUserCreated RecordType = 18
+	// A recovered_torn_tail record is journaled at start when a torn last
+	// record was cut off; it says what was dropped.
+	RecordRecoveredTornTail RecordType = 19
+	// A server_started record is journaled when a process opens the journal
+	// for writing: its pid, version and venue.
+	RecordServerStarted RecordType = 20
+	// A control_refused record is journaled when the control socket refuses a
+	// peer or a message.
+	RecordControlRefused RecordType = 21
+	// A user_disabled record is journaled when the admin disables a user.
+	RecordUserDisabled RecordType = 22
+)
+
+// RecordTypeInfo names one record type.
+type RecordTypeInfo struct {
+	Type RecordType
+	Name string
+}
+
+// RecordTypes lists every record type with its SPEC §12 name.
+var RecordTypes = []RecordTypeInfo{
+	{RecordToolCall, "tool_call"},
+	{RecordOrderRefused, "order_refused"},
+	{RecordOrderAttempt, "order_attempt"},
+	{RecordOrderOutcome, "order_outcome"},
+	{RecordOrderRepeat, "order_repeat"},
+	{RecordConfirmationRequested, "confirmation_requested"},
+	{RecordConfirmationDecided, "confirmation_decided"},
+	{RecordConfirmationExecuted, "confirmation_executed"},
+	{RecordKillSwitchOn, "kill_switch_on"},
+	{RecordKillSwitchOff, "kill_switch_off"},
+	{RecordPolicyCeilingSet, "policy_ceiling_set"},
+	{RecordPolicyTightened, "policy_tightened"},
+	{RecordPolicyOverridesReset, "policy_overrides_reset"},
+	{RecordCredentialAdded, "credential_added"},
+	{RecordCredentialDeleted, "credential_deleted"},
+	{RecordTokenIssued, "token_issued"},
+	{RecordTokenRevoked, "token_revoked"},
+	{RecordUserCreated, "user_created"},
+	{RecordRecoveredTornTail, "recovered_torn_tail"},
+	{RecordServerStarted, "server_started"},
+	{RecordControlRefused, "control_refused"},
+	{RecordUserDisabled, "user_disabled"},
+}
+
+// String returns the SPEC §12 name of t, or "type_N" for an unknown number.
+func (t RecordType) String() string {
+	for _, info := range RecordTypes {
+		if info.Type == t {
+			return info.Name
+		}
+	}
+	return "type_" + itoa(uint64(t))
+}
+
+// RecordTypeByName returns the type named name.
+func RecordTypeByName(name string) (RecordType, bool) {
+	for _, info := range RecordTypes {
+		if info.Name == name {
+			return info.Type, true
+		}
+	}
+	return 0, false
+}
+
+// Journal actors (SPEC §12): who caused a record.
+const (
+	ActorAgent    = "mcp:agent"
+	ActorCLIUser  = "cli:user"
+	ActorCLIAdmin = "cli:admin"
+	ActorExecutor = "system:executor"
+	ActorVenue    = "system:venue"
+	// ActorSystem is the server itself (start-up, recovery).
+	ActorSystem = "system:server"
+)
+
+func itoa(v uint64) string {
+	if v == 0 {
+		return "0"
+	}
+	var b [20]byte
+	i := len(b)
+	for v > 0 {
+		i--
+		b[i] = byte('0' + v%10)
+		v /= 10
+	}
+	return string(b[i:])
+}

@@ -1,0 +1,112 @@
+package venue
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/shopspring/decimal"
+)
+
+// flexNum is a JSON value that the venue sends as a number and recorded
+// samples (ccxt) send as a numeric string: retCode, time, ts, u, seq. It
+// keeps the text; null and absence leave it unset.
+type flexNum struct {
+	text string
+	set  bool
+}
+
+// UnmarshalJSON accepts a JSON number, a JSON string or null.
+func (f *flexNum) UnmarshalJSON(b []byte) error {
+	b = bytes.TrimSpace(b)
+	switch {
+	case bytes.Equal(b, []byte("null")):
+		*f = flexNum{}
+		return nil
+	case len(b) > 0 && b[0] == '"':
+		var s string
+		if err := json.Unmarshal(b, &s); err != nil {
+			return err
+		}
+		*f = flexNum{text: s, set: true}
+		return nil
+	default:
+		var n json.Number
+		if err := json.Unmarshal(b, &n); err != nil {
+			return fmt.Errorf("venue: expected a number or a numeric string")
+		}
+		*f = flexNum{text: n.String(), set: true}
+		return nil
+	}
+}
+
+// Int64 parses the value as a decimal integer. An unset value or "" is an
+// error.
+func (f flexNum) Int64() (int64, error) {
+	if !f.set || f.text == "" {
+		return 0, errors.New("venue: integer missing")
+	}
+	return strconv.ParseInt(f.text, 10, 64)
+}
+
+// millis parses a millisecond timestamp; unset, "" and "0" give the zero time.
+func (f flexNum) millis() (time.Time, error) {
+	if !f.set || f.text == "" || f.text == "0" {
+		return time.Time{}, nil
+	}
+	ms, err := strconv.ParseInt(f.text, 10, 64)
+	if err != nil {
+		return time.Time{}, err
+	}
+	return time.UnixMilli(ms).UTC(), nil
+}
+
+// fieldDecoder collects the first parse error while decoding a venue
+// object, so a parser reads as a list of assignments.
+type fieldDecoder struct {
+	err error
+}
+
+// dec parses a decimal string; "" is zero (unset).
+func (d *fieldDecoder) dec(name, s string) decimal.Decimal {
+	if s == "" {
+		return decimal.Decimal{}
+	}
+	v, err := decimal.NewFromString(s)
+	if err != nil && d.err == nil {
+		d.err = fmt.Errorf("field %s: not a decimal", name)
+	}
+	return v
+}
+
+// decNum is dec for a flexNum.
+func (d *fieldDecoder) decNum(name string, f flexNum) decimal.Decimal {
+	if !f.set {
+		return decimal.Decimal{}
+	}
+	return d.dec(name, f.text)
+}
+
+// ms parses a millisecond timestamp given as a string or number.
+func (d *fieldDecoder) ms(name string, f flexNum) time.Time {
+	t, err := f.millis()
+	if err != nil && d.err == nil {
+		d.err = fmt.Errorf("field %s: not a millisecond timestamp", name)
+	}
+	return t
+}
+
+// int parses an integer given as a string or number; unset or "" is 0.
+func (d *fieldDecoder) int(name string, f flexNum) int64 {
+	if !f.set || f.text == "" {
+		return 0
+	}
+	v, err := f.Int64()
+	if err != nil && d.err == nil {
+		d.err = fmt.Errorf("field %s: not an integer", name)
+	}
+	return v
+}

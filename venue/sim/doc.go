@@ -1,0 +1,56 @@
+// Package sim is a loopback Bybit V5 simulator: the "paper" venue and the
+// counterpart of every venue test (SPEC §10, §13; shared/reference/bybit-v5.md
+// §15 is the checklist it follows).
+//
+// It imports nothing from this module. Build one with New and mount
+// Handler, or let Start listen on a loopback address and report its URLs in
+// an Announcement.
+//
+// # What it serves
+//
+// REST, in Bybit's envelope {"retCode","retMsg","result","retExtInfo","time"}
+// with HTTP 200 for business errors and 404 for unknown paths:
+//
+//	GET /v5/market/tickers, orderbook, kline, instruments-info, price-limit, time   public
+//	GET /v5/user/query-api                                                         signed
+//
+// Instruments: BTCUSDT, ETHUSDT and SOLUSDT in spot and linear, with Bybit's
+// rule fields (tickSize, qtyStep/basePrecision, min/max quantities, minimum
+// notional or order amount, leverage filter, price-limit ratios).
+//
+// WebSocket: /v5/public/linear and /v5/public/spot (tickers.{symbol},
+// ping), /v5/private (auth, ping, subscribe acks for order, execution,
+// position, wallet; pushes come with the order engine).
+//
+// Test endpoints under /sim/ (loopback clients only; see testapi.go):
+// POST /sim/keys, POST|GET|DELETE /sim/faults, GET /sim/orders.
+//
+// # Determinism
+//
+// Prices, books and candles are pure functions of (Config.Seed, instrument,
+// time); see prices.go for the model. Keys and connection ids are drawn from
+// the seed in creation order. Two simulators with the same seed, the same
+// clock and the same request sequence answer with the same bytes; a
+// different seed gives different prices and keys. Every timestamp and every
+// recv-window or rate-limit decision reads Config.Now, so tests pin time
+// instead of sleeping. Only stream pacing (ticker pushes every second,
+// injected delays, the private idle cut-off) runs on the real clock.
+//
+// # Security
+//
+// Private requests are verified exactly as Bybit does (auth.go): HMAC-SHA256
+// over timestamp + key + recv-window header + raw query or body, and the
+// recv window now-window <= ts < now+1000. Secrets are never logged. Start
+// refuses any non-loopback listen address. Logs go only to Config.Logger.
+//
+// # Growing it
+//
+// State is per account (a UID with its keys; accounts.go). Order, position
+// and wallet endpoints add routes in buildRoutes (a route marked write is
+// refused with 10005 for a read-only key, and its rate limit comes from the
+// per-endpoint table in ratelimit.go); because every request runs into a
+// buffer before faults decide what reaches the client, a write endpoint gets
+// apply-then-drop and apply-then-502 without extra code.
+// Accepted orders go into Sim.orders for GET /sim/orders; private pushes go
+// through Sim.pushPrivate.
+package sim

@@ -1,0 +1,146 @@
+package sim
+
+import (
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Config configures a simulator. The zero value is usable: seed 0, the real
+// clock and no logging.
+type Config struct {
+	// Seed makes prices, books, candles, generated keys and connection ids
+	// deterministic: two simulators with the same Seed and the same Now
+	// answer with the same bytes. Zero is a valid seed.
+	Seed int64
+	// Now is the simulator's clock, read for recv-window checks, rate-limit
+	// windows, the price walk and every timestamp it emits. nil means
+	// time.Now. It may be called from several goroutines at once.
+	Now func() time.Time
+	// Logger receives the simulator's diagnostics. nil discards them. The
+	// simulator never writes to stdout.
+	Logger *slog.Logger
+}
+
+// Key is an API key pair as Bybit issues it. APISecret signs requests; the
+// simulator never logs it.
+type Key struct {
+	APIKey    string
+	APISecret string
+}
+
+// Sim is a Bybit V5 compatible exchange simulator: market data, signed
+// private REST, public and private WebSocket streams, and test endpoints
+// under /sim/. Serve it with Handler (or Start, which also listens).
+//
+// A Sim is safe for concurrent use by many requests and connections.
+type Sim struct {
+	// Fixed at construction.
+	clock        func() time.Time
+	log          *slog.Logger
+	model        *model
+	catalog      *catalog
+	routes       map[string]*route
+	defaultKey   Key
+	pushInterval time.Duration // public ticker push period
+	closed       chan struct{} // closed by shutdown
+	closeOnce    sync.Once
+
+	mu sync.Mutex
+	// Guarded by mu.
+	keys     map[string]*apiKey // by API key
+	accounts []*account         // in creation order
+	keySeq   uint64             // keys generated so far (drives deterministic key material)
+	limiter  *limiter
+	faults   faultSet
+	orders   []orderRecord        // every accepted order, in acceptance order (GET /sim/orders)
+	conns    map[*wsConn]struct{} // open WebSocket connections
+	connSeq  uint64
+}
+
+// New builds a simulator with its instruments and one pre-provisioned key
+// (DefaultKey). It starts no goroutines; WebSocket connections start their
+// own and end them when the connection ends.
+func New(cfg Config) *Sim {
+	clock := cfg.Now
+	if clock == nil {
+		clock = time.Now
+	}
+	logger := cfg.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	s := &Sim{
+		clock:        clock,
+		log:          logger,
+		model:        newModel(cfg.Seed),
+		catalog:      newCatalog(),
+		pushInterval: time.Second,
+		closed:       make(chan struct{}),
+		keys:         make(map[string]*apiKey),
+		limiter:      newLimiter(),
+		conns:        make(map[*wsConn]struct{}),
+	}
+	s.routes = s.buildRoutes()
+	s.mu.Lock()
+	k := s.newKeyLocked(false, defaultPermissions(), "default")
+	s.mu.Unlock()
+	s.defaultKey = Key{APIKey: k.key, APISecret: k.secret}
+	return s
+}
+
+// DefaultKey returns the pre-provisioned key. It is read-write and carries
+// exactly the trading permissions ContractTrade:[Order,Position] and
+// Spot:[SpotTrade]. It is derived from Config.Seed, so the same seed gives
+// the same key.
+func (s *Sim) DefaultKey() Key { return s.defaultKey }
+
+// Handler returns the simulator's HTTP handler: every REST path under /v5/,
+// the WebSocket paths /v5/public/linear, /v5/public/spot and /v5/private,
+// and the test endpoints under /sim/. Unknown paths answer HTTP 404.
+func (s *Sim) Handler() http.Handler { return http.HandlerFunc(s.serveHTTP) }
+
+// Paths of the WebSocket streams.
+const (
+	pathWSPrivate      = "/v5/private"
+	pathWSPublicLinear = "/v5/public/linear"
+	pathWSPublicSpot   = "/v5/public/spot"
+)
+
+func (s *Sim) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	p := r.URL.Path
+	switch {
+	case p == pathWSPrivate:
+		s.serveWS(w, r, streamPrivate)
+	case p == pathWSPublicLinear:
+		s.serveWS(w, r, streamPublicLinear)
+	case p == pathWSPublicSpot:
+		s.serveWS(w, r, streamPublicSpot)
+	case strings.HasPrefix(p, "/v5/"):
+		s.serveV5(w, r)
+	case p == "/sim" || strings.HasPrefix(p, "/sim/"):
+		s.serveTestAPI(w, r)
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+// now reads the configured clock.
+func (s *Sim) now() time.Time { return s.clock() }
+
+// shutdown closes every WebSocket connection and releases requests waiting
+// in an injected delay. The REST handler keeps answering afterwards.
+func (s *Sim) shutdown() {
+	s.closeOnce.Do(func() { close(s.closed) })
+	s.mu.Lock()
+	conns := make([]*wsConn, 0, len(s.conns))
+	for c := range s.conns {
+		conns = append(conns, c)
+	}
+	s.mu.Unlock()
+	for _, c := range conns {
+		c.kill()
+	}
+}

@@ -1,0 +1,172 @@
+package sim
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+)
+
+// Test endpoints (SPEC §13). They live under /sim/, never under /v5/, answer
+// plain JSON (not the Bybit envelope) and refuse any client that is not on
+// a loopback address with HTTP 403. Errors are {"error": "..."} with HTTP
+// 400 (bad input), 404 (unknown path) or 405 (wrong method).
+//
+//	POST   /sim/keys    {"read_only": false, "permissions": {"ContractTrade": ["Order","Position"]}, "note": "..."}
+//	                    -> {"api_key": "...", "api_secret": "..."}; permissions omitted = the default key's
+//	POST   /sim/faults  {"kind": "...", "path": "/v5/...", "every": 1, "count": 3, "delay_ms": 2000, "apply": false}
+//	                    -> the stored fault with its id
+//	GET    /sim/faults  -> every stored fault with its seen/fired counters
+//	DELETE /sim/faults  -> clears them all
+//	GET    /sim/orders  -> every order ever accepted, in acceptance order ([] until orders exist)
+//
+// Reserved for later: /sim/accounts/{api_key}/balances and
+// /sim/accounts/{api_key}/positions.
+
+// orderRecord is one accepted order as GET /sim/orders lists it.
+type orderRecord struct {
+	OrderID     string `json:"orderId"`
+	OrderLinkID string `json:"orderLinkId"`
+	APIKey      string `json:"apiKey"`
+	Category    string `json:"category"`
+	Symbol      string `json:"symbol"`
+	Side        string `json:"side"`
+	OrderType   string `json:"orderType"`
+	Qty         string `json:"qty"`
+	Price       string `json:"price"`
+	Status      string `json:"status"`
+	AcceptedAt  string `json:"acceptedAt"` // RFC 3339 UTC, ms
+}
+
+func writePlainJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		status = http.StatusInternalServerError
+		b = []byte(`{"error":"internal error"}`)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
+}
+
+func testAPIError(w http.ResponseWriter, status int, msg string) {
+	writePlainJSON(w, status, map[string]string{"error": msg})
+}
+
+// decodeStrict decodes a JSON body, refusing unknown fields and trailing
+// data. An empty body decodes as {}.
+func decodeStrict(r *http.Request, v any) error {
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody))
+	if err != nil {
+		return err
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		body = []byte("{}")
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if dec.More() {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+
+func (s *Sim) serveTestAPI(w http.ResponseWriter, r *http.Request) {
+	if !isLoopbackRequest(r) {
+		testAPIError(w, http.StatusForbidden, "test endpoints answer loopback clients only")
+		return
+	}
+	switch r.URL.Path {
+	case "/sim/keys":
+		if r.Method != http.MethodPost {
+			testAPIError(w, http.StatusMethodNotAllowed, "use POST")
+			return
+		}
+		s.testCreateKey(w, r)
+	case "/sim/faults":
+		switch r.Method {
+		case http.MethodPost:
+			s.testAddFault(w, r)
+		case http.MethodGet:
+			s.mu.Lock()
+			list := s.faults.snapshotLocked()
+			s.mu.Unlock()
+			writePlainJSON(w, http.StatusOK, list)
+		case http.MethodDelete:
+			s.mu.Lock()
+			s.faults.clearLocked()
+			s.mu.Unlock()
+			writePlainJSON(w, http.StatusOK, []fault{})
+		default:
+			testAPIError(w, http.StatusMethodNotAllowed, "use GET, POST or DELETE")
+		}
+	case "/sim/orders":
+		if r.Method != http.MethodGet {
+			testAPIError(w, http.StatusMethodNotAllowed, "use GET")
+			return
+		}
+		s.mu.Lock()
+		list := append([]orderRecord{}, s.orders...)
+		s.mu.Unlock()
+		writePlainJSON(w, http.StatusOK, list)
+	default:
+		testAPIError(w, http.StatusNotFound, "no such test endpoint")
+	}
+}
+
+type createKeyRequest struct {
+	ReadOnly    bool                 `json:"read_only"`
+	Permissions *map[string][]string `json:"permissions"`
+	Note        string               `json:"note"`
+}
+
+type createKeyResponse struct {
+	APIKey    string `json:"api_key"`
+	APISecret string `json:"api_secret"`
+}
+
+func (s *Sim) testCreateKey(w http.ResponseWriter, r *http.Request) {
+	var req createKeyRequest
+	if err := decodeStrict(r, &req); err != nil {
+		testAPIError(w, http.StatusBadRequest, "bad body: "+err.Error())
+		return
+	}
+	perms := defaultPermissions()
+	if req.Permissions != nil {
+		perms = permissions(*req.Permissions)
+	}
+	s.mu.Lock()
+	k := s.newKeyLocked(req.ReadOnly, perms, req.Note)
+	s.mu.Unlock()
+	s.log.Debug("sim: key created", "apiKey", k.key, "readOnly", req.ReadOnly)
+	writePlainJSON(w, http.StatusOK, createKeyResponse{APIKey: k.key, APISecret: k.secret})
+}
+
+func (s *Sim) testAddFault(w http.ResponseWriter, r *http.Request) {
+	var f fault
+	var req struct {
+		Kind    string `json:"kind"`
+		Path    string `json:"path"`
+		Every   int    `json:"every"`
+		Count   int    `json:"count"`
+		DelayMs int    `json:"delay_ms"`
+		Apply   bool   `json:"apply"`
+	}
+	if err := decodeStrict(r, &req); err != nil {
+		testAPIError(w, http.StatusBadRequest, "bad body: "+err.Error())
+		return
+	}
+	f = fault{Kind: req.Kind, Path: req.Path, Every: req.Every, Count: req.Count, DelayMs: req.DelayMs, Apply: req.Apply}
+	if err := f.validate(); err != nil {
+		testAPIError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	s.mu.Lock()
+	stored := *s.faults.addLocked(&f)
+	s.mu.Unlock()
+	s.log.Debug("sim: fault added", "kind", f.Kind, "path", f.Path, "every", f.Every, "count", f.Count)
+	writePlainJSON(w, http.StatusOK, stored)
+}
