@@ -31,6 +31,12 @@ type Config struct {
 	RequestTimeout time.Duration
 	// Now is the clock for journal timestamps (default time.Now).
 	Now func() time.Time
+	// Users is the user state rebuilt from the journal. Nil means no
+	// users supervisor (a process that only reads market data).
+	Users *UserReplay
+	// Venue is the arming level of the venue this process talks to; it
+	// selects the default limits (SPEC §6). Default paper.
+	Venue messages.VenueLevel
 }
 
 // System is a running actor system. Its methods are safe for concurrent use;
@@ -40,6 +46,7 @@ type System struct {
 	root    *actor.PID
 	journal *actor.PID
 	market  *actor.PID
+	users   *actor.PID
 	logger  *slog.Logger
 	timeout time.Duration
 	now     func() time.Time
@@ -67,7 +74,9 @@ func Start(cfg Config) (*System, error) {
 	// supervision logging (which prints to stdout).
 	s.sys = actor.NewActorSystem(
 		actor.WithLoggerFactory(func(as *actor.ActorSystem) *slog.Logger {
-			return logger.With("component", "protoactor", "system", as.ID)
+			// protoactor's Info lines (system started, dead letters) are
+			// noise for an operator; keep its warnings and errors.
+			return slog.New(minLevel{Handler: logger.Handler(), min: slog.LevelWarn}).With("component", "protoactor", "system", as.ID)
 		}),
 		actor.WithDeadLetterThrottleCount(10),
 	)
@@ -91,6 +100,28 @@ func Start(cfg Config) (*System, error) {
 	})
 	if err != nil {
 		return nil, err
+	}
+	if cfg.Users != nil {
+		venue := cfg.Venue
+		if venue == "" {
+			venue = messages.VenuePaper
+		}
+		holders, journalPID := cfg.Users.holders(), s.journal
+		s.users, err = s.spawnChild(childSpec{
+			name: "users",
+			props: actor.PropsFromProducer(func() actor.Actor {
+				return &usersActor{holders: holders, venue: venue, journal: journalPID, logger: logger, mw: mw}
+			}, mw, actor.WithSupervisor(restartStrategy())),
+			strategy: restartStrategy(),
+		})
+		if err != nil {
+			return nil, err
+		}
+		// The supervisor spawns the user actors in Started; the first
+		// answer to a message means they all exist.
+		if _, err := ask[any](context.Background(), s, s.users, &userCommand{cmd: &messages.ListUsersRequest{}}); err != nil {
+			return nil, fmt.Errorf("actors: users not ready: %w", err)
+		}
 	}
 	if cfg.Market != nil {
 		market, timeout := cfg.Market, s.timeout
@@ -196,6 +227,87 @@ func (s *System) Instrument(ctx context.Context, req *messages.GetInstrumentRequ
 		return nil, err
 	}
 	return res.Instrument, errOrNil(res.Err)
+}
+
+// Handle sends one command to the actor that owns its state and returns the
+// answer (*messages.PolicyView or *messages.UserList). origin is the journal
+// actor of the channel it came on (messages.ActorAgent, ActorCLIUser,
+// ActorCLIAdmin). This is the one code path for a change, whether the
+// command came over MCP, the control socket or an in-process CLI.
+func (s *System) Handle(ctx context.Context, cmd messages.Command, origin string) (any, error) {
+	if s.users == nil {
+		return nil, messages.Internal(fmt.Errorf("no users supervisor in this process"))
+	}
+	msg := &userCommand{cmd: cmd, origin: origin}
+	var user string
+	switch c := cmd.(type) {
+	case *messages.CreateUserRequest, *messages.ListUsersRequest:
+		return ask[any](ctx, s, s.users, msg)
+	case *messages.ShowPolicyRequest:
+		user = c.User
+	case *messages.TightenPolicyRequest:
+		user = c.User
+	case *messages.SetCeilingRequest:
+		user = c.User
+	case *messages.ResetOverridesRequest:
+		user = c.User
+	case *messages.SetKillSwitchRequest:
+		user = c.User
+	case *messages.DisableUserRequest:
+		user = c.User
+	default:
+		return nil, messages.InvalidParams("type", "not a command this server handles")
+	}
+	return s.askUser(ctx, user, msg)
+}
+
+// Decide asks the user's actor whether an action may proceed (SPEC §8 steps
+// 2 and 3).
+func (s *System) Decide(ctx context.Context, r *messages.DecideActionRequest) (*messages.Decision, error) {
+	res, err := s.askUser(ctx, r.User, r)
+	if err != nil {
+		return nil, err
+	}
+	d, ok := res.(*messages.Decision)
+	if !ok {
+		return nil, messages.Internal(fmt.Errorf("decide: unexpected reply %T", res))
+	}
+	return d, nil
+}
+
+// askUser sends msg to the named user's actor. A user without an actor is
+// not_found.
+func (s *System) askUser(ctx context.Context, user string, msg any) (any, error) {
+	if s.users == nil {
+		return nil, messages.Internal(fmt.Errorf("no users supervisor in this process"))
+	}
+	if !messages.UserNamePattern.MatchString(user) {
+		return nil, messages.InvalidParams("user", "must be 1-64 of lowercase letters, digits, '.', '_' or '-'")
+	}
+	pid := actor.NewPID(s.users.Address, s.users.Id+"/"+user)
+	res, err := ask[any](ctx, s, pid, msg)
+	if err != nil && errors.Is(messages.AsError(err).Err, actor.ErrDeadLetter) {
+		return nil, &messages.Error{Code: messages.CodeNotFound, Message: "no such user", NextStep: "create it with `guarded-exchange admin user create`"}
+	}
+	return res, err
+}
+
+// minLevel drops records below min.
+type minLevel struct {
+	slog.Handler
+	min slog.Level
+}
+
+func (h minLevel) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= h.min && h.Handler.Enabled(ctx, l)
+}
+
+func (h minLevel) WithAttrs(as []slog.Attr) slog.Handler {
+	return minLevel{Handler: h.Handler.WithAttrs(as), min: h.min}
+}
+
+func (h minLevel) WithGroup(name string) slog.Handler {
+	return minLevel{Handler: h.Handler.WithGroup(name), min: h.min}
 }
 
 // errOrNil turns a nil *messages.Error into a nil error interface.

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/alecthomas/kong"
+
+	"github.com/guarded-exchange/guarded-exchange/messages"
 )
 
 // Exit codes of SPEC §2.
@@ -73,6 +75,8 @@ type Globals struct {
 type IO struct {
 	Out io.Writer
 	Err io.Writer
+	// In answers confirmation prompts; nil or EOF means no answer.
+	In io.Reader
 }
 
 // ServeOptions are the flags of serve.
@@ -109,19 +113,27 @@ type Runtime interface {
 	JournalHead(ctx context.Context, g *Globals, dir string, io IO) error
 	Doctor(ctx context.Context, g *Globals, io IO) error
 	Version(io IO) error
+	// Deliver sends one command to the actor that owns its state: over the
+	// control socket when a server runs, else by hosting the same actors
+	// in-process under the home lock until the change is durable. It
+	// returns the typed answer.
+	Deliver(ctx context.Context, g *Globals, cmd messages.Command) (any, error)
 }
 
 // CLI is the command tree.
 type CLI struct {
 	Globals
 
-	Init    InitCmd    `cmd:"" help:"Create the home, the journal, the master key and the local user. Safe to re-run."`
-	Serve   ServeCmd   `cmd:"" help:"Run the MCP server (stdio)."`
-	Demo    DemoCmd    `cmd:"" help:"A scripted walkthrough on the paper venue, in a throw-away home."`
-	Sim     SimCmd     `cmd:"" help:"Run the Bybit-compatible simulator alone and print its URLs as one JSON line."`
-	Journal JournalCmd `cmd:"" help:"Read the journal: dump, verify, head. Works on a copy, with no server, lock or master key."`
-	Doctor  DoctorCmd  `cmd:"" help:"Check the installation and say what to fix."`
-	Version VersionCmd `cmd:"" help:"Print the version."`
+	Init       InitCmd       `cmd:"" help:"Create the home, the journal, the master key and the local user. Safe to re-run."`
+	Serve      ServeCmd      `cmd:"" help:"Run the MCP server (stdio)."`
+	Demo       DemoCmd       `cmd:"" help:"A scripted walkthrough on the paper venue, in a throw-away home."`
+	Sim        SimCmd        `cmd:"" help:"Run the Bybit-compatible simulator alone and print its URLs as one JSON line."`
+	Journal    JournalCmd    `cmd:"" help:"Read the journal: dump, verify, head. Works on a copy, with no server, lock or master key."`
+	Policy     PolicyCmd     `cmd:"" help:"Show or tighten your own policy."`
+	KillSwitch KillSwitchCmd `cmd:"" name:"kill-switch" help:"Turn your kill switch on or off (only a human turns it off)."`
+	Admin      AdminCmd      `cmd:"" help:"Admin: ceilings, overrides, the admin kill switch, users."`
+	Doctor     DoctorCmd     `cmd:"" help:"Check the installation and say what to fix."`
+	Version    VersionCmd    `cmd:"" help:"Print the version."`
 }
 
 // InitCmd is `init`.

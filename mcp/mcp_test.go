@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -55,12 +56,20 @@ func newEnv(t testing.TB) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sys, err := actors.Start(actors.Config{Journal: l, Market: market{c, venue.NewInstrumentCache(c, time.Minute, nil)}})
+	sys, err := actors.Start(actors.Config{
+		Journal: l, Market: market{c, venue.NewInstrumentCache(c, time.Minute, nil)},
+		Users: actors.NewUserReplay(), Venue: messages.VenuePaper,
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	e := &env{sys: sys, log: l, dir: dir, simURL: srv.URL}
 	t.Cleanup(e.stop)
+	for _, u := range []string{"local", "alice", "bob", "victim", "bystander"} {
+		if _, err := sys.Handle(context.Background(), &messages.CreateUserRequest{User: u}, messages.ActorCLIAdmin); err != nil {
+			t.Fatal(err)
+		}
+	}
 	return e
 }
 
@@ -165,11 +174,11 @@ func TestToolsListBothEras(t *testing.T) {
 			var names []string
 			for _, tl := range res.Tools {
 				names = append(names, tl.Name)
-				if tl.Annotations == nil || !tl.Annotations.ReadOnlyHint {
+				if strings.HasPrefix(tl.Name, "get_") && (tl.Annotations == nil || !tl.Annotations.ReadOnlyHint) {
 					t.Errorf("%s: read tool without readOnlyHint", tl.Name)
 				}
 			}
-			want := "get_instrument,get_klines,get_orderbook,get_ticker"
+			want := "activate_kill_switch,get_instrument,get_klines,get_my_policy,get_orderbook,get_ticker"
 			if got := strings.Join(names, ","); got != want {
 				t.Fatalf("tools = %s, want %s", got, want)
 			}
@@ -181,7 +190,7 @@ func TestToolsListBothEras(t *testing.T) {
 // wrong side fails the build.
 func TestAnnotationsMatchKind(t *testing.T) {
 	s := &server{opts: Options{}}
-	reg := newRegistry(append(s.marketTools(), writeToolForTest())...)
+	reg := newRegistry(slices.Concat(s.marketTools(), s.safetyTools(), []*tool{writeToolForTest()})...)
 	for _, tl := range reg.tools {
 		a := tl.annotations()
 		switch tl.kind {

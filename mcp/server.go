@@ -26,6 +26,9 @@ type Backend interface {
 	// ToolCalled journals a tool_call record. When wait is true it returns
 	// only once the record is durable.
 	ToolCalled(ctx context.Context, call *messages.ToolCalled, wait bool) error
+	// Handle sends a command to the user actor that owns its state;
+	// origin is the journal actor (mcp:agent for every MCP call).
+	Handle(ctx context.Context, cmd messages.Command, origin string) (any, error)
 }
 
 // Options configures the MCP server.
@@ -65,7 +68,7 @@ func NewServer(o Options) (*sdk.Server, error) {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	s := &server{opts: o, logger: logger}
-	s.reg = newRegistry(append(s.marketTools(), o.extraTools...)...)
+	s.reg = newRegistry(slices.Concat(s.marketTools(), s.safetyTools(), o.extraTools)...)
 
 	srv := sdk.NewServer(&sdk.Implementation{Name: "guarded-exchange", Version: o.Version}, &sdk.ServerOptions{
 		Instructions: Instructions,

@@ -40,7 +40,7 @@ func main() {
 		Stdin:   os.Stdin,
 		Stdout:  stdout,
 	}
-	code := cli.Main(ctx, os.Args[1:], rt, cli.IO{Out: stdout, Err: os.Stderr}, rt.Release)
+	code := cli.Main(ctx, os.Args[1:], rt, cli.IO{Out: stdout, Err: os.Stderr, In: os.Stdin}, rt.Release)
 	stop()
 	os.Exit(code)
 }

@@ -293,8 +293,8 @@ func TestInitIsSafeToRerun(t *testing.T) {
 	if err := json.Unmarshal([]byte(dump.stdout), &rec); err != nil {
 		t.Fatal(err)
 	}
-	p := rec["payload"].(map[string]any)
-	if rec["user"] != "local" || p["profile"] != "read_only" || p["venue_ceiling"] != "demo" || len(p["allow"].([]any)) != 0 {
+	p := rec["payload"].(map[string]any)["ceiling"].(map[string]any)
+	if rec["user"] != "local" || rec["actor"] != "cli:admin" || p["profile"] != "read_only" || p["venue_ceiling"] != "demo" || len(p["allow"].([]any)) != 0 {
 		t.Fatalf("local user record %v", rec)
 	}
 
@@ -417,7 +417,7 @@ func TestJournalCommandsAndTamperDetection(t *testing.T) {
 		types = append(types, rec["type"].(string))
 	}
 	got := strings.Join(types, ",")
-	if got != "server_started,user_created,server_started,tool_call" {
+	if got != "user_created,server_started,tool_call" {
 		t.Fatalf("journal types %s", got)
 	}
 	table := run(t, in.env(), "", "journal", "dump", "--format", "table", "--type", "tool_call")
@@ -436,7 +436,7 @@ func TestJournalCommandsAndTamperDetection(t *testing.T) {
 	data[i] = 'R'
 	os.WriteFile(segs[0], data, 0o600)
 	r = run(t, in.env(), "", "journal", "verify", "--expect-head", strings.TrimSpace(head.stdout))
-	if r.code != 1 || !strings.Contains(r.stderr, "seq 2") {
+	if r.code != 1 || !strings.Contains(r.stderr, "seq 1") {
 		t.Fatalf("verify after tamper: %d %q", r.code, r.stderr)
 	}
 	r = run(t, in.env(), "", "serve")
@@ -449,6 +449,9 @@ func TestJournalCommandsAndTamperDetection(t *testing.T) {
 // journaled.
 func TestServeRepairsTornTail(t *testing.T) {
 	in := newInstall(t)
+	if r := run(t, in.env(), "", "admin", "user", "create", "torn"); r.code != 0 {
+		t.Fatal(r.stderr)
+	}
 	segs, _ := filepath.Glob(filepath.Join(in.home, "journal", "0*"))
 	last := segs[len(segs)-1]
 	st, _ := os.Stat(last)
@@ -462,6 +465,11 @@ func TestServeRepairsTornTail(t *testing.T) {
 	dump := run(t, in.env(), "", "journal", "dump", "--type", "recovered_torn_tail")
 	if strings.Count(dump.stdout, "\n") != 1 || !strings.Contains(dump.stdout, "dropped_bytes") {
 		t.Fatalf("recovered_torn_tail: %q", dump.stdout)
+	}
+	// The torn record (the second user's creation) is gone; the first is kept.
+	list := run(t, in.env(), "", "admin", "user", "list")
+	if !strings.Contains(list.stdout, "local") || strings.Contains(list.stdout, "torn") {
+		t.Fatalf("users after repair: %q", list.stdout)
 	}
 	if r := run(t, in.env(), "", "journal", "verify"); r.code != 0 {
 		t.Fatalf("verify after repair: %d %q", r.code, r.stderr)

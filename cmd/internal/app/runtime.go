@@ -13,11 +13,11 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/guarded-exchange/guarded-exchange/actors"
 	"github.com/guarded-exchange/guarded-exchange/cli"
 	"github.com/guarded-exchange/guarded-exchange/mcp"
 	"github.com/guarded-exchange/guarded-exchange/messages"
 	"github.com/guarded-exchange/guarded-exchange/venue/sim"
-	"github.com/guarded-exchange/guarded-exchange/wal"
 )
 
 // Runtime implements cli.Runtime.
@@ -49,15 +49,6 @@ func (r *Runtime) logger() *slog.Logger {
 		return r.Logger
 	}
 	return slog.New(slog.DiscardHandler)
-}
-
-// localUser is the user init creates: read_only, empty allowlist, ceiling
-// demo (SPEC §3).
-type userCreated struct {
-	User         string   `json:"user"`
-	Profile      string   `json:"profile"`
-	Allow        []string `json:"allow"`
-	VenueCeiling string   `json:"venue_ceiling"`
 }
 
 // Init creates the installation (SPEC §3). Re-running it on a complete
@@ -107,23 +98,16 @@ func (r *Runtime) Init(ctx context.Context, g *cli.Globals, out cli.IO) error {
 	}
 	defer lock.release()
 
-	users := map[string]bool{}
-	st, err := startStack(ctx, p, venueConfig{}, r.logger(), r.Release, "init", func(rec wal.Record) error {
-		if messages.RecordType(rec.Type) == messages.RecordUserCreated {
-			users[rec.User] = true
-		}
-		return nil
-	})
+	st, err := startStack(ctx, p, venueConfig{Name: g.Venue}.withoutMarket(), r.logger(), r.Release, "init", nil)
 	if err != nil {
 		return cli.CannotStart("%v", err)
 	}
 	defer st.close()
-	if !users[g.User] {
-		if _, err := st.sys.JournalJSON(ctx, messages.RecordUserCreated, g.User, messages.ActorCLIAdmin, userCreated{
-			User: g.User, Profile: "read_only", Allow: []string{}, VenueCeiling: "demo",
-		}); err != nil {
-			return cli.Refused("journal user_created: %v", err)
-		}
+	res, err := st.sys.Handle(ctx, &messages.CreateUserRequest{User: g.User}, messages.ActorCLIAdmin)
+	if err != nil {
+		return cli.Refused("create user %q: %v", g.User, err)
+	}
+	if view, ok := res.(*messages.PolicyView); ok && view.Changed {
 		fmt.Fprintf(out.Out, "created user %q (profile read_only, empty allowlist, venue ceiling demo)\n", g.User)
 	} else {
 		fmt.Fprintf(out.Out, "user %q already exists\n", g.User)
@@ -135,11 +119,22 @@ func (r *Runtime) Init(ctx context.Context, g *cli.Globals, out cli.IO) error {
 	return nil
 }
 
-// stdioPrincipal is the one principal of a stdio server. Until per-user
-// policy lands, every user is read_only.
-func stdioPrincipal(user string) func(context.Context, sdk.Request) (mcp.Principal, error) {
-	p := mcp.Principal{User: user, Profile: mcp.ProfileReadOnly}
-	return func(context.Context, sdk.Request) (mcp.Principal, error) { return p, nil }
+// policyPrincipal is the one principal of a stdio server: the user, with
+// the profile of their effective policy as the user actor sees it now. A
+// disabled user gets no profile, so every tool is hidden and refused.
+func policyPrincipal(sys *actors.System, user string) func(context.Context, sdk.Request) (mcp.Principal, error) {
+	return func(ctx context.Context, _ sdk.Request) (mcp.Principal, error) {
+		res, err := sys.Handle(ctx, &messages.ShowPolicyRequest{User: user}, messages.ActorAgent)
+		if err != nil {
+			return mcp.Principal{}, err
+		}
+		v := res.(*messages.PolicyView)
+		p := mcp.Principal{User: user, Profile: string(v.Effective.Profile)}
+		if v.Disabled {
+			p.Profile = ""
+		}
+		return p, nil
+	}
 }
 
 // Serve runs the MCP server on stdio (SPEC §3).
@@ -158,6 +153,10 @@ func (r *Runtime) Serve(ctx context.Context, g *cli.Globals, o cli.ServeOptions,
 	if err != nil {
 		return cli.CannotStart("%v", err)
 	}
+	approvers, err := parseApproverUIDs(r.getenv("GX_APPROVER_UIDS"))
+	if err != nil {
+		return cli.CannotStart("%v", err)
+	}
 	lock, err := lockHome(p)
 	if err != nil {
 		return cli.CannotStart("%v", err)
@@ -169,9 +168,17 @@ func (r *Runtime) Serve(ctx context.Context, g *cli.Globals, o cli.ServeOptions,
 		return cli.CannotStart("%v", err)
 	}
 	defer st.close()
+	if _, err := st.sys.Handle(ctx, &messages.ShowPolicyRequest{User: g.User}, messages.ActorSystem); err != nil {
+		return cli.CannotStart("user %q: %v; create it with `guarded-exchange admin user create %s`", g.User, err, g.User)
+	}
+	control, err := startControl(p, st.sys, logger.With("component", "control"), approvers)
+	if err != nil {
+		return cli.CannotStart("%v", err)
+	}
+	defer control.close()
 	srv, err := mcp.NewServer(mcp.Options{
 		Backend:   st.sys,
-		Principal: stdioPrincipal(g.User),
+		Principal: policyPrincipal(st.sys, g.User),
 		Venue:     vc.Name,
 		Version:   r.Release,
 		Logger:    logger.With("component", "mcp"),

@@ -34,14 +34,23 @@ const instrumentTTL = 10 * time.Minute
 // is opened and verified.
 func startStack(ctx context.Context, p paths, vc venueConfig, logger *slog.Logger, version, command string, onRecord func(wal.Record) error) (*stack, error) {
 	st := &stack{venue: vc}
-	l, rec, err := wal.Open(p.journal(), wal.Options{OnRecord: onRecord})
+	replay := actors.NewUserReplay()
+	l, rec, err := wal.Open(p.journal(), wal.Options{OnRecord: func(r wal.Record) error {
+		if err := replay.OnRecord(r); err != nil {
+			return err
+		}
+		if onRecord != nil {
+			return onRecord(r)
+		}
+		return nil
+	}})
 	if err != nil {
 		return nil, fmt.Errorf("journal: %w; inspect it with `guarded-exchange journal verify --dir %s`", err, p.journal())
 	}
 	st.log = l
 
 	var market actors.MarketSource
-	if vc.Name != "" {
+	if !vc.NoMarket {
 		client, err := st.venueClient(vc, logger)
 		if err != nil {
 			st.close()
@@ -49,7 +58,7 @@ func startStack(ctx context.Context, p paths, vc venueConfig, logger *slog.Logge
 		}
 		market = marketSource{Client: client, cache: venue.NewInstrumentCache(client, instrumentTTL, nil)}
 	}
-	st.sys, err = actors.Start(actors.Config{Journal: l, Market: market, Logger: logger})
+	st.sys, err = actors.Start(actors.Config{Journal: l, Market: market, Logger: logger, Users: replay, Venue: vc.level()})
 	if err != nil {
 		st.close()
 		return nil, err
@@ -63,11 +72,15 @@ func startStack(ctx context.Context, p paths, vc venueConfig, logger *slog.Logge
 			return nil, err
 		}
 	}
-	if _, err := st.sys.JournalJSON(ctx, messages.RecordServerStarted, "", messages.ActorSystem, map[string]any{
-		"pid": os.Getpid(), "version": version, "venue": vc.Name, "command": command,
-	}); err != nil {
-		st.close()
-		return nil, err
+	// Only a server announces itself: a CLI command that changes nothing
+	// must journal nothing.
+	if command == "serve" {
+		if _, err := st.sys.JournalJSON(ctx, messages.RecordServerStarted, "", messages.ActorSystem, map[string]any{
+			"pid": os.Getpid(), "version": version, "venue": vc.Name,
+		}); err != nil {
+			st.close()
+			return nil, err
+		}
 	}
 	return st, nil
 }

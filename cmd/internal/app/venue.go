@@ -24,6 +24,27 @@ type venueConfig struct {
 	Name    string // paper, bybit-demo, bybit-testnet, bybit-live
 	Paper   bool   // the embedded simulator
 	BaseURL string // empty for paper until the simulator listens
+	// NoMarket: start no venue client or simulator.
+	NoMarket bool
+}
+
+// withoutMarket keeps the venue's arming level but starts no venue client:
+// for processes that only apply commands (init, the in-process CLI).
+func (vc venueConfig) withoutMarket() venueConfig {
+	vc.NoMarket = true
+	return vc
+}
+
+// level is the arming level of the venue (SPEC §2): paper for the
+// simulator, demo for Bybit's demo and testnet, live for Bybit live.
+func (vc venueConfig) level() messages.VenueLevel {
+	switch vc.Name {
+	case "bybit-live":
+		return messages.VenueLive
+	case "bybit-demo", "bybit-testnet":
+		return messages.VenueDemo
+	}
+	return messages.VenuePaper
 }
 
 // resolveVenue applies --venue and the environment overrides of SPEC §13.

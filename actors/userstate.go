@@ -1,0 +1,289 @@
+package actors
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	"github.com/guarded-exchange/guarded-exchange/messages"
+)
+
+// UserState is everything one user actor owns. It is a plain, synchronous,
+// not thread-safe value (STYLE §5): Decide computes what a command would
+// journal without changing anything, Apply changes the state from a
+// journaled event. The actor is a thin shell around them, and start-up
+// replays the journal through the same Apply, so live state and rebuilt
+// state cannot differ.
+type UserState struct {
+	User       string
+	Exists     bool
+	Disabled   bool
+	Ceiling    messages.PolicySettings
+	Own        messages.PolicySettings
+	KillSwitch messages.KillSwitch
+
+	// Placeholders the action path fills in later issues: the idempotency
+	// table, pending confirmations and the rolling counters. They are part
+	// of the state so that snapshots and replay carry them from the start.
+	Idempotency map[string]IdempotencyEntry
+	Pending     map[string]PendingConfirmation
+	Counters    RollingCounters
+}
+
+// IdempotencyEntry will record the first answer to an idempotency key.
+type IdempotencyEntry struct{}
+
+// PendingConfirmation will record an action parked for a human.
+type PendingConfirmation struct{}
+
+// RollingCounters will hold the daily notional and the rate windows.
+type RollingCounters struct{}
+
+// Event is one journaled change: its record type and typed payload.
+type Event struct {
+	Type    messages.RecordType
+	Payload any
+}
+
+// newUserState is the state of a user before any record.
+func newUserState(user string) *UserState {
+	return &UserState{User: user, KillSwitch: messages.KillSwitchNone}
+}
+
+// View returns a copy of the state as the outside sees it.
+func (s *UserState) View(venue messages.VenueLevel) *messages.PolicyView {
+	return &messages.PolicyView{
+		User:       s.User,
+		Disabled:   s.Disabled,
+		Effective:  messages.Effective(venue, s.Ceiling, s.Own),
+		Ceiling:    s.Ceiling.Merge(messages.PolicySettings{}),
+		Own:        s.Own.Merge(messages.PolicySettings{}),
+		KillSwitch: s.KillSwitch,
+	}
+}
+
+// Decide returns the event a command would journal, or nil when it changes
+// nothing, or a refusal. It never changes s.
+func (s *UserState) Decide(cmd messages.Command, venue messages.VenueLevel) (*Event, error) {
+	if !s.Exists {
+		return nil, messages.Errorf(messages.CodeNotFound, "no such user")
+	}
+	switch c := cmd.(type) {
+	case *messages.ShowPolicyRequest:
+		return nil, nil
+	case *messages.TightenPolicyRequest:
+		if err := s.refuseDisabled(); err != nil {
+			return nil, err
+		}
+		if err := c.Settings.Validate(); err != nil {
+			return nil, err
+		}
+		if looser := messages.Effective(venue, s.Ceiling, s.Own).Looser(c.Settings); len(looser) > 0 {
+			return nil, &messages.Error{
+				Code:     messages.CodePermissionDenied,
+				Message:  "policy tighten may only make the policy stricter; looser fields: " + joinFields(looser),
+				NextStep: "choose values at least as strict as the current effective policy (policy show); only the admin can loosen the ceiling",
+				Details:  map[string]any{"fields": looser},
+			}
+		}
+		after := s.Own.Merge(c.Settings)
+		if after.Equal(s.Own) {
+			return nil, nil
+		}
+		return &Event{messages.RecordPolicyTightened, messages.PolicyChangedEvent{Fields: c.Settings.Fields(), Before: s.Own, After: after}}, nil
+	case *messages.SetCeilingRequest:
+		if err := c.Settings.Validate(); err != nil {
+			return nil, err
+		}
+		after := s.Ceiling.Merge(c.Settings)
+		if after.Equal(s.Ceiling) {
+			return nil, nil
+		}
+		return &Event{messages.RecordPolicyCeilingSet, messages.PolicyChangedEvent{Fields: c.Settings.Fields(), Before: s.Ceiling, After: after}}, nil
+	case *messages.ResetOverridesRequest:
+		fields := c.Fields
+		for _, f := range fields {
+			if !messages.IsFieldName(f) {
+				return nil, messages.InvalidParams("field", "must be a policy field name such as max_leverage")
+			}
+		}
+		if len(fields) == 0 {
+			fields = s.Own.Fields()
+		}
+		var removed []string
+		for _, f := range fields {
+			if slices.Contains(s.Own.Fields(), f) {
+				removed = append(removed, f)
+			}
+		}
+		if len(removed) == 0 {
+			return nil, nil
+		}
+		return &Event{messages.RecordPolicyOverridesReset, messages.PolicyChangedEvent{Fields: removed, Before: s.Own, After: s.Own.Without(removed)}}, nil
+	case *messages.SetKillSwitchRequest:
+		return s.decideKillSwitch(c)
+	case *messages.DisableUserRequest:
+		if s.Disabled {
+			return nil, nil
+		}
+		return &Event{messages.RecordUserDisabled, messages.UserDisabledEvent{User: s.User}}, nil
+	}
+	return nil, messages.Internal(fmt.Errorf("user actor: unexpected command %T", cmd))
+}
+
+// decideKillSwitch: anyone may turn the switch on; the user turns off only
+// a user-level switch; the admin turns off either. Turning on a switch that
+// is already on at the same or a higher level changes nothing.
+func (s *UserState) decideKillSwitch(c *messages.SetKillSwitchRequest) (*Event, error) {
+	if c.Level != messages.KillSwitchUser && c.Level != messages.KillSwitchAdmin {
+		return nil, messages.InvalidParams("level", "must be user or admin")
+	}
+	before := s.KillSwitch
+	if c.On {
+		if before == messages.KillSwitchAdmin || before == c.Level {
+			return nil, nil
+		}
+		return &Event{messages.RecordKillSwitchOn, messages.KillSwitchEvent{Before: before, After: c.Level}}, nil
+	}
+	switch {
+	case before == messages.KillSwitchNone:
+		return nil, nil
+	case before == messages.KillSwitchAdmin && c.Level != messages.KillSwitchAdmin:
+		return nil, &messages.Error{
+			Code:     messages.CodePermissionDenied,
+			Message:  "the kill switch was turned on by the admin; only the admin can turn it off",
+			NextStep: "ask the admin to run `guarded-exchange admin kill-switch off --user " + s.User + "`",
+		}
+	}
+	return &Event{messages.RecordKillSwitchOff, messages.KillSwitchEvent{Before: before, After: messages.KillSwitchNone}}, nil
+}
+
+func (s *UserState) refuseDisabled() error {
+	if s.Disabled {
+		return messages.Errorf(messages.CodePermissionDenied, "this user is disabled")
+	}
+	return nil
+}
+
+// Apply changes the state from a journaled event. It is the only code that
+// changes a UserState, live or during replay.
+func (s *UserState) Apply(ev Event) {
+	switch p := ev.Payload.(type) {
+	case messages.UserCreatedEvent:
+		s.Exists = true
+		s.Ceiling = p.Ceiling
+	case messages.PolicyChangedEvent:
+		switch ev.Type {
+		case messages.RecordPolicyCeilingSet:
+			s.Ceiling = p.After
+		case messages.RecordPolicyTightened, messages.RecordPolicyOverridesReset:
+			s.Own = p.After
+		}
+	case messages.KillSwitchEvent:
+		s.KillSwitch = p.After
+	case messages.UserDisabledEvent:
+		s.Disabled = true
+	}
+}
+
+// DecodeEvent turns a journal record of a user type back into an Event;
+// ok is false for record types that do not change user state.
+func DecodeEvent(typ messages.RecordType, payload []byte) (Event, bool, error) {
+	var p any
+	switch typ {
+	case messages.RecordUserCreated:
+		var v messages.UserCreatedEvent
+		err := json.Unmarshal(payload, &v)
+		p = v
+		if err != nil {
+			return Event{}, true, err
+		}
+	case messages.RecordPolicyCeilingSet, messages.RecordPolicyTightened, messages.RecordPolicyOverridesReset:
+		var v messages.PolicyChangedEvent
+		if err := json.Unmarshal(payload, &v); err != nil {
+			return Event{}, true, err
+		}
+		p = v
+	case messages.RecordKillSwitchOn, messages.RecordKillSwitchOff:
+		var v messages.KillSwitchEvent
+		if err := json.Unmarshal(payload, &v); err != nil {
+			return Event{}, true, err
+		}
+		p = v
+	case messages.RecordUserDisabled:
+		var v messages.UserDisabledEvent
+		if err := json.Unmarshal(payload, &v); err != nil {
+			return Event{}, true, err
+		}
+		p = v
+	default:
+		return Event{}, false, nil
+	}
+	return Event{Type: typ, Payload: p}, true, nil
+}
+
+func joinFields(fs []string) string {
+	out := ""
+	for i, f := range fs {
+		if i > 0 {
+			out += ", "
+		}
+		out += f
+	}
+	return out
+}
+
+// DecideAction is the gate of SPEC §8 steps 2 and 3 for one action: kill
+// switch, profile, venue arming, allowlist, per-order notional and leverage.
+// It reads the state and changes nothing.
+func (s *UserState) DecideAction(r *messages.DecideActionRequest) *messages.Error {
+	if !s.Exists {
+		return messages.Errorf(messages.CodeNotFound, "no such user")
+	}
+	if s.Disabled {
+		return messages.Errorf(messages.CodePermissionDenied, "this user is disabled")
+	}
+	if s.KillSwitch != messages.KillSwitchNone && r.RiskIncreasing {
+		return &messages.Error{
+			Code:     messages.CodeKillSwitchActive,
+			Message:  "the kill switch is on (" + string(s.KillSwitch) + "); risk-increasing actions are refused",
+			NextStep: "only risk-reducing actions (cancel, close, reduce-only) go through; a human can turn the switch off outside the chat",
+			Details:  map[string]any{"kill_switch": string(s.KillSwitch)},
+		}
+	}
+	p := messages.Effective(r.Venue, s.Ceiling, s.Own)
+	if slices.Contains(messages.TradingTools, r.Tool) && p.Profile != messages.ProfileTrade {
+		return &messages.Error{
+			Code: messages.CodePermissionDenied, Message: "the profile " + string(p.Profile) + " may not trade",
+			NextStep: "a human can change the profile outside the chat", Details: map[string]any{"limit": "profile", "allowed": string(p.Profile)},
+		}
+	}
+	if r.Venue.Rank() > p.VenueCeiling.Rank() {
+		return &messages.Error{
+			Code: messages.CodeVenueNotArmed, Message: "this user is armed up to " + string(p.VenueCeiling) + " only",
+			NextStep: "use a venue at or below the ceiling; the admin sets the ceiling", Details: map[string]any{"limit": "venue_ceiling", "allowed": string(p.VenueCeiling)},
+		}
+	}
+	if r.Symbol != "" {
+		entry := string(r.Category) + ":" + r.Symbol
+		if !slices.Contains(p.Allow, entry) {
+			return &messages.Error{
+				Code: messages.CodePermissionDenied, Message: "this instrument is not on the allowlist",
+				NextStep: "trade only instruments in the allowlist (get_my_policy)", Details: map[string]any{"limit": "allow", "allowed": p.Allow},
+			}
+		}
+	}
+	if r.NotionalUSDT.GreaterThan(p.MaxOrderNotionalUSDT) {
+		return &messages.Error{
+			Code: messages.CodeLimitExceeded, Message: "the order value exceeds max_order_notional_usdt",
+			NextStep: "make the order smaller", Details: map[string]any{"limit": "max_order_notional_usdt", "allowed": p.MaxOrderNotionalUSDT.String()},
+		}
+	}
+	if r.Leverage.GreaterThan(p.MaxLeverage) {
+		return &messages.Error{
+			Code: messages.CodeLimitExceeded, Message: "the leverage exceeds max_leverage",
+			NextStep: "use a lower leverage", Details: map[string]any{"limit": "max_leverage", "allowed": p.MaxLeverage.String()},
+		}
+	}
+	return nil
+}

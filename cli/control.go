@@ -1,0 +1,86 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/guarded-exchange/guarded-exchange/messages"
+)
+
+// ErrNoServer means no server answers on the control socket; the caller may
+// host the actors in-process instead.
+var ErrNoServer = errors.New("no server is listening on the control socket")
+
+// ControlClient sends typed commands to a running server over its control
+// socket, one JSON line each way (SPEC §7).
+type ControlClient struct {
+	conn net.Conn
+	r    *bufio.Reader
+	seq  atomic.Int64
+}
+
+// DialControl connects to the socket at path. A missing socket or a refused
+// connection is ErrNoServer.
+func DialControl(ctx context.Context, path string) (*ControlClient, error) {
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "unix", path)
+	if err != nil {
+		if errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED) {
+			return nil, fmt.Errorf("%w: %v", ErrNoServer, err)
+		}
+		return nil, fmt.Errorf("control socket: %w", err)
+	}
+	return &ControlClient{conn: conn, r: bufio.NewReaderSize(conn, messages.MaxControlLine+1)}, nil
+}
+
+// Close closes the connection.
+func (c *ControlClient) Close() error { return c.conn.Close() }
+
+// Send delivers cmd and returns the server's typed answer, or its refusal
+// as a *messages.Error.
+func (c *ControlClient) Send(ctx context.Context, cmd messages.Command) (any, error) {
+	body, err := json.Marshal(cmd)
+	if err != nil {
+		return nil, err
+	}
+	id := strconv.FormatInt(c.seq.Add(1), 10)
+	line, err := json.Marshal(messages.ControlRequest{ID: id, Type: cmd.CommandName(), Body: body})
+	if err != nil {
+		return nil, err
+	}
+	if dl, ok := ctx.Deadline(); ok {
+		_ = c.conn.SetDeadline(dl)
+	} else {
+		_ = c.conn.SetDeadline(time.Now().Add(60 * time.Second))
+	}
+	if _, err := c.conn.Write(append(line, '\n')); err != nil {
+		return nil, fmt.Errorf("control socket: %w", err)
+	}
+	raw, err := c.r.ReadBytes('\n')
+	if err != nil {
+		return nil, fmt.Errorf("control socket: %w", err)
+	}
+	var resp messages.ControlResponse
+	if err := json.Unmarshal(raw, &resp); err != nil {
+		return nil, fmt.Errorf("control socket: bad answer: %w", err)
+	}
+	if !resp.OK {
+		if resp.Error == nil {
+			return nil, errors.New("control socket: refusal without an error")
+		}
+		return nil, resp.Error
+	}
+	out := messages.NewResult(cmd.CommandName())
+	if err := json.Unmarshal(resp.Result, out); err != nil {
+		return nil, fmt.Errorf("control socket: bad result: %w", err)
+	}
+	return out, nil
+}

@@ -1,0 +1,437 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/alecthomas/kong"
+	"github.com/shopspring/decimal"
+
+	"github.com/guarded-exchange/guarded-exchange/messages"
+)
+
+// PolicyFlags mirror the SPEC §6 fields. An empty flag is not set.
+type PolicyFlags struct {
+	Profile               string   `help:"read_only or trade" enum:",read_only,trade" default:""`
+	Allow                 []string `help:"category:SYMBOL entries, repeatable or comma-separated; 'none' for an empty list" sep:"," placeholder:"linear:BTCUSDT"`
+	MaxOrderNotional      string   `name:"max-order-notional" help:"max_order_notional_usdt" placeholder:"USDT"`
+	MaxLeverage           string   `name:"max-leverage" help:"max_leverage" placeholder:"X"`
+	SlippagePct           string   `name:"slippage-pct" help:"slippage_pct (at most 3)" placeholder:"PCT"`
+	Confirm               string   `name:"confirm" help:"trading tools that need confirmation, comma-separated, or 'none'" placeholder:"TOOLS"`
+	ConfirmAboveNotional  string   `name:"confirm-above-notional" help:"confirm_above_notional_usdt" placeholder:"USDT"`
+	ConfirmationTTL       string   `name:"confirmation-ttl" help:"confirmation_ttl_s (10-600)" placeholder:"SECONDS"`
+	TrustClientUI         string   `name:"trust-client-ui" help:"trust_client_ui: true or false" enum:",true,false" default:""`
+	MaxPending            string   `name:"max-pending" help:"max_pending" placeholder:"N"`
+	DailyNotionalCap      string   `name:"daily-notional-cap" help:"daily_notional_cap_usdt" placeholder:"USDT"`
+	MaxUnconfirmedPerHour string   `name:"max-unconfirmed-per-hour" help:"max_unconfirmed_actions_per_hour" placeholder:"N"`
+	MaxOrdersPerMinute    string   `name:"max-orders-per-minute" help:"max_orders_per_minute" placeholder:"N"`
+	VenueCeiling          string   `name:"venue-ceiling" help:"venue_ceiling: paper, demo or live" enum:",paper,demo,live" default:""`
+}
+
+var plainDecimal = regexp.MustCompile(`^[0-9]{1,12}(\.[0-9]{1,12})?$`)
+
+// Settings turns the flags into typed settings; a malformed value is
+// invalid_params naming the field.
+func (f *PolicyFlags) Settings() (messages.PolicySettings, error) {
+	var s messages.PolicySettings
+	dec := func(field, v string) (*decimal.Decimal, error) {
+		if v == "" {
+			return nil, nil
+		}
+		if !plainDecimal.MatchString(v) {
+			return nil, messages.InvalidParams(field, "must be a plain decimal such as 250 or 0.5")
+		}
+		d := decimal.RequireFromString(v)
+		return &d, nil
+	}
+	num := func(field, v string) (*int, error) {
+		if v == "" {
+			return nil, nil
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return nil, messages.InvalidParams(field, "must be a whole number")
+		}
+		return &n, nil
+	}
+	var err error
+	if f.Profile != "" {
+		p := messages.Profile(f.Profile)
+		s.Profile = &p
+	}
+	if len(f.Allow) > 0 {
+		allow := []string{}
+		for _, a := range f.Allow {
+			if a != "none" && a != "" {
+				allow = append(allow, a)
+			}
+		}
+		s.Allow = &allow
+	}
+	if s.MaxOrderNotionalUSDT, err = dec("max_order_notional_usdt", f.MaxOrderNotional); err != nil {
+		return s, err
+	}
+	if s.MaxLeverage, err = dec("max_leverage", f.MaxLeverage); err != nil {
+		return s, err
+	}
+	if s.SlippagePct, err = dec("slippage_pct", f.SlippagePct); err != nil {
+		return s, err
+	}
+	if f.Confirm != "" {
+		actions := []string{}
+		if f.Confirm != "none" {
+			for _, a := range strings.Split(f.Confirm, ",") {
+				if a = strings.TrimSpace(a); a != "" {
+					actions = append(actions, a)
+				}
+			}
+		}
+		s.ConfirmActions = &actions
+	}
+	if s.ConfirmAboveNotionalUSDT, err = dec("confirm_above_notional_usdt", f.ConfirmAboveNotional); err != nil {
+		return s, err
+	}
+	if s.ConfirmationTTLS, err = num("confirmation_ttl_s", f.ConfirmationTTL); err != nil {
+		return s, err
+	}
+	if f.TrustClientUI != "" {
+		b := f.TrustClientUI == "true"
+		s.TrustClientUI = &b
+	}
+	if s.MaxPending, err = num("max_pending", f.MaxPending); err != nil {
+		return s, err
+	}
+	if s.DailyNotionalCapUSDT, err = dec("daily_notional_cap_usdt", f.DailyNotionalCap); err != nil {
+		return s, err
+	}
+	if s.MaxUnconfirmedActionsPerHour, err = num("max_unconfirmed_actions_per_hour", f.MaxUnconfirmedPerHour); err != nil {
+		return s, err
+	}
+	if s.MaxOrdersPerMinute, err = num("max_orders_per_minute", f.MaxOrdersPerMinute); err != nil {
+		return s, err
+	}
+	if f.VenueCeiling != "" {
+		v := messages.VenueLevel(f.VenueCeiling)
+		s.VenueCeiling = &v
+	}
+	if len(s.Fields()) == 0 {
+		return s, &ExitError{Code: ExitCannot, Err: errors.New("give at least one policy flag (see --help)")}
+	}
+	if e := s.Validate(); e != nil {
+		return s, e
+	}
+	return s, nil
+}
+
+// PolicyCmd is `policy`.
+type PolicyCmd struct {
+	Show    PolicyShowCmd    `cmd:"" help:"Show the effective policy, the admin ceiling, your own settings and the kill switch."`
+	Tighten PolicyTightenCmd `cmd:"" help:"Make your own policy stricter; anything looser than the current effective value is refused."`
+}
+
+// PolicyShowCmd is `policy show`.
+type PolicyShowCmd struct {
+	JSON bool `name:"json" help:"print JSON"`
+}
+
+// Run runs policy show.
+func (c *PolicyShowCmd) Run(ctx context.Context, g *Globals, rt Runtime, io IO) error {
+	return deliverAndPrint(ctx, g, rt, io, &messages.ShowPolicyRequest{User: g.User}, c.JSON)
+}
+
+// PolicyTightenCmd is `policy tighten`.
+type PolicyTightenCmd struct {
+	PolicyFlags
+	JSON bool `name:"json" help:"print JSON"`
+}
+
+// Run runs policy tighten.
+func (c *PolicyTightenCmd) Run(ctx context.Context, g *Globals, rt Runtime, io IO) error {
+	s, err := c.Settings()
+	if err != nil {
+		return refusal(err)
+	}
+	return deliverAndPrint(ctx, g, rt, io, &messages.TightenPolicyRequest{User: g.User, Settings: s}, c.JSON)
+}
+
+// KillSwitchCmd is `kill-switch on|off`.
+type KillSwitchCmd struct {
+	State string `arg:"" enum:"on,off" help:"on or off"`
+	Yes   bool   `help:"do not ask before turning it off"`
+	JSON  bool   `name:"json" help:"print JSON"`
+}
+
+// Run runs kill-switch.
+func (c *KillSwitchCmd) Run(ctx context.Context, g *Globals, rt Runtime, io IO) error {
+	if c.State == "off" {
+		if err := confirm(io, fmt.Sprintf("Turn off the kill switch of %s? Risk-increasing actions will be allowed again.", g.User), c.Yes); err != nil {
+			return err
+		}
+	}
+	return deliverAndPrint(ctx, g, rt, io, &messages.SetKillSwitchRequest{User: g.User, On: c.State == "on", Level: messages.KillSwitchUser}, c.JSON)
+}
+
+// AdminCmd is `admin`.
+type AdminCmd struct {
+	Policy     AdminPolicyCmd     `cmd:"" help:"Set a user's ceiling or remove their own settings."`
+	KillSwitch AdminKillSwitchCmd `cmd:"" name:"kill-switch" help:"The admin's kill switch for a user: only an admin turns it off."`
+	User       AdminUserCmd       `cmd:"" help:"Create, list or disable users."`
+}
+
+// AdminPolicyCmd is `admin policy`.
+type AdminPolicyCmd struct {
+	SetCeiling     SetCeilingCmd     `cmd:"" name:"set-ceiling" help:"Set fields of the user's ceiling (--user, default local); may loosen or tighten."`
+	ResetOverrides ResetOverridesCmd `cmd:"" name:"reset-overrides" help:"Remove the user's own settings (all, or the --field ones); asks first unless --yes."`
+}
+
+// SetCeilingCmd is `admin policy set-ceiling`.
+type SetCeilingCmd struct {
+	PolicyFlags
+	JSON bool `name:"json" help:"print JSON"`
+}
+
+// Run runs admin policy set-ceiling.
+func (c *SetCeilingCmd) Run(ctx context.Context, g *Globals, rt Runtime, io IO) error {
+	s, err := c.Settings()
+	if err != nil {
+		return refusal(err)
+	}
+	return deliverAndPrint(ctx, g, rt, io, &messages.SetCeilingRequest{User: g.User, Settings: s}, c.JSON)
+}
+
+// ResetOverridesCmd is `admin policy reset-overrides --user U [--field F]...`.
+type ResetOverridesCmd struct {
+	Field []string `name:"field" help:"a policy field to remove (repeatable); all own settings when none is given" placeholder:"FIELD"`
+	Yes   bool     `help:"do not ask"`
+	JSON  bool     `name:"json" help:"print JSON"`
+}
+
+// Run lists what will be removed, asks, then removes it.
+func (c *ResetOverridesCmd) Run(ctx context.Context, kctx *kong.Context, g *Globals, rt Runtime, io IO) error {
+	if !userFlagGiven(kctx.Args) {
+		return &ExitError{Code: ExitCannot, Err: errors.New("admin policy reset-overrides needs --user")}
+	}
+	for _, f := range c.Field {
+		if !messages.IsFieldName(f) {
+			return refusal(messages.InvalidParams("field", "must be a policy field name such as max_leverage"))
+		}
+	}
+	res, err := rt.Deliver(ctx, g, &messages.ShowPolicyRequest{User: g.User})
+	if err != nil {
+		return refusal(err)
+	}
+	own := res.(*messages.PolicyView).Own
+	var remove []string
+	for _, f := range own.Fields() {
+		if len(c.Field) == 0 || contains(c.Field, f) {
+			remove = append(remove, f)
+		}
+	}
+	if len(remove) == 0 {
+		fmt.Fprintf(io.Out, "%s has no own settings to remove; nothing changed\n", g.User)
+		return nil
+	}
+	fmt.Fprintf(io.Out, "will remove from %s's own settings:\n", g.User)
+	ownJSON := fieldValues(own)
+	for _, f := range remove {
+		fmt.Fprintf(io.Out, "  %-34s %s\n", f, ownJSON[f])
+	}
+	if err := confirm(io, "Remove these settings?", c.Yes); err != nil {
+		return err
+	}
+	return deliverAndPrint(ctx, g, rt, io, &messages.ResetOverridesRequest{User: g.User, Fields: remove}, c.JSON)
+}
+
+// AdminKillSwitchCmd is `admin kill-switch on|off --user U`.
+type AdminKillSwitchCmd struct {
+	State string `arg:"" enum:"on,off" help:"on or off"`
+	Yes   bool   `help:"do not ask before turning it off"`
+	JSON  bool   `name:"json" help:"print JSON"`
+}
+
+// Run runs admin kill-switch.
+func (c *AdminKillSwitchCmd) Run(ctx context.Context, kctx *kong.Context, g *Globals, rt Runtime, io IO) error {
+	if !userFlagGiven(kctx.Args) {
+		return &ExitError{Code: ExitCannot, Err: errors.New("admin kill-switch needs --user")}
+	}
+	if c.State == "off" {
+		if err := confirm(io, fmt.Sprintf("Turn off the admin kill switch of %s?", g.User), c.Yes); err != nil {
+			return err
+		}
+	}
+	return deliverAndPrint(ctx, g, rt, io, &messages.SetKillSwitchRequest{User: g.User, On: c.State == "on", Level: messages.KillSwitchAdmin}, c.JSON)
+}
+
+// AdminUserCmd is `admin user`.
+type AdminUserCmd struct {
+	Create  AdminUserCreateCmd  `cmd:"" help:"Create a user (read_only, empty allowlist, ceiling demo)."`
+	List    AdminUserListCmd    `cmd:"" help:"List users."`
+	Disable AdminUserDisableCmd `cmd:"" help:"Disable a user: every later command and tool call for it is refused."`
+}
+
+// AdminUserCreateCmd is `admin user create NAME`.
+type AdminUserCreateCmd struct {
+	Name string `arg:"" help:"user name"`
+	JSON bool   `name:"json" help:"print JSON"`
+}
+
+// Run runs admin user create.
+func (c *AdminUserCreateCmd) Run(ctx context.Context, g *Globals, rt Runtime, io IO) error {
+	return deliverAndPrint(ctx, g, rt, io, &messages.CreateUserRequest{User: c.Name}, c.JSON)
+}
+
+// AdminUserListCmd is `admin user list`.
+type AdminUserListCmd struct {
+	JSON bool `name:"json" help:"print JSON"`
+}
+
+// Run runs admin user list.
+func (c *AdminUserListCmd) Run(ctx context.Context, g *Globals, rt Runtime, io IO) error {
+	return deliverAndPrint(ctx, g, rt, io, &messages.ListUsersRequest{}, c.JSON)
+}
+
+// AdminUserDisableCmd is `admin user disable NAME`.
+type AdminUserDisableCmd struct {
+	Name string `arg:"" help:"user name"`
+	Yes  bool   `help:"do not ask"`
+	JSON bool   `name:"json" help:"print JSON"`
+}
+
+// Run runs admin user disable.
+func (c *AdminUserDisableCmd) Run(ctx context.Context, g *Globals, rt Runtime, io IO) error {
+	if err := confirm(io, fmt.Sprintf("Disable user %s?", c.Name), c.Yes); err != nil {
+		return err
+	}
+	return deliverAndPrint(ctx, g, rt, io, &messages.DisableUserRequest{User: c.Name}, c.JSON)
+}
+
+// confirm asks on Err and reads one answer from In. Without --yes, a closed
+// or empty stdin refuses: a script must say --yes.
+func confirm(o IO, question string, yes bool) error {
+	if yes {
+		return nil
+	}
+	fmt.Fprintf(o.Err, "%s [y/N] ", question)
+	if o.In == nil {
+		return Refused("not confirmed (no answer on stdin; pass --yes to skip the question)")
+	}
+	line, err := bufio.NewReader(o.In).ReadString('\n')
+	answer := strings.ToLower(strings.TrimSpace(line))
+	if answer == "y" || answer == "yes" {
+		return nil
+	}
+	if err != nil && answer == "" {
+		return Refused("not confirmed (no answer on stdin; pass --yes to skip the question)")
+	}
+	return Refused("not confirmed")
+}
+
+// refusal turns an error into exit 1 (a *messages.Error keeps its code in
+// the message), keeping exit codes already chosen.
+func refusal(err error) error {
+	var ee *ExitError
+	if errors.As(err, &ee) {
+		return err
+	}
+	return &ExitError{Code: ExitRefused, Err: err}
+}
+
+func deliverAndPrint(ctx context.Context, g *Globals, rt Runtime, io IO, cmd messages.Command, asJSON bool) error {
+	res, err := rt.Deliver(ctx, g, cmd)
+	if err != nil {
+		return refusal(err)
+	}
+	if asJSON {
+		b, err := json.Marshal(res)
+		if err != nil {
+			return refusal(err)
+		}
+		_, err = fmt.Fprintf(io.Out, "%s\n", b)
+		return err
+	}
+	switch v := res.(type) {
+	case *messages.PolicyView:
+		printView(io.Out, v)
+	case *messages.UserList:
+		tw := tabwriter.NewWriter(io.Out, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "USER\tPROFILE\tKILL SWITCH\tDISABLED")
+		for _, u := range v.Users {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%v\n", u.User, u.Profile, u.KillSwitch, u.Disabled)
+		}
+		tw.Flush()
+	}
+	return nil
+}
+
+func printView(w io.Writer, v *messages.PolicyView) {
+	status := ""
+	if v.Disabled {
+		status = "  (disabled)"
+	}
+	fmt.Fprintf(w, "user %s%s   kill switch: %s\n", v.User, status, v.KillSwitch)
+	switch {
+	case len(v.Removed) > 0:
+		fmt.Fprintf(w, "removed: %s\n", strings.Join(v.Removed, ", "))
+	case v.Changed:
+		fmt.Fprintln(w, "changed (journaled)")
+	default:
+		fmt.Fprintln(w, "no change")
+	}
+	eff, ceil, own := fieldValues(v.Effective), fieldValues(v.Ceiling), fieldValues(v.Own)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "FIELD\tEFFECTIVE\tCEILING\tOWN")
+	for _, f := range messages.PolicyFields {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", f, eff[f], orDash(ceil[f]), orDash(own[f]))
+	}
+	tw.Flush()
+}
+
+// fieldValues renders each field of a policy value as plain text.
+func fieldValues(v any) map[string]string {
+	raw, _ := json.Marshal(v)
+	var m map[string]json.RawMessage
+	_ = json.Unmarshal(raw, &m)
+	out := map[string]string{}
+	for k, r := range m {
+		var s string
+		if json.Unmarshal(r, &s) == nil {
+			out[k] = s
+			continue
+		}
+		var list []string
+		if json.Unmarshal(r, &list) == nil {
+			if len(list) == 0 {
+				out[k] = "(none)"
+			} else {
+				out[k] = strings.Join(list, ",")
+			}
+			continue
+		}
+		out[k] = string(r)
+	}
+	return out
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func contains(xs []string, x string) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}

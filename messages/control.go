@@ -1,0 +1,51 @@
+package messages
+
+import "encoding/json"
+
+// MaxControlLine is the longest line the control socket reads (SPEC §7):
+// 64 KiB. A longer line is refused and the connection closed.
+const MaxControlLine = 64 << 10
+
+// ControlRequest is one line on the control socket: a command's wire name
+// and its JSON body.
+type ControlRequest struct {
+	ID   string          `json:"id,omitempty"`
+	Type string          `json:"type"`
+	Body json.RawMessage `json:"body,omitempty"`
+}
+
+// ControlResponse answers one ControlRequest: Result on success, Error (the
+// SPEC §5 shape) on refusal.
+type ControlResponse struct {
+	ID     string          `json:"id,omitempty"`
+	OK     bool            `json:"ok"`
+	Result json.RawMessage `json:"result,omitempty"`
+	Error  *Error          `json:"error,omitempty"`
+}
+
+// NewResult returns an empty answer value for a command's wire name, for
+// decoding a ControlResponse.Result.
+func NewResult(commandName string) any {
+	switch commandName {
+	case "admin.user.list":
+		return &UserList{}
+	case "action.decide":
+		return &Decision{}
+	}
+	return &PolicyView{}
+}
+
+// OriginOf is the journal actor of a command that arrived from the CLI:
+// cli:admin for admin commands (and the admin's kill switch), cli:user
+// otherwise.
+func OriginOf(cmd Command) string {
+	switch c := cmd.(type) {
+	case *SetCeilingRequest, *ResetOverridesRequest, *CreateUserRequest, *ListUsersRequest, *DisableUserRequest:
+		return ActorCLIAdmin
+	case *SetKillSwitchRequest:
+		if c.Level == KillSwitchAdmin {
+			return ActorCLIAdmin
+		}
+	}
+	return ActorCLIUser
+}
