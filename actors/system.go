@@ -106,7 +106,11 @@ func Start(cfg Config) (*System, error) {
 		if venue == "" {
 			venue = messages.VenuePaper
 		}
-		holders, journalPID := cfg.Users.holders(), s.journal
+		holders, err := cfg.Users.holders()
+		if err != nil {
+			return nil, fmt.Errorf("actors: rebuild users: %w", err)
+		}
+		journalPID := s.journal
 		s.users, err = s.spawnChild(childSpec{
 			name: "users",
 			props: actor.PropsFromProducer(func() actor.Actor {
@@ -116,11 +120,6 @@ func Start(cfg Config) (*System, error) {
 		})
 		if err != nil {
 			return nil, err
-		}
-		// The supervisor spawns the user actors in Started; the first
-		// answer to a message means they all exist.
-		if _, err := ask[any](context.Background(), s, s.users, &userCommand{cmd: &messages.ListUsersRequest{}}); err != nil {
-			return nil, fmt.Errorf("actors: users not ready: %w", err)
 		}
 	}
 	if cfg.Market != nil {
@@ -284,12 +283,22 @@ func (s *System) askUser(ctx context.Context, user string, msg any) (any, error)
 	if !messages.UserNamePattern.MatchString(user) {
 		return nil, messages.InvalidParams("user", "must be 1-64 of lowercase letters, digits, '.', '_' or '-'")
 	}
+	// User actors are spawned on first use: a dead letter means the actor
+	// does not run (yet, or any more), and the message was never seen, so
+	// it is safe to ask the supervisor to spawn it and send once more.
 	pid := actor.NewPID(s.users.Address, s.users.Id+"/"+user)
 	res, err := ask[any](ctx, s, pid, msg)
-	if err != nil && errors.Is(messages.AsError(err).Err, actor.ErrDeadLetter) {
-		return nil, &messages.Error{Code: messages.CodeNotFound, Message: "no such user", NextStep: "create it with `guarded-exchange admin user create`"}
+	if err == nil || !errors.Is(messages.AsError(err).Err, actor.ErrDeadLetter) {
+		return res, err
 	}
-	return res, err
+	ens, err := ask[*ensureUserResponse](ctx, s, s.users, &ensureUserRequest{user: user})
+	if err != nil {
+		return nil, err
+	}
+	if ens.err != nil {
+		return nil, ens.err
+	}
+	return ask[any](ctx, s, pid, msg)
 }
 
 // minLevel drops records below min.

@@ -1,9 +1,12 @@
 package actors
 
 import (
+	"cmp"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
+	"path"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -22,8 +25,11 @@ type userCommand struct {
 	origin string
 }
 
-// userChanged tells the users supervisor a user's summary after a change.
-type userChanged struct{ summary messages.UserSummary }
+// ensureUserRequest asks the users supervisor to make sure the user's actor
+// runs (user actors are spawned on first use). Answer: *ensureUserResponse.
+type ensureUserRequest struct{ user string }
+
+type ensureUserResponse struct{ err *messages.Error }
 
 // committed holds the last durable state of one user, for a restart. Only
 // the user actor writes it, after each journaled change; the actor's
@@ -117,7 +123,6 @@ func (u *userActor) command(ctx actor.Context, m *userCommand, sender *actor.PID
 		}
 		u.state.Apply(*ev)
 		u.snap.store(u.state)
-		ctx.Send(ctx.Parent(), &userChanged{summary: summaryOf(u.state, u.venue)})
 		view := u.state.View(u.venue)
 		view.Changed = true
 		if pc, ok := ev.Payload.(messages.PolicyChangedEvent); ok && ev.Type == messages.RecordPolicyOverridesReset {
@@ -194,14 +199,16 @@ func summaryOf(s *UserState, venue messages.VenueLevel) messages.UserSummary {
 	}
 }
 
-// usersActor supervises the user actors: it owns the set of users, creates
-// new ones (journaling user_created first) and keeps a summary of each for
-// listing.
+// usersActor supervises the user actors: it owns the set of users and
+// creates new ones (journaling user_created first). A user's actor is
+// spawned on first use, so start-up costs nothing per idle user.
 //
 // holders outlives any one incarnation of this actor (it is created in
 // Start and handed to every incarnation by the producer, and only ever used
-// on this actor's mailbox), so a restart of the supervisor respawns every
-// user from its last committed state.
+// on this actor's mailbox), so after a restart of the supervisor each user
+// is respawned, on its next message, from its last committed state. Each
+// holder is written only by its user's actor (atomically) and read here for
+// listing.
 type usersActor struct {
 	holders map[string]*committed
 	venue   messages.VenueLevel
@@ -209,37 +216,41 @@ type usersActor struct {
 	logger  *slog.Logger
 	mw      actor.PropsOption
 
-	summaries map[string]messages.UserSummary
+	running map[string]*actor.PID
 	serial
 }
 
-func (us *usersActor) spawnUser(ctx actor.Context, snap *committed) error {
-	s := snap.load()
+// ensure spawns the user's actor if it does not run.
+func (us *usersActor) ensure(ctx actor.Context, user string) *messages.Error {
+	snap, ok := us.holders[user]
+	if !ok {
+		return &messages.Error{Code: messages.CodeNotFound, Message: "no such user", NextStep: "create it with `guarded-exchange admin user create`"}
+	}
+	if _, running := us.running[user]; running {
+		return nil
+	}
 	venue, journal, logger := us.venue, us.journal, us.logger
 	props := actor.PropsFromProducer(func() actor.Actor {
 		return &userActor{snap: snap, venue: venue, journal: journal, logger: logger}
 	}, us.mw)
-	if _, err := ctx.SpawnNamed(props, s.User); err != nil {
-		return err
+	pid, err := ctx.SpawnNamed(props, user)
+	if err != nil && !errors.Is(err, actor.ErrNameExists) {
+		return messages.Internal(err)
 	}
-	us.summaries[s.User] = summaryOf(s, us.venue)
+	us.running[user] = pid
 	return nil
 }
 
 func (us *usersActor) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
-		us.summaries = make(map[string]messages.UserSummary, len(us.holders))
-		for user, snap := range us.holders {
-			if err := us.spawnUser(ctx, snap); err != nil {
-				us.logger.Error("cannot start user actor", "user", user, "err", err.Error())
-			}
-		}
-	case *userChanged:
-		us.summaries[m.summary.User] = m.summary
+		us.running = map[string]*actor.PID{}
+	case *ensureUserRequest:
+		ctx.Respond(&ensureUserResponse{err: us.ensure(ctx, m.user)})
 	case *userCommand:
 		us.handle(ctx, m, ctx.Sender())
 	case *actor.Terminated:
+		delete(us.running, path.Base(m.Who.Id))
 		us.logger.Debug("user actor stopped", "actor", m.Who.Id)
 	}
 }
@@ -256,9 +267,9 @@ func (us *usersActor) handle(ctx actor.Context, m *userCommand, sender *actor.PI
 	}
 	switch c := m.cmd.(type) {
 	case *messages.ListUsersRequest:
-		out := &messages.UserList{Users: make([]messages.UserSummary, 0, len(us.summaries))}
-		for _, s := range us.summaries {
-			out.Users = append(out.Users, s)
+		out := &messages.UserList{Users: make([]messages.UserSummary, 0, len(us.holders))}
+		for _, snap := range us.holders {
+			out.Users = append(out.Users, summaryOf(snap.load(), us.venue))
 		}
 		slices.SortFunc(out.Users, func(a, b messages.UserSummary) int {
 			if a.User < b.User {
@@ -275,9 +286,12 @@ func (us *usersActor) handle(ctx actor.Context, m *userCommand, sender *actor.PI
 			reply(messages.InvalidParams("user", "must be 1-64 of lowercase letters, digits, '.', '_' or '-', starting with a letter or digit"))
 			return
 		}
-		if _, exists := us.summaries[c.User]; exists {
-			child := actor.NewPID(ctx.Self().Address, ctx.Self().Id+"/"+c.User)
-			ctx.RequestWithCustomSender(child, &userCommand{cmd: &messages.ShowPolicyRequest{User: c.User}, origin: m.origin}, sender)
+		if _, exists := us.holders[c.User]; exists {
+			if err := us.ensure(ctx, c.User); err != nil {
+				reply(err)
+				return
+			}
+			ctx.RequestWithCustomSender(us.running[c.User], &userCommand{cmd: &messages.ShowPolicyRequest{User: c.User}, origin: m.origin}, sender)
 			return
 		}
 		ev := NewUserEvent(c.User, messages.PolicySettings{})
@@ -301,10 +315,6 @@ func (us *usersActor) handle(ctx actor.Context, m *userCommand, sender *actor.PI
 			snap := &committed{}
 			snap.store(s)
 			us.holders[c.User] = snap
-			if err := us.spawnUser(ctx, snap); err != nil {
-				reply(messages.Internal(err))
-				return
-			}
 			view := s.View(us.venue)
 			view.Changed = true
 			reply(view)
@@ -332,54 +342,136 @@ func NewUserEvent(user string, ceiling messages.PolicySettings) Event {
 
 // UserReplay rebuilds every user's state from the journal, through the same
 // Apply the live actors use. Pass OnRecord as wal.Options.OnRecord, then
-// hand States to Config.Users.
+// hand the replay to Config.Users.
+//
+// Every user record is state-based: it carries the whole "after" value of
+// one part of the state (the ceiling, the own settings, the kill switch,
+// the disabled flag), and Apply assigns it. So only the last record of each
+// part can matter, and OnRecord keeps just that one (undecoded) per user and
+// part; the final Apply runs over the survivors in journal order.
+// TestCompactedReplayEqualsFullReplay proves the result is the same as
+// applying every record. Record types that are not state-based must not be
+// added to statePart.
 type UserReplay struct {
-	states map[string]*UserState
+	users map[string]*replayUser
+	err   error
+}
+
+// replayUser is what the journal said last about each part of one user.
+type replayUser struct {
+	parts [numStateParts]*replayRecord
+}
+
+type replayRecord struct {
+	seq     uint64
+	typ     messages.RecordType
+	payload []byte
+}
+
+// The parts of UserState that user records replace wholesale.
+const (
+	partCeiling  = iota // user_created, policy_ceiling_set
+	partOwn             // policy_tightened, policy_overrides_reset
+	partKill            // kill_switch_on, kill_switch_off
+	partDisabled        // user_disabled
+	partCreated         // user_created (Exists)
+	numStateParts
+)
+
+// statePart returns the part a record type replaces, and false for record
+// types that do not change user state.
+func statePart(t messages.RecordType) (int, bool) {
+	switch t {
+	case messages.RecordPolicyCeilingSet:
+		return partCeiling, true
+	case messages.RecordPolicyTightened, messages.RecordPolicyOverridesReset:
+		return partOwn, true
+	case messages.RecordKillSwitchOn, messages.RecordKillSwitchOff:
+		return partKill, true
+	case messages.RecordUserDisabled:
+		return partDisabled, true
+	}
+	return 0, false
 }
 
 // NewUserReplay returns an empty replay.
-func NewUserReplay() *UserReplay { return &UserReplay{states: map[string]*UserState{}} }
+func NewUserReplay() *UserReplay { return &UserReplay{users: map[string]*replayUser{}} }
 
-// OnRecord applies one journal record. Records of other types are skipped
+// OnRecord notes one journal record. Records of other types are skipped
 // without decoding.
 func (r *UserReplay) OnRecord(rec wal.Record) error {
-	ev, ok, err := DecodeEvent(messages.RecordType(rec.Type), rec.Payload)
+	typ := messages.RecordType(rec.Type)
+	part, ok := statePart(typ)
+	if typ == messages.RecordUserCreated {
+		part, ok = partCreated, true
+	}
 	if !ok {
 		return nil
 	}
-	if err != nil {
-		return fmt.Errorf("replay seq %d (%s): %w", rec.Seq, messages.RecordType(rec.Type), err)
+	u := r.users[rec.User]
+	if u == nil {
+		u = &replayUser{}
+		r.users[rec.User] = u
 	}
-	s := r.states[rec.User]
-	if s == nil {
-		s = newUserState(rec.User)
-		r.states[rec.User] = s
+	u.parts[part] = &replayRecord{seq: rec.Seq, typ: typ, payload: append([]byte(nil), rec.Payload...)}
+	if typ == messages.RecordUserCreated {
+		// user_created also sets the ceiling.
+		u.parts[partCeiling] = u.parts[partCreated]
 	}
-	s.Apply(ev)
 	return nil
 }
 
-// holders returns the committed state of every created user.
-func (r *UserReplay) holders() map[string]*committed {
-	out := make(map[string]*committed, len(r.states))
-	for u, s := range r.states {
+// states applies the surviving records of each user, in journal order.
+func (r *UserReplay) states() (map[string]*UserState, error) {
+	out := make(map[string]*UserState, len(r.users))
+	for name, u := range r.users {
+		recs := make([]*replayRecord, 0, numStateParts)
+		for _, p := range u.parts {
+			if p != nil && !slices.Contains(recs, p) {
+				recs = append(recs, p)
+			}
+		}
+		slices.SortFunc(recs, func(a, b *replayRecord) int { return cmp.Compare(a.seq, b.seq) })
+		s := newUserState(name)
+		for _, rr := range recs {
+			ev, _, err := DecodeEvent(rr.typ, rr.payload)
+			if err != nil {
+				return nil, fmt.Errorf("replay seq %d (%s): %w", rr.seq, rr.typ, err)
+			}
+			s.Apply(ev)
+		}
 		if s.Exists {
-			c := &committed{}
-			c.store(s)
-			out[u] = c
+			out[name] = s
 		}
 	}
-	return out
+	return out, nil
+}
+
+// holders returns the committed state of every created user.
+func (r *UserReplay) holders() (map[string]*committed, error) {
+	states, err := r.states()
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]*committed, len(states))
+	for u, s := range states {
+		c := &committed{}
+		c.store(s)
+		out[u] = c
+	}
+	return out, nil
 }
 
 // Users lists the created users' names, sorted.
-func (r *UserReplay) Users() []string {
-	var out []string
-	for u, s := range r.states {
-		if s.Exists {
-			out = append(out, u)
-		}
+func (r *UserReplay) Users() ([]string, error) {
+	states, err := r.states()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, 0, len(states))
+	for u := range states {
+		out = append(out, u)
 	}
 	slices.Sort(out)
-	return out
+	return out, nil
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"sync"
 	"testing"
 	"time"
@@ -433,4 +434,77 @@ func medianDur(ds []time.Duration) time.Duration {
 	s := append([]time.Duration(nil), ds...)
 	sortDurations(s)
 	return s[len(s)/2]
+}
+
+// The compacted replay (only the last record of each part of the state is
+// applied) gives exactly the state of applying every record in order.
+func TestCompactedReplayEqualsFullReplay(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	users := []string{"a", "b", "c", "d"}
+	levels := []messages.KillSwitch{messages.KillSwitchNone, messages.KillSwitchUser, messages.KillSwitchAdmin}
+	for round := range 200 {
+		full := map[string]*UserState{}
+		replay := NewUserReplay()
+		seq := uint64(0)
+		emit := func(user string, ev Event) {
+			seq++
+			payload, _ := json.Marshal(ev.Payload)
+			if err := replay.OnRecord(wal.Record{Seq: seq, Type: uint16(ev.Type), User: user, Payload: payload}); err != nil {
+				t.Fatal(err)
+			}
+			back, _, err := DecodeEvent(ev.Type, payload)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if full[user] == nil {
+				full[user] = newUserState(user)
+			}
+			full[user].Apply(back)
+		}
+		// A record of another type in between must not matter.
+		for range 40 {
+			u := users[rng.IntN(len(users))]
+			if full[u] == nil || !full[u].Exists {
+				emit(u, NewUserEvent(u, messages.PolicySettings{MaxPending: intp(rng.IntN(9))}))
+				continue
+			}
+			settings := messages.PolicySettings{MaxPending: intp(rng.IntN(9)), MaxLeverage: dec(fmt.Sprint(1 + rng.IntN(20)))}
+			switch rng.IntN(6) {
+			case 0:
+				emit(u, Event{messages.RecordPolicyCeilingSet, messages.PolicyChangedEvent{After: settings}})
+			case 1:
+				emit(u, Event{messages.RecordPolicyTightened, messages.PolicyChangedEvent{After: settings}})
+			case 2:
+				emit(u, Event{messages.RecordPolicyOverridesReset, messages.PolicyChangedEvent{After: messages.PolicySettings{}}})
+			case 3:
+				emit(u, Event{messages.RecordKillSwitchOn, messages.KillSwitchEvent{After: levels[1+rng.IntN(2)]}})
+			case 4:
+				emit(u, Event{messages.RecordKillSwitchOff, messages.KillSwitchEvent{After: levels[0]}})
+			case 5:
+				if rng.IntN(4) == 0 {
+					emit(u, Event{messages.RecordUserDisabled, messages.UserDisabledEvent{User: u}})
+				}
+			}
+			seq++
+			replay.OnRecord(wal.Record{Seq: seq, Type: uint16(messages.RecordToolCall), User: u, Payload: []byte(`{}`)})
+		}
+		got, err := replay.states()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for u, want := range full {
+			g := got[u]
+			if g == nil {
+				t.Fatalf("round %d: user %s missing", round, u)
+			}
+			a, _ := json.Marshal(want.View(messages.VenuePaper))
+			b, _ := json.Marshal(g.View(messages.VenuePaper))
+			if string(a) != string(b) {
+				t.Fatalf("round %d user %s:\nfull      %s\ncompacted %s", round, u, a, b)
+			}
+		}
+		if len(got) != len(full) {
+			t.Fatalf("round %d: %d users, want %d", round, len(got), len(full))
+		}
+	}
 }
