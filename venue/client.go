@@ -213,19 +213,29 @@ type Query []QueryParam
 // Add returns q with key=value appended.
 func (q Query) Add(key, value string) Query { return append(q, QueryParam{key, value}) }
 
-// Encode returns "k1=v1&k2=v2" in insertion order, each part escaped with
-// url.QueryEscape, without a leading "?".
+// Encode returns "k1=v1&k2=v2" in insertion order, without a leading "?".
+// Each part is escaped with url.QueryEscape, except that a space becomes
+// "%20" rather than "+": the result holds only RFC 3986 unreserved
+// characters, "%XX" escapes and the separators, so the signed bytes decode
+// the same way whatever the server's query parser (caller-supplied values
+// such as cursors may contain anything).
 func (q Query) Encode() string {
 	var b strings.Builder
 	for i, p := range q {
 		if i > 0 {
 			b.WriteByte('&')
 		}
-		b.WriteString(url.QueryEscape(p.Key))
+		b.WriteString(escapeQueryPart(p.Key))
 		b.WriteByte('=')
-		b.WriteString(url.QueryEscape(p.Value))
+		b.WriteString(escapeQueryPart(p.Value))
 	}
 	return b.String()
+}
+
+// escapeQueryPart is url.QueryEscape with "%20" for a space. QueryEscape
+// turns a literal "+" into "%2B", so every "+" it leaves is a space.
+func escapeQueryPart(s string) string {
+	return strings.ReplaceAll(url.QueryEscape(s), "+", "%20")
 }
 
 // RateLimit is what the X-Bapi-Limit* headers said (reference §3). Zero

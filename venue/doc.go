@@ -17,7 +17,13 @@
 //     becomes outcome_unknown: the order may exist and the caller must look
 //     it up by its client order id, never resend.
 //   - The query string or JSON body is encoded once; those exact bytes are
-//     signed and sent (Bybit verifies the raw bytes, reference §2).
+//     signed and sent (Bybit verifies the raw bytes, reference §2). Query
+//     values are percent-encoded (a space is %20), so caller-supplied text
+//     such as a cursor can neither add parameters nor change the signature.
+//   - Account reads (account.go) are signed GETs returning messages values;
+//     list reads return a messages.Page whose NextCursor is passed back
+//     unchanged. Limits and the 7-day history window are checked before
+//     anything is sent; a hedge-mode position is unsupported_position_mode.
 //
 // The one retCode/HTTP-status mapping lives in errorTable (errors.go) and is
 // documented in docs/venue-errors.md.

@@ -174,7 +174,7 @@ func TestUnsignedGetHasNoAuthHeaders(t *testing.T) {
 
 func TestQueryEncodeKeepsOrderAndEscapes(t *testing.T) {
 	q := Query{{"symbol", "BTCUSDT"}, {"category", "linear"}, {"coin", "USDT,USDC"}, {"cursor", "a b&c=d"}}
-	want := "symbol=BTCUSDT&category=linear&coin=USDT%2CUSDC&cursor=a+b%26c%3Dd"
+	want := "symbol=BTCUSDT&category=linear&coin=USDT%2CUSDC&cursor=a%20b%26c%3Dd"
 	if got := q.Encode(); got != want {
 		t.Fatalf("Encode = %q, want %q", got, want)
 	}

@@ -15,8 +15,9 @@ import (
 //
 // Accounts are guarded by Sim.mu.
 type account struct {
-	uid  int64
-	keys []*apiKey
+	uid    int64
+	keys   []*apiKey
+	ledger *ledger // balances, positions, orders, executions (ledger.go); nil until first used
 }
 
 // An apiKey is one API key of an account, with the record query-api shows.

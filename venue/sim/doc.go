@@ -13,6 +13,8 @@
 //
 //	GET /v5/market/tickers, orderbook, kline, instruments-info, price-limit, time   public
 //	GET /v5/user/query-api                                                         signed
+//	GET /v5/account/wallet-balance, /v5/position/list                              signed
+//	GET /v5/order/realtime, /v5/order/history, /v5/execution/list                  signed
 //
 // Instruments: BTCUSDT, ETHUSDT and SOLUSDT in spot and linear, with Bybit's
 // rule fields (tickSize, qtyStep/basePrecision, min/max quantities, minimum
@@ -23,7 +25,13 @@
 // position, wallet; pushes come with the order engine).
 //
 // Test endpoints under /sim/ (loopback clients only; see testapi.go):
-// POST /sim/keys, POST|GET|DELETE /sim/faults, GET /sim/orders.
+// POST /sim/keys, POST|GET|DELETE /sim/faults, GET /sim/orders, and
+// POST /sim/accounts/{api_key}/balances|positions|orders (account_testapi.go).
+//
+// Account state (balances, positions, orders, executions) lives in one
+// ledger per account (ledger.go); the account reads (account_rest.go)
+// derive mark prices, PnL, margins and USD values from it at read time.
+// List reads page with opaque, query-bound cursors (cursor.go).
 //
 // # Determinism
 //

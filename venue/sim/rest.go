@@ -57,6 +57,11 @@ func (s *Sim) buildRoutes() map[string]*route {
 		"/v5/market/price-limit":      get(s.marketPriceLimit),
 		"/v5/market/time":             get(s.marketTime),
 		"/v5/user/query-api":          private(http.MethodGet, s.queryAPI),
+		"/v5/account/wallet-balance":  private(http.MethodGet, s.walletBalance),
+		"/v5/position/list":           private(http.MethodGet, s.positionList),
+		"/v5/order/realtime":          private(http.MethodGet, s.orderRealtime),
+		"/v5/order/history":           private(http.MethodGet, s.orderHistory),
+		"/v5/execution/list":          private(http.MethodGet, s.executionList),
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"strings"
 )
 
 // Test endpoints (SPEC §13). They live under /sim/, never under /v5/, answer
@@ -20,8 +21,7 @@ import (
 //	DELETE /sim/faults  -> clears them all
 //	GET    /sim/orders  -> every order ever accepted, in acceptance order ([] until orders exist)
 //
-// Reserved for later: /sim/accounts/{api_key}/balances and
-// /sim/accounts/{api_key}/positions.
+//	POST   /sim/accounts/{api_key}/balances|positions|orders -> account state (account_testapi.go)
 
 // orderRecord is one accepted order as GET /sim/orders lists it.
 type orderRecord struct {
@@ -113,6 +113,10 @@ func (s *Sim) serveTestAPI(w http.ResponseWriter, r *http.Request) {
 		s.mu.Unlock()
 		writePlainJSON(w, http.StatusOK, list)
 	default:
+		if strings.HasPrefix(r.URL.Path, accountsPrefix) {
+			s.serveAccountsTestAPI(w, r)
+			return
+		}
 		testAPIError(w, http.StatusNotFound, "no such test endpoint")
 	}
 }
