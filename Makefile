@@ -31,7 +31,7 @@ lint:
 # Fuzz the journal record decoder (FUZZTIME=60s by default).
 FUZZTIME ?= 60s
 fuzz:
-	$(GO) test -run '^$$' -fuzz FuzzDecodeRecord -fuzztime $(FUZZTIME) ./wal/
+	$(GO) test -run '^$$' -fuzz FuzzDecodeRecord -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./wal/
 
 clean:
 	rm -rf bin

@@ -11,6 +11,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/guarded-exchange/guarded-exchange/messages"
+	"github.com/guarded-exchange/guarded-exchange/venue"
 	"github.com/guarded-exchange/guarded-exchange/wal"
 )
 
@@ -37,6 +38,15 @@ type Config struct {
 	// Venue is the arming level of the venue this process talks to; it
 	// selects the default limits (SPEC §6). Default paper.
 	Venue messages.VenueLevel
+	// Environment names this process's venue for keys: paper, bybit-demo,
+	// bybit-testnet or bybit-live. Default paper.
+	Environment string
+	// MasterKey opens and seals the stored exchange keys (32 bytes). Nil:
+	// key commands fail closed.
+	MasterKey []byte
+	// Clients builds a user's REST client for this venue. Nil: every
+	// account read and key check fails closed.
+	Clients ClientFactory
 }
 
 // System is a running actor system. Its methods are safe for concurrent use;
@@ -102,19 +112,30 @@ func Start(cfg Config) (*System, error) {
 		return nil, err
 	}
 	if cfg.Users != nil {
-		venue := cfg.Venue
-		if venue == "" {
-			venue = messages.VenuePaper
+		level := cfg.Venue
+		if level == "" {
+			level = messages.VenuePaper
 		}
 		holders, err := cfg.Users.holders()
 		if err != nil {
 			return nil, fmt.Errorf("actors: rebuild users: %w", err)
 		}
-		journalPID := s.journal
+		deps := &userDeps{
+			venue: level, env: cfg.Environment, journal: s.journal, logger: logger, masterKey: cfg.MasterKey,
+			factory: cfg.Clients, timeout: s.timeout, now: s.now, mw: mw,
+		}
+		if deps.env == "" {
+			deps.env = "paper"
+		}
+		if deps.factory == nil {
+			deps.factory = func(string, string) (*venue.Client, error) {
+				return nil, messages.Errorf(messages.CodeExchangeUnavailable, "this process has no venue")
+			}
+		}
 		s.users, err = s.spawnChild(childSpec{
 			name: "users",
 			props: actor.PropsFromProducer(func() actor.Actor {
-				return &usersActor{holders: holders, venue: venue, journal: journalPID, logger: logger, mw: mw}
+				return &usersActor{userDeps: deps, holders: holders}
 			}, mw, actor.WithSupervisor(restartStrategy())),
 			strategy: restartStrategy(),
 		})
@@ -254,10 +275,25 @@ func (s *System) Handle(ctx context.Context, cmd messages.Command, origin string
 		user = c.User
 	case *messages.DisableUserRequest:
 		user = c.User
+	case *messages.AddCredentialRequest:
+		user = c.User
+	case *messages.ShowCredentialRequest:
+		user = c.User
+	case *messages.DeleteCredentialRequest:
+		user = c.User
+	case *messages.RecheckCredentialRequest:
+		user = c.User
 	default:
 		return nil, messages.InvalidParams("type", "not a command this server handles")
 	}
 	return s.askUser(ctx, user, msg)
+}
+
+// Account sends an account read to the user's actor, which hands it to the
+// user's venue actor. The answer is *messages.WalletBalance or a
+// *messages.Page of positions, orders or executions.
+func (s *System) Account(ctx context.Context, req messages.AccountRequest) (any, error) {
+	return s.askUser(ctx, messages.AccountUser(req), req)
 }
 
 // Decide asks the user's actor whether an action may proceed (SPEC §8 steps

@@ -60,15 +60,29 @@ type serial struct {
 	queue []queued
 }
 
+// userDeps is what every user actor is given: fixed at construction and
+// shared read-only.
+type userDeps struct {
+	venue     messages.VenueLevel // arming level of this process's venue
+	env       string              // this process's venue: paper, bybit-demo, ...
+	journal   *actor.PID
+	logger    *slog.Logger
+	masterKey []byte        // opens the sealed keys; never logged
+	factory   ClientFactory // builds the user's venue client
+	timeout   time.Duration // one venue call
+	now       func() time.Time
+	mw        actor.PropsOption
+}
+
 // userActor is the thin shell around one user's UserState: it decides,
 // journals, applies and replies. Decisions for one user are strictly
-// ordered; different users run in parallel.
+// ordered; different users run in parallel. Its child, the venue actor,
+// owns the REST client with the user's key.
 type userActor struct {
-	state   *UserState
-	snap    *committed
-	venue   messages.VenueLevel
-	journal *actor.PID
-	logger  *slog.Logger
+	*userDeps
+	state    *UserState
+	snap     *committed
+	venuePID *actor.PID
 	serial
 }
 
@@ -79,7 +93,10 @@ func (u *userActor) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		u.state = u.snap.load()
+		u.venuePID = nil
 	case *userCommand, *messages.DecideActionRequest, *crashRequest:
+		u.handle(ctx, m, ctx.Sender())
+	case messages.AccountRequest:
 		u.handle(ctx, m, ctx.Sender())
 	}
 }
@@ -92,12 +109,37 @@ func (u *userActor) handle(ctx actor.Context, msg any, sender *actor.PID) {
 	}
 	switch m := msg.(type) {
 	case *userCommand:
-		u.command(ctx, m, sender)
+		switch c := m.cmd.(type) {
+		case *messages.AddCredentialRequest:
+			u.addCredential(ctx, c, m.origin, sender)
+		case *messages.RecheckCredentialRequest:
+			if e := u.refuseCredentialCommand(c.Environment); e != nil {
+				u.reply(ctx, sender, e)
+				return
+			}
+			u.recheck(ctx, m.origin, func(err *messages.Error) {
+				if err != nil {
+					u.reply(ctx, sender, err)
+					return
+				}
+				u.reply(ctx, sender, u.state.credentialView(u.env))
+			})
+		default:
+			u.command(ctx, m, sender)
+		}
 	case *messages.DecideActionRequest:
 		u.decide(ctx, m, sender)
+	case messages.AccountRequest:
+		u.accountRead(ctx, m, sender)
 	case *crashRequest:
 		panic("user: crash requested by test")
 	}
+}
+
+// commit applies a durable event and records the new committed state.
+func (u *userActor) commit(ev Event) {
+	u.state.Apply(ev)
+	u.snap.store(u.state)
 }
 
 func (u *userActor) reply(ctx actor.Context, to *actor.PID, v any) {
@@ -107,13 +149,26 @@ func (u *userActor) reply(ctx actor.Context, to *actor.PID, v any) {
 }
 
 func (u *userActor) command(ctx actor.Context, m *userCommand, sender *actor.PID) {
-	ev, err := u.state.Decide(m.cmd, u.venue)
+	switch c := m.cmd.(type) {
+	case *messages.ShowCredentialRequest, *messages.DeleteCredentialRequest:
+		env := ""
+		if sc, ok := c.(*messages.ShowCredentialRequest); ok {
+			env = sc.Environment
+		} else {
+			env = c.(*messages.DeleteCredentialRequest).Environment
+		}
+		if e := u.refuseCredentialCommand(env); e != nil {
+			u.reply(ctx, sender, e)
+			return
+		}
+	}
+	ev, err := u.state.Decide(m.cmd, u.venue, u.env)
 	if err != nil {
 		u.reply(ctx, sender, messages.AsError(err))
 		return
 	}
 	if ev == nil {
-		u.reply(ctx, sender, u.state.View(u.venue))
+		u.reply(ctx, sender, u.answer(m.cmd, false))
 		return
 	}
 	u.write(ctx, *ev, m.origin, func(_ wal.Record, err error) {
@@ -121,9 +176,17 @@ func (u *userActor) command(ctx actor.Context, m *userCommand, sender *actor.PID
 			u.reply(ctx, sender, messages.AsError(err))
 			return
 		}
-		u.state.Apply(*ev)
-		u.snap.store(u.state)
-		view := u.state.View(u.venue)
+		u.commit(*ev)
+		if ev.Type == messages.RecordCredentialDeleted {
+			u.stopVenueActor(ctx)
+		}
+		if _, ok := m.cmd.(*messages.DeleteCredentialRequest); ok {
+			v := u.state.credentialView(u.env)
+			v.Changed = true
+			u.reply(ctx, sender, v)
+			return
+		}
+		view := u.state.View(u.venue, u.env)
 		view.Changed = true
 		if pc, ok := ev.Payload.(messages.PolicyChangedEvent); ok && ev.Type == messages.RecordPolicyOverridesReset {
 			view.Removed = pc.Fields
@@ -132,8 +195,38 @@ func (u *userActor) command(ctx actor.Context, m *userCommand, sender *actor.PID
 	})
 }
 
+// answer is the reply to a command that changed nothing.
+func (u *userActor) answer(cmd messages.Command, changed bool) any {
+	switch cmd.(type) {
+	case *messages.ShowCredentialRequest, *messages.DeleteCredentialRequest:
+		v := u.state.credentialView(u.env)
+		v.Changed = changed
+		return v
+	}
+	v := u.state.View(u.venue, u.env)
+	v.Changed = changed
+	return v
+}
+
 func (u *userActor) decide(ctx actor.Context, r *messages.DecideActionRequest, sender *actor.PID) {
-	refusal := u.state.DecideAction(r)
+	// Before a trading decision, a permission check older than an hour is
+	// done again (SPEC §11); an unverifiable key refuses the action.
+	if c, ok := u.state.credentialFor(u.env); ok && slices.Contains(messages.TradingTools, r.Tool) &&
+		u.now().Sub(c.CheckedAt) > permissionsMaxAge && u.state.Exists && !u.state.Disabled {
+		u.recheck(ctx, messages.ActorSystem, func(err *messages.Error) {
+			if err != nil {
+				u.reply(ctx, sender, &messages.Decision{Err: err})
+				return
+			}
+			u.decideNow(ctx, r, sender)
+		})
+		return
+	}
+	u.decideNow(ctx, r, sender)
+}
+
+func (u *userActor) decideNow(ctx actor.Context, r *messages.DecideActionRequest, sender *actor.PID) {
+	refusal := u.state.DecideAction(r, u.env)
 	if refusal == nil || !r.JournalRefusal {
 		u.reply(ctx, sender, &messages.Decision{Allowed: refusal == nil, Err: refusal})
 		return
@@ -162,7 +255,7 @@ func (u *userActor) write(ctx actor.Context, ev Event, origin string, then after
 	}
 	u.busy = true
 	f := ctx.RequestFuture(u.journal, &AppendRequest{Entry: wal.Entry{
-		Time: time.Now().UTC(), Type: uint16(ev.Type), User: u.state.User, Actor: origin, Payload: payload,
+		Time: u.now().UTC(), Type: uint16(ev.Type), User: u.state.User, Actor: origin, Payload: payload,
 	}}, journalTimeout)
 	ctx.ReenterAfter(f, func(res any, ferr error) {
 		u.busy = false
@@ -192,10 +285,10 @@ func (u *userActor) drain(ctx actor.Context) {
 	}
 }
 
-func summaryOf(s *UserState, venue messages.VenueLevel) messages.UserSummary {
+func summaryOf(s *UserState, venue messages.VenueLevel, env string) messages.UserSummary {
 	return messages.UserSummary{
 		User: s.User, Disabled: s.Disabled, KillSwitch: s.KillSwitch,
-		Profile: messages.Effective(venue, s.Ceiling, s.Own).Profile,
+		Profile: s.effective(venue, env).Profile,
 	}
 }
 
@@ -210,11 +303,8 @@ func summaryOf(s *UserState, venue messages.VenueLevel) messages.UserSummary {
 // holder is written only by its user's actor (atomically) and read here for
 // listing.
 type usersActor struct {
+	*userDeps
 	holders map[string]*committed
-	venue   messages.VenueLevel
-	journal *actor.PID
-	logger  *slog.Logger
-	mw      actor.PropsOption
 
 	running map[string]*actor.PID
 	serial
@@ -229,10 +319,10 @@ func (us *usersActor) ensure(ctx actor.Context, user string) *messages.Error {
 	if _, running := us.running[user]; running {
 		return nil
 	}
-	venue, journal, logger := us.venue, us.journal, us.logger
+	deps := us.userDeps
 	props := actor.PropsFromProducer(func() actor.Actor {
-		return &userActor{snap: snap, venue: venue, journal: journal, logger: logger}
-	}, us.mw)
+		return &userActor{userDeps: deps, snap: snap}
+	}, us.mw, actor.WithSupervisor(restartStrategy()))
 	pid, err := ctx.SpawnNamed(props, user)
 	if err != nil && !errors.Is(err, actor.ErrNameExists) {
 		return messages.Internal(err)
@@ -269,7 +359,7 @@ func (us *usersActor) handle(ctx actor.Context, m *userCommand, sender *actor.PI
 	case *messages.ListUsersRequest:
 		out := &messages.UserList{Users: make([]messages.UserSummary, 0, len(us.holders))}
 		for _, snap := range us.holders {
-			out.Users = append(out.Users, summaryOf(snap.load(), us.venue))
+			out.Users = append(out.Users, summaryOf(snap.load(), us.venue, us.env))
 		}
 		slices.SortFunc(out.Users, func(a, b messages.UserSummary) int {
 			if a.User < b.User {
@@ -298,7 +388,7 @@ func (us *usersActor) handle(ctx actor.Context, m *userCommand, sender *actor.PI
 		payload, _ := json.Marshal(ev.Payload)
 		us.busy = true
 		f := ctx.RequestFuture(us.journal, &AppendRequest{Entry: wal.Entry{
-			Time: time.Now().UTC(), Type: uint16(ev.Type), User: c.User, Actor: m.origin, Payload: payload,
+			Time: us.now().UTC(), Type: uint16(ev.Type), User: c.User, Actor: m.origin, Payload: payload,
 		}}, journalTimeout)
 		ctx.ReenterAfter(f, func(res any, err error) {
 			us.busy = false
@@ -315,7 +405,7 @@ func (us *usersActor) handle(ctx actor.Context, m *userCommand, sender *actor.PI
 			snap := &committed{}
 			snap.store(s)
 			us.holders[c.User] = snap
-			view := s.View(us.venue)
+			view := s.View(us.venue, us.env)
 			view.Changed = true
 			reply(view)
 		})
@@ -357,9 +447,11 @@ type UserReplay struct {
 	err   error
 }
 
-// replayUser is what the journal said last about each part of one user.
+// replayUser is what the journal said last about each part of one user,
+// and every record of the kinds that are applied in full (credentials).
 type replayUser struct {
 	parts [numStateParts]*replayRecord
+	all   []*replayRecord
 }
 
 type replayRecord struct {
@@ -405,13 +497,18 @@ func (r *UserReplay) OnRecord(rec wal.Record) error {
 	if typ == messages.RecordUserCreated {
 		part, ok = partCreated, true
 	}
-	if !ok {
+	full := typ == messages.RecordCredentialAdded || typ == messages.RecordCredentialDeleted || typ == messages.RecordCredentialChecked
+	if !ok && !full {
 		return nil
 	}
 	u := r.users[rec.User]
 	if u == nil {
 		u = &replayUser{}
 		r.users[rec.User] = u
+	}
+	if full {
+		u.all = append(u.all, &replayRecord{seq: rec.Seq, typ: typ, payload: append([]byte(nil), rec.Payload...)})
+		return nil
 	}
 	u.parts[part] = &replayRecord{seq: rec.Seq, typ: typ, payload: append([]byte(nil), rec.Payload...)}
 	if typ == messages.RecordUserCreated {
@@ -425,7 +522,8 @@ func (r *UserReplay) OnRecord(rec wal.Record) error {
 func (r *UserReplay) states() (map[string]*UserState, error) {
 	out := make(map[string]*UserState, len(r.users))
 	for name, u := range r.users {
-		recs := make([]*replayRecord, 0, numStateParts)
+		recs := make([]*replayRecord, 0, numStateParts+len(u.all))
+		recs = append(recs, u.all...)
 		for _, p := range u.parts {
 			if p != nil && !slices.Contains(recs, p) {
 				recs = append(recs, p)

@@ -497,8 +497,8 @@ func TestCompactedReplayEqualsFullReplay(t *testing.T) {
 			if g == nil {
 				t.Fatalf("round %d: user %s missing", round, u)
 			}
-			a, _ := json.Marshal(want.View(messages.VenuePaper))
-			b, _ := json.Marshal(g.View(messages.VenuePaper))
+			a, _ := json.Marshal(want.View(messages.VenuePaper, "paper"))
+			b, _ := json.Marshal(g.View(messages.VenuePaper, "paper"))
 			if string(a) != string(b) {
 				t.Fatalf("round %d user %s:\nfull      %s\ncompacted %s", round, u, a, b)
 			}

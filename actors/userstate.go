@@ -21,6 +21,8 @@ type UserState struct {
 	Ceiling    messages.PolicySettings
 	Own        messages.PolicySettings
 	KillSwitch messages.KillSwitch
+	// Credentials are the user's exchange keys by environment, sealed.
+	Credentials map[string]Credential
 
 	// Placeholders the action path fills in later issues: the idempotency
 	// table, pending confirmations and the rolling counters. They are part
@@ -50,12 +52,23 @@ func newUserState(user string) *UserState {
 	return &UserState{User: user, KillSwitch: messages.KillSwitchNone}
 }
 
+// effective is the policy the user is held to on env: the stricter of
+// ceiling and own settings, capped at read_only when the key for env can
+// only read.
+func (s *UserState) effective(venue messages.VenueLevel, env string) messages.Policy {
+	p := messages.Effective(venue, s.Ceiling, s.Own)
+	if c, ok := s.credentialFor(env); ok && c.ReadOnlyCap {
+		p.Profile = messages.ProfileReadOnly
+	}
+	return p
+}
+
 // View returns a copy of the state as the outside sees it.
-func (s *UserState) View(venue messages.VenueLevel) *messages.PolicyView {
+func (s *UserState) View(venue messages.VenueLevel, env string) *messages.PolicyView {
 	return &messages.PolicyView{
 		User:       s.User,
 		Disabled:   s.Disabled,
-		Effective:  messages.Effective(venue, s.Ceiling, s.Own),
+		Effective:  s.effective(venue, env),
 		Ceiling:    s.Ceiling.Merge(messages.PolicySettings{}),
 		Own:        s.Own.Merge(messages.PolicySettings{}),
 		KillSwitch: s.KillSwitch,
@@ -64,7 +77,7 @@ func (s *UserState) View(venue messages.VenueLevel) *messages.PolicyView {
 
 // Decide returns the event a command would journal, or nil when it changes
 // nothing, or a refusal. It never changes s.
-func (s *UserState) Decide(cmd messages.Command, venue messages.VenueLevel) (*Event, error) {
+func (s *UserState) Decide(cmd messages.Command, venue messages.VenueLevel, env string) (*Event, error) {
 	if !s.Exists {
 		return nil, messages.Errorf(messages.CodeNotFound, "no such user")
 	}
@@ -78,7 +91,7 @@ func (s *UserState) Decide(cmd messages.Command, venue messages.VenueLevel) (*Ev
 		if err := c.Settings.Validate(); err != nil {
 			return nil, err
 		}
-		if looser := messages.Effective(venue, s.Ceiling, s.Own).Looser(c.Settings); len(looser) > 0 {
+		if looser := s.effective(venue, env).Looser(c.Settings); len(looser) > 0 {
 			return nil, &messages.Error{
 				Code:     messages.CodePermissionDenied,
 				Message:  "policy tighten may only make the policy stricter; looser fields: " + joinFields(looser),
@@ -127,6 +140,14 @@ func (s *UserState) Decide(cmd messages.Command, venue messages.VenueLevel) (*Ev
 			return nil, nil
 		}
 		return &Event{messages.RecordUserDisabled, messages.UserDisabledEvent{User: s.User}}, nil
+	case *messages.ShowCredentialRequest:
+		return nil, nil
+	case *messages.DeleteCredentialRequest:
+		cred, ok := s.credentialFor(c.Environment)
+		if !ok {
+			return nil, &messages.Error{Code: messages.CodeNotFound, Message: "no key is stored for this environment", NextStep: "see `guarded-exchange keys show`"}
+		}
+		return &Event{messages.RecordCredentialDeleted, messages.CredentialDeletedEvent{CredentialID: cred.ID, Environment: cred.Environment}}, nil
 	}
 	return nil, messages.Internal(fmt.Errorf("user actor: unexpected command %T", cmd))
 }
@@ -168,6 +189,9 @@ func (s *UserState) refuseDisabled() error {
 // Apply changes the state from a journaled event. It is the only code that
 // changes a UserState, live or during replay.
 func (s *UserState) Apply(ev Event) {
+	if s.applyCredential(ev) {
+		return
+	}
 	switch p := ev.Payload.(type) {
 	case messages.UserCreatedEvent:
 		s.Exists = true
@@ -189,6 +213,9 @@ func (s *UserState) Apply(ev Event) {
 // DecodeEvent turns a journal record of a user type back into an Event;
 // ok is false for record types that do not change user state.
 func DecodeEvent(typ messages.RecordType, payload []byte) (Event, bool, error) {
+	if ev, ok, err := decodeCredentialEvent(typ, payload); ok {
+		return ev, ok, err
+	}
 	var p any
 	switch typ {
 	case messages.RecordUserCreated:
@@ -236,7 +263,7 @@ func joinFields(fs []string) string {
 // DecideAction is the gate of SPEC §8 steps 2 and 3 for one action: kill
 // switch, profile, venue arming, allowlist, per-order notional and leverage.
 // It reads the state and changes nothing.
-func (s *UserState) DecideAction(r *messages.DecideActionRequest) *messages.Error {
+func (s *UserState) DecideAction(r *messages.DecideActionRequest, env string) *messages.Error {
 	if !s.Exists {
 		return messages.Errorf(messages.CodeNotFound, "no such user")
 	}
@@ -251,11 +278,25 @@ func (s *UserState) DecideAction(r *messages.DecideActionRequest) *messages.Erro
 			Details:  map[string]any{"kill_switch": string(s.KillSwitch)},
 		}
 	}
-	p := messages.Effective(r.Venue, s.Ceiling, s.Own)
-	if slices.Contains(messages.TradingTools, r.Tool) && p.Profile != messages.ProfileTrade {
+	p := s.effective(r.Venue, env)
+	trading := slices.Contains(messages.TradingTools, r.Tool)
+	if trading && p.Profile != messages.ProfileTrade {
 		return &messages.Error{
 			Code: messages.CodePermissionDenied, Message: "the profile " + string(p.Profile) + " may not trade",
 			NextStep: "a human can change the profile outside the chat", Details: map[string]any{"limit": "profile", "allowed": string(p.Profile)},
+		}
+	}
+	if trading {
+		c, ok := s.credentialFor(env)
+		switch {
+		case !ok:
+			return noKeyError()
+		case c.PermissionsChanged:
+			return &messages.Error{
+				Code: messages.CodeCredentialsPermissionsChanged, Message: "the exchange key's permissions changed; trading is blocked",
+				NextStep: "a human must replace the key with `guarded-exchange keys replace`, outside the chat",
+				Details:  map[string]any{"offending": c.Offending},
+			}
 		}
 	}
 	if r.Venue.Rank() > p.VenueCeiling.Rank() {

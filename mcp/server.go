@@ -29,6 +29,10 @@ type Backend interface {
 	// Handle sends a command to the user actor that owns its state;
 	// origin is the journal actor (mcp:agent for every MCP call).
 	Handle(ctx context.Context, cmd messages.Command, origin string) (any, error)
+	// Account sends an account read to the user actor (which hands it to
+	// the user's venue actor). The answer is *messages.WalletBalance or a
+	// *messages.Page of positions, orders or executions.
+	Account(ctx context.Context, req messages.AccountRequest) (any, error)
 }
 
 // Options configures the MCP server.

@@ -31,6 +31,8 @@ func NewResult(commandName string) any {
 		return &UserList{}
 	case "action.decide":
 		return &Decision{}
+	case "keys.add", "keys.show", "keys.delete", "keys.recheck":
+		return &CredentialView{}
 	}
 	return &PolicyView{}
 }
@@ -42,6 +44,10 @@ func OriginOf(cmd Command) string {
 	switch c := cmd.(type) {
 	case *SetCeilingRequest, *ResetOverridesRequest, *CreateUserRequest, *ListUsersRequest, *DisableUserRequest:
 		return ActorCLIAdmin
+	case *AddCredentialRequest:
+		if c.AdminAttest {
+			return ActorCLIAdmin
+		}
 	case *SetKillSwitchRequest:
 		if c.Level == KillSwitchAdmin {
 			return ActorCLIAdmin

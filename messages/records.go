@@ -56,6 +56,14 @@ const (
 	RecordControlRefused RecordType = 21
 	// A user_disabled record is journaled when the admin disables a user.
 	RecordUserDisabled RecordType = 22
+	// A credential_rejected record is journaled when keys add refuses a key
+	// for its permissions: the fingerprint and the permission names, never
+	// the secret.
+	RecordCredentialRejected RecordType = 23
+	// A credential_checked record is journaled when a stored key's
+	// permissions are checked again (at start, or before a state change when
+	// the last check is over an hour old).
+	RecordCredentialChecked RecordType = 24
 )
 
 // RecordTypeInfo names one record type.
@@ -88,6 +96,8 @@ var RecordTypes = []RecordTypeInfo{
 	{RecordServerStarted, "server_started"},
 	{RecordControlRefused, "control_refused"},
 	{RecordUserDisabled, "user_disabled"},
+	{RecordCredentialRejected, "credential_rejected"},
+	{RecordCredentialChecked, "credential_checked"},
 }
 
 // String returns the SPEC §12 name of t, or "type_N" for an unknown number.

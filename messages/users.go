@@ -88,6 +88,12 @@ func NewCommand(name string) (Command, bool) {
 		return &ListUsersRequest{}, true
 	case "admin.user.disable":
 		return &DisableUserRequest{}, true
+	case "keys.add":
+		return &AddCredentialRequest{}, true
+	case "keys.show":
+		return &ShowCredentialRequest{}, true
+	case "keys.delete":
+		return &DeleteCredentialRequest{}, true
 	}
 	return nil, false
 }

@@ -28,7 +28,7 @@ type apiKey struct {
 	id        string
 	note      string
 	readOnly  bool
-	perms     permissions
+	perms     permissions // guarded by Sim.mu (POST /sim/keys/{key}/permissions changes it)
 	createdAt time.Time
 	acct      *account
 }
@@ -215,6 +215,9 @@ type queryAPIResult struct {
 // queryAPI answers GET /v5/user/query-api for the calling key.
 func (s *Sim) queryAPI(c *call) response {
 	k := c.key
+	s.mu.Lock()
+	perms := k.perms.clone()
+	s.mu.Unlock()
 	expires := k.createdAt.Add(keyLifetime)
 	days := int(math.Ceil(expires.Sub(c.now).Hours() / 24))
 	ro := 0
@@ -227,7 +230,7 @@ func (s *Sim) queryAPI(c *call) response {
 		APIKey:        k.key,
 		ReadOnly:      ro,
 		Secret:        "",
-		Permissions:   k.perms,
+		Permissions:   perms,
 		IPs:           []string{"*"},
 		Type:          1,
 		DeadlineDay:   days,

@@ -1,6 +1,8 @@
 package sim
 
 import (
+	"github.com/shopspring/decimal"
+
 	"log/slog"
 	"net/http"
 	"strings"
@@ -22,6 +24,10 @@ type Config struct {
 	// Logger receives the simulator's diagnostics. nil discards them. The
 	// simulator never writes to stdout.
 	Logger *slog.Logger
+	// StartingBalances are the wallet balances of the default key's account
+	// at start (coin -> amount), e.g. {"USDT": 10000} for the paper venue.
+	// Nil means an empty wallet.
+	StartingBalances map[string]decimal.Decimal
 }
 
 // Key is an API key pair as Bybit issues it. APISecret signs requests; the
@@ -86,6 +92,9 @@ func New(cfg Config) *Sim {
 	s.routes = s.buildRoutes()
 	s.mu.Lock()
 	k := s.newKeyLocked(false, defaultPermissions(), "default")
+	for coin, amount := range cfg.StartingBalances {
+		k.acct.ledgerLocked().setBalanceLocked(coin, amount)
+	}
 	s.mu.Unlock()
 	s.defaultKey = Key{APIKey: k.key, APISecret: k.secret}
 	return s

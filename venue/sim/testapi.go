@@ -117,6 +117,14 @@ func (s *Sim) serveTestAPI(w http.ResponseWriter, r *http.Request) {
 			s.serveAccountsTestAPI(w, r)
 			return
 		}
+		if key, ok := strings.CutPrefix(r.URL.Path, "/sim/keys/"); ok && strings.HasSuffix(key, "/permissions") {
+			if r.Method != http.MethodPost {
+				testAPIError(w, http.StatusMethodNotAllowed, "use POST")
+				return
+			}
+			s.testSetPermissions(w, r, strings.TrimSuffix(key, "/permissions"))
+			return
+		}
 		testAPIError(w, http.StatusNotFound, "no such test endpoint")
 	}
 }
@@ -147,6 +155,30 @@ func (s *Sim) testCreateKey(w http.ResponseWriter, r *http.Request) {
 	s.mu.Unlock()
 	s.log.Debug("sim: key created", "apiKey", k.key, "readOnly", req.ReadOnly)
 	writePlainJSON(w, http.StatusOK, createKeyResponse{APIKey: k.key, APISecret: k.secret})
+}
+
+// testSetPermissions replaces a key's permissions (a human editing the key
+// on Bybit), so tests can see a stored key's permissions grow.
+// POST /sim/keys/{api_key}/permissions body {"permissions": {...}}.
+func (s *Sim) testSetPermissions(w http.ResponseWriter, r *http.Request, apiKey string) {
+	var req struct {
+		Permissions map[string][]string `json:"permissions"`
+	}
+	if err := decodeStrict(r, &req); err != nil || req.Permissions == nil {
+		testAPIError(w, http.StatusBadRequest, "body must be {\"permissions\": {...}}")
+		return
+	}
+	s.mu.Lock()
+	k, ok := s.keys[apiKey]
+	if ok {
+		k.perms = permissions(req.Permissions).clone()
+	}
+	s.mu.Unlock()
+	if !ok {
+		testAPIError(w, http.StatusNotFound, "no such key")
+		return
+	}
+	writePlainJSON(w, http.StatusOK, map[string]any{"api_key": apiKey, "permissions": req.Permissions})
 }
 
 func (s *Sim) testAddFault(w http.ResponseWriter, r *http.Request) {

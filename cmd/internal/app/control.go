@@ -257,7 +257,8 @@ func (r *Runtime) Deliver(ctx context.Context, g *cli.Globals, cmd messages.Comm
 	if err != nil {
 		return nil, cli.CannotStart("%v", err)
 	}
-	if _, err := checkInstallation(p); err != nil {
+	key, err := checkInstallation(p)
+	if err != nil {
 		return nil, cli.CannotStart("%v", err)
 	}
 	client, err := cli.DialControl(ctx, p.controlSocket())
@@ -273,7 +274,15 @@ func (r *Runtime) Deliver(ctx context.Context, g *cli.Globals, cmd messages.Comm
 		return nil, cli.Refused("%v, but its control socket does not answer", err)
 	}
 	defer lock.release()
-	st, err := startStack(ctx, p, venueConfig{Name: g.Venue}.withoutMarket(), r.logger(), r.Release, "cli", nil)
+	// Only key commands need the venue (to ask the exchange about the key).
+	vc := venueConfig{Name: g.Venue}.withoutMarket()
+	switch cmd.(type) {
+	case *messages.AddCredentialRequest, *messages.RecheckCredentialRequest:
+		if vc, err = resolveVenue(g, r.getenv); err != nil {
+			return nil, cli.CannotStart("%v", err)
+		}
+	}
+	st, err := startStack(ctx, p, vc, key, r.logger(), r.Release, "cli", nil)
 	if err != nil {
 		return nil, cli.CannotStart("%v", err)
 	}

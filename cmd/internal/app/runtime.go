@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
+	"strings"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -98,7 +99,9 @@ func (r *Runtime) Init(ctx context.Context, g *cli.Globals, out cli.IO) error {
 	}
 	defer lock.release()
 
-	st, err := startStack(ctx, p, venueConfig{Name: g.Venue}.withoutMarket(), r.logger(), r.Release, "init", nil)
+	// The paper venue runs embedded during init: the paper key is checked
+	// against it exactly like a key a user adds (SPEC §3).
+	st, err := startStack(ctx, p, venueConfig{Name: "paper", Paper: true}, key, r.logger(), r.Release, "init", nil)
 	if err != nil {
 		return cli.CannotStart("%v", err)
 	}
@@ -111,6 +114,9 @@ func (r *Runtime) Init(ctx context.Context, g *cli.Globals, out cli.IO) error {
 		fmt.Fprintf(out.Out, "created user %q (profile read_only, empty allowlist, venue ceiling demo)\n", g.User)
 	} else {
 		fmt.Fprintf(out.Out, "user %q already exists\n", g.User)
+	}
+	if err := provisionPaperKey(ctx, st, g.User, out); err != nil {
+		return err
 	}
 	if err := writeInstallation(p, installation{Format: 1, CreatedAt: time.Now().UTC(), MasterKeyID: masterKeyID(key)}); err != nil {
 		return cli.CannotStart("write %s: %v", p.install(), err)
@@ -146,7 +152,8 @@ func (r *Runtime) Serve(ctx context.Context, g *cli.Globals, o cli.ServeOptions,
 	if err != nil {
 		return cli.CannotStart("%v", err)
 	}
-	if _, err := checkInstallation(p); err != nil {
+	key, err := checkInstallation(p)
+	if err != nil {
 		return cli.CannotStart("%v", err)
 	}
 	vc, err := resolveVenue(g, r.getenv)
@@ -163,7 +170,7 @@ func (r *Runtime) Serve(ctx context.Context, g *cli.Globals, o cli.ServeOptions,
 	}
 	defer lock.release()
 	logger := r.logger()
-	st, err := startStack(ctx, p, vc, logger, r.Release, "serve", nil)
+	st, err := startStack(ctx, p, vc, key, logger, r.Release, "serve", nil)
 	if err != nil {
 		return cli.CannotStart("%v", err)
 	}
@@ -171,6 +178,10 @@ func (r *Runtime) Serve(ctx context.Context, g *cli.Globals, o cli.ServeOptions,
 	if _, err := st.sys.Handle(ctx, &messages.ShowPolicyRequest{User: g.User}, messages.ActorSystem); err != nil {
 		return cli.CannotStart("user %q: %v; create it with `guarded-exchange admin user create %s`", g.User, err, g.User)
 	}
+	// Re-check the stored key's permissions at start (SPEC §11). A key
+	// that cannot be checked now is logged, not fatal: every state change
+	// re-checks it before it goes through.
+	recheckAtStart(ctx, st, g.User, vc.Name, logger)
 	control, err := startControl(p, st.sys, logger.With("component", "control"), approvers)
 	if err != nil {
 		return cli.CannotStart("%v", err)
@@ -192,6 +203,49 @@ func (r *Runtime) Serve(ctx context.Context, g *cli.Globals, o cli.ServeOptions,
 		return cli.Refused("serve: %v", err)
 	}
 	return nil
+}
+
+// provisionPaperKey stores the embedded simulator's key as the user's paper
+// key, through the same path as `keys add`, unless one is stored.
+func provisionPaperKey(ctx context.Context, st *stack, user string, out cli.IO) error {
+	res, err := st.sys.Handle(ctx, &messages.ShowCredentialRequest{User: user, Environment: "paper"}, messages.ActorCLIAdmin)
+	if err != nil {
+		return cli.Refused("paper key: %v", err)
+	}
+	if res.(*messages.CredentialView).Present {
+		fmt.Fprintf(out.Out, "paper key already stored\n")
+		return nil
+	}
+	seed, err := paperSeed()
+	if err != nil {
+		return cli.CannotStart("%v", err)
+	}
+	k := paperKey(seed)
+	res, err = st.sys.Handle(ctx, &messages.AddCredentialRequest{
+		User: user, Environment: "paper", APIKey: k.APIKey, APISecret: messages.NewSecret(k.APISecret),
+	}, messages.ActorCLIAdmin)
+	if err != nil {
+		return cli.Refused("paper key: %v", err)
+	}
+	v := res.(*messages.CredentialView)
+	fmt.Fprintf(out.Out, "stored the paper key %s (permissions %s)\n", v.Fingerprint, strings.Join(v.Permissions, ", "))
+	return nil
+}
+
+// recheckAtStart checks the serving user's stored key again.
+func recheckAtStart(ctx context.Context, st *stack, user, env string, logger *slog.Logger) {
+	res, err := st.sys.Handle(ctx, &messages.ShowCredentialRequest{User: user, Environment: env}, messages.ActorSystem)
+	if err != nil || !res.(*messages.CredentialView).Present {
+		return
+	}
+	res, err = st.sys.Handle(ctx, &messages.RecheckCredentialRequest{User: user, Environment: env}, messages.ActorSystem)
+	if err != nil {
+		logger.Warn("could not re-check the exchange key at start", "user", user, "code", string(messages.CodeOf(err)))
+		return
+	}
+	if v := res.(*messages.CredentialView); v.PermissionsChanged {
+		logger.Warn("the exchange key's permissions changed; trading is blocked until it is replaced", "user", user, "offending", v.Offending)
+	}
 }
 
 type nopWriteCloser struct{ io.Writer }

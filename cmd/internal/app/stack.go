@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/shopspring/decimal"
+
 	"github.com/guarded-exchange/guarded-exchange/actors"
 	"github.com/guarded-exchange/guarded-exchange/messages"
 	"github.com/guarded-exchange/guarded-exchange/venue"
@@ -19,10 +21,31 @@ import (
 // system and, for paper, the embedded simulator. It is built under the home
 // lock and torn down in reverse order.
 type stack struct {
-	log   *wal.Log
-	sys   *actors.System
-	sim   *sim.Server
-	venue venueConfig
+	log     *wal.Log
+	sys     *actors.System
+	sim     *sim.Server
+	venue   venueConfig
+	baseURL string // the venue's REST base (the simulator's for paper)
+}
+
+// paperStartingUSDT is the paper account's wallet at start.
+const paperStartingUSDT = 10000
+
+// paperKey is the simulator's pre-provisioned key for a seed: the paper
+// key init stores (SPEC §3).
+func paperKey(seed int64) sim.Key { return sim.New(sim.Config{Seed: seed}).DefaultKey() }
+
+// paperSeed is GX_PAPER_SEED, default 1.
+func paperSeed() (int64, error) {
+	s := os.Getenv("GX_PAPER_SEED")
+	if s == "" {
+		return 1, nil
+	}
+	v, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("GX_PAPER_SEED is not an integer")
+	}
+	return v, nil
 }
 
 // instrumentTTL is how long instrument rules are cached.
@@ -32,7 +55,7 @@ const instrumentTTL = 10 * time.Minute
 // damage), starts the venue and the actors, and journals server_started.
 // onRecord, if not nil, sees every record of the journal in order while it
 // is opened and verified.
-func startStack(ctx context.Context, p paths, vc venueConfig, logger *slog.Logger, version, command string, onRecord func(wal.Record) error) (*stack, error) {
+func startStack(ctx context.Context, p paths, vc venueConfig, masterKey []byte, logger *slog.Logger, version, command string, onRecord func(wal.Record) error) (*stack, error) {
 	st := &stack{venue: vc}
 	replay := actors.NewUserReplay()
 	l, rec, err := wal.Open(p.journal(), wal.Options{OnRecord: func(r wal.Record) error {
@@ -50,6 +73,7 @@ func startStack(ctx context.Context, p paths, vc venueConfig, logger *slog.Logge
 	st.log = l
 
 	var market actors.MarketSource
+	var clients actors.ClientFactory
 	if !vc.NoMarket {
 		client, err := st.venueClient(vc, logger)
 		if err != nil {
@@ -57,8 +81,15 @@ func startStack(ctx context.Context, p paths, vc venueConfig, logger *slog.Logge
 			return nil, err
 		}
 		market = marketSource{Client: client, cache: venue.NewInstrumentCache(client, instrumentTTL, nil)}
+		base := st.baseURL
+		clients = func(apiKey, apiSecret string) (*venue.Client, error) {
+			return venue.NewClient(venue.Config{BaseURL: base, APIKey: apiKey, APISecret: apiSecret, Logger: logger})
+		}
 	}
-	st.sys, err = actors.Start(actors.Config{Journal: l, Market: market, Logger: logger, Users: replay, Venue: vc.level()})
+	st.sys, err = actors.Start(actors.Config{
+		Journal: l, Market: market, Logger: logger, Users: replay, Venue: vc.level(),
+		Environment: vc.Name, MasterKey: masterKey, Clients: clients,
+	})
 	if err != nil {
 		st.close()
 		return nil, err
@@ -90,23 +121,22 @@ func startStack(ctx context.Context, p paths, vc venueConfig, logger *slog.Logge
 func (st *stack) venueClient(vc venueConfig, logger *slog.Logger) (*venue.Client, error) {
 	cfg := venue.Config{BaseURL: vc.BaseURL, Logger: logger}
 	if vc.Paper {
-		seed := int64(1)
-		if s := os.Getenv("GX_PAPER_SEED"); s != "" {
-			v, err := strconv.ParseInt(s, 10, 64)
-			if err != nil {
-				return nil, fmt.Errorf("GX_PAPER_SEED is not an integer")
-			}
-			seed = v
+		seed, err := paperSeed()
+		if err != nil {
+			return nil, err
 		}
-		srv, err := sim.Start(sim.Config{Seed: seed, Logger: logger.With("component", "paper-sim")}, "127.0.0.1:0")
+		srv, err := sim.Start(sim.Config{
+			Seed: seed, Logger: logger.With("component", "paper-sim"),
+			StartingBalances: map[string]decimal.Decimal{"USDT": decimal.NewFromInt(paperStartingUSDT)},
+		}, "127.0.0.1:0")
 		if err != nil {
 			return nil, fmt.Errorf("paper venue: %w", err)
 		}
 		st.sim = srv
 		ann := srv.Announcement()
 		cfg.BaseURL = ann.REST
-		cfg.APIKey, cfg.APISecret = ann.APIKey, ann.APISecret
 	}
+	st.baseURL = cfg.BaseURL
 	return venue.NewClient(cfg)
 }
 

@@ -1,0 +1,361 @@
+package actors
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/guarded-exchange/guarded-exchange/messages"
+	"github.com/guarded-exchange/guarded-exchange/venue/keys"
+	"github.com/guarded-exchange/guarded-exchange/wal"
+)
+
+// exchangeName is the exchange every credential is for.
+const exchangeName = "bybit"
+
+// permissionsMaxAge is how old a permission check may be before a state
+// change triggers a new one (SPEC §11).
+const permissionsMaxAge = time.Hour
+
+// Credential is a stored exchange key as the user state holds it: sealed,
+// with the verdict of its last permission check.
+type Credential struct {
+	ID                 string
+	Environment        string
+	Fingerprint        string
+	Permissions        []string
+	ReadOnlyCap        bool
+	Attested           bool
+	Sealed             json.RawMessage
+	CheckedAt          time.Time
+	PermissionsChanged bool
+	Offending          []string
+}
+
+// credentialFor returns the user's key for env.
+func (s *UserState) credentialFor(env string) (Credential, bool) {
+	c, ok := s.Credentials[env]
+	return c, ok
+}
+
+// credentialView is what the outside may know of a key.
+func (s *UserState) credentialView(env string) *messages.CredentialView {
+	v := &messages.CredentialView{User: s.User, Environment: env}
+	if c, ok := s.credentialFor(env); ok {
+		v.Present, v.CredentialID, v.Fingerprint = true, c.ID, c.Fingerprint
+		v.Permissions, v.ReadOnlyCap, v.Attested, v.CheckedAt = slices.Clone(c.Permissions), c.ReadOnlyCap, c.Attested, c.CheckedAt
+		v.PermissionsChanged, v.Offending = c.PermissionsChanged, slices.Clone(c.Offending)
+	}
+	return v
+}
+
+// applyCredential changes the credentials from a journaled event. The map
+// is replaced, never changed in place, so committed snapshots stay intact.
+func (s *UserState) applyCredential(ev Event) bool {
+	switch p := ev.Payload.(type) {
+	case messages.CredentialAddedEvent:
+		m := maps.Clone(s.Credentials)
+		if m == nil {
+			m = map[string]Credential{}
+		}
+		m[p.Environment] = Credential{
+			ID: p.CredentialID, Environment: p.Environment, Fingerprint: p.Fingerprint, Permissions: p.Permissions,
+			ReadOnlyCap: p.ReadOnlyCap, Attested: p.Attested, Sealed: p.Sealed, CheckedAt: p.CheckedAt,
+		}
+		s.Credentials = m
+	case messages.CredentialDeletedEvent:
+		m := maps.Clone(s.Credentials)
+		delete(m, p.Environment)
+		s.Credentials = m
+	case messages.CredentialCheckedEvent:
+		c, ok := s.Credentials[p.Environment]
+		if !ok || c.ID != p.CredentialID {
+			return true
+		}
+		c.CheckedAt, c.PermissionsChanged, c.Offending = p.CheckedAt, !p.Accepted, p.Offending
+		if p.Accepted {
+			c.Permissions, c.ReadOnlyCap = p.Permissions, p.ReadOnlyCap
+		}
+		m := maps.Clone(s.Credentials)
+		m[p.Environment] = c
+		s.Credentials = m
+	default:
+		return false
+	}
+	return true
+}
+
+// decodeCredentialEvent decodes the credential record types.
+func decodeCredentialEvent(typ messages.RecordType, payload []byte) (Event, bool, error) {
+	var p any
+	var err error
+	switch typ {
+	case messages.RecordCredentialAdded:
+		var v messages.CredentialAddedEvent
+		err = json.Unmarshal(payload, &v)
+		p = v
+	case messages.RecordCredentialDeleted:
+		var v messages.CredentialDeletedEvent
+		err = json.Unmarshal(payload, &v)
+		p = v
+	case messages.RecordCredentialChecked:
+		var v messages.CredentialCheckedEvent
+		err = json.Unmarshal(payload, &v)
+		p = v
+	default:
+		return Event{}, false, nil
+	}
+	if err != nil {
+		return Event{}, true, err
+	}
+	return Event{Type: typ, Payload: p}, true, nil
+}
+
+// validEnvironments are the environments a key may be stored for.
+var validEnvironments = []string{"paper", "bybit-demo", "bybit-testnet", "bybit-live"}
+
+// refuseCredentialCommand checks what every key command needs: the user,
+// and an environment this process talks to.
+func (u *userActor) refuseCredentialCommand(env string) *messages.Error {
+	if !u.state.Exists {
+		return messages.Errorf(messages.CodeNotFound, "no such user")
+	}
+	if u.state.Disabled {
+		return messages.Errorf(messages.CodePermissionDenied, "this user is disabled")
+	}
+	if !slices.Contains(validEnvironments, env) {
+		return messages.InvalidParams("environment", "must be paper, bybit-demo, bybit-testnet or bybit-live")
+	}
+	if env != u.env {
+		return &messages.Error{
+			Code: messages.CodeInvalidParams, Message: "this server talks to " + u.env + ", not " + env,
+			NextStep: "run the keys command with --venue " + u.env + ", or stop the server and run it with the other venue",
+			Details:  map[string]any{"field": "environment", "reason": "not the venue of this server"},
+		}
+	}
+	return nil
+}
+
+// addCredential checks a new key with the exchange, then seals and journals
+// it (SPEC §11). Unverifiable keys are refused unless the admin attests on
+// paper or demo.
+func (u *userActor) addCredential(ctx actor.Context, m *messages.AddCredentialRequest, origin string, sender *actor.PID) {
+	if e := u.refuseCredentialCommand(m.Environment); e != nil {
+		u.reply(ctx, sender, e)
+		return
+	}
+	if m.APIKey == "" || len(m.APIKey) > keys.MaxAPIKeyLen {
+		u.reply(ctx, sender, messages.InvalidParams("api_key", "must be 1-256 characters"))
+		return
+	}
+	if m.APISecret.IsZero() || len(m.APISecret.Reveal()) > keys.MaxSecretLen {
+		u.reply(ctx, sender, messages.InvalidParams("api_secret", "must not be empty"))
+		return
+	}
+	old, exists := u.state.credentialFor(m.Environment)
+	if exists && !m.Replace {
+		u.reply(ctx, sender, &messages.Error{
+			Code: messages.CodeInvalidParams, Message: "a key is already stored for " + m.Environment,
+			NextStep: "use `guarded-exchange keys replace` to replace it", Details: map[string]any{"field": "api_key", "reason": "already stored"},
+		})
+		return
+	}
+	if !exists && m.Replace {
+		u.reply(ctx, sender, &messages.Error{Code: messages.CodeNotFound, Message: "no key is stored for " + m.Environment, NextStep: "use `guarded-exchange keys add`"})
+		return
+	}
+	fingerprint := keys.Fingerprint(m.APIKey)
+	u.checkKey(ctx, m.APIKey, m.APISecret, func(info *messages.APIKeyInfo, cerr *messages.Error) {
+		now := u.now().UTC()
+		attested := false
+		if cerr != nil {
+			unverifiable := cerr.Code == messages.CodeExchangeUnavailable || cerr.Code == messages.CodeRateLimited
+			if !(unverifiable && m.AdminAttest && m.Environment != "bybit-live") {
+				u.reply(ctx, sender, cerr)
+				u.drain(ctx)
+				return
+			}
+			attested = true
+		}
+		var verdict keys.Verdict
+		if !attested {
+			verdict = keys.Check(keys.Permissions{ReadOnly: info.ReadOnly, Groups: info.Permissions})
+			if !verdict.Accepted {
+				rej := Event{messages.RecordCredentialRejected, messages.CredentialCheckedEvent{
+					Environment: m.Environment, Fingerprint: fingerprint, Permissions: verdict.Granted,
+					Offending: offendingNames(verdict), CheckedAt: now,
+				}}
+				u.write(ctx, rej, origin, func(_ wal.Record, err error) {
+					if err != nil {
+						u.reply(ctx, sender, messages.AsError(err))
+						return
+					}
+					u.reply(ctx, sender, verdict.Error())
+				})
+				return
+			}
+		}
+		id := keys.NewCredentialID()
+		sealed, err := keys.Seal(u.masterKey, keys.Binding{CredentialID: id, User: u.state.User, Exchange: exchangeName, Environment: m.Environment}, m.APIKey, keys.NewSecret(m.APISecret.Reveal()))
+		if err != nil {
+			u.reply(ctx, sender, messages.AsError(err))
+			u.drain(ctx)
+			return
+		}
+		blob, _ := json.Marshal(sealed)
+		ev := Event{messages.RecordCredentialAdded, messages.CredentialAddedEvent{
+			CredentialID: id, Exchange: exchangeName, Environment: m.Environment, Fingerprint: fingerprint,
+			Permissions: verdict.Granted, ReadOnlyCap: verdict.ReadOnlyCap, Attested: attested,
+			Replaced: old.ID, Sealed: blob, CheckedAt: now,
+		}}
+		u.write(ctx, ev, origin, func(_ wal.Record, err error) {
+			if err != nil {
+				u.reply(ctx, sender, messages.AsError(err))
+				return
+			}
+			u.commit(ev)
+			u.stopVenueActor(ctx) // the next use starts it with the new key
+			v := u.state.credentialView(m.Environment)
+			v.Changed = true
+			u.reply(ctx, sender, v)
+		})
+	})
+}
+
+// recheck asks the exchange again what the stored key may do, journals
+// credential_checked, and runs then with the new state.
+func (u *userActor) recheck(ctx actor.Context, origin string, then func(*messages.Error)) {
+	c, ok := u.state.credentialFor(u.env)
+	if !ok {
+		then(noKeyError())
+		return
+	}
+	apiKey, secret, err := u.openCredential(c)
+	if err != nil {
+		then(err)
+		return
+	}
+	u.checkKey(ctx, apiKey, messages.NewSecret(secret), func(info *messages.APIKeyInfo, cerr *messages.Error) {
+		if cerr != nil {
+			then(cerr)
+			u.drain(ctx)
+			return
+		}
+		verdict := keys.Check(keys.Permissions{ReadOnly: info.ReadOnly, Groups: info.Permissions})
+		ev := Event{messages.RecordCredentialChecked, messages.CredentialCheckedEvent{
+			CredentialID: c.ID, Environment: c.Environment, Fingerprint: c.Fingerprint, Permissions: verdict.Granted,
+			Offending: offendingNames(verdict), ReadOnlyCap: verdict.ReadOnlyCap, Accepted: verdict.Accepted, CheckedAt: u.now().UTC(),
+		}}
+		u.write(ctx, ev, origin, func(_ wal.Record, err error) {
+			if err != nil {
+				then(messages.AsError(err))
+				return
+			}
+			u.commit(ev)
+			then(nil)
+		})
+	})
+}
+
+// checkKey asks the venue actor about a key without blocking the mailbox;
+// later messages wait until then has run (then must end with a write or a
+// drain).
+func (u *userActor) checkKey(ctx actor.Context, apiKey string, secret messages.Secret, then func(*messages.APIKeyInfo, *messages.Error)) {
+	pid := u.venueActor(ctx)
+	u.busy = true
+	f := ctx.RequestFuture(pid, &checkKeyRequest{apiKey: apiKey, apiSecret: secret}, journalTimeout)
+	ctx.ReenterAfter(f, func(res any, err error) {
+		u.busy = false
+		if err != nil {
+			then(nil, messages.Internal(fmt.Errorf("venue actor: %w", err)))
+			return
+		}
+		switch r := res.(type) {
+		case *checkKeyResponse:
+			if r.err != nil {
+				then(nil, r.err)
+				return
+			}
+			then(r.info, nil)
+		case *messages.Error:
+			then(nil, r)
+		default:
+			then(nil, messages.Internal(fmt.Errorf("venue actor: unexpected reply %T", res)))
+		}
+	})
+}
+
+// openCredential decrypts a stored key. A failure (wrong master key, a
+// record moved to another user) is exchange_credentials_invalid.
+func (u *userActor) openCredential(c Credential) (string, string, *messages.Error) {
+	var sealed keys.Sealed
+	if err := json.Unmarshal(c.Sealed, &sealed); err != nil {
+		return "", "", &messages.Error{Code: messages.CodeExchangeCredentialsInvalid, Message: "the stored key cannot be read", NextStep: "replace it with `guarded-exchange keys replace`, outside the chat", Err: err}
+	}
+	apiKey, secret, err := keys.Open(u.masterKey, keys.Binding{CredentialID: c.ID, User: u.state.User, Exchange: exchangeName, Environment: c.Environment}, sealed)
+	if err != nil {
+		return "", "", &messages.Error{Code: messages.CodeExchangeCredentialsInvalid, Message: "the stored key cannot be decrypted", NextStep: "replace it with `guarded-exchange keys replace`, outside the chat", Err: err}
+	}
+	return apiKey, secret.Reveal(), nil
+}
+
+// venueActor returns the user's venue actor, starting it (with the stored
+// key, if any) on first use.
+func (u *userActor) venueActor(ctx actor.Context) *actor.PID {
+	if u.venuePID != nil {
+		return u.venuePID
+	}
+	va := &venueActor{factory: u.factory, timeout: u.timeout, logger: u.logger}
+	if c, ok := u.state.credentialFor(u.env); ok {
+		if apiKey, secret, err := u.openCredential(c); err == nil {
+			va.client, _ = u.factory(apiKey, secret)
+		} else {
+			u.logger.Warn("stored key cannot be opened", "user", u.state.User, "credential_id", c.ID)
+		}
+	}
+	pid, err := ctx.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return va }, u.mw), "venue")
+	if err != nil {
+		pid = actor.NewPID(ctx.Self().Address, ctx.Self().Id+"/venue")
+	}
+	u.venuePID = pid
+	return pid
+}
+
+// stopVenueActor stops the venue actor so that the next use starts one with
+// the current key.
+func (u *userActor) stopVenueActor(ctx actor.Context) {
+	if u.venuePID != nil {
+		ctx.Stop(u.venuePID)
+		u.venuePID = nil
+	}
+}
+
+// accountRead hands a read to the venue actor, which answers the requester
+// directly.
+func (u *userActor) accountRead(ctx actor.Context, req messages.AccountRequest, sender *actor.PID) {
+	switch {
+	case !u.state.Exists:
+		u.reply(ctx, sender, messages.Errorf(messages.CodeNotFound, "no such user"))
+		return
+	case u.state.Disabled:
+		u.reply(ctx, sender, messages.Errorf(messages.CodePermissionDenied, "this user is disabled"))
+		return
+	}
+	if _, ok := u.state.credentialFor(u.env); !ok {
+		u.reply(ctx, sender, noKeyError())
+		return
+	}
+	ctx.RequestWithCustomSender(u.venueActor(ctx), req, sender)
+}
+
+func offendingNames(v keys.Verdict) []string {
+	out := make([]string, 0, len(v.Offending))
+	for _, o := range v.Offending {
+		out = append(out, o.Permission)
+	}
+	return out
+}

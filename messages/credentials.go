@@ -1,0 +1,229 @@
+package messages
+
+import (
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"time"
+)
+
+// Secret is an exchange API secret in transit (from the CLI to the user
+// actor). It never prints: fmt, slog and plain JSON show "[redacted]". Only
+// AddCredentialRequest's own JSON carries it, for the control socket.
+type Secret struct{ p *string }
+
+// NewSecret wraps s.
+func NewSecret(s string) Secret { return Secret{p: &s} }
+
+// Reveal returns the secret, for the one place that seals it.
+func (s Secret) Reveal() string {
+	if s.p == nil {
+		return ""
+	}
+	return *s.p
+}
+
+// IsZero reports whether no secret is set.
+func (s Secret) IsZero() bool { return s.p == nil || *s.p == "" }
+
+// String implements fmt.Stringer.
+func (Secret) String() string { return "[redacted]" }
+
+// GoString implements fmt.GoStringer.
+func (Secret) GoString() string { return "[redacted]" }
+
+// Format redacts every verb.
+func (Secret) Format(f fmt.State, _ rune) { _, _ = f.Write([]byte("[redacted]")) }
+
+// LogValue implements slog.LogValuer.
+func (Secret) LogValue() slog.Value { return slog.StringValue("[redacted]") }
+
+// MarshalJSON redacts.
+func (Secret) MarshalJSON() ([]byte, error) { return []byte(`"[redacted]"`), nil }
+
+// AddCredentialRequest stores an exchange key for the user and environment
+// (keys add, keys replace, and init's paper key). The server asks the
+// exchange what the key may do before storing it (SPEC §11).
+// Answer: *CredentialView.
+type AddCredentialRequest struct {
+	User        string
+	Environment string // paper, bybit-demo, bybit-testnet, bybit-live
+	APIKey      string
+	APISecret   Secret
+	// Replace must be set to replace an existing key (keys replace).
+	Replace bool
+	// AdminAttest accepts a key whose permissions cannot be verified now
+	// (venue down, rate-limited), on paper and demo only; journaled.
+	AdminAttest bool
+}
+
+// addCredentialWire is AddCredentialRequest on the control socket: the one
+// encoding that carries the secret.
+type addCredentialWire struct {
+	User        string `json:"user"`
+	Environment string `json:"environment"`
+	APIKey      string `json:"api_key"`
+	APISecret   string `json:"api_secret"`
+	Replace     bool   `json:"replace,omitempty"`
+	AdminAttest bool   `json:"admin_attest,omitempty"`
+}
+
+// MarshalJSON encodes the request for the control socket, secret included.
+func (r *AddCredentialRequest) MarshalJSON() ([]byte, error) {
+	return json.Marshal(addCredentialWire{r.User, r.Environment, r.APIKey, r.APISecret.Reveal(), r.Replace, r.AdminAttest})
+}
+
+// UnmarshalJSON decodes the control-socket encoding.
+func (r *AddCredentialRequest) UnmarshalJSON(b []byte) error {
+	var w addCredentialWire
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	*r = AddCredentialRequest{User: w.User, Environment: w.Environment, APIKey: w.APIKey, APISecret: NewSecret(w.APISecret), Replace: w.Replace, AdminAttest: w.AdminAttest}
+	return nil
+}
+
+// String keeps the key and secret out of any print.
+func (r *AddCredentialRequest) String() string {
+	return fmt.Sprintf("AddCredentialRequest{User:%s Environment:%s Replace:%v}", r.User, r.Environment, r.Replace)
+}
+
+// ShowCredentialRequest asks for the user's key for an environment (never
+// the secret). Answer: *CredentialView.
+type ShowCredentialRequest struct {
+	User        string `json:"user"`
+	Environment string `json:"environment"`
+}
+
+// DeleteCredentialRequest removes the user's key for an environment.
+// Answer: *CredentialView.
+type DeleteCredentialRequest struct {
+	User        string `json:"user"`
+	Environment string `json:"environment"`
+}
+
+// RecheckCredentialRequest asks the exchange again what the stored key may
+// do (at start, and before a state change when the last check is over an
+// hour old). Answer: *CredentialView.
+type RecheckCredentialRequest struct {
+	User        string `json:"user"`
+	Environment string `json:"environment"`
+}
+
+// CommandName implements Command.
+func (*AddCredentialRequest) CommandName() string     { return "keys.add" }
+func (*ShowCredentialRequest) CommandName() string    { return "keys.show" }
+func (*DeleteCredentialRequest) CommandName() string  { return "keys.delete" }
+func (*RecheckCredentialRequest) CommandName() string { return "keys.recheck" }
+
+// CredentialView is what the outside may know of a stored key: never the
+// secret, never the key in clear.
+type CredentialView struct {
+	User         string    `json:"user"`
+	Environment  string    `json:"environment"`
+	Present      bool      `json:"present"`
+	CredentialID string    `json:"credential_id,omitempty"`
+	Fingerprint  string    `json:"fingerprint,omitempty"`
+	Permissions  []string  `json:"permissions,omitempty"`
+	ReadOnlyCap  bool      `json:"read_only_cap,omitempty"`
+	Attested     bool      `json:"attested,omitempty"`
+	CheckedAt    time.Time `json:"checked_at,omitzero"`
+	// PermissionsChanged is set when a re-check found permissions outside
+	// the allowlist: trading is blocked until the key is replaced.
+	PermissionsChanged bool     `json:"permissions_changed,omitempty"`
+	Offending          []string `json:"offending,omitempty"`
+	Changed            bool     `json:"changed"`
+}
+
+// CredentialAddedEvent is journaled as credential_added. It holds the
+// sealed key (AES-256-GCM, see venue/keys), never the secret in clear.
+type CredentialAddedEvent struct {
+	CredentialID string          `json:"credential_id"`
+	Exchange     string          `json:"exchange"`
+	Environment  string          `json:"environment"`
+	Fingerprint  string          `json:"fingerprint"`
+	Permissions  []string        `json:"permissions"`
+	ReadOnlyCap  bool            `json:"read_only_cap"`
+	Attested     bool            `json:"attested,omitempty"`
+	Replaced     string          `json:"replaced,omitempty"`
+	Sealed       json.RawMessage `json:"sealed"`
+	CheckedAt    time.Time       `json:"checked_at"`
+}
+
+// CredentialDeletedEvent is journaled as credential_deleted.
+type CredentialDeletedEvent struct {
+	CredentialID string `json:"credential_id"`
+	Environment  string `json:"environment"`
+}
+
+// CredentialCheckedEvent is journaled as credential_checked after a
+// re-check, and as credential_rejected when keys add refuses a key.
+type CredentialCheckedEvent struct {
+	CredentialID string    `json:"credential_id,omitempty"`
+	Environment  string    `json:"environment"`
+	Fingerprint  string    `json:"fingerprint"`
+	Permissions  []string  `json:"permissions"`
+	Offending    []string  `json:"offending,omitempty"`
+	ReadOnlyCap  bool      `json:"read_only_cap"`
+	Accepted     bool      `json:"accepted"`
+	CheckedAt    time.Time `json:"checked_at"`
+}
+
+// Account reads (SPEC §4). Each goes to the user actor, which checks that
+// a key exists and hands it to the user's venue actor.
+
+// GetBalancesRequest asks for the unified wallet. Answer: *WalletBalance.
+type GetBalancesRequest struct {
+	User string
+}
+
+// GetPositionsRequest asks for linear positions. Answer: *Page[Position].
+type GetPositionsRequest struct {
+	User   string
+	Symbol string
+	Limit  int
+	Cursor string
+}
+
+// GetOpenOrdersRequest asks for open orders. Answer: *Page[Order].
+type GetOpenOrdersRequest struct {
+	User     string
+	Category Category
+	Symbol   string
+	Limit    int
+	Cursor   string
+}
+
+// GetOrderHistoryRequest asks for closed orders in a window of at most 7
+// days. Answer: *Page[Order].
+type GetOrderHistoryRequest struct {
+	User       string
+	Category   Category
+	Symbol     string
+	Start, End time.Time
+	Limit      int
+	Cursor     string
+}
+
+// GetTradesRequest asks for executions in a window of at most 7 days.
+// Answer: *Page[Execution].
+type GetTradesRequest struct {
+	User       string
+	Category   Category
+	Symbol     string
+	Start, End time.Time
+	Limit      int
+	Cursor     string
+}
+
+// AccountRequest is one of the account read requests above.
+type AccountRequest interface{ accountUser() string }
+
+func (r *GetBalancesRequest) accountUser() string     { return r.User }
+func (r *GetPositionsRequest) accountUser() string    { return r.User }
+func (r *GetOpenOrdersRequest) accountUser() string   { return r.User }
+func (r *GetOrderHistoryRequest) accountUser() string { return r.User }
+func (r *GetTradesRequest) accountUser() string       { return r.User }
+
+// AccountUser returns the user an account request is for.
+func AccountUser(r AccountRequest) string { return r.accountUser() }
