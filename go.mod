@@ -9,6 +9,7 @@ require (
 	github.com/modelcontextprotocol/go-sdk v1.8.0
 	github.com/shopspring/decimal v1.6.0
 	github.com/tidwall/wal v1.2.1
+	golang.org/x/term v0.19.0
 )
 
 require (

@@ -24,6 +24,11 @@ func prof(p messages.Profile) *messages.Profile { return &p }
 // startUsers starts a system with a users supervisor over a journal in dir,
 // replaying what the journal already holds.
 func startUsers(t testing.TB, dir string) *testSystem {
+	return startUsersWith(t, dir, nil)
+}
+
+// startUsersWith is startUsers with a hook to change the config.
+func startUsersWith(t testing.TB, dir string, configure func(*Config)) *testSystem {
 	t.Helper()
 	replay := NewUserReplay()
 	l, _, err := wal.Open(dir, wal.Options{OnRecord: replay.OnRecord})
@@ -31,7 +36,11 @@ func startUsers(t testing.TB, dir string) *testSystem {
 		t.Fatal(err)
 	}
 	buf := &syncBuffer{}
-	sys, err := Start(Config{Journal: l, Users: replay, Venue: messages.VenuePaper, Logger: slog.New(slog.NewJSONHandler(buf, nil))})
+	cfg := Config{Journal: l, Users: replay, Venue: messages.VenuePaper, Logger: slog.New(slog.NewJSONHandler(buf, nil))}
+	if configure != nil {
+		configure(&cfg)
+	}
+	sys, err := Start(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -320,7 +329,8 @@ func TestUnknownUserAndBadNames(t *testing.T) {
 }
 
 func TestDecideGate(t *testing.T) {
-	ts := startUsers(t, t.TempDir())
+	ke := newKeyEnv(t, t.TempDir(), randomKey(t))
+	ts := ke.testSystem
 	ts.must(t, &messages.CreateUserRequest{User: "ivy"}, messages.ActorCLIAdmin)
 	ctx := context.Background()
 	base := messages.DecideActionRequest{User: "ivy", Tool: "place_order", Category: messages.CategoryLinear, Symbol: "BTCUSDT",
@@ -341,6 +351,10 @@ func TestDecideGate(t *testing.T) {
 	}
 	check("read_only profile", base, messages.CodePermissionDenied)
 	ts.must(t, &messages.SetCeilingRequest{User: "ivy", Settings: messages.PolicySettings{Profile: prof(messages.ProfileTrade), Allow: strs("linear:BTCUSDT"), MaxOrderNotionalUSDT: dec("500")}}, messages.ActorCLIAdmin)
+	check("no exchange key", base, messages.CodeExchangeCredentialsInvalid)
+	if _, err := ke.add(t, "ivy", ke.sim.DefaultKey(), false); err != nil {
+		t.Fatal(err)
+	}
 	check("allowed", base, "")
 	r := base
 	r.Symbol = "ETHUSDT"

@@ -47,7 +47,7 @@ func (c *ControlClient) Close() error { return c.conn.Close() }
 // Send delivers cmd and returns the server's typed answer, or its refusal
 // as a *messages.Error.
 func (c *ControlClient) Send(ctx context.Context, cmd messages.Command) (any, error) {
-	body, err := json.Marshal(cmd)
+	body, err := messages.EncodeCommand(cmd)
 	if err != nil {
 		return nil, err
 	}

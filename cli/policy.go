@@ -360,6 +360,8 @@ func deliverAndPrint(ctx context.Context, g *Globals, rt Runtime, io IO, cmd mes
 	switch v := res.(type) {
 	case *messages.PolicyView:
 		printView(io.Out, v)
+	case *messages.CredentialView:
+		printCredential(io.Out, v)
 	case *messages.UserList:
 		tw := tabwriter.NewWriter(io.Out, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "USER\tPROFILE\tKILL SWITCH\tDISABLED")

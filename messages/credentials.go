@@ -68,9 +68,30 @@ type addCredentialWire struct {
 	AdminAttest bool   `json:"admin_attest,omitempty"`
 }
 
-// MarshalJSON encodes the request for the control socket, secret included.
+// MarshalJSON redacts the key and the secret, so that no accidental
+// encoding (a log line, a journal payload) can carry them. The control
+// socket uses EncodeCommand.
 func (r *AddCredentialRequest) MarshalJSON() ([]byte, error) {
+	return json.Marshal(addCredentialWire{r.User, r.Environment, "[redacted]", "[redacted]", r.Replace, r.AdminAttest})
+}
+
+// wireJSON is the control-socket encoding: the one that carries the key
+// and the secret.
+func (r *AddCredentialRequest) wireJSON() ([]byte, error) {
 	return json.Marshal(addCredentialWire{r.User, r.Environment, r.APIKey, r.APISecret.Reveal(), r.Replace, r.AdminAttest})
+}
+
+// LogValue keeps the key and the secret out of structured logs.
+func (r *AddCredentialRequest) LogValue() slog.Value {
+	return slog.GroupValue(slog.String("user", r.User), slog.String("environment", r.Environment), slog.Bool("replace", r.Replace))
+}
+
+// EncodeCommand is the control-socket encoding of a command's body.
+func EncodeCommand(cmd Command) ([]byte, error) {
+	if w, ok := cmd.(interface{ wireJSON() ([]byte, error) }); ok {
+		return w.wireJSON()
+	}
+	return json.Marshal(cmd)
 }
 
 // UnmarshalJSON decodes the control-socket encoding.

@@ -54,8 +54,8 @@ func userRecords(t *testing.T, in install) []string {
 			t.Fatal(err)
 		}
 		switch rec["type"] {
-		case "server_started", "tool_call":
-			continue
+		case "server_started", "tool_call", "credential_added", "credential_checked":
+			continue // not user commands; a key is sealed with a fresh salt each time
 		}
 		p, _ := json.Marshal(rec["payload"])
 		out = append(out, rec["type"].(string)+" "+rec["user"].(string)+" "+rec["actor"].(string)+" "+string(p))

@@ -417,7 +417,7 @@ func TestJournalCommandsAndTamperDetection(t *testing.T) {
 		types = append(types, rec["type"].(string))
 	}
 	got := strings.Join(types, ",")
-	if got != "user_created,server_started,tool_call" {
+	if got != "user_created,credential_added,server_started,credential_checked,tool_call" {
 		t.Fatalf("journal types %s", got)
 	}
 	table := run(t, in.env(), "", "journal", "dump", "--format", "table", "--type", "tool_call")
