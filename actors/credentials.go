@@ -311,16 +311,16 @@ func (u *userActor) venueActor(ctx actor.Context) *actor.PID {
 	}
 	va := &venueActor{factory: u.factory, timeout: u.timeout, logger: u.logger}
 	if c, ok := u.state.credentialFor(u.env); ok {
-		if apiKey, secret, err := u.openCredential(c); err == nil {
-			va.client, _ = u.factory(apiKey, secret)
+		apiKey, secret, err := u.openCredential(c)
+		if err == nil {
+			client, cerr := u.factory(apiKey, secret)
+			va.client, va.keyErr = client, messages.AsError(cerr)
 		} else {
+			va.keyErr = err
 			u.logger.Warn("stored key cannot be opened", "user", u.state.User, "credential_id", c.ID)
 		}
 	}
-	pid, err := ctx.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return va }, u.mw), "venue")
-	if err != nil {
-		pid = actor.NewPID(ctx.Self().Address, ctx.Self().Id+"/venue")
-	}
+	pid := ctx.Spawn(actor.PropsFromProducer(func() actor.Actor { return va }, u.mw))
 	u.venuePID = pid
 	return pid
 }

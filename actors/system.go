@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -60,6 +61,10 @@ type System struct {
 	logger  *slog.Logger
 	timeout time.Duration
 	now     func() time.Time
+	// journalDown is set when the journal actor has stopped for good: every
+	// later write fails at once instead of waiting for a reply that cannot
+	// come.
+	journalDown atomic.Bool
 }
 
 // Start builds the actor system: the root supervisor and, under it, the
@@ -104,7 +109,7 @@ func Start(cfg Config) (*System, error) {
 	s.journal, err = s.spawnChild(childSpec{
 		name: "journal",
 		props: actor.PropsFromProducer(func() actor.Actor {
-			return &journalActor{log: journal, logger: logger}
+			return &journalActor{log: journal, logger: logger, down: &s.journalDown}
 		}, mw),
 		strategy: stopStrategy(),
 	})
@@ -184,14 +189,26 @@ func (s *System) Journal(ctx context.Context, e wal.Entry) (wal.Record, error) {
 	if e.Time.IsZero() {
 		e.Time = s.now().UTC()
 	}
-	res, err := ask[*AppendResponse](ctx, s, s.journal, &AppendRequest{Entry: e})
-	if err != nil {
-		return wal.Record{}, err
+	if s.journalDown.Load() {
+		return wal.Record{}, messages.Internal(errors.New("journal: the journal actor has stopped; refusing writes"))
 	}
-	if res.Err != nil {
-		return wal.Record{}, res.Err
+	// A channel reply, not a protoactor future: this is the hot path of
+	// every durable write from outside the actors.
+	reply := make(chan *AppendResponse, 1)
+	s.sys.Root.Send(s.journal, &AppendRequest{Entry: e, Reply: reply})
+	timer := time.NewTimer(journalTimeout)
+	defer timer.Stop()
+	select {
+	case res := <-reply:
+		if res.Err != nil {
+			return wal.Record{}, res.Err
+		}
+		return res.Record, nil
+	case <-ctx.Done():
+		return wal.Record{}, messages.Internal(fmt.Errorf("journal: %w", ctx.Err()))
+	case <-timer.C:
+		return wal.Record{}, messages.Internal(fmt.Errorf("journal: no answer in %s", journalTimeout))
 	}
-	return res.Record, nil
 }
 
 // JournalAsync queues one record without waiting for it to be durable. It

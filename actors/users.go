@@ -82,7 +82,7 @@ type userActor struct {
 	*userDeps
 	state    *UserState
 	snap     *committed
-	venuePID *actor.PID
+	venuePID *actor.PID // spawned with a generated name: a stopping one may still hold an old name
 	serial
 }
 
@@ -245,8 +245,8 @@ func (u *userActor) decideNow(ctx actor.Context, r *messages.DecideActionRequest
 
 // write journals ev and runs then once it is durable (or failed), on the
 // actor's goroutine. Messages arriving meanwhile are queued and run after.
-// A failed write crashes the actor after answering, so it restarts from its
-// last committed state.
+// State changes only in then, after the record is durable, so a failed
+// write leaves the state as it was.
 func (u *userActor) write(ctx actor.Context, ev Event, origin string, then afterJournal) {
 	payload, err := json.Marshal(ev.Payload)
 	if err != nil {

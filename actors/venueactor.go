@@ -35,7 +35,8 @@ type checkKeyResponse struct {
 // deadline and answers the original requester, so the mailbox never waits
 // on the network.
 type venueActor struct {
-	client  *venue.Client // nil until the user has a key
+	client  *venue.Client   // nil until the user has a key
+	keyErr  *messages.Error // why client is nil although a key is stored
 	factory ClientFactory
 	timeout time.Duration
 	logger  *slog.Logger
@@ -81,7 +82,11 @@ func (v *venueActor) Receive(ctx actor.Context) {
 func (v *venueActor) serveRead(ctx actor.Context, call func(context.Context) (any, error)) {
 	if v.client == nil {
 		if s := ctx.Sender(); s != nil {
-			ctx.Respond(noKeyError())
+			if v.keyErr != nil {
+				ctx.Respond(v.keyErr)
+			} else {
+				ctx.Respond(noKeyError())
+			}
 		}
 		return
 	}

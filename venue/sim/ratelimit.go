@@ -1,6 +1,9 @@
 package sim
 
-import "time"
+import (
+	"math"
+	"time"
+)
 
 // Rate limits (reference §3).
 //
@@ -48,6 +51,9 @@ const (
 // bucketFor returns the limit and window that apply to a request.
 func (s *Sim) bucketFor(c *call, rt *route) (limit int, window time.Duration) {
 	if !rt.private {
+		if s.noPublicRL {
+			return math.MaxInt32, publicWindow
+		}
 		return publicLimit, publicWindow
 	}
 	l, ok := privateLimits[c.path]

@@ -24,6 +24,10 @@ type Config struct {
 	// Logger receives the simulator's diagnostics. nil discards them. The
 	// simulator never writes to stdout.
 	Logger *slog.Logger
+	// NoPublicRateLimit lifts the per-IP limit of the public market
+	// endpoints (600 per 5 s), for benchmarks that measure the server, not
+	// the venue's limits. Private endpoints keep theirs.
+	NoPublicRateLimit bool
 	// StartingBalances are the wallet balances of the default key's account
 	// at start (coin -> amount), e.g. {"USDT": 10000} for the paper venue.
 	// Nil means an empty wallet.
@@ -49,6 +53,7 @@ type Sim struct {
 	model        *model
 	catalog      *catalog
 	routes       map[string]*route
+	noPublicRL   bool // Config.NoPublicRateLimit
 	defaultKey   Key
 	pushInterval time.Duration // public ticker push period
 	closed       chan struct{} // closed by shutdown
@@ -85,6 +90,7 @@ func New(cfg Config) *Sim {
 		catalog:      newCatalog(),
 		pushInterval: time.Second,
 		closed:       make(chan struct{}),
+		noPublicRL:   cfg.NoPublicRateLimit,
 		keys:         make(map[string]*apiKey),
 		limiter:      newLimiter(),
 		conns:        make(map[*wsConn]struct{}),
