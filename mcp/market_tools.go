@@ -40,7 +40,7 @@ func (s *server) marketTools() []*tool {
 		{
 			name:        "get_klines",
 			title:       "Get candles",
-			description: "Candles (OHLCV) for one instrument, newest first, at most 100. Interval in minutes (1,3,5,15,30,60,120,240,360,720) or D, W, M.",
+			description: "Candles for one instrument, newest first, at most 100, as rows of [start, open, high, low, close, volume, turnover] (see columns). Interval in minutes (1,3,5,15,30,60,120,240,360,720) or D, W, M.",
 			kind:        KindRead,
 			schema: objectSchema([]string{"symbol", "category", "interval"}, map[string]any{
 				"symbol": symbolSchema, "category": categorySchema,
@@ -150,22 +150,17 @@ func levels(in []messages.BookLevel, limit int) []levelOut {
 	return out
 }
 
-type klineOut struct {
-	Start    string          `json:"start"`
-	Open     decimal.Decimal `json:"open"`
-	High     decimal.Decimal `json:"high"`
-	Low      decimal.Decimal `json:"low"`
-	Close    decimal.Decimal `json:"close"`
-	Volume   decimal.Decimal `json:"volume"`
-	Turnover decimal.Decimal `json:"turnover"`
-}
+// klineColumns name the fields of each candle row; rows instead of
+// objects keep 100 candles near 10,000 characters.
+var klineColumns = [7]string{"start", "open", "high", "low", "close", "volume", "turnover"}
 
 type klinesOut struct {
-	Venue    string     `json:"venue"`
-	Category string     `json:"category"`
-	Symbol   string     `json:"symbol"`
-	Interval string     `json:"interval"`
-	Klines   []klineOut `json:"klines"`
+	Venue    string      `json:"venue"`
+	Category string      `json:"category"`
+	Symbol   string      `json:"symbol"`
+	Interval string      `json:"interval"`
+	Columns  [7]string   `json:"columns"`
+	Klines   [][7]string `json:"klines"`
 }
 
 func (s *server) getKlines(ctx context.Context, c *call) (any, error) {
@@ -185,13 +180,13 @@ func (s *server) getKlines(ctx context.Context, c *call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := klinesOut{Venue: s.opts.Venue, Category: string(cat), Symbol: sym, Interval: interval, Klines: make([]klineOut, 0, len(ks))}
+	out := klinesOut{Venue: s.opts.Venue, Category: string(cat), Symbol: sym, Interval: interval, Columns: klineColumns, Klines: make([][7]string, 0, len(ks))}
 	for i, k := range ks {
 		if i == limit {
 			break
 		}
-		out.Klines = append(out.Klines, klineOut{
-			Start: rfc3339(k.Start), Open: k.Open, High: k.High, Low: k.Low, Close: k.Close, Volume: k.Volume, Turnover: k.Turnover,
+		out.Klines = append(out.Klines, [7]string{
+			rfc3339(k.Start), k.Open.String(), k.High.String(), k.Low.String(), k.Close.String(), k.Volume.String(), k.Turnover.String(),
 		})
 	}
 	return out, nil

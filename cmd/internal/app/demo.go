@@ -135,13 +135,13 @@ func (r *Runtime) Demo(ctx context.Context, _ *cli.Globals, out cli.IO) error {
 
 	say("get_klines ETHUSDT linear, 1 h, last 5 candles")
 	var kl struct {
-		Klines []struct{ Start, Open, High, Low, Close, Volume string }
+		Klines [][7]string
 	}
 	if err := callTool(cctx, cs, "get_klines", map[string]any{"symbol": "ETHUSDT", "category": "linear", "interval": "60", "limit": 5}, &kl); err != nil {
 		return err
 	}
 	for _, k := range kl.Klines {
-		fmt.Fprintf(w, "   %s  O %s  H %s  L %s  C %s  V %s\n", k.Start, k.Open, k.High, k.Low, k.Close, k.Volume)
+		fmt.Fprintf(w, "   %s  O %s  H %s  L %s  C %s  V %s\n", k[0], k[1], k[2], k[3], k[4], k[5])
 	}
 
 	say("a bad call is refused with a stable code (a number where a string is required)")
