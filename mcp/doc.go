@@ -12,5 +12,10 @@
 // function (result.go) that builds the SPEC §5 shape. A panicking handler
 // becomes internal_error with a request_id and the session lives on.
 //
+// Tools: market reads (market_tools.go), get_my_policy and
+// activate_kill_switch (safety_tools.go), account reads (account_tools.go)
+// with opaque, HMAC-bound cursors (cursor.go) and exchange free text kept
+// in one untrusted_text field (untrusted.go).
+//
 // The package never writes to stdout; the stdio transport owns it.
 package mcp

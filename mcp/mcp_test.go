@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -45,7 +46,8 @@ type env struct {
 
 func newEnv(t testing.TB) *env {
 	t.Helper()
-	srv := httptest.NewServer(sim.New(sim.Config{Seed: 3}).Handler())
+	// The public per-IP limit is lifted so benchmarks measure the server.
+	srv := httptest.NewServer(sim.New(sim.Config{Seed: 3, NoPublicRateLimit: true}).Handler())
 	t.Cleanup(srv.Close)
 	c, err := venue.NewClient(venue.Config{BaseURL: srv.URL})
 	if err != nil {
@@ -56,9 +58,17 @@ func newEnv(t testing.TB) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
+	masterKey := make([]byte, 32)
+	if _, err := rand.Read(masterKey); err != nil {
+		t.Fatal(err)
+	}
 	sys, err := actors.Start(actors.Config{
 		Journal: l, Market: market{c, venue.NewInstrumentCache(c, time.Minute, nil)},
 		Users: actors.NewUserReplay(), Venue: messages.VenuePaper,
+		Environment: "paper", MasterKey: masterKey,
+		Clients: func(k, s string) (*venue.Client, error) {
+			return venue.NewClient(venue.Config{BaseURL: srv.URL, APIKey: k, APISecret: s})
+		},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -178,7 +188,8 @@ func TestToolsListBothEras(t *testing.T) {
 					t.Errorf("%s: read tool without readOnlyHint", tl.Name)
 				}
 			}
-			want := "activate_kill_switch,get_instrument,get_klines,get_my_policy,get_orderbook,get_ticker"
+			want := "activate_kill_switch,get_balances,get_instrument,get_klines,get_my_policy,get_open_orders," +
+				"get_order_history,get_orderbook,get_positions,get_ticker,get_trades"
 			if got := strings.Join(names, ","); got != want {
 				t.Fatalf("tools = %s, want %s", got, want)
 			}
@@ -190,7 +201,7 @@ func TestToolsListBothEras(t *testing.T) {
 // wrong side fails the build.
 func TestAnnotationsMatchKind(t *testing.T) {
 	s := &server{opts: Options{}}
-	reg := newRegistry(slices.Concat(s.marketTools(), s.safetyTools(), []*tool{writeToolForTest()})...)
+	reg := newRegistry(slices.Concat(s.marketTools(), s.accountTools(), s.safetyTools(), []*tool{writeToolForTest()})...)
 	for _, tl := range reg.tools {
 		a := tl.annotations()
 		switch tl.kind {

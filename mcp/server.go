@@ -47,6 +47,12 @@ type Options struct {
 	Version string
 	// Logger receives SDK warnings and internal errors; nil discards.
 	Logger *slog.Logger
+	// CursorKey signs the next_cursor of the account list tools (any
+	// length; 32 random bytes recommended). Nil means a random key made by
+	// NewServer, so cursors stop working when the server is rebuilt: set it
+	// when one logical server is built more than once (e.g. an HTTP
+	// handler that builds a server per request or session).
+	CursorKey []byte
 	// extraTools are added to the registry; tests use it for a write tool.
 	extraTools []*tool
 }
@@ -72,7 +78,7 @@ func NewServer(o Options) (*sdk.Server, error) {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	s := &server{opts: o, logger: logger}
-	s.reg = newRegistry(slices.Concat(s.marketTools(), s.safetyTools(), o.extraTools)...)
+	s.reg = newRegistry(slices.Concat(s.marketTools(), s.accountTools(), s.safetyTools(), o.extraTools)...)
 
 	srv := sdk.NewServer(&sdk.Implementation{Name: "guarded-exchange", Version: o.Version}, &sdk.ServerOptions{
 		Instructions: Instructions,

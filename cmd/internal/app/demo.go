@@ -144,12 +144,74 @@ func (r *Runtime) Demo(ctx context.Context, _ *cli.Globals, out cli.IO) error {
 		fmt.Fprintf(w, "   %s  O %s  H %s  L %s  C %s  V %s\n", k[0], k[1], k[2], k[3], k[4], k[5])
 	}
 
+	say("get_balances with the paper key init stored (sealed in the journal)")
+	var bal struct {
+		Venue       string `json:"venue"`
+		TotalEquity string `json:"total_equity_usd"`
+		Coins       []struct {
+			Coin          string `json:"coin"`
+			WalletBalance string `json:"wallet_balance"`
+			UsdValue      string `json:"usd_value"`
+		} `json:"coins"`
+	}
+	if err := callTool(cctx, cs, "get_balances", map[string]any{}, &bal); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "   venue %s: total equity %s USD\n", bal.Venue, bal.TotalEquity)
+	for _, c := range bal.Coins {
+		fmt.Fprintf(w, "   %-6s %s (%s USD)\n", c.Coin, c.WalletBalance, c.UsdValue)
+	}
+
+	say("get_positions")
+	var pos struct {
+		Positions []struct {
+			Symbol, Side, Size string
+			AvgPrice           string `json:"avg_price"`
+		} `json:"positions"`
+		HasMore bool `json:"has_more"`
+	}
+	if err := callTool(cctx, cs, "get_positions", map[string]any{}, &pos); err != nil {
+		return err
+	}
+	if len(pos.Positions) == 0 {
+		fmt.Fprintln(w, "   no open positions (orders come in a later release)")
+	}
+	for _, p := range pos.Positions {
+		fmt.Fprintf(w, "   %s %s %s @ %s\n", p.Symbol, p.Side, p.Size, p.AvgPrice)
+	}
+
+	say("get_my_policy: the agent may read its policy, never change it")
+	var pol struct {
+		KillSwitch string `json:"kill_switch"`
+		Effective  struct {
+			Profile          string   `json:"profile"`
+			Allow            []string `json:"allow"`
+			MaxOrderNotional string   `json:"max_order_notional_usdt"`
+			MaxLeverage      string   `json:"max_leverage"`
+		} `json:"effective"`
+	}
+	if err := callTool(cctx, cs, "get_my_policy", map[string]any{}, &pol); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "   profile %s, allowlist %v, max order %s USDT, max leverage x%s, kill switch %s\n",
+		pol.Effective.Profile, pol.Effective.Allow, pol.Effective.MaxOrderNotional, pol.Effective.MaxLeverage, pol.KillSwitch)
+
 	say("a bad call is refused with a stable code (a number where a string is required)")
 	res, err := cs.CallTool(cctx, &sdk.CallToolParams{Name: "get_ticker", Arguments: map[string]any{"symbol": 42, "category": "linear"}})
 	if err != nil {
 		return cli.Refused("get_ticker: %v", err)
 	}
 	fmt.Fprintf(w, "   isError=%v %s\n", res.IsError, textOf(res))
+
+	say("activate_kill_switch: the agent can turn it on; nothing it sends turns it off")
+	var ks struct {
+		KillSwitch string `json:"kill_switch"`
+		Message    string `json:"message"`
+	}
+	if err := callTool(cctx, cs, "activate_kill_switch", map[string]any{}, &ks); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "   kill switch %s: %s\n", ks.KillSwitch, ks.Message)
 
 	say("stop the server (close its stdin)")
 	if err := cs.Close(); err != nil {
