@@ -66,25 +66,31 @@ func (m *marketActor) Receive(ctx actor.Context) {
 	}
 }
 
-// serve runs call off the mailbox and sends its result to the requester.
-// A panic in call is answered with internal_error instead of killing the
-// process.
 func (m *marketActor) serve(ctx actor.Context, call func(context.Context) any) {
+	serveOffMailbox(ctx, m.logger, m.timeout, call)
+}
+
+// serveOffMailbox runs call on its own goroutine with a deadline and sends
+// its result to the requester, so the actor's mailbox never waits on the
+// network. A panic in call is answered with internal_error instead of
+// killing the process. Without a requester there is nothing to do: these
+// calls are reads.
+func serveOffMailbox(ctx actor.Context, logger *slog.Logger, timeout time.Duration, call func(context.Context) any) {
 	sender := ctx.Sender()
 	if sender == nil {
-		return // nobody to answer; market reads have no effect to perform
+		return
 	}
 	root := ctx.ActorSystem().Root
 	go func() {
 		var res any
 		defer func() {
 			if p := recover(); p != nil {
-				m.logger.Error("market request panic", "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
-				res = messages.Internal(fmt.Errorf("market request panicked"))
+				logger.Error("venue request panic", "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+				res = messages.Internal(fmt.Errorf("venue request panicked"))
 			}
 			root.Send(sender, res)
 		}()
-		c, cancel := context.WithTimeout(context.Background(), m.timeout)
+		c, cancel := context.WithTimeout(context.Background(), timeout)
 		defer cancel()
 		res = call(c)
 	}()

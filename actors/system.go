@@ -276,34 +276,13 @@ func (s *System) Handle(ctx context.Context, cmd messages.Command, origin string
 		return nil, messages.Internal(fmt.Errorf("no users supervisor in this process"))
 	}
 	msg := &userCommand{cmd: cmd, origin: origin}
-	var user string
 	switch c := cmd.(type) {
 	case *messages.CreateUserRequest, *messages.ListUsersRequest:
 		return ask[any](ctx, s, s.users, msg)
-	case *messages.ShowPolicyRequest:
-		user = c.User
-	case *messages.TightenPolicyRequest:
-		user = c.User
-	case *messages.SetCeilingRequest:
-		user = c.User
-	case *messages.ResetOverridesRequest:
-		user = c.User
-	case *messages.SetKillSwitchRequest:
-		user = c.User
-	case *messages.DisableUserRequest:
-		user = c.User
-	case *messages.AddCredentialRequest:
-		user = c.User
-	case *messages.ShowCredentialRequest:
-		user = c.User
-	case *messages.DeleteCredentialRequest:
-		user = c.User
-	case *messages.RecheckCredentialRequest:
-		user = c.User
-	default:
-		return nil, messages.InvalidParams("type", "not a command this server handles")
+	case messages.UserCommand:
+		return s.askUser(ctx, c.TargetUser(), msg)
 	}
-	return s.askUser(ctx, user, msg)
+	return nil, messages.InvalidParams("type", "not a command this server handles")
 }
 
 // Account sends an account read to the user's actor, which hands it to the

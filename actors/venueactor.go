@@ -2,9 +2,7 @@ package actors
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
-	"runtime/debug"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -99,27 +97,8 @@ func (v *venueActor) serveRead(ctx actor.Context, call func(context.Context) (an
 	})
 }
 
-// serve runs call off the mailbox and answers the requester; a panic in
-// call becomes internal_error.
 func (v *venueActor) serve(ctx actor.Context, call func(context.Context) any) {
-	sender := ctx.Sender()
-	if sender == nil {
-		return
-	}
-	root := ctx.ActorSystem().Root
-	go func() {
-		var res any
-		defer func() {
-			if p := recover(); p != nil {
-				v.logger.Error("venue request panic", "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
-				res = messages.Internal(fmt.Errorf("venue request panicked"))
-			}
-			root.Send(sender, res)
-		}()
-		c, cancel := context.WithTimeout(context.Background(), v.timeout)
-		defer cancel()
-		res = call(c)
-	}()
+	serveOffMailbox(ctx, v.logger, v.timeout, call)
 }
 
 func noKeyError() *messages.Error {

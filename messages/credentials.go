@@ -137,6 +137,12 @@ func (*ShowCredentialRequest) CommandName() string    { return "keys.show" }
 func (*DeleteCredentialRequest) CommandName() string  { return "keys.delete" }
 func (*RecheckCredentialRequest) CommandName() string { return "keys.recheck" }
 
+// TargetUser implements UserCommand.
+func (r *AddCredentialRequest) TargetUser() string     { return r.User }
+func (r *ShowCredentialRequest) TargetUser() string    { return r.User }
+func (r *DeleteCredentialRequest) TargetUser() string  { return r.User }
+func (r *RecheckCredentialRequest) TargetUser() string { return r.User }
+
 // CredentialView is what the outside may know of a stored key: never the
 // secret, never the key in clear.
 type CredentialView struct {

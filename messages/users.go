@@ -69,6 +69,21 @@ func (*CreateUserRequest) CommandName() string     { return "admin.user.create" 
 func (*ListUsersRequest) CommandName() string      { return "admin.user.list" }
 func (*DisableUserRequest) CommandName() string    { return "admin.user.disable" }
 
+// UserCommand is a command about one user: it goes to that user's actor.
+type UserCommand interface {
+	Command
+	// TargetUser is the user whose actor decides the command.
+	TargetUser() string
+}
+
+// TargetUser implements UserCommand.
+func (c *ShowPolicyRequest) TargetUser() string     { return c.User }
+func (c *TightenPolicyRequest) TargetUser() string  { return c.User }
+func (c *SetCeilingRequest) TargetUser() string     { return c.User }
+func (c *ResetOverridesRequest) TargetUser() string { return c.User }
+func (c *SetKillSwitchRequest) TargetUser() string  { return c.User }
+func (c *DisableUserRequest) TargetUser() string    { return c.User }
+
 // NewCommand returns an empty command for a wire name, for decoding.
 func NewCommand(name string) (Command, bool) {
 	switch name {
