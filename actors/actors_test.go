@@ -232,6 +232,11 @@ func TestJournalPanicFailsClosed(t *testing.T) {
 	if _, err := ts.JournalJSON(ctx, messages.RecordToolCall, "u", messages.ActorAgent, map[string]int{}); messages.CodeOf(err) != messages.CodeInternalError {
 		t.Fatalf("append after journal failure: %v, want internal_error", err)
 	}
+	// A read-only tool's record is not awaited, but it is refused too:
+	// nothing is served unjournaled.
+	if err := ts.ToolCalled(ctx, &messages.ToolCalled{User: "u", Tool: "get_ticker"}, false); messages.CodeOf(err) != messages.CodeInternalError {
+		t.Fatalf("async tool_call after journal failure: %v", err)
+	}
 }
 
 func TestProtoactorLogsGoToOurLogger(t *testing.T) {

@@ -81,7 +81,7 @@ func (p pendingAppend) answer(ctx actor.Context, r *AppendResponse) {
 type journalActor struct {
 	log    *wal.Log
 	logger *slog.Logger
-	down   *atomic.Bool // set when this actor stops: writers fail fast
+	down   *atomic.Bool // set when this actor stops or a write failed: writers fail fast
 
 	pending  []pendingAppend
 	flushing bool
@@ -175,6 +175,7 @@ func (j *journalActor) finish(ctx actor.Context, d *flushDone) {
 	}
 	if d.err != nil {
 		j.failed = d.err
+		j.down.Store(true)
 		j.logger.Error("journal write failed; refusing all further appends", "err", d.err.Error())
 	}
 	for i, p := range d.batch {

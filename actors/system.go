@@ -213,12 +213,17 @@ func (s *System) Journal(ctx context.Context, e wal.Entry) (wal.Record, error) {
 
 // JournalAsync queues one record without waiting for it to be durable. It
 // is for records whose loss in a crash acknowledges nothing (the tool_call
-// record of a read-only tool); state changes use Journal.
-func (s *System) JournalAsync(e wal.Entry) {
+// record of a read-only tool); state changes use Journal. Once the journal
+// has failed it refuses, so nothing is served unjournaled.
+func (s *System) JournalAsync(e wal.Entry) error {
+	if s.journalDown.Load() {
+		return messages.Internal(errors.New("journal: the journal has failed; refusing"))
+	}
 	if e.Time.IsZero() {
 		e.Time = s.now().UTC()
 	}
 	s.sys.Root.Send(s.journal, &AppendRequest{Entry: e})
+	return nil
 }
 
 // JournalJSON is Journal with the payload marshalled from v.
@@ -400,8 +405,7 @@ func (s *System) ToolCalled(ctx context.Context, call *messages.ToolCalled, wait
 	}
 	e := wal.Entry{Type: uint16(messages.RecordToolCall), User: call.User, Actor: messages.ActorAgent, Payload: payload}
 	if !wait {
-		s.JournalAsync(e)
-		return nil
+		return s.JournalAsync(e)
 	}
 	_, err = s.Journal(ctx, e)
 	return err

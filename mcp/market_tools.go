@@ -98,8 +98,12 @@ func (s *server) getTicker(ctx context.Context, c *call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	if !boundedDecimals(t.LastPrice, t.Bid1Price, t.Bid1Size, t.Ask1Price, t.Ask1Size, t.PrevPrice24h, t.Price24hPcnt,
+		t.HighPrice24h, t.LowPrice24h, t.Volume24h, t.Turnover24h, t.MarkPrice, t.IndexPrice, t.FundingRate, t.OpenInterest) {
+		return nil, malformedAnswer()
+	}
 	out := tickerOut{
-		Venue: s.opts.Venue, Category: string(t.Category), Symbol: t.Symbol,
+		Venue: s.opts.Venue, Category: string(cat), Symbol: sym,
 		LastPrice: t.LastPrice, Bid1Price: t.Bid1Price, Bid1Size: t.Bid1Size, Ask1Price: t.Ask1Price, Ask1Size: t.Ask1Size,
 		PrevPrice24h: t.PrevPrice24h, Price24hPcnt: t.Price24hPcnt, HighPrice24h: t.HighPrice24h, LowPrice24h: t.LowPrice24h,
 		Volume24h: t.Volume24h, Turnover24h: t.Turnover24h, Time: rfc3339(t.Time),
@@ -123,6 +127,8 @@ type orderbookOut struct {
 	Bids     []levelOut `json:"bids"`
 	Asks     []levelOut `json:"asks"`
 	Time     string     `json:"time,omitempty"`
+	// Omitted counts levels left out because a number was malformed.
+	Omitted int `json:"omitted,omitempty"`
 }
 
 func (s *server) getOrderbook(ctx context.Context, c *call) (any, error) {
@@ -135,19 +141,29 @@ func (s *server) getOrderbook(ctx context.Context, c *call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := orderbookOut{
-		Venue: s.opts.Venue, Category: string(b.Category), Symbol: b.Symbol, Columns: [2]string{"price", "size"},
-		Bids: levels(b.Bids, limit), Asks: levels(b.Asks, limit), Time: rfc3339(b.Time),
-	}
+	// The symbol and category shown are the ones asked for: the venue's
+	// own spelling is exchange text and never reaches the agent.
+	out := orderbookOut{Venue: s.opts.Venue, Category: string(cat), Symbol: sym, Columns: [2]string{"price", "size"}, Time: rfc3339(b.Time)}
+	var dropped int
+	out.Bids, dropped = levels(b.Bids, limit)
+	out.Omitted += dropped
+	out.Asks, dropped = levels(b.Asks, limit)
+	out.Omitted += dropped
 	return out, nil
 }
 
-func levels(in []messages.BookLevel, limit int) []levelOut {
+// levels keeps at most limit well-formed levels and counts the others.
+func levels(in []messages.BookLevel, limit int) ([]levelOut, int) {
 	out := make([]levelOut, 0, min(len(in), limit))
-	for i := 0; i < len(in) && i < limit; i++ {
+	omitted := 0
+	for i := 0; i < len(in) && len(out) < limit; i++ {
+		if !boundedDecimals(in[i].Price, in[i].Size) {
+			omitted++
+			continue
+		}
 		out = append(out, levelOut{in[i].Price, in[i].Size})
 	}
-	return out
+	return out, omitted
 }
 
 // klineColumns name the fields of each candle row; rows instead of
@@ -161,6 +177,8 @@ type klinesOut struct {
 	Interval string      `json:"interval"`
 	Columns  [7]string   `json:"columns"`
 	Klines   [][7]string `json:"klines"`
+	// Omitted counts candles left out because a number was malformed.
+	Omitted int `json:"omitted,omitempty"`
 }
 
 func (s *server) getKlines(ctx context.Context, c *call) (any, error) {
@@ -181,9 +199,13 @@ func (s *server) getKlines(ctx context.Context, c *call) (any, error) {
 		return nil, err
 	}
 	out := klinesOut{Venue: s.opts.Venue, Category: string(cat), Symbol: sym, Interval: interval, Columns: klineColumns, Klines: make([][7]string, 0, len(ks))}
-	for i, k := range ks {
-		if i == limit {
+	for _, k := range ks {
+		if len(out.Klines) == limit {
 			break
+		}
+		if !boundedDecimals(k.Open, k.High, k.Low, k.Close, k.Volume, k.Turnover) {
+			out.Omitted++
+			continue
 		}
 		out.Klines = append(out.Klines, [7]string{
 			rfc3339(k.Start), k.Open.String(), k.High.String(), k.Low.String(), k.Close.String(), k.Volume.String(), k.Turnover.String(),
@@ -226,8 +248,12 @@ func (s *server) getInstrument(ctx context.Context, c *call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	if !boundedDecimals(in.TickSize, in.MinPrice, in.MaxPrice, in.QtyStep, in.MinOrderQty, in.MaxOrderQty, in.MaxMarketQty,
+		in.MinNotional, in.MinLeverage, in.MaxLeverage, in.LeverageStep) {
+		return nil, malformedAnswer()
+	}
 	out := instrumentOut{
-		Venue: s.opts.Venue, Category: string(in.Category), Symbol: in.Symbol, Status: sanitizeWord(in.Status),
+		Venue: s.opts.Venue, Category: string(cat), Symbol: sym, Status: sanitizeWord(in.Status),
 		BaseCoin: sanitizeWord(in.BaseCoin), QuoteCoin: sanitizeWord(in.QuoteCoin), SettleCoin: sanitizeWord(in.SettleCoin),
 		TickSize: in.TickSize, QtyStep: in.QtyStep, MinOrderQty: in.MinOrderQty, MaxOrderQty: in.MaxOrderQty,
 		MaxMarket: in.MaxMarketQty, MinNotional: in.MinNotional,
@@ -240,6 +266,28 @@ func (s *server) getInstrument(ctx context.Context, c *call) (any, error) {
 		out.Leverage = &leverageOut{Min: in.MinLeverage, Max: in.MaxLeverage, Step: in.LeverageStep}
 	}
 	return out, nil
+}
+
+// boundedDecimals reports whether every value prints in at most
+// maxDecimalLen characters: a price of a million digits (or 1e10000, which
+// the decimal parser accepts) must not flood the agent's context.
+func boundedDecimals(ds ...decimal.Decimal) bool {
+	for _, d := range ds {
+		if !decimalFits(d) {
+			return false
+		}
+	}
+	return true
+}
+
+// malformedAnswer is the refusal for a venue answer this server will not
+// show.
+func malformedAnswer() error {
+	return &messages.Error{
+		Code:     messages.CodeExchangeUnavailable,
+		Message:  "the venue answered with a malformed number",
+		NextStep: "call again later; if it persists, ask the operator to check the venue",
+	}
 }
 
 // sanitizeWord keeps an exchange-supplied identifier only if it is a plain

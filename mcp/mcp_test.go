@@ -367,9 +367,14 @@ func TestHiddenToolIsRefusedAndJournaled(t *testing.T) {
 		t.Fatal("trade principal does not see the trade tool")
 	}
 
-	// An unknown tool stays a protocol error.
-	if _, err := ro.CallTool(context.Background(), &sdk.CallToolParams{Name: "no_such_tool"}); err == nil {
-		t.Fatal("unknown tool did not fail")
+	// An unknown tool is a not_found result that does not echo the name.
+	long := strings.Repeat("x", 100000)
+	res, isErr = callJSON(t, ro, long, map[string]any{})
+	if !isErr || res["code"] != "not_found" {
+		t.Fatalf("unknown tool: %v", res)
+	}
+	if raw, _ := json.Marshal(res); strings.Contains(string(raw), "xxxx") {
+		t.Fatal("the unknown tool's name was echoed")
 	}
 
 	var calls []messages.ToolCalled

@@ -168,7 +168,13 @@ func (s *server) guard(next sdk.MethodHandler) sdk.MethodHandler {
 				return failure(s.logger, err, ""), nil
 			}
 			if !known {
-				return next(ctx, method, req) // the SDK's own "unknown tool" protocol error
+				// A tool result, not the SDK's JSON-RPC error: that one
+				// echoes the name, at any length (SPEC §5).
+				return failure(s.logger, &messages.Error{
+					Code:     messages.CodeNotFound,
+					Message:  "no such tool",
+					NextStep: "call tools/list and use one of the tools it shows",
+				}, ""), nil
 			}
 			if !visible {
 				return failure(s.logger, &messages.Error{

@@ -164,18 +164,23 @@ func (r *rowCheck) optOneOf(allowed []string, s string) string {
 	return r.oneOf(allowed, s)
 }
 
+// decimalFits reports whether d prints as a plain decimal of at most
+// maxDecimalLen characters; the exponent is checked first, so a huge value
+// is never rendered.
+func decimalFits(d decimal.Decimal) bool {
+	if e := d.Exponent(); e > maxDecimalLen || e < -maxDecimalLen {
+		return false
+	}
+	return d.NumDigits() <= maxDecimalLen && len(d.String()) <= maxDecimalLen
+}
+
 // dec renders d as a plain decimal string of at most maxDecimalLen.
 func (r *rowCheck) dec(d decimal.Decimal) string {
-	if e := d.Exponent(); e > maxDecimalLen || e < -maxDecimalLen {
+	if !decimalFits(d) {
 		r.bad = true
 		return ""
 	}
-	s := d.String()
-	if len(s) > maxDecimalLen {
-		r.bad = true
-		return ""
-	}
-	return s
+	return d.String()
 }
 
 // optDec is dec with zero rendered as "" (the field is then omitted).

@@ -139,7 +139,9 @@ func TestStdioBothEras(t *testing.T) {
 var jsonrpcLine = regexp.MustCompile(`^\{.*\}$`)
 
 // serve writes nothing but JSON-RPC messages to stdout, and its logs go to
-// stderr as JSON.
+// stderr as JSON. Lines that are not one JSON-RPC object (garbage, a batch,
+// nesting deeper than the decoder allows) are dropped without ending the
+// session.
 func TestServeStdoutIsOnlyJSONRPC(t *testing.T) {
 	in := newInstall(t)
 	cmd := exec.Command(bin, "serve")
@@ -154,6 +156,10 @@ func TestServeStdoutIsOnlyJSONRPC(t *testing.T) {
 	requests := []string{
 		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}`,
 		`{"jsonrpc":"2.0","method":"notifications/initialized","params":{}}`,
+		`this line is not JSON at all`,
+		`[{"jsonrpc":"2.0","id":9,"method":"tools/list","params":{}}]`,
+		strings.Repeat("[", 20000) + strings.Repeat("]", 20000),
+		`{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"get_ticker","arguments":` + strings.Repeat(`{"a":`, 12000) + `1` + strings.Repeat(`}`, 12000) + `}}`,
 		`{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{}}`,
 		`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"get_ticker","arguments":{"symbol":"ETHUSDT","category":"spot"}}}`,
 		`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"get_orderbook","arguments":{"symbol":"ETHUSDT","category":"spot","limit":1e9}}}`,

@@ -198,7 +198,7 @@ func (r *Runtime) Serve(ctx context.Context, g *cli.Globals, o cli.ServeOptions,
 		return cli.CannotStart("%v", err)
 	}
 	logger.Info("serving MCP on stdio", "venue", vc.Name, "user", g.User)
-	t := &sdk.IOTransport{Reader: io.NopCloser(r.Stdin), Writer: nopWriteCloser{r.Stdout}}
+	t := mcp.StdioTransport(r.Stdin, r.Stdout, logger.With("component", "stdio"))
 	if err := srv.Run(ctx, t); err != nil && !errors.Is(err, context.Canceled) {
 		return cli.Refused("serve: %v", err)
 	}
@@ -248,9 +248,6 @@ func recheckAtStart(ctx context.Context, st *stack, user, env string, logger *sl
 	}
 }
 
-type nopWriteCloser struct{ io.Writer }
-
-func (nopWriteCloser) Close() error { return nil }
 
 // Sim runs the simulator alone and prints its announcement as one JSON line
 // (SPEC §13), then serves until ctx ends.
