@@ -248,7 +248,6 @@ func recheckAtStart(ctx context.Context, st *stack, user, env string, logger *sl
 	}
 }
 
-
 // Sim runs the simulator alone and prints its announcement as one JSON line
 // (SPEC §13), then serves until ctx ends.
 func (r *Runtime) Sim(ctx context.Context, o cli.SimOptions, out cli.IO) error {
