@@ -282,3 +282,35 @@ func BenchmarkJournalGroupCommit(b *testing.B) {
 }
 
 func sortDurations(s []time.Duration) { slices.Sort(s) }
+
+// An entry the WAL refuses (here: a payload that is not JSON) is refused
+// alone; the records batched with it, and later ones, are written.
+func TestInvalidEntryIsRefusedAlone(t *testing.T) {
+	ts := startTest(t, nil)
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	errs := make([]error, 20)
+	for i := range 20 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			payload := []byte(fmt.Sprintf(`{"i":%d}`, i))
+			if i == 7 {
+				payload = []byte(`not json`)
+			}
+			_, errs[i] = ts.Journal(ctx, wal.Entry{Type: uint16(messages.RecordToolCall), User: "u", Actor: messages.ActorAgent, Payload: payload})
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if (i == 7) != (err != nil) {
+			t.Fatalf("entry %d: %v", i, err)
+		}
+	}
+	if _, err := ts.Journal(ctx, wal.Entry{Type: uint16(messages.RecordToolCall), User: "u", Actor: messages.ActorAgent, Payload: []byte(`{}`)}); err != nil {
+		t.Fatalf("a later append: %v", err)
+	}
+	if n := len(ts.records(t)); n != 20 {
+		t.Fatalf("%d records on disk, want 20", n)
+	}
+}

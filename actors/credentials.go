@@ -153,7 +153,7 @@ func (u *userActor) addCredential(ctx actor.Context, m *messages.AddCredentialRe
 		return
 	}
 	if m.APISecret.IsZero() || len(m.APISecret.Reveal()) > keys.MaxSecretLen {
-		u.reply(ctx, sender, messages.InvalidParams("api_secret", "must not be empty"))
+		u.reply(ctx, sender, messages.InvalidParams("api_secret", fmt.Sprintf("must be 1-%d characters", keys.MaxSecretLen)))
 		return
 	}
 	old, exists := u.state.credentialFor(m.Environment)

@@ -169,7 +169,7 @@ func TestReadOnlyKeyCapsProfile(t *testing.T) {
 	if pol.Effective.Profile != messages.ProfileReadOnly {
 		t.Fatalf("profile %s with a read-only key", pol.Effective.Profile)
 	}
-	d, _ := ke.Decide(context.Background(), &messages.DecideActionRequest{User: "lee", Tool: "place_order", Category: "linear", Symbol: "BTCUSDT", RiskIncreasing: true, Venue: messages.VenuePaper})
+	d, _ := ke.Decide(context.Background(), &messages.DecideActionRequest{User: "lee", Tool: "place_order", Category: "linear", Symbol: "BTCUSDT", RiskIncreasing: true})
 	if d.Err == nil || d.Err.Code != messages.CodePermissionDenied {
 		t.Fatalf("trading with a read-only key: %+v", d)
 	}
@@ -185,7 +185,7 @@ func TestGrownPermissionsBlockTrading(t *testing.T) {
 	if _, err := ke.add(t, "max", key, false); err != nil {
 		t.Fatal(err)
 	}
-	req := &messages.DecideActionRequest{User: "max", Tool: "place_order", Category: "linear", Symbol: "BTCUSDT", RiskIncreasing: true, Venue: messages.VenuePaper}
+	req := &messages.DecideActionRequest{User: "max", Tool: "place_order", Category: "linear", Symbol: "BTCUSDT", RiskIncreasing: true}
 	if d, _ := ke.Decide(context.Background(), req); !d.Allowed {
 		t.Fatalf("fresh key: %+v", d.Err)
 	}

@@ -170,6 +170,21 @@ func (j *journalActor) flush(ctx actor.Context) {
 }
 
 func (j *journalActor) finish(ctx actor.Context, d *flushDone) {
+	if errors.Is(d.err, wal.ErrInvalidEntry) {
+		// Nothing was written: refuse the bad entries alone and put the
+		// good ones back at the front, in order. Not a sticky failure.
+		var good []pendingAppend
+		for _, p := range d.batch {
+			if err := wal.ValidateEntry(p.entry); err != nil {
+				j.logger.Error("journal: refused an invalid entry", "err", err.Error())
+				p.answer(ctx, &AppendResponse{Err: messages.Internal(err)})
+				continue
+			}
+			good = append(good, p)
+		}
+		j.pending = append(good, j.pending...)
+		return
+	}
 	if d.err == nil && len(d.records) != len(d.batch) {
 		d.err = errors.New("journal: append returned a short batch")
 	}

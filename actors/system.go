@@ -127,7 +127,7 @@ func Start(cfg Config) (*System, error) {
 		}
 		deps := &userDeps{
 			venue: level, env: cfg.Environment, journal: s.journal, logger: logger, masterKey: cfg.MasterKey,
-			factory: cfg.Clients, timeout: s.timeout, now: s.now, mw: mw,
+			factory: cfg.Clients, timeout: s.timeout, now: s.now, mw: mw, journalDown: &s.journalDown,
 		}
 		if deps.env == "" {
 			deps.env = "paper"
@@ -207,6 +207,8 @@ func (s *System) Journal(ctx context.Context, e wal.Entry) (wal.Record, error) {
 	case <-ctx.Done():
 		return wal.Record{}, messages.Internal(fmt.Errorf("journal: %w", ctx.Err()))
 	case <-timer.C:
+		// The record may still become durable: stop trusting the journal.
+		s.journalDown.Store(true)
 		return wal.Record{}, messages.Internal(fmt.Errorf("journal: no answer in %s", journalTimeout))
 	}
 }
@@ -277,10 +279,16 @@ func (s *System) Instrument(ctx context.Context, req *messages.GetInstrumentRequ
 // ActorCLIAdmin). This is the one code path for a change, whether the
 // command came over MCP, the control socket or an in-process CLI.
 func (s *System) Handle(ctx context.Context, cmd messages.Command, origin string) (any, error) {
+	return s.HandleVia(ctx, cmd, origin, "")
+}
+
+// HandleVia is Handle with the channel the command came on (journaled with
+// the change), e.g. "socket uid=1000 pid=4242".
+func (s *System) HandleVia(ctx context.Context, cmd messages.Command, origin, channel string) (any, error) {
 	if s.users == nil {
 		return nil, messages.Internal(fmt.Errorf("no users supervisor in this process"))
 	}
-	msg := &userCommand{cmd: cmd, origin: origin}
+	msg := &userCommand{cmd: cmd, origin: origin, channel: channel}
 	switch c := cmd.(type) {
 	case *messages.CreateUserRequest, *messages.ListUsersRequest:
 		return ask[any](ctx, s, s.users, msg)

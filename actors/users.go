@@ -23,6 +23,9 @@ import (
 type userCommand struct {
 	cmd    messages.Command
 	origin string
+	// channel says where the command came from beyond its role, e.g.
+	// "socket uid=1000 pid=4242"; it is journaled with the change.
+	channel string
 }
 
 // ensureUserRequest asks the users supervisor to make sure the user's actor
@@ -72,6 +75,11 @@ type userDeps struct {
 	timeout   time.Duration // one venue call
 	now       func() time.Time
 	mw        actor.PropsOption
+	// journalDown is the system's flag: a journal that does not answer
+	// within journalTimeout is treated as failed for everyone, since the
+	// write may still become durable and the state could no longer be
+	// trusted to match the journal.
+	journalDown *atomic.Bool
 }
 
 // userActor is the thin shell around one user's UserState: it decides,
@@ -83,6 +91,10 @@ type userActor struct {
 	state    *UserState
 	snap     *committed
 	venuePID *actor.PID // spawned with a generated name: a stopping one may still hold an old name
+	// channel is the channel of the message being handled; write journals
+	// it. Messages are handled one at a time (later ones wait while a
+	// write is in flight), so it always belongs to the current one.
+	channel string
 	serial
 }
 
@@ -106,6 +118,10 @@ func (u *userActor) handle(ctx actor.Context, msg any, sender *actor.PID) {
 	if u.busy {
 		u.queue = append(u.queue, queued{msg, sender})
 		return
+	}
+	u.channel = ""
+	if uc, ok := msg.(*userCommand); ok {
+		u.channel = uc.channel
 	}
 	switch m := msg.(type) {
 	case *userCommand:
@@ -226,7 +242,7 @@ func (u *userActor) decide(ctx actor.Context, r *messages.DecideActionRequest, s
 }
 
 func (u *userActor) decideNow(ctx actor.Context, r *messages.DecideActionRequest, sender *actor.PID) {
-	refusal := u.state.DecideAction(r, u.env)
+	refusal := u.state.DecideAction(r, u.venue, u.env)
 	if refusal == nil || !r.JournalRefusal {
 		u.reply(ctx, sender, &messages.Decision{Allowed: refusal == nil, Err: refusal})
 		return
@@ -248,6 +264,16 @@ func (u *userActor) decideNow(ctx actor.Context, r *messages.DecideActionRequest
 // State changes only in then, after the record is durable, so a failed
 // write leaves the state as it was.
 func (u *userActor) write(ctx actor.Context, ev Event, origin string, then afterJournal) {
+	if !originAllowed(ev, origin) {
+		then(wal.Record{}, refuseOrigin(ev, origin))
+		u.drain(ctx)
+		return
+	}
+	if u.journalDown.Load() {
+		then(wal.Record{}, messages.Internal(fmt.Errorf("journal: the journal has failed; refusing")))
+		u.drain(ctx)
+		return
+	}
 	payload, err := json.Marshal(ev.Payload)
 	if err != nil {
 		then(wal.Record{}, messages.Internal(err))
@@ -255,13 +281,15 @@ func (u *userActor) write(ctx actor.Context, ev Event, origin string, then after
 	}
 	u.busy = true
 	f := ctx.RequestFuture(u.journal, &AppendRequest{Entry: wal.Entry{
-		Time: u.now().UTC(), Type: uint16(ev.Type), User: u.state.User, Actor: origin, Payload: payload,
+		Time: u.now().UTC(), Type: uint16(ev.Type), User: u.state.User, Actor: origin, Channel: u.channel, Payload: payload,
 	}}, journalTimeout)
 	ctx.ReenterAfter(f, func(res any, ferr error) {
 		u.busy = false
 		var rec wal.Record
 		switch {
 		case ferr != nil:
+			u.journalDown.Store(true)
+			u.logger.Error("journal did not answer; refusing all further writes", "err", ferr.Error())
 			err = messages.Internal(fmt.Errorf("journal: %w", ferr))
 		case res.(*AppendResponse).Err != nil:
 			err = res.(*AppendResponse).Err
@@ -385,15 +413,21 @@ func (us *usersActor) handle(ctx actor.Context, m *userCommand, sender *actor.PI
 			return
 		}
 		ev := NewUserEvent(c.User, messages.PolicySettings{})
+		if !originAllowed(ev, m.origin) {
+			reply(refuseOrigin(ev, m.origin))
+			return
+		}
 		payload, _ := json.Marshal(ev.Payload)
 		us.busy = true
 		f := ctx.RequestFuture(us.journal, &AppendRequest{Entry: wal.Entry{
-			Time: us.now().UTC(), Type: uint16(ev.Type), User: c.User, Actor: m.origin, Payload: payload,
+			Time: us.now().UTC(), Type: uint16(ev.Type), User: c.User, Actor: m.origin, Channel: m.channel, Payload: payload,
 		}}, journalTimeout)
 		ctx.ReenterAfter(f, func(res any, err error) {
 			us.busy = false
 			defer us.drainUsers(ctx)
-			if err == nil && res.(*AppendResponse).Err != nil {
+			if err != nil {
+				us.journalDown.Store(true)
+			} else if res.(*AppendResponse).Err != nil {
 				err = res.(*AppendResponse).Err
 			}
 			if err != nil {
@@ -500,6 +534,9 @@ func (r *UserReplay) OnRecord(rec wal.Record) error {
 	full := typ == messages.RecordCredentialAdded || typ == messages.RecordCredentialDeleted || typ == messages.RecordCredentialChecked
 	if !ok && !full {
 		return nil
+	}
+	if err := checkReplayedOrigin(rec.Seq, typ, rec.Actor, rec.Payload); err != nil {
+		return err
 	}
 	u := r.users[rec.User]
 	if u == nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -334,7 +335,7 @@ func TestDecideGate(t *testing.T) {
 	ts.must(t, &messages.CreateUserRequest{User: "ivy"}, messages.ActorCLIAdmin)
 	ctx := context.Background()
 	base := messages.DecideActionRequest{User: "ivy", Tool: "place_order", Category: messages.CategoryLinear, Symbol: "BTCUSDT",
-		NotionalUSDT: decimal.NewFromInt(100), Leverage: decimal.NewFromInt(2), RiskIncreasing: true, Venue: messages.VenuePaper}
+		NotionalUSDT: decimal.NewFromInt(100), Leverage: decimal.NewFromInt(2), RiskIncreasing: true}
 	check := func(name string, r messages.DecideActionRequest, want messages.Code) {
 		t.Helper()
 		d, err := ts.Decide(ctx, &r)
@@ -365,9 +366,6 @@ func TestDecideGate(t *testing.T) {
 	r = base
 	r.Leverage = decimal.NewFromInt(11)
 	check("over leverage", r, messages.CodeLimitExceeded)
-	r = base
-	r.Venue = messages.VenueLive
-	check("venue above ceiling", r, messages.CodeVenueNotArmed)
 	ts.must(t, &messages.SetKillSwitchRequest{User: "ivy", On: true, Level: messages.KillSwitchUser}, messages.ActorAgent)
 	check("kill switch, risk increasing", base, messages.CodeKillSwitchActive)
 	r = base
@@ -380,7 +378,7 @@ func TestDecideGate(t *testing.T) {
 func BenchmarkDecision(b *testing.B) {
 	ts := startUsers(b, b.TempDir())
 	ts.must(b, &messages.CreateUserRequest{User: "bench"}, messages.ActorCLIAdmin)
-	r := &messages.DecideActionRequest{User: "bench", Tool: "place_order", Category: messages.CategoryLinear, Symbol: "BTCUSDT", RiskIncreasing: true, Venue: messages.VenuePaper}
+	r := &messages.DecideActionRequest{User: "bench", Tool: "place_order", Category: messages.CategoryLinear, Symbol: "BTCUSDT", RiskIncreasing: true}
 	ctx := context.Background()
 	var ds []time.Duration
 	for b.Loop() {
@@ -399,7 +397,7 @@ func BenchmarkDecisionJournaled(b *testing.B) {
 	ts := startUsers(b, b.TempDir())
 	ts.must(b, &messages.CreateUserRequest{User: "bench"}, messages.ActorCLIAdmin)
 	ts.must(b, &messages.SetKillSwitchRequest{User: "bench", On: true, Level: messages.KillSwitchUser}, messages.ActorAgent)
-	r := &messages.DecideActionRequest{User: "bench", Tool: "place_order", Category: messages.CategoryLinear, Symbol: "BTCUSDT", RiskIncreasing: true, Venue: messages.VenuePaper, JournalRefusal: true}
+	r := &messages.DecideActionRequest{User: "bench", Tool: "place_order", Category: messages.CategoryLinear, Symbol: "BTCUSDT", RiskIncreasing: true, JournalRefusal: true}
 	ctx := context.Background()
 	var ds []time.Duration
 	for b.Loop() {
@@ -428,7 +426,7 @@ func BenchmarkDecisionsConcurrentUsers(b *testing.B) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			r := &messages.DecideActionRequest{User: fmt.Sprintf("u%d", i), Tool: "place_order", RiskIncreasing: true, Venue: messages.VenuePaper}
+			r := &messages.DecideActionRequest{User: fmt.Sprintf("u%d", i), Tool: "place_order", RiskIncreasing: true}
 			for range per {
 				if _, err := ts.Decide(ctx, r); err != nil {
 					b.Error(err)
@@ -452,6 +450,22 @@ func medianDur(ds []time.Duration) time.Duration {
 
 // The compacted replay (only the last record of each part of the state is
 // applied) gives exactly the state of applying every record in order.
+// The venue is the process's, never the caller's: a live process refuses a
+// user whose ceiling is demo, whatever the request says.
+func TestDecideUsesTheProcessVenue(t *testing.T) {
+	ts := startUsersWith(t, t.TempDir(), func(c *Config) { c.Venue, c.Environment = messages.VenueLive, "bybit-live" })
+	ts.must(t, &messages.CreateUserRequest{User: "vic"}, messages.ActorCLIAdmin)
+	ts.must(t, &messages.SetCeilingRequest{User: "vic", Settings: messages.PolicySettings{Profile: prof(messages.ProfileTrade), Allow: strs("linear:BTCUSDT")}}, messages.ActorCLIAdmin)
+	d, err := ts.Decide(context.Background(), &messages.DecideActionRequest{User: "vic", Tool: "place_order", Category: messages.CategoryLinear, Symbol: "BTCUSDT", RiskIncreasing: true})
+	if err != nil || d.Err == nil || d.Err.Code != messages.CodeVenueNotArmed {
+		t.Fatalf("live process, demo ceiling: %v %+v", err, d)
+	}
+	pol := ts.must(t, &messages.ShowPolicyRequest{User: "vic"}, messages.ActorCLIUser)
+	if !pol.Effective.MaxOrderNotionalUSDT.Equal(decimal.NewFromInt(50)) || !pol.Effective.MaxLeverage.Equal(decimal.NewFromInt(3)) {
+		t.Fatalf("live defaults %s / x%s", pol.Effective.MaxOrderNotionalUSDT, pol.Effective.MaxLeverage)
+	}
+}
+
 func TestCompactedReplayEqualsFullReplay(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	users := []string{"a", "b", "c", "d"}
@@ -463,7 +477,7 @@ func TestCompactedReplayEqualsFullReplay(t *testing.T) {
 		emit := func(user string, ev Event) {
 			seq++
 			payload, _ := json.Marshal(ev.Payload)
-			if err := replay.OnRecord(wal.Record{Seq: seq, Type: uint16(ev.Type), User: user, Payload: payload}); err != nil {
+			if err := replay.OnRecord(wal.Record{Seq: seq, Type: uint16(ev.Type), User: user, Actor: messages.ActorCLIAdmin, Payload: payload}); err != nil {
 				t.Fatal(err)
 			}
 			back, _, err := DecodeEvent(ev.Type, payload)
@@ -520,5 +534,37 @@ func TestCompactedReplayEqualsFullReplay(t *testing.T) {
 		if len(got) != len(full) {
 			t.Fatalf("round %d: %d users, want %d", round, len(got), len(full))
 		}
+	}
+}
+
+// A record appended to the journal under a name that may not cause it (the
+// agent turning off the admin's kill switch, setting a ceiling) refuses
+// start, and the live path refuses the same commands.
+func TestForgedOriginsAreRefused(t *testing.T) {
+	dir := t.TempDir()
+	ts := startUsers(t, dir)
+	ts.must(t, &messages.CreateUserRequest{User: "wes"}, messages.ActorCLIAdmin)
+	ts.must(t, &messages.SetKillSwitchRequest{User: "wes", On: true, Level: messages.KillSwitchAdmin}, messages.ActorCLIAdmin)
+	// Live: the agent's channel cannot turn it off or set a ceiling, even if
+	// a bug handed it the command.
+	if _, err := ts.do(t, &messages.SetKillSwitchRequest{User: "wes", On: false, Level: messages.KillSwitchAdmin}, messages.ActorAgent); messages.CodeOf(err) != messages.CodePermissionDenied {
+		t.Fatalf("agent turned off the admin switch: %v", err)
+	}
+	if _, err := ts.do(t, &messages.SetCeilingRequest{User: "wes", Settings: messages.PolicySettings{Profile: prof(messages.ProfileTrade)}}, messages.ActorAgent); messages.CodeOf(err) != messages.CodePermissionDenied {
+		t.Fatalf("agent set a ceiling: %v", err)
+	}
+	if _, err := ts.do(t, &messages.CreateUserRequest{User: "eve"}, messages.ActorAgent); messages.CodeOf(err) != messages.CodePermissionDenied {
+		t.Fatalf("agent created a user: %v", err)
+	}
+	// Forged: append kill_switch_off {admin -> none} as mcp:agent.
+	if _, err := ts.JournalJSON(context.Background(), messages.RecordKillSwitchOff, "wes", messages.ActorAgent,
+		messages.KillSwitchEvent{Before: messages.KillSwitchAdmin, After: messages.KillSwitchNone}); err != nil {
+		t.Fatal(err)
+	}
+	ts.stop()
+	replay := NewUserReplay()
+	_, _, err := wal.Open(dir, wal.Options{OnRecord: replay.OnRecord})
+	if err == nil || !strings.Contains(err.Error(), "kill_switch_off") || !strings.Contains(err.Error(), "mcp:agent") {
+		t.Fatalf("a forged kill_switch_off did not refuse start: %v", err)
 	}
 }

@@ -263,7 +263,9 @@ func joinFields(fs []string) string {
 // DecideAction is the gate of SPEC §8 steps 2 and 3 for one action: kill
 // switch, profile, venue arming, allowlist, per-order notional and leverage.
 // It reads the state and changes nothing.
-func (s *UserState) DecideAction(r *messages.DecideActionRequest, env string) *messages.Error {
+// venue is the arming level of this process's venue: the action can only go
+// there, so the caller does not choose it.
+func (s *UserState) DecideAction(r *messages.DecideActionRequest, venue messages.VenueLevel, env string) *messages.Error {
 	if !s.Exists {
 		return messages.Errorf(messages.CodeNotFound, "no such user")
 	}
@@ -278,12 +280,18 @@ func (s *UserState) DecideAction(r *messages.DecideActionRequest, env string) *m
 			Details:  map[string]any{"kill_switch": string(s.KillSwitch)},
 		}
 	}
-	p := s.effective(r.Venue, env)
+	p := s.effective(venue, env)
 	trading := slices.Contains(messages.TradingTools, r.Tool)
 	if trading && p.Profile != messages.ProfileTrade {
 		return &messages.Error{
 			Code: messages.CodePermissionDenied, Message: "the profile " + string(p.Profile) + " may not trade",
 			NextStep: "a human can change the profile outside the chat", Details: map[string]any{"limit": "profile", "allowed": string(p.Profile)},
+		}
+	}
+	if venue.Rank() > p.VenueCeiling.Rank() {
+		return &messages.Error{
+			Code: messages.CodeVenueNotArmed, Message: "this user is armed up to " + string(p.VenueCeiling) + " only",
+			NextStep: "use a venue at or below the ceiling; the admin sets the ceiling", Details: map[string]any{"limit": "venue_ceiling", "allowed": string(p.VenueCeiling)},
 		}
 	}
 	if trading {
@@ -297,12 +305,6 @@ func (s *UserState) DecideAction(r *messages.DecideActionRequest, env string) *m
 				NextStep: "a human must replace the key with `guarded-exchange keys replace`, outside the chat",
 				Details:  map[string]any{"offending": c.Offending},
 			}
-		}
-	}
-	if r.Venue.Rank() > p.VenueCeiling.Rank() {
-		return &messages.Error{
-			Code: messages.CodeVenueNotArmed, Message: "this user is armed up to " + string(p.VenueCeiling) + " only",
-			NextStep: "use a venue at or below the ceiling; the admin sets the ceiling", Details: map[string]any{"limit": "venue_ceiling", "allowed": string(p.VenueCeiling)},
 		}
 	}
 	if r.Symbol != "" {

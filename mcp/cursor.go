@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
+	"regexp"
 	"strings"
 	"unicode/utf8"
 
@@ -109,10 +110,17 @@ func (c *cursorSigner) mac(payload64 string) []byte {
 	return m.Sum(nil)
 }
 
+// venueCursorPattern is what an exchange page token may look like to be
+// handed out (Bybit's are URL-encoded key=value lists or base64 text).
+var venueCursorPattern = regexp.MustCompile(`^[A-Za-z0-9%=&_.:,+/-]+$`)
+
 // issue wraps the exchange cursor venueCursor for scope. ok is false when
 // venueCursor is empty or too long to hand out.
 func (c *cursorSigner) issue(scope cursorScope, venueCursor string) (string, bool) {
-	if venueCursor == "" || len(venueCursor) > maxVenueCursorLen {
+	// The exchange's cursor travels (base64) inside ours, so only cursors
+	// made of the characters page tokens use are wrapped: never free text
+	// that a model could decode and read.
+	if venueCursor == "" || len(venueCursor) > maxVenueCursorLen || !venueCursorPattern.MatchString(venueCursor) {
 		return "", false
 	}
 	b, err := json.Marshal(cursorPayload{

@@ -1,6 +1,7 @@
 package messages
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -97,7 +98,9 @@ func EncodeCommand(cmd Command) ([]byte, error) {
 // UnmarshalJSON decodes the control-socket encoding.
 func (r *AddCredentialRequest) UnmarshalJSON(b []byte) error {
 	var w addCredentialWire
-	if err := json.Unmarshal(b, &w); err != nil {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&w); err != nil {
 		return err
 	}
 	*r = AddCredentialRequest{User: w.User, Environment: w.Environment, APIKey: w.APIKey, APISecret: NewSecret(w.APISecret), Replace: w.Replace, AdminAttest: w.AdminAttest}

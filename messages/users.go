@@ -185,8 +185,6 @@ type DecideActionRequest struct {
 	// RiskIncreasing is false for cancels, closes, reduce-only orders,
 	// SL/TP and lowering leverage: the kill switch lets those through.
 	RiskIncreasing bool `json:"risk_increasing"`
-	// Venue is the venue the action would go to.
-	Venue VenueLevel `json:"venue"`
 	// JournalRefusal makes the actor journal a refusal (order_refused)
 	// before answering.
 	JournalRefusal bool `json:"-"`

@@ -296,6 +296,16 @@ var (
 )
 
 // checkEntry enforces the limits a reader relies on.
+// ValidateEntry reports why Append would refuse e (ErrInvalidEntry), or
+// nil. The journal actor uses it to single out a bad entry of a refused
+// batch.
+func ValidateEntry(e Entry) error {
+	if err := checkEntry(&e); err != nil {
+		return fmt.Errorf("%w: %v", ErrInvalidEntry, err)
+	}
+	return nil
+}
+
 func checkEntry(e *Entry) error {
 	for _, f := range [...]struct{ name, v string }{{"user", e.User}, {"actor", e.Actor}, {"channel", e.Channel}} {
 		if len(f.v) > MaxFieldLen {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -133,6 +134,11 @@ func TestPolicyChangeReachesRunningServer(t *testing.T) {
 	r = run(t, in.env(), "", "policy", "show", "--json")
 	if !strings.Contains(r.stdout, `"kill_switch":"user"`) {
 		t.Fatalf("the CLI does not see the agent's kill switch: %s", r.stdout)
+	}
+	// The change made over the socket names the peer in the journal.
+	dump := run(t, in.env(), "", "journal", "dump", "--type", "policy_ceiling_set")
+	if !regexp.MustCompile(`"channel":"socket uid=\d+ pid=\d+"`).MatchString(dump.stdout) {
+		t.Fatalf("policy_ceiling_set without the socket peer: %s", dump.stdout)
 	}
 }
 
@@ -280,10 +286,23 @@ func TestControlSocketRefusesOtherUID(t *testing.T) {
 		if conn == nil {
 			t.Fatalf("socket never came up: %v", err)
 		}
-		resp := controlLine(t, conn, bufio.NewReader(conn), `{"type":"policy.show","body":{"user":"local"}}`)
+		br := bufio.NewReader(conn)
+		resp := controlLine(t, conn, br, `{"type":"policy.show","body":{"user":"local"}}`)
+		var admin map[string]any
+		if approvers == "0" {
+			admin = controlLine(t, conn, br, `{"type":"admin.policy.set_ceiling","body":{"user":"local","settings":{"profile":"trade"}}}`)
+			st, _ := os.Stat(sock)
+			dir, _ := os.Stat(filepath.Dir(sock))
+			if st.Mode().Perm() != 0o666 || dir.Mode().Perm() != 0o711 {
+				t.Fatalf("with other approver uids the socket must be reachable: %v %v", st.Mode().Perm(), dir.Mode().Perm())
+			}
+		}
 		conn.Close()
 		stdin.Close()
 		serve.Wait()
+		if c, _ := errField(admin); approvers == "0" && c != "permission_denied" {
+			t.Fatalf("an approver ran an admin command: %v", admin)
+		}
 		code, _ := errField(resp)
 		if approvers == "" && code != "permission_denied" {
 			t.Fatalf("root was not refused: %v", resp)

@@ -30,6 +30,10 @@ func (p paths) controlSocket() string { return filepath.Join(p.run(), controlSoc
 // controlIdle is how long a control connection may sit without a request.
 const controlIdle = 5 * time.Minute
 
+// maxControlConns bounds the open control connections, so a local process
+// cannot use up the server's file descriptors.
+const maxControlConns = 32
+
 // controlServer serves the control socket (SPEC §7): line-delimited JSON
 // carrying typed commands, for peers whose uid is the server's own or in
 // GX_APPROVER_UIDS (checked with SO_PEERCRED). A bad line gets an error
@@ -38,7 +42,8 @@ type controlServer struct {
 	ln      *net.UnixListener
 	sys     *actors.System
 	logger  *slog.Logger
-	allowed []uint32
+	self    uint32   // the server's uid: may run every command
+	allowed []uint32 // self and GX_APPROVER_UIDS
 	wg      sync.WaitGroup
 	mu      sync.Mutex // guards conns
 	conns   map[net.Conn]struct{}
@@ -63,13 +68,20 @@ func parseApproverUIDs(s string) ([]uint32, error) {
 }
 
 // startControl listens on <home>/run/control.sock: the directory 0700, the
-// socket 0600. The caller holds the home lock, so an old socket file is
-// stale and removed.
+// socket 0600. When GX_APPROVER_UIDS names other uids, they must be able to
+// connect, so the directory becomes 0711 and the socket 0666; the peer-uid
+// check (SO_PEERCRED) is then the gate (docs/decisions.md D16). The caller
+// holds the home lock, so an old socket file is stale and removed.
 func startControl(p paths, sys *actors.System, logger *slog.Logger, approvers []uint32) (*controlServer, error) {
+	self := uint32(os.Getuid())
+	dirMode, sockMode := os.FileMode(0o700), os.FileMode(0o600)
+	if slices.ContainsFunc(approvers, func(u uint32) bool { return u != self }) {
+		dirMode, sockMode = 0o711, 0o666
+	}
 	if err := os.MkdirAll(p.run(), 0o700); err != nil {
 		return nil, err
 	}
-	if err := os.Chmod(p.run(), 0o700); err != nil {
+	if err := os.Chmod(p.run(), dirMode); err != nil {
 		return nil, err
 	}
 	path := p.controlSocket()
@@ -81,11 +93,11 @@ func startControl(p paths, sys *actors.System, logger *slog.Logger, approvers []
 		return nil, fmt.Errorf("control socket: %w", err)
 	}
 	ln.SetUnlinkOnClose(true)
-	if err := os.Chmod(path, 0o600); err != nil {
+	if err := os.Chmod(path, sockMode); err != nil {
 		ln.Close()
 		return nil, err
 	}
-	cs := &controlServer{ln: ln, sys: sys, logger: logger, allowed: append([]uint32{uint32(os.Getuid())}, approvers...), conns: map[net.Conn]struct{}{}}
+	cs := &controlServer{ln: ln, sys: sys, logger: logger, self: self, allowed: append([]uint32{self}, approvers...), conns: map[net.Conn]struct{}{}}
 	cs.wg.Add(1)
 	go cs.accept()
 	return cs, nil
@@ -104,8 +116,19 @@ func (cs *controlServer) accept() {
 			continue
 		}
 		cs.mu.Lock()
-		cs.conns[conn] = struct{}{}
+		full := len(cs.conns) >= maxControlConns
+		if !full {
+			cs.conns[conn] = struct{}{}
+		}
 		cs.mu.Unlock()
+		if full {
+			cs.logger.Warn("control socket: too many connections; refusing one")
+			b, _ := json.Marshal(messages.ControlResponse{Error: &messages.Error{Code: messages.CodeRateLimited, Message: "too many control connections", NextStep: "retry in a moment", RetryAfterS: 1}})
+			_ = conn.SetWriteDeadline(time.Now().Add(time.Second))
+			_, _ = conn.Write(append(b, '\n'))
+			conn.Close()
+			continue
+		}
 		cs.wg.Add(1)
 		go func() {
 			defer cs.wg.Done()
@@ -179,6 +202,7 @@ func (cs *controlServer) serve(conn *net.UnixConn) {
 		})
 		return
 	}
+	peer := peerOf{uid: cred.Uid, approverOnly: cred.Uid != cs.self, channel: fmt.Sprintf("socket uid=%d pid=%d", cred.Uid, cred.Pid)}
 	r := bufio.NewReaderSize(conn, messages.MaxControlLine+1)
 	for {
 		_ = conn.SetReadDeadline(time.Now().Add(controlIdle))
@@ -195,7 +219,7 @@ func (cs *controlServer) serve(conn *net.UnixConn) {
 		if len(line) == 0 {
 			continue
 		}
-		if !answer(cs.handle(ctx, line)) {
+		if !answer(cs.handle(ctx, line, peer)) {
 			return
 		}
 		if err != nil {
@@ -204,8 +228,29 @@ func (cs *controlServer) serve(conn *net.UnixConn) {
 	}
 }
 
+// peerOf is who is on a control connection.
+type peerOf struct {
+	uid uint32
+	// approverOnly: a uid from GX_APPROVER_UIDS, not the server's own.
+	approverOnly bool
+	channel      string
+}
+
+// approverMayRun is what an approver uid may do over the socket: read, and
+// turn a kill switch on (confirmation decisions join later, SPEC §9).
+// Everything else is the server's own uid's (docs/decisions.md D16).
+func approverMayRun(cmd messages.Command) bool {
+	switch c := cmd.(type) {
+	case *messages.ShowPolicyRequest, *messages.ShowCredentialRequest, *messages.ListUsersRequest:
+		return true
+	case *messages.SetKillSwitchRequest:
+		return c.On
+	}
+	return false
+}
+
 // handle decodes one request line and runs it through the one code path.
-func (cs *controlServer) handle(ctx context.Context, line []byte) messages.ControlResponse {
+func (cs *controlServer) handle(ctx context.Context, line []byte, peer peerOf) messages.ControlResponse {
 	var req messages.ControlRequest
 	dec := json.NewDecoder(bytes.NewReader(line))
 	dec.DisallowUnknownFields()
@@ -224,7 +269,14 @@ func (cs *controlServer) handle(ctx context.Context, line []byte) messages.Contr
 			return messages.ControlResponse{ID: id, Error: messages.InvalidParams("body", "does not match the message type")}
 		}
 	}
-	res, err := cs.sys.Handle(ctx, cmd, messages.OriginOf(cmd))
+	if peer.approverOnly && !approverMayRun(cmd) {
+		return messages.ControlResponse{ID: id, Error: &messages.Error{
+			Code:     messages.CodePermissionDenied,
+			Message:  "an approver uid may only read and turn a kill switch on",
+			NextStep: "run this command as the server's user",
+		}}
+	}
+	res, err := cs.sys.HandleVia(ctx, cmd, messages.OriginOf(cmd), peer.channel)
 	if err != nil {
 		return messages.ControlResponse{ID: id, Error: messages.AsError(err)}
 	}
@@ -287,5 +339,5 @@ func (r *Runtime) Deliver(ctx context.Context, g *cli.Globals, cmd messages.Comm
 		return nil, cli.CannotStart("%v", err)
 	}
 	defer st.close()
-	return st.sys.Handle(ctx, cmd, messages.OriginOf(cmd))
+	return st.sys.HandleVia(ctx, cmd, messages.OriginOf(cmd), fmt.Sprintf("in-process uid=%d pid=%d", os.Getuid(), os.Getpid()))
 }

@@ -1,0 +1,88 @@
+package actors
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	"github.com/guarded-exchange/guarded-exchange/messages"
+)
+
+// originAllowed is who may cause each user record (SPEC §1 G1): the agent
+// may only turn the kill switch on; only the admin sets ceilings, resets
+// overrides, creates or disables users, attests keys and turns off an admin
+// kill switch; permission re-checks are the server's own. The user actor
+// checks it before journaling, and replay checks it again for every record,
+// so a record appended to the journal under the wrong name refuses start
+// instead of changing state.
+func originAllowed(ev Event, actor string) bool {
+	admin := actor == messages.ActorCLIAdmin
+	human := admin || actor == messages.ActorCLIUser
+	switch ev.Type {
+	case messages.RecordUserCreated, messages.RecordPolicyCeilingSet, messages.RecordPolicyOverridesReset, messages.RecordUserDisabled:
+		return admin
+	case messages.RecordPolicyTightened, messages.RecordCredentialDeleted, messages.RecordCredentialRejected:
+		return human
+	case messages.RecordKillSwitchOn:
+		return human || actor == messages.ActorAgent
+	case messages.RecordKillSwitchOff:
+		p, ok := ev.Payload.(messages.KillSwitchEvent)
+		if !ok {
+			return false
+		}
+		if p.Before == messages.KillSwitchAdmin {
+			return admin
+		}
+		return human
+	case messages.RecordCredentialAdded:
+		p, ok := ev.Payload.(messages.CredentialAddedEvent)
+		if !ok {
+			return false
+		}
+		if p.Attested {
+			return admin
+		}
+		return human
+	case messages.RecordCredentialChecked:
+		return actor == messages.ActorSystem
+	case messages.RecordOrderRefused:
+		return slices.Contains([]string{messages.ActorAgent, messages.ActorCLIUser, messages.ActorCLIAdmin, messages.ActorExecutor}, actor)
+	}
+	return false
+}
+
+// refuseOrigin is the refusal for a command whose channel may not cause
+// the change it asks for.
+func refuseOrigin(ev Event, actor string) *messages.Error {
+	return &messages.Error{
+		Code:     messages.CodePermissionDenied,
+		Message:  fmt.Sprintf("%s may not cause a %s change", actor, ev.Type),
+		NextStep: "this change is made by a human outside the chat",
+	}
+}
+
+// checkReplayedOrigin checks a journal record's actor during replay. Only
+// the record types whose rule depends on the payload are decoded.
+func checkReplayedOrigin(seq uint64, typ messages.RecordType, actor string, payload []byte) error {
+	ev := Event{Type: typ}
+	switch typ {
+	case messages.RecordKillSwitchOff:
+		var p messages.KillSwitchEvent
+		if err := json.Unmarshal(payload, &p); err != nil {
+			return fmt.Errorf("journal seq %d (%s): %w", seq, typ, err)
+		}
+		ev.Payload = p
+	case messages.RecordCredentialAdded:
+		var p struct {
+			Attested bool `json:"attested"`
+		}
+		if err := json.Unmarshal(payload, &p); err != nil {
+			return fmt.Errorf("journal seq %d (%s): %w", seq, typ, err)
+		}
+		ev.Payload = messages.CredentialAddedEvent{Attested: p.Attested}
+	}
+	if !originAllowed(ev, actor) {
+		return fmt.Errorf("journal seq %d: a %s record by %q is not allowed; the journal was edited outside the server (inspect it with `guarded-exchange journal dump`)", seq, typ, actor)
+	}
+	return nil
+}
