@@ -4,6 +4,7 @@
 package cmd_test
 
 import (
+	"go/ast"
 	"go/parser"
 	"go/token"
 	"os"
@@ -130,6 +131,58 @@ func TestEveryPackageHasDocGo(t *testing.T) {
 		}
 		if af.Doc == nil || len(strings.TrimSpace(af.Doc.Text())) < 40 {
 			t.Errorf("%s: doc.go has no real package comment", rel)
+		}
+	}
+}
+
+// TestOnlyDocGoCarriesThePackageDoc: one place per package says what it is
+// (STYLE §10); a second package comment elsewhere drifts.
+func TestOnlyDocGoCarriesThePackageDoc(t *testing.T) {
+	root := repoRoot(t)
+	for rel, files := range goDirs(t, root) {
+		if rel == filepath.Join("cmd", "guarded-exchange") {
+			continue
+		}
+		for _, f := range files {
+			af, err := parser.ParseFile(token.NewFileSet(), f, nil, parser.PackageClauseOnly|parser.ParseComments)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if af.Doc != nil && filepath.Base(f) != "doc.go" {
+				t.Errorf("%s: only doc.go carries the package comment", strings.TrimPrefix(f, root+"/"))
+			}
+		}
+	}
+}
+
+// TestNothingWritesToStdout: stdout of serve carries only MCP JSON-RPC, so
+// no package but the commands (cmd, cli) may print to it.
+func TestNothingWritesToStdout(t *testing.T) {
+	root := repoRoot(t)
+	for rel, files := range goDirs(t, root) {
+		if area := areaOf(rel); area == "cmd" || area == "cli" {
+			continue
+		}
+		for _, f := range files {
+			af, err := parser.ParseFile(token.NewFileSet(), f, nil, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ast.Inspect(af, func(n ast.Node) bool {
+				switch n := n.(type) {
+				case *ast.SelectorExpr:
+					if id, ok := n.X.(*ast.Ident); ok {
+						if id.Name == "fmt" && strings.HasPrefix(n.Sel.Name, "Print") || id.Name == "os" && n.Sel.Name == "Stdout" {
+							t.Errorf("%s: %s.%s writes to stdout, which belongs to MCP", strings.TrimPrefix(f, root+"/"), id.Name, n.Sel.Name)
+						}
+					}
+				case *ast.CallExpr:
+					if id, ok := n.Fun.(*ast.Ident); ok && (id.Name == "println" || id.Name == "print") {
+						t.Errorf("%s: %s writes to stderr unstructured", strings.TrimPrefix(f, root+"/"), id.Name)
+					}
+				}
+				return true
+			})
 		}
 	}
 }
