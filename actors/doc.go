@@ -1,8 +1,12 @@
 // Package actors hosts the server's state owners on protoactor-go: a root
-// supervisor, the journal actor (the single writer of the WAL, with group
-// commit) and the market-data actor (the one path to the venue's public
-// endpoints). Later issues add one actor per user and one venue actor per
-// (user, venue) under the same root.
+// supervisor; the journal actor (the single writer of the WAL, with group
+// commit); the users supervisor with one actor per user (policy, kill
+// switch, sealed exchange keys; spawned on first use) and, under each, the
+// venue actor that owns the REST client with that user's key; and the
+// market-data actor (the one path to the venue's public endpoints).
+//
+// Every input is a typed message from package messages; System is the
+// façade the MCP server, the control socket and the in-process CLI call.
 //
 // Rules every actor here keeps (docs/architecture.md):
 //   - Each piece of state has exactly one owner; nothing outside an actor

@@ -4,6 +4,7 @@
 // that the composition root (cmd/guarded-exchange) binds in, so this
 // package imports nothing from the module but messages.
 //
-// Commands that change state will speak to a running server over the
-// control socket with the typed messages of package messages (SPEC §7).
+// Commands that change state send typed messages (package messages) to the
+// running server over the control socket (control.go), or, with no server,
+// the Runtime hosts the same actors in-process (SPEC §3, §7).
 package cli
