@@ -426,6 +426,13 @@ func TestJournalCommandsAndTamperDetection(t *testing.T) {
 	if got != "user_created,credential_added,server_started,credential_checked,tool_call" {
 		t.Fatalf("journal types %s", got)
 	}
+	mine := run(t, in.env(), "", "journal", "dump", "--user", "local")
+	if n := strings.Count(mine.stdout, "\n"); n != 4 || strings.Contains(mine.stdout, `"type":"server_started"`) {
+		t.Fatalf("dump --user local: %d lines: %s", n, mine.stdout)
+	}
+	if r := run(t, in.env(), "", "journal", "dump", "--user", "nobody"); r.code != 0 || r.stdout != "" {
+		t.Fatalf("dump --user nobody: %d %q", r.code, r.stdout)
+	}
 	table := run(t, in.env(), "", "journal", "dump", "--format", "table", "--type", "tool_call")
 	if table.code != 0 || !strings.Contains(table.stdout, "tool_call") || strings.Contains(table.stdout, "server_started") {
 		t.Fatalf("table dump: %q", table.stdout)
@@ -446,8 +453,8 @@ func TestJournalCommandsAndTamperDetection(t *testing.T) {
 		t.Fatalf("verify after tamper: %d %q", r.code, r.stderr)
 	}
 	r = run(t, in.env(), "", "serve")
-	if r.code != 2 || !strings.Contains(r.stderr, "cannot start: journal") {
-		t.Fatalf("serve on a damaged journal: %d %q", r.code, r.stderr)
+	if r.code != 2 || !strings.Contains(r.stderr, "cannot start: journal") || !strings.Contains(r.stderr, "seq 1") || !strings.Contains(r.stderr, "00000000000000000001") {
+		t.Fatalf("serve on a damaged journal must name the segment and seq: %d %q", r.code, r.stderr)
 	}
 }
 
