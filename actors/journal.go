@@ -47,11 +47,11 @@ type flushNow struct{}
 // 250 µs here), and only when the last batch had more than one writer.
 const joinWait = 60 * time.Microsecond
 
-// flushDone is sent by the flusher goroutine back to the journal actor.
+// flushDone is sent by the flusher goroutine back to the journal actor
+// after it has answered the batch's writers.
 type flushDone struct {
-	batch   []pendingAppend
-	records []wal.Record
-	err     error
+	batch []pendingAppend
+	err   error
 }
 
 type pendingAppend struct {
@@ -61,12 +61,14 @@ type pendingAppend struct {
 }
 
 // answer sends r to whoever waits for this append.
-func (p pendingAppend) answer(ctx actor.Context, r *AppendResponse) {
+// It may be called from any goroutine (sender is the actor's context or
+// the system's root context).
+func (p pendingAppend) answer(sender actor.SenderContext, r *AppendResponse) {
 	switch {
 	case p.reply != nil:
 		p.reply <- r
 	case p.replyTo != nil:
-		ctx.Send(p.replyTo, r)
+		sender.Send(p.replyTo, r)
 	}
 }
 
@@ -165,7 +167,22 @@ func (j *journalActor) flush(ctx actor.Context) {
 	self, root, log := ctx.Self(), ctx.ActorSystem().Root, j.log
 	go func() {
 		recs, err := log.Append(entries)
-		root.Send(self, &flushDone{batch: batch, records: recs, err: err})
+		if err == nil && len(recs) != len(batch) {
+			err = errors.New("journal: append returned a short batch")
+		}
+		// The flusher answers the writers itself, the moment their
+		// batch is durable: one hop fewer than through the mailbox. An
+		// invalid entry wrote nothing; the actor sorts that batch out.
+		if !errors.Is(err, wal.ErrInvalidEntry) {
+			for i, p := range batch {
+				if err != nil {
+					p.answer(root, &AppendResponse{Err: messages.Internal(err)})
+				} else {
+					p.answer(root, &AppendResponse{Record: recs[i]})
+				}
+			}
+		}
+		root.Send(self, &flushDone{batch: batch, err: err})
 	}()
 }
 
@@ -185,22 +202,11 @@ func (j *journalActor) finish(ctx actor.Context, d *flushDone) {
 		j.pending = append(good, j.pending...)
 		return
 	}
-	if d.err == nil && len(d.records) != len(d.batch) {
-		d.err = errors.New("journal: append returned a short batch")
-	}
+	// The batch's writers were answered by the flusher.
 	if d.err != nil {
 		j.failed = d.err
 		j.down.Store(true)
 		j.logger.Error("journal write failed; refusing all further appends", "err", d.err.Error())
-	}
-	for i, p := range d.batch {
-		if d.err != nil {
-			p.answer(ctx, &AppendResponse{Err: messages.Internal(d.err)})
-			continue
-		}
-		p.answer(ctx, &AppendResponse{Record: d.records[i]})
-	}
-	if d.err != nil {
 		for _, p := range j.pending {
 			p.answer(ctx, &AppendResponse{Err: messages.Internal(d.err)})
 		}
