@@ -34,7 +34,10 @@ func TestResolveVenue(t *testing.T) {
 		{"override without switch", "bybit-demo", env("GX_BYBIT_BASE_URL", "http://127.0.0.1:9"), "", "GX_TEST_ALLOW_LOOPBACK_BYBIT_URL"},
 		{"private address", "bybit-demo", env("GX_BYBIT_BASE_URL", "http://192.168.1.5", "GX_TEST_ALLOW_LOOPBACK_BYBIT_URL", "true"), "", "loopback"},
 		{"public host", "bybit-demo", env("GX_BYBIT_BASE_URL", "https://api.bybit.com.evil.example", "GX_TEST_ALLOW_LOOPBACK_BYBIT_URL", "true"), "", "loopback"},
-		{"not a URL", "bybit-demo", env("GX_BYBIT_BASE_URL", "ftp://127.0.0.1", "GX_TEST_ALLOW_LOOPBACK_BYBIT_URL", "true"), "", "http(s)"},
+		{"not a URL", "bybit-demo", env("GX_BYBIT_BASE_URL", "ftp://127.0.0.1", "GX_TEST_ALLOW_LOOPBACK_BYBIT_URL", "true"), "", "http/https"},
+		{"ws override loopback", "bybit-demo", env("GX_BYBIT_WS_PRIVATE_URL", "ws://127.0.0.1:9/v5/private", "GX_TEST_ALLOW_LOOPBACK_BYBIT_URL", "true"), "https://api-demo.bybit.com", ""},
+		{"ws override elsewhere", "bybit-demo", env("GX_BYBIT_WS_PRIVATE_URL", "wss://stream.example.org/v5/private", "GX_TEST_ALLOW_LOOPBACK_BYBIT_URL", "true"), "", "GX_BYBIT_WS_PRIVATE_URL must point at a loopback"},
+		{"ws override without switch", "bybit-demo", env("GX_BYBIT_WS_PRIVATE_URL", "ws://127.0.0.1:9"), "", "GX_TEST_ALLOW_LOOPBACK_BYBIT_URL"},
 		{"override refused on paper too", "paper", env("GX_BYBIT_BASE_URL", "http://10.0.0.1", "GX_TEST_ALLOW_LOOPBACK_BYBIT_URL", "true"), "", "loopback"},
 	}
 	for _, c := range cases {

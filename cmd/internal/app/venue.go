@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/guarded-exchange/guarded-exchange/cli"
@@ -51,9 +52,18 @@ func (vc venueConfig) level() messages.VenueLevel {
 // Missing or unsafe configuration fails closed.
 func resolveVenue(g *cli.Globals, getenv func(string) string) (venueConfig, error) {
 	vc := venueConfig{Name: g.Venue}
+	allow := getenv("GX_TEST_ALLOW_LOOPBACK_BYBIT_URL") == "true"
 	override := getenv("GX_BYBIT_BASE_URL")
 	if override != "" {
-		if err := checkLoopbackOverride(override, getenv("GX_TEST_ALLOW_LOOPBACK_BYBIT_URL") == "true"); err != nil {
+		if err := checkLoopbackOverride("GX_BYBIT_BASE_URL", override, allow, "http", "https"); err != nil {
+			return vc, err
+		}
+	}
+	// The private stream's URL is not used yet, but an unsafe value is
+	// refused now, so that a configuration that would later send keys to
+	// another host never starts.
+	if ws := getenv("GX_BYBIT_WS_PRIVATE_URL"); ws != "" {
+		if err := checkLoopbackOverride("GX_BYBIT_WS_PRIVATE_URL", ws, allow, "ws", "wss"); err != nil {
 			return vc, err
 		}
 	}
@@ -76,18 +86,18 @@ func resolveVenue(g *cli.Globals, getenv func(string) string) (venueConfig, erro
 	return vc, nil
 }
 
-// checkLoopbackOverride allows a Bybit URL override only for tests, and only
-// to a loopback address.
-func checkLoopbackOverride(raw string, allowed bool) error {
+// checkLoopbackOverride allows a Bybit URL override (env var name) only for
+// tests, and only to a loopback address with one of the schemes.
+func checkLoopbackOverride(name, raw string, allowed bool, schemes ...string) error {
 	u, err := url.Parse(raw)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("GX_BYBIT_BASE_URL is not an http(s) URL")
+	if err != nil || !slices.Contains(schemes, u.Scheme) || u.Host == "" {
+		return fmt.Errorf("%s is not a %s URL", name, strings.Join(schemes, "/"))
 	}
 	if !isLoopbackHost(u.Hostname()) {
-		return fmt.Errorf("GX_BYBIT_BASE_URL must point at a loopback address; other overrides are refused")
+		return fmt.Errorf("%s must point at a loopback address; other overrides are refused", name)
 	}
 	if !allowed {
-		return fmt.Errorf("GX_BYBIT_BASE_URL is set but GX_TEST_ALLOW_LOOPBACK_BYBIT_URL is not true")
+		return fmt.Errorf("%s is set but GX_TEST_ALLOW_LOOPBACK_BYBIT_URL is not true", name)
 	}
 	return nil
 }
