@@ -596,17 +596,3 @@ func (r *UserReplay) holders() (map[string]*committed, error) {
 	}
 	return out, nil
 }
-
-// Users lists the created users' names, sorted.
-func (r *UserReplay) Users() ([]string, error) {
-	states, err := r.states()
-	if err != nil {
-		return nil, err
-	}
-	out := make([]string, 0, len(states))
-	for u := range states {
-		out = append(out, u)
-	}
-	slices.Sort(out)
-	return out, nil
-}

@@ -29,8 +29,6 @@ func NewResult(commandName string) any {
 	switch commandName {
 	case "admin.user.list":
 		return &UserList{}
-	case "action.decide":
-		return &Decision{}
 	case "keys.add", "keys.show", "keys.delete", "keys.recheck":
 		return &CredentialView{}
 	}
