@@ -3,6 +3,7 @@ package actors
 import (
 	"errors"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -37,6 +38,69 @@ type AppendResponse struct {
 type drainRequest struct{}
 
 type drainResponse struct{}
+
+// journalHealth says whether the journal may still be written. Once down it
+// stays down, and Down() is closed so that every waiter wakes at once. It is
+// shared by the journal actor, the user actors and System; all its methods
+// are safe for concurrent use.
+type journalHealth struct {
+	down atomic.Bool
+	once sync.Once
+	// chs are all closed when the journal goes down. Waiters spread over
+	// them: many goroutines selecting on one channel contend for its lock.
+	chs        [healthShards]chan struct{}
+	next       atomic.Uint32
+	flushStart atomic.Int64 // unix nanoseconds of the flush in progress; 0 when none
+}
+
+const healthShards = 16
+
+func newJournalHealth() *journalHealth {
+	h := &journalHealth{}
+	for i := range h.chs {
+		h.chs[i] = make(chan struct{})
+	}
+	return h
+}
+
+// markDown refuses every later write.
+func (h *journalHealth) markDown() {
+	h.once.Do(func() {
+		h.down.Store(true)
+		for _, ch := range h.chs {
+			close(ch)
+		}
+	})
+}
+
+// isDown reports whether writes are refused.
+func (h *journalHealth) isDown() bool { return h.down.Load() }
+
+// Down returns a channel that is closed when the journal goes down.
+func (h *journalHealth) Down() <-chan struct{} { return h.chs[h.next.Add(1)%healthShards] }
+
+// watch marks the journal down when one flush has been running longer than
+// journalTimeout (a hung disk): its records may still become durable, so
+// the state could no longer be trusted to match the journal. One goroutine
+// for the whole journal, instead of a timer per write. It returns when stop
+// is closed.
+func (h *journalHealth) watch(stop <-chan struct{}, now func() time.Time, logger *slog.Logger) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-h.chs[0]:
+			return
+		case <-t.C:
+			if start := h.flushStart.Load(); start != 0 && now().Sub(time.Unix(0, start)) > journalTimeout {
+				logger.Error("journal: a flush has not finished in time; refusing all further writes", "timeout", journalTimeout.String())
+				h.markDown()
+			}
+		}
+	}
+}
 
 // flushNow starts a flush that was deferred so that concurrent writers could
 // join it (see maybeFlush).
@@ -83,7 +147,7 @@ func (p pendingAppend) answer(sender actor.SenderContext, r *AppendResponse) {
 type journalActor struct {
 	log    *wal.Log
 	logger *slog.Logger
-	down   *atomic.Bool // set when this actor stops or a write failed: writers fail fast
+	health *journalHealth // marked down when this actor stops or a write fails: writers fail fast
 
 	pending  []pendingAppend
 	flushing bool
@@ -98,7 +162,7 @@ type journalActor struct {
 func (j *journalActor) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Stopping:
-		j.down.Store(true)
+		j.health.markDown()
 	case *AppendRequest:
 		p := pendingAppend{entry: m.Entry, reply: m.Reply, replyTo: ctx.Sender()}
 		if j.failed != nil {
@@ -164,9 +228,11 @@ func (j *journalActor) flush(ctx actor.Context) {
 	for i, p := range batch {
 		entries[i] = p.entry
 	}
-	self, root, log := ctx.Self(), ctx.ActorSystem().Root, j.log
+	self, root, log, health := ctx.Self(), ctx.ActorSystem().Root, j.log, j.health
+	health.flushStart.Store(time.Now().UnixNano())
 	go func() {
 		recs, err := log.Append(entries)
+		health.flushStart.Store(0)
 		if err == nil && len(recs) != len(batch) {
 			err = errors.New("journal: append returned a short batch")
 		}
@@ -205,7 +271,7 @@ func (j *journalActor) finish(ctx actor.Context, d *flushDone) {
 	// The batch's writers were answered by the flusher.
 	if d.err != nil {
 		j.failed = d.err
-		j.down.Store(true)
+		j.health.markDown()
 		j.logger.Error("journal write failed; refusing all further appends", "err", d.err.Error())
 		for _, p := range j.pending {
 			p.answer(ctx, &AppendResponse{Err: messages.Internal(d.err)})

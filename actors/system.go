@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -61,10 +60,11 @@ type System struct {
 	logger  *slog.Logger
 	timeout time.Duration
 	now     func() time.Time
-	// journalDown is set when the journal actor has stopped for good: every
-	// later write fails at once instead of waiting for a reply that cannot
-	// come.
-	journalDown atomic.Bool
+	// journal health: down when the journal actor has stopped, a write
+	// failed or a flush hung; every later write fails at once instead of
+	// waiting for a reply that cannot come.
+	health      *journalHealth
+	stopWatcher chan struct{}
 }
 
 // Start builds the actor system: the root supervisor and, under it, the
@@ -77,7 +77,7 @@ func Start(cfg Config) (*System, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	s := &System{logger: logger, timeout: cfg.RequestTimeout, now: cfg.Now}
+	s := &System{logger: logger, timeout: cfg.RequestTimeout, now: cfg.Now, health: newJournalHealth(), stopWatcher: make(chan struct{})}
 	if s.timeout <= 0 {
 		s.timeout = 10 * time.Second
 	}
@@ -109,13 +109,14 @@ func Start(cfg Config) (*System, error) {
 	s.journal, err = s.spawnChild(childSpec{
 		name: "journal",
 		props: actor.PropsFromProducer(func() actor.Actor {
-			return &journalActor{log: journal, logger: logger, down: &s.journalDown}
+			return &journalActor{log: journal, logger: logger, health: s.health}
 		}, mw),
 		strategy: stopStrategy(),
 	})
 	if err != nil {
 		return nil, err
 	}
+	go s.health.watch(s.stopWatcher, time.Now, logger)
 	if cfg.Users != nil {
 		level := cfg.Venue
 		if level == "" {
@@ -127,7 +128,7 @@ func Start(cfg Config) (*System, error) {
 		}
 		deps := &userDeps{
 			venue: level, env: cfg.Environment, journal: s.journal, logger: logger, masterKey: cfg.MasterKey,
-			factory: cfg.Clients, timeout: s.timeout, now: s.now, mw: mw, journalDown: &s.journalDown,
+			factory: cfg.Clients, timeout: s.timeout, now: s.now, mw: mw, health: s.health,
 		}
 		if deps.env == "" {
 			deps.env = "paper"
@@ -179,6 +180,7 @@ func (s *System) spawnChild(spec childSpec) (*actor.PID, error) {
 // Stop drains the journal (everything queued is made durable) and stops
 // every actor. It does not close the WAL; the caller owns it.
 func (s *System) Stop() {
+	defer close(s.stopWatcher)
 	_, _ = s.sys.Root.RequestFuture(s.journal, &drainRequest{}, 30*time.Second).Result()
 	_, _ = s.sys.Root.PoisonFuture(s.root).Result()
 	s.sys.Shutdown()
@@ -189,15 +191,14 @@ func (s *System) Journal(ctx context.Context, e wal.Entry) (wal.Record, error) {
 	if e.Time.IsZero() {
 		e.Time = s.now().UTC()
 	}
-	if s.journalDown.Load() {
-		return wal.Record{}, messages.Internal(errors.New("journal: the journal actor has stopped; refusing writes"))
+	if s.health.isDown() {
+		return wal.Record{}, messages.Internal(errors.New("journal: the journal has failed; refusing writes"))
 	}
-	// A channel reply, not a protoactor future: this is the hot path of
-	// every durable write from outside the actors.
+	// A channel reply, not a protoactor future, and no timer per write:
+	// this is the hot path of every durable write from outside the actors.
+	// A hung journal is caught by one watcher (journalHealth.watch).
 	reply := make(chan *AppendResponse, 1)
 	s.sys.Root.Send(s.journal, &AppendRequest{Entry: e, Reply: reply})
-	timer := time.NewTimer(journalTimeout)
-	defer timer.Stop()
 	select {
 	case res := <-reply:
 		if res.Err != nil {
@@ -206,10 +207,8 @@ func (s *System) Journal(ctx context.Context, e wal.Entry) (wal.Record, error) {
 		return res.Record, nil
 	case <-ctx.Done():
 		return wal.Record{}, messages.Internal(fmt.Errorf("journal: %w", ctx.Err()))
-	case <-timer.C:
-		// The record may still become durable: stop trusting the journal.
-		s.journalDown.Store(true)
-		return wal.Record{}, messages.Internal(fmt.Errorf("journal: no answer in %s", journalTimeout))
+	case <-s.health.Down():
+		return wal.Record{}, messages.Internal(errors.New("journal: the journal failed before answering; the record may or may not be durable"))
 	}
 }
 
@@ -218,7 +217,7 @@ func (s *System) Journal(ctx context.Context, e wal.Entry) (wal.Record, error) {
 // record of a read-only tool); state changes use Journal. Once the journal
 // has failed it refuses, so nothing is served unjournaled.
 func (s *System) JournalAsync(e wal.Entry) error {
-	if s.journalDown.Load() {
+	if s.health.isDown() {
 		return messages.Internal(errors.New("journal: the journal has failed; refusing"))
 	}
 	if e.Time.IsZero() {

@@ -75,11 +75,11 @@ type userDeps struct {
 	timeout   time.Duration // one venue call
 	now       func() time.Time
 	mw        actor.PropsOption
-	// journalDown is the system's flag: a journal that does not answer
-	// within journalTimeout is treated as failed for everyone, since the
-	// write may still become durable and the state could no longer be
+	// health is the system's journal health: a journal that does not
+	// answer within journalTimeout is treated as failed for everyone, since
+	// the write may still become durable and the state could no longer be
 	// trusted to match the journal.
-	journalDown *atomic.Bool
+	health *journalHealth
 }
 
 // userActor is the thin shell around one user's UserState: it decides,
@@ -269,7 +269,7 @@ func (u *userActor) write(ctx actor.Context, ev Event, origin string, then after
 		u.drain(ctx)
 		return
 	}
-	if u.journalDown.Load() {
+	if u.health.isDown() {
 		then(wal.Record{}, messages.Internal(fmt.Errorf("journal: the journal has failed; refusing")))
 		u.drain(ctx)
 		return
@@ -288,7 +288,7 @@ func (u *userActor) write(ctx actor.Context, ev Event, origin string, then after
 		var rec wal.Record
 		switch {
 		case ferr != nil:
-			u.journalDown.Store(true)
+			u.health.markDown()
 			u.logger.Error("journal did not answer; refusing all further writes", "err", ferr.Error())
 			err = messages.Internal(fmt.Errorf("journal: %w", ferr))
 		case res.(*AppendResponse).Err != nil:
@@ -426,7 +426,7 @@ func (us *usersActor) handle(ctx actor.Context, m *userCommand, sender *actor.PI
 			us.busy = false
 			defer us.drainUsers(ctx)
 			if err != nil {
-				us.journalDown.Store(true)
+				us.health.markDown()
 			} else if res.(*AppendResponse).Err != nil {
 				err = res.(*AppendResponse).Err
 			}
