@@ -314,3 +314,32 @@ func TestInvalidEntryIsRefusedAlone(t *testing.T) {
 		t.Fatalf("%d records on disk, want 20", n)
 	}
 }
+
+// A flush that has run longer than journalTimeout marks the journal down,
+// and every waiter wakes.
+func TestHungFlushMarksTheJournalDown(t *testing.T) {
+	h := newJournalHealth()
+	stop := make(chan struct{})
+	defer close(stop)
+	waiters := []<-chan struct{}{h.Down(), h.Down(), h.Down()}
+	h.flushStart.Store(time.Now().Add(-journalTimeout - time.Second).UnixNano())
+	go h.watch(stop, time.Now, slog.New(slog.DiscardHandler))
+	for _, w := range waiters {
+		select {
+		case <-w:
+		case <-time.After(5 * time.Second):
+			t.Fatal("a hung flush did not mark the journal down")
+		}
+	}
+	if !h.isDown() {
+		t.Fatal("isDown is false")
+	}
+	// A flush in time does not.
+	ok := newJournalHealth()
+	ok.flushStart.Store(time.Now().UnixNano())
+	go ok.watch(stop, time.Now, slog.New(slog.DiscardHandler))
+	time.Sleep(1500 * time.Millisecond)
+	if ok.isDown() {
+		t.Fatal("a flush in time marked the journal down")
+	}
+}
