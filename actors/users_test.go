@@ -379,16 +379,7 @@ func BenchmarkDecision(b *testing.B) {
 	ts := startUsers(b, b.TempDir())
 	ts.must(b, &messages.CreateUserRequest{User: "bench"}, messages.ActorCLIAdmin)
 	r := &messages.DecideActionRequest{User: "bench", Tool: "place_order", Category: messages.CategoryLinear, Symbol: "BTCUSDT", RiskIncreasing: true}
-	ctx := context.Background()
-	var ds []time.Duration
-	for b.Loop() {
-		start := time.Now()
-		if _, err := ts.Decide(ctx, r); err != nil {
-			b.Fatal(err)
-		}
-		ds = append(ds, time.Since(start))
-	}
-	b.ReportMetric(float64(medianDur(ds).Nanoseconds())/1000, "p50-µs")
+	timeDecisions(b, ts, r)
 }
 
 // BenchmarkDecisionJournaled is a refused decision journaled (order_refused)
@@ -398,6 +389,12 @@ func BenchmarkDecisionJournaled(b *testing.B) {
 	ts.must(b, &messages.CreateUserRequest{User: "bench"}, messages.ActorCLIAdmin)
 	ts.must(b, &messages.SetKillSwitchRequest{User: "bench", On: true, Level: messages.KillSwitchUser}, messages.ActorAgent)
 	r := &messages.DecideActionRequest{User: "bench", Tool: "place_order", Category: messages.CategoryLinear, Symbol: "BTCUSDT", RiskIncreasing: true, JournalRefusal: true}
+	timeDecisions(b, ts, r)
+}
+
+// timeDecisions runs r through the user actor b.N times and reports the
+// median round trip.
+func timeDecisions(b *testing.B, ts *testSystem, r *messages.DecideActionRequest) {
 	ctx := context.Background()
 	var ds []time.Duration
 	for b.Loop() {

@@ -483,3 +483,26 @@ func TestNewServerRequiresDeps(t *testing.T) {
 		t.Fatal("NewServer without a backend must fail")
 	}
 }
+
+// The caller is identified once per tool call: the guard's answer reaches
+// the handler, so the user actor is not asked twice.
+func TestPrincipalIsResolvedOncePerCall(t *testing.T) {
+	e := newEnv(t)
+	var mu sync.Mutex
+	calls := 0
+	principal := func(context.Context, sdk.Request) (Principal, error) {
+		mu.Lock()
+		calls++
+		mu.Unlock()
+		return Principal{User: "local", Profile: ProfileReadOnly}, nil
+	}
+	cs := connect(t, Options{Backend: e.sys, Principal: principal}, "")
+	if _, isErr := callJSON(t, cs, "get_my_policy", map[string]any{}); isErr {
+		t.Fatal("get_my_policy failed")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if calls != 1 {
+		t.Fatalf("the principal was resolved %d times for one call", calls)
+	}
+}

@@ -102,9 +102,14 @@ type server struct {
 // guard middleware has already admitted and journaled the call.
 func (s *server) dispatch(t *tool) sdk.ToolHandler {
 	return func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
-		p, err := s.opts.Principal(ctx, req)
-		if err != nil {
-			return failure(s.logger, err, ""), nil
+		// The guard identified the caller for this very call; asking again
+		// would be a second user-actor round trip on every tool call.
+		p, ok := ctx.Value(principalKey{}).(Principal)
+		if !ok {
+			var err error
+			if p, err = s.opts.Principal(ctx, req); err != nil {
+				return failure(s.logger, err, ""), nil
+			}
 		}
 		c := &call{principal: p, args: parseArgs(req.Params.Arguments), requestID: newRequestID()}
 		payload, err := t.handle(ctx, c)
@@ -183,11 +188,14 @@ func (s *server) guard(next sdk.MethodHandler) sdk.MethodHandler {
 					NextStep: "use the tools listed by tools/list; a human can change the profile outside the chat",
 				}, ""), nil
 			}
-			return next(ctx, method, req)
+			return next(context.WithValue(ctx, principalKey{}, p), method, req)
 		}
 		return next(ctx, method, req)
 	}
 }
+
+// principalKey carries the principal the guard found to the tool handler.
+type principalKey struct{}
 
 // recoverPanics keeps a panicking handler from killing the process (the SDK
 // has no recover): tools/call gets an internal_error result with a

@@ -627,12 +627,18 @@ func (s *Sim) orderRealtime(c *call) response {
 	}
 	s.mu.Unlock()
 
-	page, next := paginate(s, c, rows, orderKey, newestFirst, cur, int(limit))
+	return s.orderPage(c, f.category, rows, cur, int(limit))
+}
+
+// orderPage answers one page of orders, newest first, for realtime and
+// history alike.
+func (s *Sim) orderPage(c *call, category string, rows []*simOrder, cur *cursorPos, limit int) response {
+	page, next := paginate(s, c, rows, orderKey, newestFirst, cur, limit)
 	list := make([]any, 0, len(page))
 	for _, o := range page {
 		list = append(list, s.orderRow(o))
 	}
-	return ok(pagedResult{Category: f.category, NextPageCursor: next, List: list})
+	return ok(pagedResult{Category: category, NextPageCursor: next, List: list})
 }
 
 // windowParams resolves startTime/endTime by the 7-day rules of reference
@@ -732,12 +738,7 @@ func (s *Sim) orderHistory(c *call) response {
 	}
 	s.mu.Unlock()
 
-	page, next := paginate(s, c, rows, orderKey, newestFirst, cur, int(limit))
-	list := make([]any, 0, len(page))
-	for _, o := range page {
-		list = append(list, s.orderRow(o))
-	}
-	return ok(pagedResult{Category: f.category, NextPageCursor: next, List: list})
+	return s.orderPage(c, f.category, rows, cur, int(limit))
 }
 
 // GET /v5/execution/list
