@@ -56,16 +56,20 @@
 // and checks the CRC, seq continuity, each hash and the chain from
 // GenesisHash, calling Options.OnRecord for each record. Then:
 //
-//   - Damage at the end of the LAST segment with no intact frame after it
-//     (an incomplete entry, a final entry that fails decoding, zero fill or
-//     garbage after the last good entry) is a torn tail: the segment is
-//     copied to "<name>.broken", truncated after its last good entry, and
-//     the file and the directory are fsynced. Recovery reports it; the
-//     caller journals recovered_torn_tail.
-//   - Anything else (a bad record anywhere else, including the middle of the
-//     last segment; a seq gap or reordering; a broken chain; a truncated
-//     older segment; a record of a newer version) refuses to open with a
-//     *DamageError naming the segment file and the seq. Nothing is changed.
+//   - What a crash leaves at the end of the LAST segment, with no intact
+//     frame after it, is a torn tail: an incomplete final entry (its length
+//     prefix or its bytes run past the end of the file), zero fill, or
+//     stray bytes that name no record. The segment is copied to
+//     "<name>.broken", truncated after its last good entry, and the file
+//     and the directory are fsynced. Recovery reports it; the caller
+//     journals recovered_torn_tail.
+//   - Anything else refuses to open with a *DamageError naming the segment
+//     file and the seq, and nothing is changed: a COMPLETE last record that
+//     fails its CRC (a flipped byte anywhere in it, its length prefix
+//     included: a crash cannot produce that, so cutting it would lose an
+//     acknowledged record), a bad record anywhere else, a seq gap or
+//     reordering, a broken chain, a truncated older segment, a record of a
+//     newer version. See walker.wholeRecord and docs/journal-format.md.
 //
 // # Concurrency
 //

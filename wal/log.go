@@ -112,12 +112,14 @@ type Log struct {
 //
 // Before tidwall/wal sees the files, Open reads every segment itself and
 // checks framing, CRC, seq continuity, each hash and the chain from the
-// genesis value, calling opts.OnRecord for every record in order. Damage in
-// the last segment with no valid record after it (a torn final write, zero
-// fill, garbage) is repaired: the segment is copied to "<name>.broken",
-// truncated after its last good record, and the file and directory are
-// fsynced; Recovery says what was dropped. Damage anywhere else returns a
-// *DamageError naming the segment and seq, and nothing is changed.
+// genesis value, calling opts.OnRecord for every record in order. What a
+// crash leaves at the end of the last segment with no valid record after
+// it (an incomplete final entry, zero fill, stray bytes) is repaired: the
+// segment is copied to "<name>.broken", truncated after its last good
+// record, and the file and directory are fsynced; Recovery says what was
+// dropped. A complete last record that fails its CRC is damage, not a torn
+// write; it and damage anywhere else return a *DamageError naming the
+// segment and seq, and nothing is changed.
 //
 // The repair is ours because tidwall/wal has none: a torn last entry makes
 // its Open fail with ErrCorrupt (tidwall/wal#21), and zero fill opens as

@@ -36,12 +36,14 @@ const (
 	// ReasonOutOfOrder: a record's sequence number is lower than one already
 	// seen (records were swapped or duplicated).
 	ReasonOutOfOrder = "record out of order"
-	// ReasonTornTail: the last segment ends with an incomplete or damaged
-	// final entry, the trace of a crash mid-write. Open cuts it off.
+	// ReasonTornTail: the last segment ends with an incomplete entry (its
+	// length prefix or its bytes run past the end of the file), the trace
+	// of a crash mid-write. Open cuts it off. A complete last entry that
+	// fails its CRC is damage, not a torn tail: Open refuses it.
 	ReasonTornTail = "torn tail"
 	// ReasonTrailingGarbage: the last segment ends with bytes that are not
-	// records (zero fill, garbage) after its last good record. Open cuts
-	// them off.
+	// a record (zero fill, stray bytes that name no record) after its last
+	// good record. Open cuts them off.
 	ReasonTrailingGarbage = "trailing garbage"
 	// ReasonSegmentTruncated: a segment that is not the last ends with an
 	// incomplete entry. Open refuses.
@@ -312,23 +314,31 @@ func (w *walker) walkSegment(s segFile, data []byte, last bool) error {
 // of the file.
 var errIncomplete = fmt.Errorf("%w: entry runs past the end of the segment", ErrTruncated)
 
+// errLengthDamaged marks a last entry whose tidwall/wal length prefix is
+// damaged: a whole frame with an intact CRC sits right after it.
+var errLengthDamaged = fmt.Errorf("%w: damaged length prefix of a whole record", ErrCorrupt)
+
 // damaged handles a bad entry at data[pos:] (end is its end, or 0 when it
 // is incomplete). It returns where to continue in this segment, or -1 to
 // stop reading it.
 func (w *walker) damaged(s segFile, data []byte, pos, end int, perr error, last bool) (int, error) {
 	q := w.resync(data, pos+1)
 	if q < 0 && last && !errors.Is(perr, ErrVersion) {
-		// Nothing valid follows in the last segment: a torn tail (one
-		// incomplete or damaged final entry) or trailing garbage.
-		reason := ReasonTrailingGarbage
-		if end == 0 || end == len(data) {
-			reason = ReasonTornTail
+		// Nothing valid follows in the last segment. It is a torn tail
+		// only if what is left cannot be a whole record (see wholeRecord).
+		cause := w.wholeRecord(data, pos, end, perr)
+		if cause == nil {
+			reason := ReasonTrailingGarbage
+			if end == 0 {
+				reason = ReasonTornTail
+			}
+			if w.mode == modeOpen {
+				w.tail = &tailDamage{seg: s, data: data, off: pos, reason: reason}
+				return -1, nil
+			}
+			return -1, w.problem(Problem{Seq: w.next, Segment: s.name, Offset: int64(pos), Reason: reason}, perr)
 		}
-		if w.mode == modeOpen {
-			w.tail = &tailDamage{seg: s, data: data, off: pos, reason: reason}
-			return -1, nil
-		}
-		return -1, w.problem(Problem{Seq: w.next, Segment: s.name, Offset: int64(pos), Reason: reason}, perr)
+		perr = cause
 	}
 	reason := ReasonCorrupt
 	switch {
@@ -336,13 +346,83 @@ func (w *walker) damaged(s segFile, data []byte, pos, end int, perr error, last 
 		reason = ReasonCRCMismatch
 	case errors.Is(perr, ErrVersion):
 		reason = ReasonVersion
-	case end == 0 && q < 0:
+	case end == 0 && q < 0 && !last:
 		reason = ReasonSegmentTruncated
 	}
 	if err := w.problem(Problem{Seq: w.next, Segment: s.name, Offset: int64(pos), Reason: reason}, perr); err != nil {
 		return 0, err
 	}
 	return q, nil
+}
+
+// wholeRecord decides what the bytes after the last good record of the
+// last segment are, when no intact frame follows them. It returns nil when
+// they are what a crash leaves (Open may cut them) and the error to report
+// when they are a whole record that was damaged afterwards (Open refuses).
+//
+// A crash mid-write leaves a prefix of what was written: the last entry is
+// incomplete (its length prefix, or the bytes it announces, run past the
+// end of the file), or the file was extended but not written (zero fill).
+// It cannot leave a complete entry that fails its CRC. So the bytes are a
+// damaged whole record, never a torn write, when
+//
+//   - a frame with an intact CRC starts within the first
+//     binary.MaxVarintLen64 bytes after pos: the record is whole and only
+//     its tidwall/wal length prefix was damaged, which may make it look
+//     incomplete (errLengthDamaged); or
+//   - the entry at pos is complete (end > 0) and its frame names itself as
+//     the next record: its seq is the one expected, or its prev_hash is the
+//     hash of the last good record. One damaged byte cannot change both, so
+//     a flipped byte anywhere in a complete last record is caught; zero fill
+//     and stray bytes match neither. perr (usually a CRC mismatch) is
+//     returned.
+//
+// When in doubt (two faults at once, e.g. a torn write whose length prefix
+// was also damaged) this refuses: a refusal loses nothing, a wrong cut
+// loses an acknowledged record.
+func (w *walker) wholeRecord(data []byte, pos, end int, perr error) error {
+	for s := pos + 1; s <= pos+binary.MaxVarintLen64 && s < len(data); s++ {
+		if intactFrameAt(data[s:]) {
+			return errLengthDamaged
+		}
+	}
+	if end == 0 {
+		return nil
+	}
+	_, k := binary.Uvarint(data[pos:])
+	b := data[pos+k : end]
+	if len(b) < fixedLen {
+		return nil
+	}
+	if binary.BigEndian.Uint64(b[offSeq:]) == w.next || bytes.Equal(b[offPrev:offPrev+hashLen], w.prev[:]) {
+		return perr
+	}
+	return nil
+}
+
+// intactFrameAt reports whether b starts with a whole version-1 frame
+// (its own field lengths say where it ends) whose CRC is intact,
+// regardless of what follows it.
+func intactFrameAt(b []byte) bool {
+	if len(b) < minFrameLen || b[offVersion] != Version {
+		return false
+	}
+	off := fixedLen
+	for i := 0; i < 4; i++ {
+		limit := MaxFieldLen
+		if i == 3 {
+			limit = MaxPayloadLen
+		}
+		var err error
+		if _, off, err = readField(b, off, limit); err != nil {
+			return false
+		}
+	}
+	n := off + trailerLen
+	if n > len(b) {
+		return false
+	}
+	return crc32.Checksum(b[:n-crcLen], castagnoli) == binary.BigEndian.Uint32(b[n-crcLen:n])
 }
 
 // resync looks for the next offset in data, from from on, where a whole
@@ -431,8 +511,10 @@ func (w *walker) accept(s segFile, f *frameView, off int, first bool) error {
 	if w.expect != nil && f.seq == w.expect.Seq {
 		w.expectSeen = true
 		if w.prev != w.expect.Hash {
-			w.problem(Problem{Seq: f.seq, Segment: s.name, Offset: int64(off),
-				Reason: fmt.Sprintf("%s: expected %s, journal has %s", ReasonHeadMismatch, w.expect, Head{Seq: f.seq, Hash: w.prev})}, nil)
+			if err := w.problem(Problem{Seq: f.seq, Segment: s.name, Offset: int64(off),
+				Reason: fmt.Sprintf("%s: expected %s, journal has %s", ReasonHeadMismatch, w.expect, Head{Seq: f.seq, Hash: w.prev})}, nil); err != nil {
+				return err
+			}
 		}
 	}
 	if w.fn != nil {

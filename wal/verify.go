@@ -90,9 +90,11 @@ func Verify(dir string, expectHead string) (VerifyResult, error) {
 		return VerifyResult{}, err
 	}
 	if w.expect != nil && !w.expectSeen {
-		w.problem(Problem{Seq: w.expect.Seq, Offset: -1, Reason: fmt.Sprintf(
+		if err := w.problem(Problem{Seq: w.expect.Seq, Offset: -1, Reason: fmt.Sprintf(
 			"%s: expected %s, journal has no intact record %d (last record read: seq %d)",
-			ReasonHeadMismatch, w.expect, w.expect.Seq, w.lastSeq)}, nil)
+			ReasonHeadMismatch, w.expect, w.expect.Seq, w.lastSeq)}, nil); err != nil {
+			return VerifyResult{}, err
+		}
 	}
 	return VerifyResult{Records: w.records, Head: Head{Seq: w.lastSeq, Hash: w.prev}, Problems: w.problems}, nil
 }
