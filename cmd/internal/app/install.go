@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -120,28 +121,187 @@ func masterKeyID(key []byte) string {
 	return hex.EncodeToString(id)
 }
 
-// readMasterKey reads the hex master key and checks its mode: it must not
-// be readable by group or others.
+// Limits on reading the master key file: it holds 64 hex digits and a
+// newline, so anything bigger is not a key file, and a read that has not
+// finished in a few seconds never will.
+const (
+	maxMasterKeyFile     = 4096
+	masterKeyReadTimeout = 3 * time.Second
+)
+
+// readMasterKey reads the hex master key. Only a private regular file is
+// accepted: not a symlink, a FIFO, a socket or a device (a FIFO would block
+// the process forever, a device could be read without end), not readable
+// or writable by group or others. The file is opened without following a
+// symlink and without blocking, checked again on the open descriptor (so a
+// file swapped in between is caught), and read with a size limit and a
+// deadline. Every refusal names the file and says how to fix it; none
+// echoes the file's contents.
 func readMasterKey(path string) ([]byte, error) {
-	st, err := os.Stat(path)
+	st, err := os.Lstat(path)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("master key file %s is missing", path)
 		}
 		return nil, fmt.Errorf("master key file: %w", err)
 	}
-	if st.Mode().Perm()&0o077 != 0 {
-		return nil, fmt.Errorf("master key file %s is readable by others (mode %04o); run chmod 600", path, st.Mode().Perm())
+	if err := checkMasterKeyFile(path, st); err != nil {
+		return nil, err
 	}
-	raw, err := os.ReadFile(path)
+	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
 	if err != nil {
-		return nil, fmt.Errorf("master key file: %w", err)
+		if errors.Is(err, syscall.ELOOP) {
+			return nil, fmt.Errorf("master key file %s became a symbolic link while it was opened; give the key file itself", path)
+		}
+		return nil, fmt.Errorf("master key file %s: %w", path, err)
+	}
+	f := os.NewFile(uintptr(fd), path)
+	defer f.Close()
+	fst, err := f.Stat() // fstat: what was actually opened
+	if err != nil {
+		return nil, fmt.Errorf("master key file %s: %w", path, err)
+	}
+	if err := checkMasterKeyFile(path, fst); err != nil {
+		return nil, err
+	}
+	if !os.SameFile(st, fst) {
+		return nil, fmt.Errorf("master key file %s was replaced while it was opened; try again", path)
+	}
+	raw, err := readWithin(f, maxMasterKeyFile, masterKeyReadTimeout)
+	if err != nil {
+		return nil, fmt.Errorf("master key file %s: %w", path, err)
 	}
 	key, err := hex.DecodeString(strings.TrimSpace(string(raw)))
 	if err != nil || len(key) != masterKeySize {
 		return nil, fmt.Errorf("master key file %s is not a 256-bit hex key", path)
 	}
 	return key, nil
+}
+
+// checkMasterKeyFile refuses anything but a private regular file of a
+// plausible size.
+func checkMasterKeyFile(path string, st fs.FileInfo) error {
+	m := st.Mode()
+	switch {
+	case m&fs.ModeSymlink != 0:
+		target := "the file it points to"
+		if t, err := filepath.EvalSymlinks(path); err == nil {
+			target = t
+		}
+		return fmt.Errorf("master key file %s is a symbolic link; point --master-key-file (GX_MASTER_KEY_FILE) at the key file itself (%s)", path, target)
+	case !m.IsRegular():
+		return fmt.Errorf("master key file %s is not a regular file but a %s; the master key must be a plain file with mode 0600 (run `guarded-exchange init` with a new --master-key-file, or restore the key file)", path, fileKind(m))
+	case m.Perm()&0o044 != 0:
+		return fmt.Errorf("master key file %s is readable by others (mode %04o); run chmod 600 %s", path, m.Perm(), shellQuote(path))
+	case m.Perm()&0o033 != 0:
+		return fmt.Errorf("master key file %s is writable or executable by others (mode %04o); run chmod 600 %s", path, m.Perm(), shellQuote(path))
+	case st.Size() > maxMasterKeyFile:
+		return fmt.Errorf("master key file %s is %d bytes, too large for a key file (64 hex digits); check --master-key-file", path, st.Size())
+	}
+	return nil
+}
+
+// fileKind names a non-regular file type for an error message.
+func fileKind(m fs.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "directory"
+	case m&fs.ModeNamedPipe != 0:
+		return "FIFO (named pipe)"
+	case m&fs.ModeSocket != 0:
+		return "socket"
+	case m&fs.ModeCharDevice != 0:
+		return "character device"
+	case m&fs.ModeDevice != 0:
+		return "block device"
+	}
+	return "special file"
+}
+
+// readWithin reads f to its end, at most limit bytes, and gives up after
+// d. f is a regular file, whose reads the runtime poller cannot time out,
+// so the read runs in a goroutine; on a timeout it is left behind (the
+// caller is about to exit with the error) and the close waits for it.
+func readWithin(f *os.File, limit int64, d time.Duration) ([]byte, error) {
+	type result struct {
+		b   []byte
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		b, err := io.ReadAll(io.LimitReader(f, limit+1))
+		done <- result{b, err}
+	}()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case r := <-done:
+		if r.err != nil {
+			return nil, r.err
+		}
+		if int64(len(r.b)) > limit {
+			return nil, fmt.Errorf("more than %d bytes, too large for a key file", limit)
+		}
+		return r.b, nil
+	case <-t.C:
+		return nil, fmt.Errorf("no answer within %s; the master key must be a plain local file", d)
+	}
+}
+
+// shellQuote returns p as one word for a POSIX shell, so a fix printed in
+// an error message can be pasted as it is.
+func shellQuote(p string) string {
+	safe := p != ""
+	for _, r := range p {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("/._-+:@%,=", r)) {
+			safe = false
+			break
+		}
+	}
+	if safe {
+		return p
+	}
+	return "'" + strings.ReplaceAll(p, "'", `'\''`) + "'"
+}
+
+// checkHomeDirs refuses a home, or a directory of it (journal, snapshots,
+// run), that is not private to the user running the server: one that
+// group or others can write (they could plant or alter records, sockets or
+// the lock) or that belongs to another user. Each refusal gives the
+// command that fixes it. Directories not created yet are skipped; init
+// creates them with mode 0700.
+func checkHomeDirs(p paths) error { return checkHomeDirsOf(p, os.Getuid()) }
+
+// checkHomeDirsOf is checkHomeDirs for the user uid.
+func checkHomeDirsOf(p paths, uid int) error {
+	for _, d := range []struct{ name, path string }{
+		{"home", p.Home},
+		{"journal directory", p.journal()},
+		{"snapshots directory", p.snapshots()},
+		{"run directory", p.run()},
+	} {
+		st, err := os.Stat(d.path)
+		if errors.Is(err, fs.ErrNotExist) && d.path != p.Home {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("%s %s: %w", d.name, d.path, err)
+		}
+		if !st.IsDir() {
+			return fmt.Errorf("%s %s is not a directory", d.name, d.path)
+		}
+		if sys, ok := st.Sys().(*syscall.Stat_t); ok && int(sys.Uid) != uid {
+			return fmt.Errorf("%s %s belongs to uid %d, not to uid %d that runs guarded-exchange; use a home of your own, or run chown -R %d %s", d.name, d.path, sys.Uid, uid, uid, shellQuote(p.Home))
+		}
+		if perm := st.Mode().Perm(); perm&0o022 != 0 {
+			who := "others"
+			if perm&0o002 == 0 {
+				who = "its group"
+			}
+			return fmt.Errorf("%s %s is writable by %s (mode %04o); run chmod 700 %s", d.name, d.path, who, perm, shellQuote(d.path))
+		}
+	}
+	return nil
 }
 
 // createMasterKey writes a new random key with mode 0600, refusing to
@@ -209,12 +369,16 @@ func syncFile(path string) error {
 }
 
 // checkInstallation is what serve and the other state commands require:
-// the home exists and was initialised, and the master key is present,
-// private and the one this home was made with. It returns the key.
+// the home exists, is private (checkHomeDirs) and was initialised, and the
+// master key is present, a private regular file (readMasterKey) and the
+// one this home was made with. It returns the key.
 func checkInstallation(p paths) ([]byte, error) {
 	st, err := os.Stat(p.Home)
 	if err != nil || !st.IsDir() {
 		return nil, fmt.Errorf("home %s does not exist; run `guarded-exchange init`", p.Home)
+	}
+	if err := checkHomeDirs(p); err != nil {
+		return nil, err
 	}
 	inst, err := readInstallation(p)
 	if err != nil {

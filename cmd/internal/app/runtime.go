@@ -63,7 +63,7 @@ func (r *Runtime) Init(ctx context.Context, g *cli.Globals, out cli.IO) error {
 	inst, err := readInstallation(p)
 	switch {
 	case err == nil:
-		if _, kerr := os.Stat(p.MasterKey); errors.Is(kerr, fs.ErrNotExist) {
+		if _, kerr := os.Lstat(p.MasterKey); errors.Is(kerr, fs.ErrNotExist) {
 			return cli.CannotStart("installation %s exists but its master key file %s is gone; restore it (a new key cannot read what the old one encrypted)", p.Home, p.MasterKey)
 		}
 		if _, err := checkInstallation(p); err != nil {
@@ -75,6 +75,15 @@ func (r *Runtime) Init(ctx context.Context, g *cli.Globals, out cli.IO) error {
 		return cli.CannotStart("%v", err)
 	}
 
+	// A home that already exists must be private before init adopts it:
+	// whatever others could write into it (a journal, a lock, a socket)
+	// would become this installation's. A home others can write is
+	// refused with the fix, not silently chmodded.
+	if _, serr := os.Stat(p.Home); serr == nil {
+		if err := checkHomeDirs(p); err != nil {
+			return cli.CannotStart("%v", err)
+		}
+	}
 	for _, d := range []string{p.Home, p.journal(), p.snapshots(), p.run()} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			return cli.CannotStart("create %s: %v", d, err)
@@ -85,7 +94,9 @@ func (r *Runtime) Init(ctx context.Context, g *cli.Globals, out cli.IO) error {
 	}
 	key, err := readMasterKey(p.MasterKey)
 	if err != nil {
-		if _, serr := os.Stat(p.MasterKey); !errors.Is(serr, fs.ErrNotExist) {
+		// Only a key file that is not there at all (not even a dangling
+		// symlink) is created; anything else is refused as it is.
+		if _, serr := os.Lstat(p.MasterKey); !errors.Is(serr, fs.ErrNotExist) {
 			return cli.CannotStart("%v", err)
 		}
 		if key, err = createMasterKey(p.MasterKey); err != nil {
