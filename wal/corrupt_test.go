@@ -865,3 +865,51 @@ func TestSnapshotKeepsTruncationFiles(t *testing.T) {
 		t.Fatalf("Verify(copy) = %v, %v", res.Problems, err)
 	}
 }
+
+// TestDamagedLastRecordEveryMask is TestDamagedLastRecord for every
+// possible damage of each byte (all 255 xor masks), in memory: the walker
+// Open uses, primed with the segments before the last, must refuse each
+// damaged last segment as damage at the last record, never mark it for a
+// cut.
+func TestDamagedLastRecordEveryMask(t *testing.T) {
+	f := newFixture(t)
+	n := uint64(fixtureRecords)
+	segs, _, err := listSegments(f.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	primed := newWalker(modeOpen, nil)
+	for _, s := range segs[:len(segs)-1] {
+		data, _ := os.ReadFile(s.path)
+		if err := primed.walkSegment(s, data, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lastSeg := segs[len(segs)-1]
+	pristine, _ := os.ReadFile(lastSeg.path)
+	e := f.entry(n)
+	if e.seg != lastSeg.name || e.end != len(pristine) {
+		t.Fatalf("seq %d is not the end of the last segment", n)
+	}
+	// The pristine segment walks clean from the primed state.
+	w := *primed
+	if err := w.walkSegment(lastSeg, pristine, true); err != nil || w.tail != nil || w.lastSeq != n {
+		t.Fatalf("pristine last segment: %v, tail %+v, last seq %d", err, w.tail, w.lastSeq)
+	}
+	data := make([]byte, len(pristine))
+	cases := 0
+	for off := e.start; off < e.end; off++ {
+		for mask := 1; mask < 256; mask++ {
+			copy(data, pristine)
+			data[off] ^= byte(mask)
+			w := *primed
+			err := w.walkSegment(lastSeg, data, true)
+			var de *DamageError
+			if !errors.As(err, &de) || de.Seq != n || de.Segment != lastSeg.name || w.tail != nil {
+				t.Fatalf("byte %d of the last entry ^ %#02x: walk = %v, tail %+v; want damage at seq %d", off-e.start, mask, err, w.tail, n)
+			}
+			cases++
+		}
+	}
+	t.Logf("%d damaged last records refused", cases)
+}

@@ -137,3 +137,27 @@ func TestWritableHomeRefused(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkServeRefusesFIFOKey measures process start to exit of a serve
+// refused for a FIFO master key (the issue asks for under a second); it
+// reports the median.
+func BenchmarkServeRefusesFIFOKey(b *testing.B) {
+	in := newInstall(b)
+	os.Remove(in.key)
+	if err := syscall.Mkfifo(in.key, 0o600); err != nil {
+		b.Fatal(err)
+	}
+	var durations []time.Duration
+	for b.Loop() {
+		cmd := exec.Command(bin, "serve")
+		cmd.Env = in.env()
+		start := time.Now()
+		err := cmd.Run()
+		durations = append(durations, time.Since(start))
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 2 {
+			b.Fatalf("serve with a FIFO key: %v", err)
+		}
+	}
+	b.ReportMetric(float64(median(durations).Microseconds())/1000, "median-ms")
+}
