@@ -148,14 +148,15 @@ func readMasterKey(path string) ([]byte, error) {
 	if err := checkMasterKeyFile(path, st); err != nil {
 		return nil, err
 	}
-	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
+	// O_NONBLOCK: opening a FIFO for reading otherwise waits for a writer.
+	// O_NOFOLLOW: a symlink swapped in after the Lstat fails (ELOOP).
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOFOLLOW, 0)
 	if err != nil {
 		if errors.Is(err, syscall.ELOOP) {
 			return nil, fmt.Errorf("master key file %s became a symbolic link while it was opened; give the key file itself", path)
 		}
-		return nil, fmt.Errorf("master key file %s: %w", path, err)
+		return nil, fmt.Errorf("master key file: %w", err)
 	}
-	f := os.NewFile(uintptr(fd), path)
 	defer f.Close()
 	fst, err := f.Stat() // fstat: what was actually opened
 	if err != nil {
@@ -190,7 +191,7 @@ func checkMasterKeyFile(path string, st fs.FileInfo) error {
 		}
 		return fmt.Errorf("master key file %s is a symbolic link; point --master-key-file (GX_MASTER_KEY_FILE) at the key file itself (%s)", path, target)
 	case !m.IsRegular():
-		return fmt.Errorf("master key file %s is not a regular file but a %s; the master key must be a plain file with mode 0600 (run `guarded-exchange init` with a new --master-key-file, or restore the key file)", path, fileKind(m))
+		return fmt.Errorf("master key file %s is not a regular file but a %s; the master key must be a plain file of mode 0600: point --master-key-file (GX_MASTER_KEY_FILE) at the key file itself", path, fileKind(m))
 	case m.Perm()&0o044 != 0:
 		return fmt.Errorf("master key file %s is readable by others (mode %04o); run chmod 600 %s", path, m.Perm(), shellQuote(path))
 	case m.Perm()&0o033 != 0:
