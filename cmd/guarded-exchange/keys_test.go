@@ -37,7 +37,7 @@ func TestKeysCommandsNeverLeakTheSecret(t *testing.T) {
 			if v["present"] != true || !strings.HasPrefix(v["fingerprint"].(string), "fp_") {
 				t.Fatalf("init did not store the paper key: %s", show.stdout)
 			}
-			step("", 1, "keys", "add")                                               // already stored
+			step("", 1, "keys", "add")                    // already stored
 			step(paper.APIKey+"\n", 1, "keys", "replace") // only one line
 			step("", 1, "keys", "delete")                 // stdin closed, no --yes
 			step("", 0, "keys", "delete", "--yes")

@@ -18,9 +18,9 @@ import (
 // Two installations get different random paper keys; re-running init keeps
 // the stored one.
 func TestInitPaperKeysDiffer(t *testing.T) {
-	fingerprint := func(in install) string {
+	fingerprint := func(in install, extraEnv ...string) string {
 		t.Helper()
-		r := run(t, in.env(), "", "keys", "show", "--json")
+		r := run(t, in.env(extraEnv...), "", "keys", "show", "--json")
 		var v struct {
 			Present     bool   `json:"present"`
 			Fingerprint string `json:"fingerprint"`
@@ -40,6 +40,13 @@ func TestInitPaperKeysDiffer(t *testing.T) {
 	}
 	if got := fingerprint(a); got != fa {
 		t.Fatalf("re-running init changed the paper key: %s -> %s", fa, got)
+	}
+	// init --user gives a user created later a paper key of its own.
+	if r := run(t, a.env("GX_USER=bob"), "", "init"); r.code != 0 || !strings.Contains(r.stdout, "stored the paper key") {
+		t.Fatalf("init --user bob: %d %q %q", r.code, r.stdout, r.stderr)
+	}
+	if fbob := fingerprint(a, "GX_USER=bob"); fbob == fa || fbob == fb {
+		t.Fatalf("bob got another installation's or user's paper key %s", fbob)
 	}
 	// The seed no longer decides the key.
 	c := install{home: filepath.Join(t.TempDir(), "home"), key: filepath.Join(t.TempDir(), "master.key")}
