@@ -52,3 +52,38 @@ func TestClientOverInProcessTransport(t *testing.T) {
 		t.Fatalf("another base URL through the in-process transport: %v", err)
 	}
 }
+
+// BenchmarkTickerInProcess measures one Ticker read against the simulator
+// through the in-process transport; BenchmarkTickerLoopback the same
+// against the simulator on a loopback TCP port, for comparison.
+func BenchmarkTickerInProcess(b *testing.B) {
+	p, err := sim.StartInProcess(sim.Config{Seed: 7, NoPublicRateLimit: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer p.Close()
+	benchTicker(b, p.BaseURL(), &http.Client{Transport: p.Transport()})
+}
+
+func BenchmarkTickerLoopback(b *testing.B) {
+	srv, err := sim.Start(sim.Config{Seed: 7, NoPublicRateLimit: true}, "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer srv.Close()
+	benchTicker(b, srv.Announcement().REST, nil)
+}
+
+func benchTicker(b *testing.B, base string, hc *http.Client) {
+	c, err := venue.NewClient(venue.Config{BaseURL: base, HTTPClient: hc})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := c.Ticker(ctx, messages.CategoryLinear, "BTCUSDT"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
