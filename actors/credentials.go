@@ -292,15 +292,46 @@ func (u *userActor) checkKey(ctx actor.Context, apiKey string, secret messages.S
 // openCredential decrypts a stored key. A failure (wrong master key, a
 // record moved to another user) is exchange_credentials_invalid.
 func (u *userActor) openCredential(c Credential) (string, string, *messages.Error) {
+	return openCredential(u.masterKey, u.state.User, c)
+}
+
+// openCredential decrypts user's stored key c with the master key.
+func openCredential(masterKey []byte, user string, c Credential) (string, string, *messages.Error) {
 	var sealed keys.Sealed
 	if err := json.Unmarshal(c.Sealed, &sealed); err != nil {
 		return "", "", &messages.Error{Code: messages.CodeExchangeCredentialsInvalid, Message: "the stored key cannot be read", NextStep: "replace it with `guarded-exchange keys replace`, outside the chat", Err: err}
 	}
-	apiKey, secret, err := keys.Open(u.masterKey, keys.Binding{CredentialID: c.ID, User: u.state.User, Exchange: exchangeName, Environment: c.Environment}, sealed)
+	apiKey, secret, err := keys.Open(masterKey, keys.Binding{CredentialID: c.ID, User: user, Exchange: exchangeName, Environment: c.Environment}, sealed)
 	if err != nil {
 		return "", "", &messages.Error{Code: messages.CodeExchangeCredentialsInvalid, Message: "the stored key cannot be decrypted", NextStep: "replace it with `guarded-exchange keys replace`, outside the chat", Err: err}
 	}
 	return apiKey, secret.Reveal(), nil
+}
+
+// OpenStoredKeys decrypts every user's stored key for env with the master
+// key and hands each to fn, users in name order. It is how the embedded
+// paper venue, which keeps no state between runs, learns at start the keys
+// it must accept. A key that cannot be opened is skipped and counted in
+// failed: the user actor refuses it when it is used, with the reason. Call
+// it after the journal is opened and before Start.
+func (r *UserReplay) OpenStoredKeys(masterKey []byte, env string, fn func(user, apiKey string, secret messages.Secret)) (failed int, err error) {
+	states, err := r.states()
+	if err != nil {
+		return 0, err
+	}
+	for _, user := range slices.Sorted(maps.Keys(states)) {
+		c, ok := states[user].credentialFor(env)
+		if !ok {
+			continue
+		}
+		apiKey, secret, oerr := openCredential(masterKey, user, c)
+		if oerr != nil {
+			failed++
+			continue
+		}
+		fn(user, apiKey, messages.NewSecret(secret))
+	}
+	return failed, nil
 }
 
 // venueActor returns the user's venue actor, starting it (with the stored

@@ -299,3 +299,59 @@ func TestSecretNeverLogged(t *testing.T) {
 	}
 	_ = wal.Record{}
 }
+
+// OpenStoredKeys hands out every user's key for one environment, opened
+// with the master key; a key that does not open (moved to another user,
+// another master key) is counted, not handed out.
+func TestOpenStoredKeys(t *testing.T) {
+	dir := t.TempDir()
+	master := randomKey(t)
+	ke := newKeyEnv(t, dir, master)
+	for _, u := range []string{"ned", "oli", "pat", "quinn"} {
+		ke.must(t, &messages.CreateUserRequest{User: u}, messages.ActorCLIAdmin)
+	}
+	a, b := ke.sim.DefaultKey(), ke.simKey(t, false, tradePerms)
+	for u, k := range map[string]sim.Key{"ned": a, "oli": b} {
+		if _, err := ke.add(t, u, k, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var nedAdded []byte
+	for _, r := range userRecords(t, dir) {
+		if messages.RecordType(r.Type) == messages.RecordCredentialAdded && r.User == "ned" {
+			nedAdded = r.Payload
+		}
+	}
+	if _, err := ke.JournalJSON(context.Background(), messages.RecordCredentialAdded, "quinn", messages.ActorCLIUser, json.RawMessage(nedAdded)); err != nil {
+		t.Fatal(err)
+	}
+	ke.stop()
+
+	open := func(master []byte, env string) (map[string]sim.Key, int) {
+		t.Helper()
+		replay := NewUserReplay()
+		l, _, err := wal.Open(dir, wal.Options{OnRecord: replay.OnRecord})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		got := map[string]sim.Key{}
+		failed, err := replay.OpenStoredKeys(master, env, func(user, apiKey string, secret messages.Secret) {
+			got[user] = sim.Key{APIKey: apiKey, APISecret: secret.Reveal()}
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got, failed
+	}
+	got, failed := open(master, "paper")
+	if len(got) != 2 || got["ned"] != a || got["oli"] != b || failed != 1 {
+		t.Fatalf("opened %d keys (ned ok %v, oli ok %v), %d failed", len(got), got["ned"] == a, got["oli"] == b, failed)
+	}
+	if got, failed := open(master, "bybit-demo"); len(got) != 0 || failed != 0 {
+		t.Fatalf("bybit-demo: %d keys, %d failed", len(got), failed)
+	}
+	if got, failed := open(randomKey(t), "paper"); len(got) != 0 || failed != 3 {
+		t.Fatalf("another master key: %d keys, %d failed", len(got), failed)
+	}
+}

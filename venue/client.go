@@ -35,9 +35,11 @@ const (
 // Config configures a Client. The zero value of each field means its
 // default. NewClient copies it; later changes have no effect.
 type Config struct {
-	// BaseURL is the REST root, e.g. "https://api-demo.bybit.com" or a
-	// loopback simulator "http://127.0.0.1:PORT". Scheme http or https and a
-	// host are required; a trailing slash is ignored.
+	// BaseURL is the REST root, e.g. "https://api-demo.bybit.com", a
+	// loopback simulator "http://127.0.0.1:PORT", or the in-process paper
+	// venue "http://paper.invalid" (with HTTPClient carrying its dialer).
+	// Scheme http or https and a host are required; a trailing slash is
+	// ignored.
 	BaseURL string
 	// APIKey is the Bybit key; empty means only public calls are possible
 	// (signed calls fail with exchange_credentials_invalid, without network).
@@ -50,7 +52,9 @@ type Config struct {
 	RecvWindow time.Duration
 	// HTTPClient sends requests. Nil means a client with a 10 s timeout. The
 	// client is copied and redirects are refused on the copy, so signed
-	// requests are never replayed to another URL.
+	// requests are never replayed to another URL; its Transport is shared,
+	// which is how a venue without a network address is reached (the
+	// embedded paper venue's Transport dials it in-process).
 	HTTPClient *http.Client
 	// Now is the clock for X-BAPI-TIMESTAMP and retry_after_s. Nil means
 	// time.Now.

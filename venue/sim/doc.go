@@ -4,7 +4,9 @@
 //
 // It imports nothing from this module. Build one with New and mount
 // Handler, or let Start listen on a loopback address and report its URLs in
-// an Announcement.
+// an Announcement. StartInProcess serves the paper venue embedded in the
+// server (inprocess.go): no port, only its own dialer reaches it, no test
+// endpoints, and only the keys given to ProvisionKey.
 //
 // # What it serves
 //

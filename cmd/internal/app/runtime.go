@@ -216,8 +216,10 @@ func (r *Runtime) Serve(ctx context.Context, g *cli.Globals, o cli.ServeOptions,
 	return nil
 }
 
-// provisionPaperKey stores the embedded simulator's key as the user's paper
-// key, through the same path as `keys add`, unless one is stored.
+// provisionPaperKey stores a new random paper key for the user, through the
+// same path as `keys add` (the embedded venue opens a paper account for it,
+// then the key is checked, sealed and journaled), unless one is stored: a
+// re-run of init keeps the key.
 func provisionPaperKey(ctx context.Context, st *stack, user string, out cli.IO) error {
 	res, err := st.sys.Handle(ctx, &messages.ShowCredentialRequest{User: user, Environment: "paper"}, messages.ActorCLIAdmin)
 	if err != nil {
@@ -227,11 +229,10 @@ func provisionPaperKey(ctx context.Context, st *stack, user string, out cli.IO) 
 		fmt.Fprintf(out.Out, "paper key already stored\n")
 		return nil
 	}
-	seed, err := paperSeed()
+	k, err := newPaperKey()
 	if err != nil {
-		return cli.CannotStart("%v", err)
+		return cli.CannotStart("paper key: %v", err)
 	}
-	k := paperKey(seed)
 	res, err = st.sys.Handle(ctx, &messages.AddCredentialRequest{
 		User: user, Environment: "paper", APIKey: k.APIKey, APISecret: messages.NewSecret(k.APISecret),
 	}, messages.ActorCLIAdmin)

@@ -2,8 +2,10 @@ package app
 
 import (
 	"context"
+	"crypto/rand"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
 	"strconv"
 	"time"
@@ -13,6 +15,7 @@ import (
 	"github.com/guarded-exchange/guarded-exchange/actors"
 	"github.com/guarded-exchange/guarded-exchange/messages"
 	"github.com/guarded-exchange/guarded-exchange/venue"
+	"github.com/guarded-exchange/guarded-exchange/venue/keys"
 	"github.com/guarded-exchange/guarded-exchange/venue/sim"
 	"github.com/guarded-exchange/guarded-exchange/wal"
 )
@@ -21,19 +24,64 @@ import (
 // system and, for paper, the embedded simulator. It is built under the home
 // lock and torn down in reverse order.
 type stack struct {
-	log     *wal.Log
-	sys     *actors.System
-	sim     *sim.Server
-	venue   venueConfig
-	baseURL string // the venue's REST base (the simulator's for paper)
+	log   *wal.Log
+	sys   *actors.System
+	venue venueConfig
+	// paper is the embedded simulator, served in-process: no port, no test
+	// API. Its DialContext is the only way to it; the REST clients get it
+	// through paperHTTP, and a WebSocket client takes it as its
+	// NetDialContext with paper.WSPrivateURL().
+	paper     *sim.InProcessServer
+	paperHTTP *http.Client
+	baseURL   string // the venue's REST base (the simulator's for paper)
 }
 
-// paperStartingUSDT is the paper account's wallet at start.
+// paperStartingUSDT is the paper wallet of each key at start.
 const paperStartingUSDT = 10000
 
-// paperKey is the simulator's pre-provisioned key for a seed: the paper
-// key init stores (SPEC §3).
-func paperKey(seed int64) sim.Key { return sim.New(sim.Config{Seed: seed}).DefaultKey() }
+// paperWallet is a new paper account's wallet.
+func paperWallet() map[string]decimal.Decimal {
+	return map[string]decimal.Decimal{"USDT": decimal.NewFromInt(paperStartingUSDT)}
+}
+
+// Paper key material: the lengths of a Bybit key and secret, from
+// crypto/rand, so no two installations share a paper key.
+const (
+	paperKeyLen    = 18
+	paperSecretLen = 36
+	alnum          = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+)
+
+// newPaperKey returns a random paper key pair.
+func newPaperKey() (sim.Key, error) {
+	key, err := randomAlnum(paperKeyLen)
+	if err != nil {
+		return sim.Key{}, err
+	}
+	secret, err := randomAlnum(paperSecretLen)
+	if err != nil {
+		return sim.Key{}, err
+	}
+	return sim.Key{APIKey: key, APISecret: secret}, nil
+}
+
+// randomAlnum draws n characters of alnum uniformly from crypto/rand
+// (rejection sampling: bytes >= 248 would bias the modulo).
+func randomAlnum(n int) (string, error) {
+	out := make([]byte, 0, n)
+	buf := make([]byte, n+n/4+8)
+	for len(out) < n {
+		if _, err := rand.Read(buf); err != nil {
+			return "", err
+		}
+		for _, b := range buf {
+			if b < 248 && len(out) < n {
+				out = append(out, alnum[int(b)%len(alnum)])
+			}
+		}
+	}
+	return string(out), nil
+}
 
 // paperSeed is GX_PAPER_SEED, default 1.
 func paperSeed() (int64, error) {
@@ -80,11 +128,14 @@ func startStack(ctx context.Context, p paths, vc venueConfig, masterKey []byte, 
 			st.close()
 			return nil, err
 		}
-		market = marketSource{Client: client, cache: venue.NewInstrumentCache(client, instrumentTTL, nil)}
-		base := st.baseURL
-		clients = func(apiKey, apiSecret string) (*venue.Client, error) {
-			return venue.NewClient(venue.Config{BaseURL: base, APIKey: apiKey, APISecret: apiSecret, Logger: logger})
+		if st.paper != nil {
+			if err := st.provisionStoredPaperKeys(replay, masterKey, logger); err != nil {
+				st.close()
+				return nil, err
+			}
 		}
+		market = marketSource{Client: client, cache: venue.NewInstrumentCache(client, instrumentTTL, nil)}
+		clients = st.clientFactory(logger)
 	}
 	st.sys, err = actors.Start(actors.Config{
 		Journal: l, Market: market, Logger: logger, Users: replay, Venue: vc.level(),
@@ -125,19 +176,58 @@ func (st *stack) venueClient(vc venueConfig, logger *slog.Logger) (*venue.Client
 		if err != nil {
 			return nil, err
 		}
-		srv, err := sim.Start(sim.Config{
-			Seed: seed, Logger: logger.With("component", "paper-sim"),
-			StartingBalances: map[string]decimal.Decimal{"USDT": decimal.NewFromInt(paperStartingUSDT)},
-		}, "127.0.0.1:0")
+		srv, err := sim.StartInProcess(sim.Config{Seed: seed, Logger: logger.With("component", "paper-sim")})
 		if err != nil {
 			return nil, fmt.Errorf("paper venue: %w", err)
 		}
-		st.sim = srv
-		ann := srv.Announcement()
-		cfg.BaseURL = ann.REST
+		st.paper = srv
+		st.paperHTTP = &http.Client{Transport: srv.Transport(), Timeout: venue.DefaultHTTPTimeout}
+		cfg.BaseURL, cfg.HTTPClient = srv.BaseURL(), st.paperHTTP
 	}
 	st.baseURL = cfg.BaseURL
 	return venue.NewClient(cfg)
+}
+
+// provisionStoredPaperKeys registers every stored paper key with the
+// embedded simulator, which keeps nothing between runs, each with a fresh
+// paper wallet. The keys are opened by the actors' own code.
+func (st *stack) provisionStoredPaperKeys(replay *actors.UserReplay, masterKey []byte, logger *slog.Logger) error {
+	n := 0
+	failed, err := replay.OpenStoredKeys(masterKey, "paper", func(user, apiKey string, secret messages.Secret) {
+		created, err := st.paper.Sim().ProvisionKey(sim.Key{APIKey: apiKey, APISecret: secret.Reveal()}, paperWallet())
+		switch {
+		case err != nil:
+			logger.Warn("paper venue: a stored key cannot be provisioned", "user", user, "fingerprint", keys.Fingerprint(apiKey))
+		case !created:
+			logger.Warn("paper venue: two users store the same paper key; the first one's secret is kept", "user", user, "fingerprint", keys.Fingerprint(apiKey))
+		default:
+			n++
+		}
+	})
+	if err != nil {
+		return fmt.Errorf("paper venue: %w", err)
+	}
+	if failed > 0 {
+		logger.Warn("paper venue: stored keys that cannot be opened were not provisioned", "count", failed)
+	}
+	logger.Debug("paper venue: provisioned the stored keys", "count", n)
+	return nil
+}
+
+// clientFactory builds the users' signed REST clients. On paper, a key the
+// simulator does not know yet (one being added) gets a new paper account
+// with the starting wallet first; a key it knows keeps its secret, so a
+// wrong secret for a stored key is still refused.
+func (st *stack) clientFactory(logger *slog.Logger) actors.ClientFactory {
+	base, hc, paper := st.baseURL, st.paperHTTP, st.paper
+	return func(apiKey, apiSecret string) (*venue.Client, error) {
+		if paper != nil && apiKey != "" && apiSecret != "" {
+			if created, err := paper.Sim().ProvisionKey(sim.Key{APIKey: apiKey, APISecret: apiSecret}, paperWallet()); err == nil && created {
+				logger.Info("paper venue: opened a paper account for a new key", "fingerprint", keys.Fingerprint(apiKey))
+			}
+		}
+		return venue.NewClient(venue.Config{BaseURL: base, HTTPClient: hc, APIKey: apiKey, APISecret: apiSecret, Logger: logger})
+	}
 }
 
 // close stops the actors (draining the journal), closes the WAL and stops
@@ -151,8 +241,8 @@ func (st *stack) close() {
 		_ = st.log.Close()
 		st.log = nil
 	}
-	if st.sim != nil {
-		_ = st.sim.Close()
-		st.sim = nil
+	if st.paper != nil {
+		_ = st.paper.Close()
+		st.paper = nil
 	}
 }

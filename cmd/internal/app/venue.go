@@ -24,7 +24,7 @@ var venueHosts = map[string]string{
 type venueConfig struct {
 	Name    string // paper, bybit-demo, bybit-testnet, bybit-live
 	Paper   bool   // the embedded simulator
-	BaseURL string // empty for paper until the simulator listens
+	BaseURL string // empty for paper (the in-process simulator has its own)
 	// NoMarket: start no venue client or simulator.
 	NoMarket bool
 }

@@ -1,0 +1,118 @@
+package app
+
+import (
+	"context"
+	"io"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/shopspring/decimal"
+
+	"github.com/guarded-exchange/guarded-exchange/cli"
+	"github.com/guarded-exchange/guarded-exchange/messages"
+	"github.com/guarded-exchange/guarded-exchange/venue/sim"
+)
+
+// paperHome is an initialised home on the paper venue.
+func paperHome(t *testing.T) (*Runtime, *cli.Globals) {
+	t.Helper()
+	root := t.TempDir()
+	g := &cli.Globals{Home: filepath.Join(root, "home"), MasterKeyFile: filepath.Join(root, "cfg", "master.key"), User: "local", Venue: "paper"}
+	r := &Runtime{Getenv: func(string) string { return "" }}
+	var out strings.Builder
+	if err := r.Init(context.Background(), g, cli.IO{Out: &out, Err: io.Discard}); err != nil {
+		t.Fatalf("init: %v", err)
+	}
+	if !strings.Contains(out.String(), "stored the paper key fp_") {
+		t.Fatalf("init did not store a paper key: %q", out.String())
+	}
+	return r, g
+}
+
+// The embedded venue learns every stored paper key at start: a key an
+// admin added for a later user works in the next process, and another
+// user cannot take it over with another secret; a new key opens a new
+// paper account with the starting wallet.
+func TestPaperVenueLearnsStoredKeysAtStart(t *testing.T) {
+	r, g := paperHome(t)
+	ctx := context.Background()
+	deliver := func(cmd messages.Command) error {
+		t.Helper()
+		_, err := r.Deliver(ctx, g, cmd)
+		return err
+	}
+	bobKey := sim.Key{APIKey: "BOBPAPERKEY0000001", APISecret: "bob-paper-secret-0000000000000000001"}
+	for _, u := range []string{"bob", "carol"} {
+		if err := deliver(&messages.CreateUserRequest{User: u}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := deliver(&messages.AddCredentialRequest{User: "bob", Environment: "paper", APIKey: bobKey.APIKey, APISecret: messages.NewSecret(bobKey.APISecret)}); err != nil {
+		t.Fatalf("keys add for a later user: %v", err)
+	}
+	// A fresh process: carol offers bob's key with another secret.
+	err := deliver(&messages.AddCredentialRequest{User: "carol", Environment: "paper", APIKey: bobKey.APIKey, APISecret: messages.NewSecret("not-bobs-secret")})
+	if messages.CodeOf(err) != messages.CodeExchangeCredentialsInvalid {
+		t.Fatalf("another secret for a stored key: %v", err)
+	}
+
+	p, err := resolvePaths(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := checkInstallation(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lock, err := lockHome(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.release()
+	st, err := startStack(ctx, p, venueConfig{Name: "paper", Paper: true}, key, r.logger(), "test", "cli", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.close()
+	if st.paper.Sim().DefaultKey() != (sim.Key{}) {
+		t.Fatal("the embedded venue has a pre-provisioned key")
+	}
+	for _, u := range []string{"local", "bob"} {
+		res, err := st.sys.Account(ctx, &messages.GetBalancesRequest{User: u})
+		if err != nil {
+			t.Fatalf("balances of %s: %v", u, err)
+		}
+		wb := res.(*messages.WalletBalance)
+		if len(wb.Coins) != 1 || wb.Coins[0].Coin != "USDT" || !wb.Coins[0].WalletBalance.Equal(decimal.NewFromInt(paperStartingUSDT)) {
+			t.Fatalf("wallet of %s: %+v", u, wb.Coins)
+		}
+	}
+	if _, err := st.sys.Account(ctx, &messages.GetBalancesRequest{User: "carol"}); messages.CodeOf(err) == "" {
+		t.Fatal("carol has a paper key")
+	}
+}
+
+// Paper keys are random: two installations never share one, and the key
+// material has the shape and alphabet of a Bybit key.
+func TestNewPaperKeyIsRandom(t *testing.T) {
+	seen := map[string]bool{}
+	for range 100 {
+		k, err := newPaperKey()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(k.APIKey) != paperKeyLen || len(k.APISecret) != paperSecretLen {
+			t.Fatalf("lengths %d/%d", len(k.APIKey), len(k.APISecret))
+		}
+		for _, c := range k.APIKey + k.APISecret {
+			if !strings.ContainsRune(alnum, c) {
+				t.Fatalf("character %q outside the alphabet", c)
+			}
+		}
+		if seen[k.APIKey] || seen[k.APISecret] {
+			t.Fatal("a paper key repeated")
+		}
+		seen[k.APIKey], seen[k.APISecret] = true, true
+	}
+}
