@@ -102,7 +102,7 @@ func (s *Sim) sweepToLocked(sec int64) {
 		return
 	}
 	for t := from; t <= sec; t++ {
-		s.evaluateLocked(t)
+		s.evaluateLocked(t, t*1000)
 		if !s.anyWatchLocked() {
 			return
 		}
@@ -130,8 +130,9 @@ func (s *Sim) anyWatchLocked() bool {
 
 // evaluateLocked checks, at second sec, every resting order (in account,
 // then creation order) against the last price, then every position's
-// TP/SL (in account, then symbol order).
-func (s *Sim) evaluateLocked(sec int64) {
+// TP/SL (in account, then symbol order). ms stamps what it does: the
+// second's start in a sweep, the moment of a POST /sim/price.
+func (s *Sim) evaluateLocked(sec, ms int64) {
 	lasts := map[*instrument]decimal.Decimal{}
 	last := func(in *instrument) decimal.Decimal {
 		v, ok := lasts[in]
@@ -141,7 +142,6 @@ func (s *Sim) evaluateLocked(sec int64) {
 		}
 		return v
 	}
-	ms := sec * 1000
 	resting := 0
 	for _, a := range s.accounts {
 		l := a.ledger

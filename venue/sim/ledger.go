@@ -58,11 +58,11 @@ func num(d decimal.Decimal) string { return d.Round(amountPlaces).String() }
 type ledger struct {
 	balances  map[string]decimal.Decimal // coin -> wallet balance; zero balances are removed
 	positions map[posKey]*simPosition
-	orders    []*simOrder          // in creation order
-	byID      map[string]*simOrder // orderId -> order
-	byLink    map[string]*simOrder // category + "/" + orderLinkId -> order
-	execs     []*simExecution      // in creation order
-	seq       uint64               // last sequence number handed out
+	orders    []*simOrder                // in creation order
+	byID      map[string]*simOrder       // orderId -> order
+	byLink    map[string]*simOrder       // category + "/" + orderLinkId -> order
+	execs     []*simExecution            // in creation order
+	seq       uint64                     // last sequence number handed out
 	leverage  map[string]decimal.Decimal // symbol -> leverage set while flat (set-leverage)
 }
 

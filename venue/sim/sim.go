@@ -80,7 +80,7 @@ type Sim struct {
 	orders   []orderRecord        // every accepted order, in acceptance order (GET /sim/orders)
 	conns    map[*wsConn]struct{} // open WebSocket connections
 	connSeq  uint64
-	pushSeq  uint64     // private pushes sent (drives push ids)
+	pushSeq  uint64      // private pushes sent (drives push ids)
 	engine   engineState // the order engine's queue and sweep state (engine.go)
 }
 

@@ -54,7 +54,7 @@ func (s *Sim) testSetPrice(w http.ResponseWriter, r *http.Request) {
 	s.model.moveTo(in, sec, price)
 	// The second was evaluated at the old price; evaluate it again at the
 	// new one so whatever the move reaches reacts now.
-	s.evaluateLocked(sec)
+	s.evaluateLocked(sec, now.UnixMilli())
 	last := s.model.last(in, sec)
 	s.unlockAndFlush()
 	s.log.Debug("sim: price moved", "category", in.category, "symbol", in.symbol, "price", last.String())
