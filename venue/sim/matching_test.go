@@ -232,7 +232,7 @@ func TestPositionsPnLAndWalletAfterFills(t *testing.T) {
 	sp.create(`{"category":"spot","symbol":"ETHUSDT","side":"Buy","orderType":"Limit","qty":"0.10000","price":"2990.00"}`)
 	wantDec(t, "locked", sp.coin("USDT"), "locked", "299")
 	sp.movePrice("spot", "ETHUSDT", "2990")
-	wantDec(t, "spot usdt", sp.coin("USDT"), "walletBalance", "701")     // 1000 − 0.1 × 2990
+	wantDec(t, "spot usdt", sp.coin("USDT"), "walletBalance", "701")  // 1000 − 0.1 × 2990
 	wantDec(t, "spot eth", sp.coin("ETH"), "walletBalance", "0.0999") // 0.1 − 0.1 × 0.001
 	wantDec(t, "unlocked", sp.coin("USDT"), "locked", "0")
 }
