@@ -92,8 +92,10 @@ func (s *Sim) takeLocked(ev *event, l *ledger, o *simOrder, in *instrument, sec,
 		// Filled, or cut by reduce-only.
 	case o.timeInForce == "GTC":
 		s.restLocked(ev, o)
-	case o.quoteQty && o.cumExecQty.IsPositive() && o.qty.Sub(o.cumExecValue).LessThan(in.step.Mul(o.price)):
-		// A buy by value spent all it could: less than one step is left.
+	case o.quoteQty && o.cumExecValue.GreaterThanOrEqual(o.qty):
+		// A buy by value spent its whole budget. One that could not (less
+		// than a step's worth left) ends PartiallyFilledCanceled below, as
+		// Bybit reports it (recorded sample §14).
 		o.status, o.updatedMs = statusFilled, ms
 		ev.order(o)
 	case o.cumExecQty.IsZero():

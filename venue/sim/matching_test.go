@@ -345,12 +345,16 @@ func TestSpotMarketBuyByValue(t *testing.T) {
 	id := ts.create(`{"category":"spot","symbol":"BTCUSDT","side":"Buy","orderType":"Market","qty":"100"}`)
 	o := ts.order("spot", id)
 	wantField(t, "by value", o, "marketUnit", "quoteCoin")
-	wantField(t, "by value", o, "orderStatus", "Filled")
 	spent := decimal.RequireFromString(field(t, o, "cumExecValue"))
 	got := decimal.RequireFromString(field(t, o, "cumExecQty"))
 	if spent.GreaterThan(decimal.NewFromInt(100)) || spent.LessThan(decimal.RequireFromString("99.9")) {
 		t.Fatalf("spent %s of 100 USDT", spent)
 	}
+	// Less than one step's worth of the budget is left: Bybit ends such an
+	// order PartiallyFilledCanceled with the rest in leavesValue.
+	wantField(t, "by value", o, "orderStatus", "PartiallyFilledCanceled")
+	wantDec(t, "by value", o, "leavesValue", decimal.NewFromInt(100).Sub(spent).String())
+	wantField(t, "by value", o, "price", "0")
 	wantDec(t, "usdt", ts.coin("USDT"), "walletBalance", decimal.NewFromInt(1000).Sub(spent).String())
 	wantDec(t, "btc", ts.coin("BTC"), "walletBalance", got.Sub(got.Mul(spotFee).Round(amountPlaces)).String())
 	// By base quantity when asked.
