@@ -85,3 +85,64 @@ func TestSweeperFillsAndPushesWithoutRequests(t *testing.T) {
 	wantField(t, "swept", o, "orderId", id)
 	wantField(t, "swept", o, "orderStatus", "Filled")
 }
+
+// The stream fault kinds on create, amend and cancel: ws_delay holds the
+// push that reports the change, ws_disconnect cuts the stream instead of
+// sending it; either way the ledger holds the change.
+func TestStreamFaultsOnCreateAmendCancel(t *testing.T) {
+	type op struct {
+		do     func(ts *tradeSim, id string) string // returns the order id to check
+		status string
+		qty    string
+	}
+	ops := map[string]op{
+		"create": {func(ts *tradeSim, _ string) string {
+			return ts.create(`{"category":"linear","symbol":"BTCUSDT","side":"Buy","orderType":"Limit","qty":"0.010","price":"58000.0"}`)
+		}, "New", "0.010"},
+		"amend": {func(ts *tradeSim, id string) string {
+			mustOK(ts.t, ts.post("/v5/order/amend", `{"category":"linear","symbol":"BTCUSDT","orderId":"`+id+`","qty":"0.030"}`))
+			return id
+		}, "New", "0.030"},
+		"cancel": {func(ts *tradeSim, id string) string {
+			mustOK(ts.t, ts.post("/v5/order/cancel", `{"category":"linear","symbol":"BTCUSDT","orderId":"`+id+`"}`))
+			return id
+		}, "Cancelled", "0.010"},
+	}
+	for name, o := range ops {
+		for _, kind := range []string{"ws_delay", "ws_disconnect"} {
+			t.Run(name+"/"+kind, func(t *testing.T) {
+				ts := newTradeSim(t, 52, map[string]string{"USDT": "100000"})
+				srv := serve(t, ts.s)
+				ts.movePrice("linear", "BTCUSDT", "60000")
+				base := ts.create(`{"category":"linear","symbol":"BTCUSDT","side":"Buy","orderType":"Limit","qty":"0.010","price":"59000.0"}`)
+				c := subscribePrivate(t, srv.URL, ts, `["order"]`)
+				addFault(t, ts.s, `{"kind":"`+kind+`","path":"/v5/private","count":1,"delay_ms":150}`)
+				began := time.Now()
+				id := o.do(ts, base)
+				_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+				_, data, err := c.ReadMessage()
+				switch kind {
+				case "ws_delay":
+					if err != nil {
+						t.Fatal(err)
+					}
+					if d := time.Since(began); d < 150*time.Millisecond {
+						t.Fatalf("push after %v, want the 150 ms delay", d)
+					}
+					var m privatePush
+					decodeInto(t, data, &m)
+					if m.Topic != "order" || !json.Valid(data) {
+						t.Fatalf("push %s", data)
+					}
+				case "ws_disconnect":
+					if err == nil {
+						t.Fatalf("stream survived ws_disconnect, got %s", data)
+					}
+				}
+				row := ts.order("linear", id)
+				wantField(t, "ledger", row, "orderStatus", o.status)
+				wantField(t, "ledger", row, "qty", o.qty)
+			})
+		}
+	}
+}
