@@ -163,7 +163,7 @@ func (s *Sim) evaluateLocked(sec, ms int64, prevs map[*instrument]decimal.Decima
 				continue
 			}
 			ev := s.newEvent(a, o.category, ms)
-			s.fillRestingLocked(ev, l, o, in, sec, ms)
+			s.fillRestingLocked(ev, l, o, in, ms)
 			ev.close()
 			if o.open() {
 				resting++

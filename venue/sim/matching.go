@@ -170,10 +170,9 @@ func (s *Sim) walkBookLocked(ev *event, l *ledger, o *simOrder, in *instrument, 
 	}
 }
 
-// fillRestingLocked fills a resting order whose price the market reached
-// at sec: everything it may still fill, as maker at its price.
-func (s *Sim) fillRestingLocked(ev *event, l *ledger, o *simOrder, in *instrument, sec, ms int64) {
-	_ = sec
+// fillRestingLocked fills a resting order whose price the market reached:
+// everything it may still fill, as maker at its price, at ms.
+func (s *Sim) fillRestingLocked(ev *event, l *ledger, o *simOrder, in *instrument, ms int64) {
 	q := wantQty(l, o)
 	if q.IsPositive() {
 		s.fillLocked(ev, l, o, in, q, o.price, true, ms)
