@@ -17,6 +17,8 @@
 //	GET /v5/user/query-api                                                         signed
 //	GET /v5/account/wallet-balance, /v5/position/list                              signed
 //	GET /v5/order/realtime, /v5/order/history, /v5/execution/list                  signed
+//	POST /v5/order/create, amend, cancel, cancel-all                               signed, write
+//	POST /v5/position/set-leverage, /v5/position/trading-stop                      signed, write
 //
 // Instruments: BTCUSDT, ETHUSDT and SOLUSDT in spot and linear, with Bybit's
 // rule fields (tickSize, qtyStep/basePrecision, min/max quantities, minimum
@@ -24,10 +26,11 @@
 //
 // WebSocket: /v5/public/linear and /v5/public/spot (tickers.{symbol},
 // ping), /v5/private (auth, ping, subscribe acks for order, execution,
-// position, wallet; pushes come with the order engine).
+// position, wallet; the order engine pushes every change, pushes.go).
 //
 // Test endpoints under /sim/ (loopback clients only; see testapi.go):
-// POST /sim/keys, POST|GET|DELETE /sim/faults, GET /sim/orders, and
+// POST /sim/keys, POST|GET|DELETE /sim/faults, GET /sim/orders,
+// POST /sim/price, POST /sim/clock (testapi_market.go), and
 // POST /sim/accounts/{api_key}/balances|positions|orders (account_testapi.go).
 //
 // Account state (balances, positions, orders, executions) lives in one
@@ -46,6 +49,13 @@
 // instead of sleeping. Only stream pacing (ticker pushes every second,
 // injected delays, the private idle cut-off) runs on the real clock.
 //
+// # The order engine
+//
+// Orders match against the seeded book; resting orders fill when the
+// price reaches them; linear positions are one-way with fees, realised
+// PnL and TP/SL; accepted writes apply after Config.VisibilityDelay. The
+// model is documented in docs/simulator.md; the clockwork in engine.go.
+//
 // # Security
 //
 // Private requests are verified exactly as Bybit does (auth.go): HMAC-SHA256
@@ -62,5 +72,6 @@
 // buffer before faults decide what reaches the client, a write endpoint gets
 // apply-then-drop and apply-then-502 without extra code.
 // Accepted orders go into Sim.orders for GET /sim/orders; private pushes go
-// through Sim.pushPrivate.
+// are queued by engine events (pushes.go) and delivered after Sim.mu is
+// released.
 package sim
