@@ -6,7 +6,8 @@ import (
 )
 
 // maxTrackedUIDs bounds the uids a tally keeps apart; refusals of further
-// uids are counted under uid -1.
+// uids are counted together under uid -1 (which also stands for a peer
+// whose uid could not be read).
 const maxTrackedUIDs = 1024
 
 // tally turns a stream of refusals into at most one report per uid per

@@ -102,14 +102,25 @@ func Listen(l Layout, backend Backend, logger *slog.Logger, limits Limits) (*Ser
 	if err := removeStale(l.Path); err != nil {
 		return nil, err
 	}
-	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: l.Path, Net: "unix"})
+	// Bind under a temporary name, set the mode, then rename: the socket
+	// appears at its path already listening and with its final mode, so a
+	// peer never meets it half set up.
+	tmp := fmt.Sprintf("%s.%d.tmp", l.Path, os.Getpid())
+	_ = os.Remove(tmp)
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: tmp, Net: "unix"})
 	if err != nil {
 		return nil, fmt.Errorf("control socket: %w", err)
 	}
-	ln.SetUnlinkOnClose(true)
-	if err := os.Chmod(l.Path, l.SocketMode()); err != nil {
+	ln.SetUnlinkOnClose(false)
+	if err := os.Chmod(tmp, l.SocketMode()); err != nil {
 		ln.Close()
+		os.Remove(tmp)
 		return nil, err
+	}
+	if err := os.Rename(tmp, l.Path); err != nil {
+		ln.Close()
+		os.Remove(tmp)
+		return nil, fmt.Errorf("control socket: %w", err)
 	}
 	s := &Server{ln: ln, layout: l, backend: backend, logger: logger, limits: limits.withDefaults(),
 		conns: map[net.Conn]struct{}{}, held: map[uint32]int{}}
@@ -152,6 +163,7 @@ func (s *Server) Path() string { return s.layout.Path }
 // journals the refusals still counted.
 func (s *Server) Close() {
 	s.ln.Close()
+	_ = os.Remove(s.layout.Path)
 	s.mu.Lock()
 	for c := range s.conns {
 		c.Close()
