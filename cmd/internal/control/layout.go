@@ -15,7 +15,7 @@ import (
 // Environment variables read by this package.
 const (
 	// EnvSocket places the socket at an explicit path, outside the home,
-	// for deployments with approver uids (docs/decisions.md D19).
+	// for deployments with approver uids (README, The control socket).
 	EnvSocket = "GX_CONTROL_SOCKET"
 	// EnvApprovers lists the uids besides the server's own that may use
 	// the socket (comma-separated).
