@@ -157,6 +157,11 @@ func TestTallyBoundsUIDs(t *testing.T) {
 // user "local".
 func testServer(t *testing.T, l Layout, limits Limits) (*Server, func() []wal.Record) {
 	t.Helper()
+	return testServerTB(t, l, limits)
+}
+
+func testServerTB(t testing.TB, l Layout, limits Limits) (*Server, func() []wal.Record) {
+	t.Helper()
 	dir := t.TempDir()
 	log, _, err := wal.Open(filepath.Join(dir, "journal"), wal.Options{})
 	if err != nil {

@@ -170,7 +170,7 @@ func (l Layout) CheckSocket() error {
 		return fmt.Errorf("%s exists and is not a socket", l.Path)
 	}
 	if st.Mode().Perm() != l.SocketMode() {
-		return fmt.Errorf("socket %s has mode %04o; serve gives it %04o (restart serve)", l.Path, st.Mode().Perm(), l.SocketMode())
+		return fmt.Errorf("socket %s has mode %04o, but serve with this environment gives it %04o: run doctor with serve's environment, or restart serve", l.Path, st.Mode().Perm(), l.SocketMode())
 	}
 	return nil
 }
