@@ -46,7 +46,7 @@ func TestSocketPath(t *testing.T) {
 	if p, err := SocketPath("/h", env(EnvSocket, "/run/gx//control.sock")); err != nil || p != "/run/gx/control.sock" {
 		t.Fatalf("explicit: %q %v", p, err)
 	}
-	for _, bad := range []string{"run/control.sock", "/" + strings.Repeat("a", 120)} {
+	for _, bad := range []string{"run/control.sock", "/" + strings.Repeat("a", 120), "/" + strings.Repeat("a", 97) + "/c.sock"} {
 		if _, err := SocketPath("/h", env(EnvSocket, bad)); err == nil {
 			t.Fatalf("%q accepted", bad)
 		}

@@ -28,6 +28,9 @@ const (
 	SocketName = "control.sock"
 )
 
+// maxSocketPath is the longest path a Unix socket may have on Linux.
+const maxSocketPath = 107
+
 // SocketPath is where the control socket of the installation at home lives:
 // GX_CONTROL_SOCKET when set (an absolute path), else <home>/run/control.sock.
 // serve, the CLI client and doctor all resolve the path here.
@@ -40,9 +43,10 @@ func SocketPath(home string, getenv func(string) string) (string, error) {
 		return "", fmt.Errorf("%s must be an absolute path", EnvSocket)
 	}
 	p = filepath.Clean(p)
-	// sockaddr_un holds 108 bytes including the terminating NUL.
-	if len(p) > 107 {
-		return "", fmt.Errorf("%s is longer than a Unix socket path may be (107 bytes)", EnvSocket)
+	// sockaddr_un holds 108 bytes including the terminating NUL; serve
+	// also binds a temporary name of up to 10 bytes in the directory.
+	if len(p) > maxSocketPath || len(filepath.Dir(p))+11 > maxSocketPath {
+		return "", fmt.Errorf("%s is too long for a Unix socket path (at most %d bytes, and the directory at most %d)", EnvSocket, maxSocketPath, maxSocketPath-11)
 	}
 	return p, nil
 }

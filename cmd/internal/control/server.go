@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"sync"
@@ -105,7 +106,7 @@ func Listen(l Layout, backend Backend, logger *slog.Logger, limits Limits) (*Ser
 	// Bind under a temporary name, set the mode, then rename: the socket
 	// appears at its path already listening and with its final mode, so a
 	// peer never meets it half set up.
-	tmp := fmt.Sprintf("%s.%d.tmp", l.Path, os.Getpid())
+	tmp := tempSocketName(l.Dir)
 	_ = os.Remove(tmp)
 	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: tmp, Net: "unix"})
 	if err != nil {
@@ -131,6 +132,13 @@ func Listen(l Layout, backend Backend, logger *slog.Logger, limits Limits) (*Ser
 	s.wg.Add(1)
 	go s.accept()
 	return s, nil
+}
+
+// tempSocketName is where Listen binds before the rename: short, so that
+// it fits a Unix socket path whenever the directory leaves room for
+// SocketPath's check.
+func tempSocketName(dir string) string {
+	return filepath.Join(dir, fmt.Sprintf(".gx%d", os.Getpid()%10000000))
 }
 
 // removeStale removes an old socket at path. Anything but a socket is
