@@ -85,9 +85,10 @@ type Server struct {
 	busy    *tally // allowed peers over their slots: logged
 	wg      sync.WaitGroup
 
-	mu    sync.Mutex // guards conns and held
-	conns map[net.Conn]struct{}
-	held  map[uint32]int // open connections per uid
+	mu     sync.Mutex // guards conns, held and closed
+	conns  map[net.Conn]struct{}
+	held   map[uint32]int // open connections per uid
+	closed bool           // Close has run: no connection is admitted
 }
 
 // Listen prepares the socket's directory, removes a stale socket and
@@ -173,6 +174,7 @@ func (s *Server) Close() {
 	s.ln.Close()
 	_ = os.Remove(s.layout.Path)
 	s.mu.Lock()
+	s.closed = true
 	for c := range s.conns {
 		c.Close()
 	}
@@ -187,21 +189,27 @@ func (s *Server) allowed(uid uint32) bool {
 	return uid == s.layout.Self || slices.Contains(s.layout.Approvers, uid)
 }
 
-// take claims a slot for uid, if it has one free.
-func (s *Server) take(uid uint32, conn net.Conn) bool {
+// take claims a slot for uid: errFull if it holds all of its own,
+// net.ErrClosed once the server is closing.
+func (s *Server) take(uid uint32, conn net.Conn) error {
 	limit := s.limits.ApproverConns
 	if uid == s.layout.Self {
 		limit = s.limits.OwnerConns
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.closed {
+		return net.ErrClosed
+	}
 	if s.held[uid] >= limit {
-		return false
+		return errFull
 	}
 	s.held[uid]++
 	s.conns[conn] = struct{}{}
-	return true
+	return nil
 }
+
+var errFull = errors.New("the uid holds all its slots")
 
 func (s *Server) release(uid uint32, conn net.Conn) {
 	s.mu.Lock()
@@ -240,7 +248,10 @@ func (s *Server) accept() {
 			})
 			continue
 		}
-		if !s.take(cred.Uid, conn) {
+		if err := s.take(cred.Uid, conn); errors.Is(err, net.ErrClosed) {
+			conn.Close()
+			return
+		} else if err != nil {
 			s.busy.add(int64(cred.Uid), cred.Pid)
 			refuseConn(conn, &messages.Error{Code: messages.CodeRateLimited, Message: "too many control connections from this uid",
 				NextStep: "close idle connections, or retry in a moment", RetryAfterS: 1})
