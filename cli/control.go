@@ -77,16 +77,24 @@ func (c *ControlClient) Send(ctx context.Context, cmd messages.Command) (any, er
 	} else {
 		_ = c.conn.SetDeadline(time.Now().Add(60 * time.Second))
 	}
-	if _, err := c.conn.Write(append(line, '\n')); err != nil {
-		return nil, fmt.Errorf("control socket: %w", err)
-	}
-	raw, err := c.r.ReadBytes('\n')
-	if err != nil {
-		return nil, fmt.Errorf("control socket: %w", err)
-	}
 	var resp messages.ControlResponse
-	if err := json.Unmarshal(raw, &resp); err != nil {
-		return nil, fmt.Errorf("control socket: bad answer: %w", err)
+	if _, werr := c.conn.Write(append(line, '\n')); werr != nil {
+		// The server refuses a peer (a uid it does not allow, or one
+		// holding all its slots) with one line and closes before reading:
+		// that answer may be waiting even though the write failed.
+		_ = c.conn.SetReadDeadline(time.Now().Add(time.Second))
+		raw, err := c.r.ReadBytes('\n')
+		if err != nil || json.Unmarshal(raw, &resp) != nil || resp.OK {
+			return nil, fmt.Errorf("control socket: %w", werr)
+		}
+	} else {
+		raw, err := c.r.ReadBytes('\n')
+		if err != nil {
+			return nil, fmt.Errorf("control socket: %w", err)
+		}
+		if err := json.Unmarshal(raw, &resp); err != nil {
+			return nil, fmt.Errorf("control socket: bad answer: %w", err)
+		}
 	}
 	if resp.V != messages.ControlVersion {
 		return nil, fmt.Errorf("control socket: the server speaks protocol version %d, this CLI version %d; use the CLI of the server's release", resp.V, messages.ControlVersion)

@@ -262,7 +262,13 @@ type foreignInstall struct {
 	in        install
 }
 
-const nobody = 65534
+// Uids of the tests that run processes as other uids: the server's
+// (nobody), an approver's and one that is not listed.
+const (
+	nobody   = 65534
+	approver = 4242
+	stranger = 4243
+)
 
 func newForeignInstall(t *testing.T) foreignInstall {
 	t.Helper()
@@ -380,9 +386,27 @@ func TestControlSocketRefusesOtherUID(t *testing.T) {
 			t.Fatal(err)
 		}
 		br := bufio.NewReader(conn)
-		resp := controlLine(t, conn, br, `{"v":1,"type":"policy.show","body":{"user":"local"}}`)
-		var admin map[string]any
+		var resp, admin map[string]any
+		if approvers == "" {
+			// A refused peer gets one line and is closed before the
+			// server reads anything.
+			conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+			raw, err := br.ReadBytes('\n')
+			if err != nil || json.Unmarshal(raw, &resp) != nil {
+				t.Fatalf("refusal: %q %v", raw, err)
+			}
+			if _, err := br.ReadByte(); err == nil {
+				t.Fatal("the server kept a refused connection open")
+			}
+		} else {
+			resp = controlLine(t, conn, br, `{"v":1,"type":"policy.show","body":{"user":"local"}}`)
+		}
 		if approvers == "0" {
+			// The CLI of an unlisted uid gets the server's refusal.
+			out, err := f.as(stranger, env, "policy", "show").CombinedOutput()
+			if err == nil || !strings.Contains(string(out), "permission_denied: this uid may not use the control socket") {
+				t.Fatalf("an unlisted uid's CLI: %v\n%s", err, out)
+			}
 			admin = controlLine(t, conn, br, `{"v":1,"type":"admin.policy.set_ceiling","body":{"user":"local","settings":{"profile":"trade"}}}`)
 			st, _ := os.Stat(sock)
 			home, _ := os.Stat(f.in.home)
@@ -404,7 +428,7 @@ func TestControlSocketRefusesOtherUID(t *testing.T) {
 		}
 	}
 	recs := controlRefusals(t, f)
-	if len(recs) != 1 || recs[0]["peer_uid"] != 0.0 || recs[0]["count"] != 1.0 {
+	if len(recs) != 2 || recs[0]["peer_uid"] != 0.0 || recs[0]["count"] != 1.0 || recs[1]["peer_uid"] != float64(stranger) || recs[1]["count"] != 1.0 {
 		t.Fatalf("control_refused records: %v", recs)
 	}
 }
@@ -513,7 +537,6 @@ func floodPeer(sock string) int {
 // GX_CONTROL_SOCKET while the home stays 0700.
 func TestControlSocketFloodAndSlots(t *testing.T) {
 	f := newForeignInstall(t)
-	const approver, stranger = 4242, 4243
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
