@@ -583,8 +583,9 @@ func TestControlSocketFloodAndSlots(t *testing.T) {
 	// Idle connections from an allowed uid (root, an approver) fill only
 	// that uid's slots: the rest are refused at once, the owner and the
 	// other approver still get in, and the idle ones are closed.
+	const idleConns = 32 // the attack of issue 7
 	var idle []net.Conn
-	for range 12 {
+	for range idleConns {
 		c, err := net.Dial("unix", sock)
 		if err != nil {
 			t.Fatal(err)
@@ -610,8 +611,8 @@ func TestControlSocketFloodAndSlots(t *testing.T) {
 		}
 		c.Close()
 	}
-	if busy != 12-control.DefaultApproverConns || closed != control.DefaultApproverConns {
-		t.Fatalf("%d connections refused as over the uid's slots, %d closed as idle; want %d and %d", busy, closed, 12-control.DefaultApproverConns, control.DefaultApproverConns)
+	if busy != idleConns-control.DefaultApproverConns || closed != control.DefaultApproverConns {
+		t.Fatalf("%d connections refused as over the uid's slots, %d closed as idle; want %d and %d", busy, closed, idleConns-control.DefaultApproverConns, control.DefaultApproverConns)
 	}
 
 	// A flood from an unlisted uid.
