@@ -83,8 +83,10 @@ func (r *Runtime) doctorControl(p paths, ok, bad func(string, ...any)) {
 		bad("control socket: %v", err)
 		return
 	}
-	problems := 0
-	if err := l.CheckDir(); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	problems, note := 0, ""
+	if err := l.CheckDir(); errors.Is(err, fs.ErrNotExist) {
+		note = fmt.Sprintf("; serve will create %s", l.Dir)
+	} else if err != nil {
 		bad("control socket: %v", err)
 		problems++
 	}
@@ -93,6 +95,6 @@ func (r *Runtime) doctorControl(p paths, ok, bad func(string, ...any)) {
 		problems++
 	}
 	if problems == 0 {
-		ok("control socket %s (socket mode %04o, %d approver uid(s))", l.Path, l.SocketMode(), len(l.Approvers))
+		ok("control socket %s (socket mode %04o, %d approver uid(s)%s)", l.Path, l.SocketMode(), len(l.Approvers), note)
 	}
 }
