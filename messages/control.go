@@ -6,9 +6,16 @@ import "encoding/json"
 // 64 KiB. A longer line is refused and the connection closed.
 const MaxControlLine = 64 << 10
 
-// ControlRequest is one line on the control socket: a command's wire name
-// and its JSON body.
+// ControlVersion is the version of the control socket's line protocol.
+// Every request carries it in `v`; a request without `v`, or with another
+// version, is refused with invalid_params on field "v" (docs/decisions.md).
+// Every answer carries the version of the server that wrote it.
+const ControlVersion = 1
+
+// ControlRequest is one line on the control socket: the protocol version, a
+// command's wire name and its JSON body.
 type ControlRequest struct {
+	V    int             `json:"v"`
 	ID   string          `json:"id,omitempty"`
 	Type string          `json:"type"`
 	Body json.RawMessage `json:"body,omitempty"`
@@ -17,6 +24,7 @@ type ControlRequest struct {
 // ControlResponse answers one ControlRequest: Result on success, Error (the
 // SPEC §5 shape) on refusal.
 type ControlResponse struct {
+	V      int             `json:"v"`
 	ID     string          `json:"id,omitempty"`
 	OK     bool            `json:"ok"`
 	Result json.RawMessage `json:"result,omitempty"`

@@ -4,17 +4,24 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/guarded-exchange/guarded-exchange/cmd/internal/control"
 )
 
 // cliScript is a sequence of commands with the exit code each must give.
@@ -202,24 +209,34 @@ func TestControlSocketRobustness(t *testing.T) {
 	r := bufio.NewReader(conn)
 	cases := []struct{ line, code, field string }{
 		{`this is not json`, "invalid_params", "line"},
-		{`{"type":"policy.show","body":{"user":"local"},"extra":1}`, "invalid_params", "line"},
-		{`{"type":"confirm.approve_everything","body":{}}`, "invalid_params", "type"},
-		{`{"type":"policy.show","body":{"user":"local","sudo":true}}`, "invalid_params", "body"},
-		{`{"type":"policy.show","body":{"user":"nobody"}}`, "not_found", ""},
-		{`{"type":"action.decide","body":{"user":"local"}}`, "invalid_params", "type"},
+		{`{"v":1,"type":"policy.show","body":{"user":"local"},"extra":1}`, "invalid_params", "line"},
+		{`{"v":1,"type":"confirm.approve_everything","body":{}}`, "invalid_params", "type"},
+		{`{"v":1,"type":"policy.show","body":{"user":"local","sudo":true}}`, "invalid_params", "body"},
+		{`{"v":1,"type":"policy.show","body":{"user":"nobody"}}`, "not_found", ""},
+		{`{"v":1,"type":"action.decide","body":{"user":"local"}}`, "invalid_params", "type"},
+		// The protocol version comes first: missing, unknown, or not a
+		// number, even when the rest of the line is of another version.
+		{`{"type":"policy.show","body":{"user":"local"}}`, "invalid_params", "v"},
+		{`{"v":2,"type":"policy.show","body":{"user":"local"}}`, "invalid_params", "v"},
+		{`{"v":2,"type":"policy.show","body":{"user":"local"},"trace":"x"}`, "invalid_params", "v"},
+		{`{"v":"1","type":"policy.show","body":{"user":"local"}}`, "invalid_params", "v"},
+		{`{"v":null,"type":"policy.show","body":{"user":"local"}}`, "invalid_params", "v"},
 	}
 	for _, c := range cases {
 		resp := controlLine(t, conn, r, c.line)
 		code, field := errField(resp)
-		if resp["ok"] != false || code != c.code || field != c.field {
+		if resp["ok"] != false || code != c.code || field != c.field || resp["v"] != 1.0 {
 			t.Fatalf("%.50q: %v", c.line, resp)
 		}
+		if field == "v" && !strings.Contains(resp["error"].(map[string]any)["message"].(string), "version 1") {
+			t.Fatalf("the version error does not say which version the server speaks: %v", resp)
+		}
 	}
-	ok := controlLine(t, conn, r, `{"id":"7","type":"policy.show","body":{"user":"local"}}`)
-	if ok["ok"] != true || ok["id"] != "7" {
+	ok := controlLine(t, conn, r, `{"v":1,"id":"7","type":"policy.show","body":{"user":"local"}}`)
+	if ok["ok"] != true || ok["id"] != "7" || ok["v"] != 1.0 {
 		t.Fatalf("a good line after bad ones: %v", ok)
 	}
-	huge := `{"type":"policy.show","body":{"user":"` + strings.Repeat("a", 70<<10) + `"}}`
+	huge := `{"v":1,"type":"policy.show","body":{"user":"` + strings.Repeat("a", 70<<10) + `"}}`
 	resp := controlLine(t, conn, r, huge)
 	if code, field := errField(resp); code != "invalid_params" || field != "line" {
 		t.Fatalf("oversize line: %v", resp)
@@ -235,71 +252,170 @@ func TestControlSocketRobustness(t *testing.T) {
 	}
 }
 
-// A peer whose uid is neither the server's nor in GX_APPROVER_UIDS is
-// refused, and the refusal is journaled. The server runs as another uid
-// (nobody) so that this test, as root, is the foreign peer.
-func TestControlSocketRefusesOtherUID(t *testing.T) {
+// foreignInstall is an installation owned by nobody (65534) in a root
+// directory every uid can search, with the binary copied where every uid
+// can run it: the server runs as nobody, so that the test (root) and other
+// uids are foreign peers. Needs root (SysProcAttr.Credential); CI runs as
+// root.
+type foreignInstall struct {
+	root, bin string
+	in        install
+}
+
+// Uids of the tests that run processes as other uids: the server's
+// (nobody), an approver's and one that is not listed.
+const (
+	nobody   = 65534
+	approver = 4242
+	stranger = 4243
+)
+
+func newForeignInstall(t *testing.T) foreignInstall {
+	t.Helper()
 	if os.Getuid() != 0 {
-		t.Skip("needs root to run the server as another uid (SysProcAttr.Credential); CI runs as root")
+		t.Skip("needs root to run processes as other uids (SysProcAttr.Credential); CI runs as root")
 	}
-	const nobody = 65534
 	root, err := os.MkdirTemp("", "gx-peercred-")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer os.RemoveAll(root)
-	binCopy := filepath.Join(root, "guarded-exchange")
-	data, _ := os.ReadFile(bin)
-	os.WriteFile(binCopy, data, 0o755)
-	os.Chmod(root, 0o755)
-	in := install{home: filepath.Join(root, "home"), key: filepath.Join(root, "cfg", "master.key")}
-
-	asNobody := func(args ...string) *exec.Cmd {
-		cmd := exec.Command(binCopy, args...)
-		cmd.Env = in.env("HOME=" + root)
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
-		return cmd
+	t.Cleanup(func() { os.RemoveAll(root) })
+	f := foreignInstall{root: root, bin: filepath.Join(root, "guarded-exchange"),
+		in: install{home: filepath.Join(root, "home"), key: filepath.Join(root, "cfg", "master.key")}}
+	data, err := os.ReadFile(bin)
+	if err != nil {
+		t.Fatal(err)
 	}
+	if err := os.WriteFile(f.bin, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(root, 0o755)
 	for _, d := range []string{"cfg", "home"} {
 		os.MkdirAll(filepath.Join(root, d), 0o700)
 		os.Chown(filepath.Join(root, d), nobody, nobody)
 	}
-	if out, err := asNobody("init").CombinedOutput(); err != nil {
+	if out, err := f.as(nobody, nil, "init").CombinedOutput(); err != nil {
 		t.Fatalf("init as nobody: %v\n%s", err, out)
 	}
+	return f
+}
+
+// as is the binary run as uid with the installation's environment.
+func (f foreignInstall) as(uid uint32, extraEnv []string, args ...string) *exec.Cmd {
+	cmd := exec.Command(f.bin, args...)
+	cmd.Env = f.in.env(append([]string{"HOME=" + f.root}, extraEnv...)...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uid, Gid: uid}}
+	return cmd
+}
+
+// serve starts serve as nobody and waits until sock answers; stop ends it
+// (closing stdin ends the MCP session) and waits for the process.
+func (f foreignInstall) serve(t *testing.T, sock string, extraEnv ...string) (stop func()) {
+	t.Helper()
+	serve := f.as(nobody, extraEnv, "serve")
+	stdin, _ := serve.StdinPipe()
+	var stderr strings.Builder
+	serve.Stderr = &stderr
+	if err := serve.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// The socket appears only once it listens (no probe connection, which
+	// would be a refusal of its own).
+	var err error
+	for range 500 {
+		if _, err = os.Stat(sock); err == nil {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err != nil {
+		stdin.Close()
+		serve.Wait()
+		t.Fatalf("socket never came up: %v\n%s", err, stderr.String())
+	}
+	return func() {
+		stdin.Close()
+		if err := serve.Wait(); err != nil {
+			t.Errorf("serve: %v\n%s", err, stderr.String())
+		}
+	}
+}
+
+// controlRefusals are the control_refused records' payloads.
+func controlRefusals(t *testing.T, f foreignInstall) []map[string]any {
+	t.Helper()
+	out, err := f.as(nobody, nil, "journal", "dump", "--type", "control_refused").Output()
+	if err != nil {
+		t.Fatalf("journal dump: %v", err)
+	}
+	var recs []map[string]any
+	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		if l == "" {
+			continue
+		}
+		var rec struct {
+			Payload map[string]any `json:"payload"`
+		}
+		if err := json.Unmarshal([]byte(l), &rec); err != nil {
+			t.Fatalf("%v: %q", err, l)
+		}
+		recs = append(recs, rec.Payload)
+	}
+	return recs
+}
+
+// A peer whose uid is neither the server's nor in GX_APPROVER_UIDS is
+// refused, and the refusal is journaled. The server runs as nobody so that
+// this test, as root, is the foreign peer. Listed as an approver, root may
+// read but not run admin commands, through a socket outside the home.
+func TestControlSocketRefusesOtherUID(t *testing.T) {
+	f := newForeignInstall(t)
+	ctl := filepath.Join(f.root, "ctl")
+	os.Mkdir(ctl, 0o711)
+	os.Chown(ctl, nobody, nobody)
 	for _, approvers := range []string{"", "0"} {
-		serve := asNobody("serve")
-		serve.Env = append(serve.Env, "GX_APPROVER_UIDS="+approvers)
-		stdin, _ := serve.StdinPipe()
-		serve.Stdout, serve.Stderr = nil, nil
-		if err := serve.Start(); err != nil {
+		sock := filepath.Join(f.in.home, "run", "control.sock")
+		env := []string{"GX_APPROVER_UIDS=" + approvers}
+		if approvers != "" {
+			sock = filepath.Join(ctl, "control.sock")
+			env = append(env, "GX_CONTROL_SOCKET="+sock)
+		}
+		stop := f.serve(t, sock, env...)
+		conn, err := net.Dial("unix", sock)
+		if err != nil {
 			t.Fatal(err)
 		}
-		sock := filepath.Join(in.home, "run", "control.sock")
-		var conn net.Conn
-		for range 200 {
-			if conn, err = net.Dial("unix", sock); err == nil {
-				break
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-		if conn == nil {
-			t.Fatalf("socket never came up: %v", err)
-		}
 		br := bufio.NewReader(conn)
-		resp := controlLine(t, conn, br, `{"type":"policy.show","body":{"user":"local"}}`)
-		var admin map[string]any
+		var resp, admin map[string]any
+		if approvers == "" {
+			// A refused peer gets one line and is closed before the
+			// server reads anything.
+			conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+			raw, err := br.ReadBytes('\n')
+			if err != nil || json.Unmarshal(raw, &resp) != nil {
+				t.Fatalf("refusal: %q %v", raw, err)
+			}
+			if _, err := br.ReadByte(); err == nil {
+				t.Fatal("the server kept a refused connection open")
+			}
+		} else {
+			resp = controlLine(t, conn, br, `{"v":1,"type":"policy.show","body":{"user":"local"}}`)
+		}
 		if approvers == "0" {
-			admin = controlLine(t, conn, br, `{"type":"admin.policy.set_ceiling","body":{"user":"local","settings":{"profile":"trade"}}}`)
+			// The CLI of an unlisted uid gets the server's refusal.
+			out, err := f.as(stranger, env, "policy", "show").CombinedOutput()
+			if err == nil || !strings.Contains(string(out), "permission_denied: this uid may not use the control socket") {
+				t.Fatalf("an unlisted uid's CLI: %v\n%s", err, out)
+			}
+			admin = controlLine(t, conn, br, `{"v":1,"type":"admin.policy.set_ceiling","body":{"user":"local","settings":{"profile":"trade"}}}`)
 			st, _ := os.Stat(sock)
-			dir, _ := os.Stat(filepath.Dir(sock))
-			if st.Mode().Perm() != 0o666 || dir.Mode().Perm() != 0o711 {
-				t.Fatalf("with other approver uids the socket must be reachable: %v %v", st.Mode().Perm(), dir.Mode().Perm())
+			home, _ := os.Stat(f.in.home)
+			if st.Mode().Perm() != 0o666 || home.Mode().Perm() != 0o700 {
+				t.Fatalf("with other approver uids the socket must be reachable and the home closed: socket %v home %v", st.Mode().Perm(), home.Mode().Perm())
 			}
 		}
 		conn.Close()
-		stdin.Close()
-		serve.Wait()
+		stop()
 		if c, _ := errField(admin); approvers == "0" && c != "permission_denied" {
 			t.Fatalf("an approver ran an admin command: %v", admin)
 		}
@@ -311,9 +427,242 @@ func TestControlSocketRefusesOtherUID(t *testing.T) {
 			t.Fatalf("root listed in GX_APPROVER_UIDS was refused: %v", resp)
 		}
 	}
-	dump := asNobody("journal", "dump", "--type", "control_refused")
-	out, err := dump.Output()
-	if err != nil || strings.Count(string(out), "\n") != 1 || !strings.Contains(string(out), `"peer_uid":0`) {
-		t.Fatalf("control_refused records: %v %q", err, out)
+	recs := controlRefusals(t, f)
+	if len(recs) != 2 || recs[0]["peer_uid"] != 0.0 || recs[0]["count"] != 1.0 || recs[1]["peer_uid"] != float64(stranger) || recs[1]["count"] != 1.0 {
+		t.Fatalf("control_refused records: %v", recs)
+	}
+}
+
+// With approver uids other than the server's, the socket must live outside
+// the home (GX_CONTROL_SOCKET): serve refuses to start without it, and
+// doctor says so; with it, doctor checks the directory serve uses.
+func TestControlSocketLayoutWithApprovers(t *testing.T) {
+	in := newInstall(t)
+	other := fmt.Sprint(os.Getuid() + 1)
+	r := run(t, in.env("GX_APPROVER_UIDS="+other), "", "serve")
+	if r.code != 2 || !strings.Contains(r.stderr, "GX_CONTROL_SOCKET") {
+		t.Fatalf("serve with approvers and no GX_CONTROL_SOCKET: %d %q", r.code, r.stderr)
+	}
+	r = run(t, in.env("GX_APPROVER_UIDS="+other), "", "doctor")
+	if r.code != 1 || !strings.Contains(r.stdout, "FIX   control socket: GX_APPROVER_UIDS") {
+		t.Fatalf("doctor with approvers and no GX_CONTROL_SOCKET: %d %q", r.code, r.stdout)
+	}
+	inHome := filepath.Join(in.home, "ctl", "control.sock")
+	r = run(t, in.env("GX_APPROVER_UIDS="+other, "GX_CONTROL_SOCKET="+inHome), "", "serve")
+	if r.code != 2 || !strings.Contains(r.stderr, "outside the home") {
+		t.Fatalf("serve with a socket inside the home: %d %q", r.code, r.stderr)
+	}
+	r = run(t, in.env("GX_CONTROL_SOCKET=relative/control.sock"), "", "policy", "show")
+	if r.code != 2 || !strings.Contains(r.stderr, "absolute") {
+		t.Fatalf("relative GX_CONTROL_SOCKET: %d %q", r.code, r.stderr)
+	}
+
+	ctl := filepath.Join(t.TempDir(), "ctl")
+	sock := filepath.Join(ctl, "control.sock")
+	env := in.env("GX_APPROVER_UIDS="+other, "GX_CONTROL_SOCKET="+sock)
+	cs, _ := connectStdio(t, in, "", "GX_APPROVER_UIDS="+other, "GX_CONTROL_SOCKET="+sock)
+	for path, want := range map[string]os.FileMode{ctl: 0o711, sock: 0o666, in.home: 0o700, filepath.Join(in.home, "run"): 0o700} {
+		if st, err := os.Stat(path); err != nil || st.Mode().Perm() != want {
+			t.Fatalf("%s: %v, want mode %04o", path, err, want)
+		}
+	}
+	if r := run(t, env, "", "doctor"); r.code != 0 || !strings.Contains(r.stdout, "ok    control socket "+sock) {
+		t.Fatalf("doctor on the layout serve made: %d %q", r.code, r.stdout)
+	}
+	// The CLI reaches the server through the same path.
+	if r := run(t, env, "", "kill-switch", "on"); r.code != 0 || strings.Contains(r.stderr, "holds the lock") {
+		t.Fatalf("kill-switch on through GX_CONTROL_SOCKET: %d %q", r.code, r.stderr)
+	}
+	// A second server for another home may not take the live socket.
+	other2 := newInstall(t)
+	if r := run(t, other2.env("GX_CONTROL_SOCKET="+sock), "", "serve"); r.code != 2 || !strings.Contains(r.stderr, "another server listens") {
+		t.Fatalf("a second server on a live socket: %d %q", r.code, r.stderr)
+	}
+	if err := cs.Close(); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(ctl, 0o777)
+	if r := run(t, env, "", "doctor"); r.code != 1 || !strings.Contains(r.stdout, "writable by others") {
+		t.Fatalf("doctor on a directory others can write: %d %q", r.code, r.stdout)
+	}
+	os.Chmod(ctl, 0o700)
+	if r := run(t, env, "", "doctor"); r.code != 1 || !strings.Contains(r.stdout, "chmod 711") {
+		t.Fatalf("doctor on a directory approvers cannot search: %d %q", r.code, r.stdout)
+	}
+	if r := run(t, env, "", "serve"); r.code != 2 || !strings.Contains(r.stderr, "chmod 711") {
+		t.Fatalf("serve on a directory approvers cannot search: %d %q", r.code, r.stderr)
+	}
+}
+
+// floodEnv makes the test binary a flooding peer instead of running tests
+// (see TestMain): it connects to the socket and hangs up as fast as it
+// can, for at most floodFor or floodMax connections, then prints how
+// many connections it made.
+const (
+	floodEnv = "GX_TEST_FLOOD_SOCKET"
+	floodFor = 3 * time.Second
+	floodMax = 200000
+)
+
+// floodPeer is the flooding process's body.
+func floodPeer(sock string) int {
+	var n atomic.Int64
+	var wg sync.WaitGroup
+	end := time.Now().Add(floodFor)
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for time.Now().Before(end) && n.Load() < floodMax {
+				c, err := net.Dial("unix", sock)
+				if err != nil {
+					time.Sleep(time.Millisecond) // accept queue full
+					continue
+				}
+				n.Add(1)
+				c.Close()
+			}
+		}()
+	}
+	wg.Wait()
+	fmt.Println(n.Load())
+	return 0
+}
+
+// The control socket cannot be flooded (issue 7): a connection flood from
+// an unlisted uid adds a handful of control_refused records that count
+// every refusal, while the owner's commands keep working; an approver's
+// idle connections neither lock out the owner nor another approver, and
+// are closed after seconds; the approver reaches the server through
+// GX_CONTROL_SOCKET while the home stays 0700.
+func TestControlSocketFloodAndSlots(t *testing.T) {
+	f := newForeignInstall(t)
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	flooder := filepath.Join(f.root, "flooder.test")
+	if err := os.WriteFile(flooder, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ctl := filepath.Join(f.root, "ctl")
+	os.Mkdir(ctl, 0o711)
+	os.Chown(ctl, nobody, nobody)
+	sock := filepath.Join(ctl, "control.sock")
+	env := []string{"GX_APPROVER_UIDS=0," + fmt.Sprint(approver), "GX_CONTROL_SOCKET=" + sock}
+	stop := f.serve(t, sock, env...)
+	defer func() {
+		if stop != nil {
+			stop()
+		}
+	}()
+	owner := func(args ...string) {
+		t.Helper()
+		out, err := f.as(nobody, env, args...).CombinedOutput()
+		if err != nil {
+			t.Errorf("owner %v: %v\n%s", args, err, out)
+		}
+	}
+
+	// An approver uid reaches the server while the home stays 0700, may
+	// read and turn the kill switch on, and nothing more.
+	if out, err := f.as(approver, env, "policy", "show").CombinedOutput(); err != nil {
+		t.Fatalf("approver policy show: %v\n%s", err, out)
+	}
+	if out, err := f.as(approver, env, "kill-switch", "on").CombinedOutput(); err != nil {
+		t.Fatalf("approver kill-switch on: %v\n%s", err, out)
+	}
+	if out, err := f.as(approver, env, "admin", "policy", "set-ceiling", "--profile", "trade").CombinedOutput(); err == nil || !strings.Contains(string(out), "approver uid may only") {
+		t.Fatalf("approver ran an admin command: %v\n%s", err, out)
+	}
+
+	// Idle connections from an allowed uid (root, an approver) fill only
+	// that uid's slots: the rest are refused at once, the owner and the
+	// other approver still get in, and the idle ones are closed.
+	const idleConns = 32 // the attack of issue 7
+	var idle []net.Conn
+	for range idleConns {
+		c, err := net.Dial("unix", sock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		idle = append(idle, c)
+	}
+	owner("kill-switch", "on")
+	owner("policy", "show")
+	if out, err := f.as(approver, env, "policy", "show").CombinedOutput(); err != nil {
+		t.Errorf("approver policy show while another approver holds its slots: %v\n%s", err, out)
+	}
+	busy, closed := 0, 0
+	for _, c := range idle {
+		c.SetReadDeadline(time.Now().Add(60 * time.Second))
+		line, err := bufio.NewReader(c).ReadBytes('\n')
+		switch {
+		case err == nil && strings.Contains(string(line), `"rate_limited"`):
+			busy++
+		case err != nil && len(line) == 0 && !errors.Is(err, os.ErrDeadlineExceeded):
+			closed++ // the server closed an idle connection
+		default:
+			t.Errorf("idle connection: %q %v", line, err)
+		}
+		c.Close()
+	}
+	if busy != idleConns-control.DefaultApproverConns || closed != control.DefaultApproverConns {
+		t.Fatalf("%d connections refused as over the uid's slots, %d closed as idle; want %d and %d", busy, closed, idleConns-control.DefaultApproverConns, control.DefaultApproverConns)
+	}
+
+	// A flood from an unlisted uid.
+	flood := exec.Command(flooder)
+	flood.Env = []string{floodEnv + "=" + sock}
+	flood.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: stranger, Gid: stranger}}
+	var floodOut strings.Builder
+	flood.Stdout = &floodOut
+	if err := flood.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- flood.Wait() }()
+	during := 0
+	for flooding := true; flooding; {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("flooder: %v", err)
+			}
+			flooding = false
+		default:
+			owner("policy", "show")
+			owner("kill-switch", "on")
+			during++
+		}
+	}
+	owner("policy", "show") // after the flood: every flood connection was accepted before it
+	dials, err := strconv.Atoi(strings.TrimSpace(floodOut.String()))
+	if err != nil || dials == 0 {
+		t.Fatalf("flooder made no connections: %q %v", floodOut.String(), err)
+	}
+	stop()
+	stop = nil
+
+	counted, n := 0, 0
+	for _, rec := range controlRefusals(t, f) {
+		if rec["peer_uid"] != float64(stranger) {
+			t.Errorf("refusal of another uid: %v", rec)
+			continue
+		}
+		n++
+		c, _ := rec["count"].(float64)
+		counted += int(c)
+	}
+	t.Logf("flood: %d connections, %d control_refused records, %d owner command pairs during the flood", dials, n, during)
+	if n == 0 || n > 5 {
+		t.Fatalf("%d control_refused records for %d refused connections, want 1 to 5", n, dials)
+	}
+	if counted != dials {
+		t.Fatalf("the records count %d refusals, the flooder made %d connections", counted, dials)
 	}
 }

@@ -106,14 +106,3 @@ func TestLoadEnvFile(t *testing.T) {
 		t.Fatalf("no env file: %q", got)
 	}
 }
-
-func TestParseApproverUIDs(t *testing.T) {
-	if got, err := parseApproverUIDs(" 1000, 1001 ,"); err != nil || len(got) != 2 || got[1] != 1001 {
-		t.Fatalf("%v %v", got, err)
-	}
-	for _, bad := range []string{"root", "-1", "1000;1001", "99999999999"} {
-		if _, err := parseApproverUIDs(bad); err == nil {
-			t.Fatalf("%q accepted", bad)
-		}
-	}
-}

@@ -8,6 +8,7 @@ import (
 	"os"
 
 	"github.com/guarded-exchange/guarded-exchange/cli"
+	"github.com/guarded-exchange/guarded-exchange/cmd/internal/control"
 	"github.com/guarded-exchange/guarded-exchange/wal"
 )
 
@@ -37,9 +38,7 @@ func (r *Runtime) Doctor(_ context.Context, g *cli.Globals, out cli.IO) error {
 	} else {
 		ok("master key %s matches this home", p.MasterKey)
 	}
-	if st, err := os.Stat(p.run()); err == nil && st.Mode().Perm() != 0o700 {
-		bad("%s must be mode 0700: run chmod 700 %s", p.run(), p.run())
-	}
+	r.doctorControl(p, ok, bad)
 	if _, err := os.Stat(p.journal()); errors.Is(err, fs.ErrNotExist) {
 		bad("journal %s is missing: run `guarded-exchange init`", p.journal())
 	} else if cp, cleanup, err := wal.Snapshot(p.journal()); err != nil {
@@ -72,4 +71,30 @@ func (r *Runtime) Doctor(_ context.Context, g *cli.Globals, out cli.IO) error {
 	}
 	fmt.Fprintln(out.Out, "all checks passed")
 	return nil
+}
+
+// doctorControl checks the control socket's layout as serve would set it
+// up from this environment (GX_CONTROL_SOCKET, GX_APPROVER_UIDS): run/ 0700
+// in the home, or a directory of its own that approvers can search and
+// nobody else can write.
+func (r *Runtime) doctorControl(p paths, ok, bad func(string, ...any)) {
+	l, err := control.ResolveLayout(p.Home, uint32(os.Getuid()), r.getenv)
+	if err != nil {
+		bad("control socket: %v", err)
+		return
+	}
+	problems, note := 0, ""
+	if err := l.CheckDir(); errors.Is(err, fs.ErrNotExist) {
+		note = fmt.Sprintf("; serve will create %s", l.Dir)
+	} else if err != nil {
+		bad("control socket: %v", err)
+		problems++
+	}
+	if err := l.CheckSocket(); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		bad("control socket: %v", err)
+		problems++
+	}
+	if problems == 0 {
+		ok("control socket %s (socket mode %04o, %d approver uid(s)%s)", l.Path, l.SocketMode(), len(l.Approvers), note)
+	}
 }

@@ -18,13 +18,14 @@ import (
 	"time"
 
 	"github.com/guarded-exchange/guarded-exchange/cli"
+	"github.com/guarded-exchange/guarded-exchange/cmd/internal/control"
 )
 
 // Layout under --home (SPEC §2).
 const (
 	journalDirName   = "journal"
 	snapshotsDirName = "snapshots"
-	runDirName       = "run"
+	runDirName       = control.RunDirName
 	lockFileName     = "lock"
 	installFileName  = "installation.json"
 )

@@ -16,6 +16,7 @@ import (
 
 	"github.com/guarded-exchange/guarded-exchange/actors"
 	"github.com/guarded-exchange/guarded-exchange/cli"
+	"github.com/guarded-exchange/guarded-exchange/cmd/internal/control"
 	"github.com/guarded-exchange/guarded-exchange/mcp"
 	"github.com/guarded-exchange/guarded-exchange/messages"
 	"github.com/guarded-exchange/guarded-exchange/venue/sim"
@@ -171,7 +172,7 @@ func (r *Runtime) Serve(ctx context.Context, g *cli.Globals, o cli.ServeOptions,
 	if err != nil {
 		return cli.CannotStart("%v", err)
 	}
-	approvers, err := parseApproverUIDs(r.getenv("GX_APPROVER_UIDS"))
+	layout, err := control.ResolveLayout(p.Home, uint32(os.Getuid()), r.getenv)
 	if err != nil {
 		return cli.CannotStart("%v", err)
 	}
@@ -193,11 +194,11 @@ func (r *Runtime) Serve(ctx context.Context, g *cli.Globals, o cli.ServeOptions,
 	// that cannot be checked now is logged, not fatal: every state change
 	// re-checks it before it goes through.
 	recheckAtStart(ctx, st, g.User, vc.Name, logger)
-	control, err := startControl(p, st.sys, logger.With("component", "control"), approvers)
+	ctl, err := control.Listen(layout, st.sys, logger.With("component", "control"), control.Limits{})
 	if err != nil {
 		return cli.CannotStart("%v", err)
 	}
-	defer control.close()
+	defer ctl.Close()
 	srv, err := mcp.NewServer(mcp.Options{
 		Backend:   st.sys,
 		Principal: policyPrincipal(st.sys, g.User),

@@ -1,0 +1,75 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/guarded-exchange/guarded-exchange/messages"
+)
+
+// A server that refuses a peer answers with one line and closes before
+// reading the request: the client's write then fails, and it reports the
+// server's refusal, not the broken pipe.
+func TestSendReportsARefusalSentBeforeTheRequest(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "control.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	closed := make(chan struct{})
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		b, _ := json.Marshal(messages.ControlResponse{V: messages.ControlVersion, Error: &messages.Error{Code: messages.CodePermissionDenied, Message: "this uid may not use the control socket"}})
+		c.Write(append(b, '\n'))
+		c.Close()
+		close(closed)
+	}()
+	client, err := DialControl(context.Background(), sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	<-closed
+	_, err = client.Send(context.Background(), &messages.ShowPolicyRequest{User: "local"})
+	var e *messages.Error
+	if !errors.As(err, &e) || e.Code != messages.CodePermissionDenied {
+		t.Fatalf("Send after a refusal: %v", err)
+	}
+}
+
+// An answer of another protocol version is not trusted.
+func TestSendRefusesAnotherVersion(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "control.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		buf := make([]byte, 4096)
+		c.Read(buf)
+		c.Write([]byte(`{"v":2,"ok":true,"result":{}}` + "\n"))
+	}()
+	client, err := DialControl(context.Background(), sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	if _, err := client.Send(context.Background(), &messages.ShowPolicyRequest{User: "local"}); err == nil || !strings.Contains(err.Error(), "protocol version 2") {
+		t.Fatalf("an answer of version 2: %v", err)
+	}
+}
