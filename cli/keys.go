@@ -87,24 +87,36 @@ func addKey(ctx context.Context, g *Globals, rt Runtime, o IO, replace, attest, 
 	}, asJSON)
 }
 
+// readHidden prompts on w and reads one line from the terminal f without
+// echo. Echo is off before the prompt shows, so fast typing is never
+// echoed either.
+func readHidden(f *os.File, w io.Writer, prompt string) (string, error) {
+	fd := int(f.Fd())
+	restore, err := echoOff(fd)
+	if err != nil {
+		return "", err
+	}
+	defer restore()
+	fmt.Fprint(w, prompt)
+	b, err := term.ReadPassword(fd)
+	fmt.Fprintln(w)
+	return strings.TrimSpace(string(b)), err
+}
+
 // readKeyAndSecret reads from the terminal without echo, or, when stdin is
 // not a terminal, two lines (key, then secret) through one buffered reader
 // (two readers on a pipe would lose the second line).
 func readKeyAndSecret(o IO) (string, string, error) {
 	if f, ok := o.In.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
-		fmt.Fprint(o.Err, "API key: ")
-		k, err := term.ReadPassword(int(f.Fd()))
-		fmt.Fprintln(o.Err)
+		k, err := readHidden(f, o.Err, "API key: ")
 		if err != nil {
 			return "", "", Refused("cannot read the key: %v", err)
 		}
-		fmt.Fprint(o.Err, "API secret: ")
-		s, err := term.ReadPassword(int(f.Fd()))
-		fmt.Fprintln(o.Err)
+		s, err := readHidden(f, o.Err, "API secret: ")
 		if err != nil {
 			return "", "", Refused("cannot read the secret: %v", err)
 		}
-		return strings.TrimSpace(string(k)), strings.TrimSpace(string(s)), nil
+		return k, s, nil
 	}
 	if o.In == nil {
 		return "", "", Refused("no stdin: type the key and the secret, or pipe them as two lines")

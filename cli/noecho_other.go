@@ -1,0 +1,7 @@
+//go:build !linux
+
+package cli
+
+// echoOff does nothing where termios is not reached this way;
+// term.ReadPassword still turns echo off while it reads.
+func echoOff(int) (func(), error) { return func() {}, nil }
