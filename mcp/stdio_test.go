@@ -205,3 +205,22 @@ func TestStdioErrorsDoNotEchoTheRequest(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkStdioFilter measures the check every stdin line goes through:
+// a typical tools/call, and one with 64 KiB of arguments.
+func BenchmarkStdioFilter(b *testing.B) {
+	for _, c := range []struct{ name, line string }{
+		{"tools_call", `{"jsonrpc":"2.0","id":42,"method":"tools/call","params":{"name":"get_ticker","arguments":{"symbol":"BTCUSDT","category":"linear"},"_meta":{"progressToken":7}}}`},
+		{"64KiB", `{"jsonrpc":"2.0","id":42,"method":"tools/call","params":{"name":"get_ticker","arguments":{"note":"` + strings.Repeat("x", 64<<10) + `"}}}`},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			line := []byte(c.line)
+			b.SetBytes(int64(len(line)))
+			for b.Loop() {
+				if msg, rej := admit(line, false); msg == nil || rej != nil {
+					b.Fatal("refused")
+				}
+			}
+		})
+	}
+}
