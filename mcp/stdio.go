@@ -40,8 +40,9 @@ const (
 // JSON-RPC 2.0 on in and out. Only messages the SDK accepts reach it; every
 // other line gets a JSON-RPC error answer of its own (-32700 for a line
 // that is not JSON, -32600 for an invalid request, with its id when it has
-// a valid one), so no input line can end the session (SPEC §5: never a dead
-// session). At most MaxInFlight requests are read and unanswered at any
+// a valid one; a malformed response is logged and dropped, as JSON-RPC
+// never answers a response), so no input line can end the session (SPEC
+// §5: never a dead session). At most MaxInFlight requests are read and unanswered at any
 // time. Error answers never repeat the request's params or method. out is
 // never closed.
 func StdioTransport(in io.Reader, out io.Writer, logger *slog.Logger) sdk.Transport {
