@@ -3,99 +3,581 @@ package mcp
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
+	"regexp"
+	"strings"
 	"sync"
+	"unicode/utf8"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// MaxStdioLine bounds one JSON-RPC message read from stdin.
-const MaxStdioLine = 4 << 20
+// Limits of the stdio transport. A line over a limit is answered with a
+// JSON-RPC error; it never reaches the SDK and never ends the session.
+const (
+	// MaxStdioLine bounds one JSON-RPC message read from stdin, in bytes.
+	// Every request this server understands is a few KiB at most.
+	MaxStdioLine = 1 << 20
+	// MaxStdioDepth bounds the nesting of objects and arrays in one
+	// message, well below the SDK decoder's 1,000 (exceeding that ends
+	// the SDK's session).
+	MaxStdioDepth = 64
+	// MaxStdioIDLength bounds a string request id, in bytes.
+	MaxStdioIDLength = 256
+	// MaxInFlight bounds the requests of one session read but not yet
+	// answered: at the bound the transport stops reading stdin until an
+	// answer has been written, so a client that stops reading stdout
+	// cannot make the server queue requests without end.
+	MaxInFlight = 64
+)
 
-// droppedLine replaces an input line the server will not hand to the SDK:
-// a notification no one handles. The SDK would otherwise end the whole
-// session on a line that is not one JSON-RPC object (garbage, a batch,
-// nesting deeper than the decoder allows), and with it the server.
-var droppedLine = []byte(`{"jsonrpc":"2.0","method":"notifications/guarded_exchange/dropped_line"}` + "\n")
-
-// StdioTransport is the stdio transport of serve: newline-delimited JSON-RPC
-// on in and out, where a malformed or oversize input line is logged and
-// dropped instead of ending the session (SPEC §5: never a dead session).
-// out is never closed.
+// StdioTransport is the stdio transport of serve: newline-delimited
+// JSON-RPC 2.0 on in and out. Only messages the SDK accepts reach it; every
+// other line gets a JSON-RPC error answer of its own (-32700 for a line
+// that is not JSON, -32600 for an invalid request, with its id when it has
+// a valid one; a malformed response is logged and dropped, as JSON-RPC
+// never answers a response), so no input line can end the session (SPEC
+// §5: never a dead session). At most MaxInFlight requests are read and unanswered at any
+// time. Error answers never repeat the request's params or method. out is
+// never closed.
 func StdioTransport(in io.Reader, out io.Writer, logger *slog.Logger) sdk.Transport {
+	return &stdioTransport{in: in, out: out, logger: logger, maxInFlight: MaxInFlight}
+}
+
+type stdioTransport struct {
+	in          io.Reader
+	out         io.Writer
+	logger      *slog.Logger
+	maxInFlight int
+	// waiting, when set, is called each time Read starts waiting for an
+	// answer to free a slot (tests observe the bound with it).
+	waiting func()
+}
+
+// Connect implements sdk.Transport. It may be called once.
+func (t *stdioTransport) Connect(context.Context) (sdk.Connection, error) {
+	logger := t.logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &sdk.IOTransport{
-		Reader: &lineFilter{r: bufio.NewReaderSize(in, 64<<10), logger: logger},
-		Writer: nopWriteCloser{out},
+	c := &stdioConn{
+		logger:   logger,
+		out:      t.out,
+		lines:    make(chan inputLine),
+		closed:   make(chan struct{}),
+		slots:    make(chan struct{}, t.maxInFlight),
+		inFlight: map[jsonrpc.ID]struct{}{},
+		waiting:  t.waiting,
 	}
+	go c.readLines(bufio.NewReaderSize(t.in, 64<<10))
+	return c, nil
 }
 
-type nopWriteCloser struct{ io.Writer }
+// inputLine is one line of stdin, or the error that ended the input.
+type inputLine struct {
+	line     []byte
+	oversize bool
+	err      error
+}
 
-func (nopWriteCloser) Close() error { return nil }
-
-// lineFilter passes through lines that are single JSON objects and
-// replaces every other line with droppedLine.
-type lineFilter struct {
-	r      *bufio.Reader
+// stdioConn is the sdk.Connection of StdioTransport. Read runs on the
+// SDK's read goroutine; Write may be called concurrently, and every byte
+// on out (the SDK's messages and the connection's own error answers) goes
+// through write, one whole line under writeMu.
+type stdioConn struct {
 	logger *slog.Logger
-	mu     sync.Mutex // Read may be called from the transport's goroutine only; the lock documents it
-	buf    []byte     // the rest of the current output line
-	err    error
+
+	writeMu sync.Mutex
+	out     io.Writer
+
+	lines     chan inputLine // from readLines, unbuffered: at most one line read ahead
+	closed    chan struct{}
+	closeOnce sync.Once
+
+	// slots holds one token per request read and not yet answered.
+	slots chan struct{}
+	// inFlight holds the ids of those requests; the SDK answers each one
+	// exactly once, and would not answer a second request with an id in
+	// use, so such a request is refused here.
+	mu       sync.Mutex
+	inFlight map[jsonrpc.ID]struct{}
+	waiting  func()
 }
 
-func (f *lineFilter) Read(p []byte) (int, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	for len(f.buf) == 0 {
-		if f.err != nil {
-			return 0, f.err
+// readLines reads stdin line by line, dropping the bytes of a line past
+// MaxStdioLine, and hands each line to Read.
+func (c *stdioConn) readLines(r *bufio.Reader) {
+	send := func(l inputLine) bool {
+		select {
+		case c.lines <- l:
+			return true
+		case <-c.closed:
+			return false
 		}
-		f.buf, f.err = f.nextLine()
 	}
-	n := copy(p, f.buf)
-	f.buf = f.buf[n:]
-	return n, nil
+	for {
+		var line []byte
+		oversize := false
+		for {
+			chunk, err := r.ReadSlice('\n')
+			if !oversize {
+				if len(line)+len(chunk) > MaxStdioLine+2 { // + "\r\n"
+					oversize, line = true, nil
+				} else {
+					line = append(line, chunk...)
+				}
+			}
+			if errors.Is(err, bufio.ErrBufferFull) {
+				continue
+			}
+			if len(line) > 0 || oversize {
+				if !send(inputLine{line: line, oversize: oversize}) {
+					return
+				}
+			}
+			if err != nil {
+				send(inputLine{err: err})
+				return
+			}
+			break
+		}
+	}
 }
 
-// nextLine reads one input line and returns what the SDK should see.
-func (f *lineFilter) nextLine() ([]byte, error) {
-	var line []byte
-	oversize := false
+// Read implements sdk.Connection: it returns the next admitted message,
+// answering every other line itself.
+func (c *stdioConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	for {
-		chunk, err := f.r.ReadSlice('\n')
-		if !oversize {
-			if len(line)+len(chunk) > MaxStdioLine {
-				oversize, line = true, nil
-			} else {
-				line = append(line, chunk...)
-			}
+		var in inputLine
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-c.closed:
+			return nil, io.EOF
+		case in = <-c.lines:
 		}
-		if errors.Is(err, bufio.ErrBufferFull) {
+		if in.err != nil {
+			return nil, in.err
+		}
+		msg, rej := admit(in.line, in.oversize)
+		if rej != nil {
+			if rej.answer {
+				c.logger.Warn("stdin: answered an invalid line with an error", "code", rej.code, "reason", rej.message, "bytes", len(in.line))
+				if err := c.write(rej.encode()); err != nil {
+					return nil, err
+				}
+			} else if rej.code != 0 {
+				c.logger.Warn("stdin: dropped an invalid response", "reason", rej.message, "bytes", len(in.line))
+			}
 			continue
 		}
-		if err != nil && len(line) == 0 && !oversize {
+		req, ok := msg.(*jsonrpc.Request)
+		if !ok || !req.IsCall() {
+			return msg, nil
+		}
+		c.mu.Lock()
+		_, dup := c.inFlight[req.ID]
+		c.mu.Unlock()
+		if dup {
+			rej := &rejection{answer: true, id: req.ID.Raw(), code: jsonrpc.CodeInvalidRequest, message: "invalid request: the id is in use by a request not yet answered"}
+			c.logger.Warn("stdin: answered an invalid line with an error", "code", rej.code, "reason", rej.message)
+			if err := c.write(rej.encode()); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if err := c.acquire(ctx); err != nil {
 			return nil, err
 		}
-		trimmed := bytes.TrimSpace(line)
-		switch {
-		case oversize:
-			f.logger.Warn("stdin: dropped an oversize line", "limit_bytes", MaxStdioLine)
-			return droppedLine, err
-		case len(trimmed) == 0:
-			return nil, err
-		case trimmed[0] != '{' || !json.Valid(trimmed):
-			f.logger.Warn("stdin: dropped a line that is not one JSON-RPC object", "bytes", len(trimmed))
-			return droppedLine, err
-		}
-		return append(trimmed, '\n'), err
+		c.mu.Lock()
+		c.inFlight[req.ID] = struct{}{}
+		c.mu.Unlock()
+		return req, nil
 	}
 }
 
-// Close implements io.Closer; the process's stdin is not closed.
-func (f *lineFilter) Close() error { return nil }
+// acquire takes a slot for a request, waiting while MaxInFlight requests
+// are unanswered.
+func (c *stdioConn) acquire(ctx context.Context) error {
+	select {
+	case c.slots <- struct{}{}:
+		return nil
+	default:
+	}
+	if c.waiting != nil {
+		c.waiting()
+	}
+	select {
+	case c.slots <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-c.closed:
+		return io.EOF
+	}
+}
+
+// Write implements sdk.Connection. An answer frees its request's slot once
+// it is written.
+func (c *stdioConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	answered := false
+	if resp, ok := msg.(*jsonrpc.Response); ok {
+		// The id is released before the write: the client may reuse it as
+		// soon as it reads the answer.
+		c.mu.Lock()
+		_, answered = c.inFlight[resp.ID]
+		delete(c.inFlight, resp.ID)
+		c.mu.Unlock()
+		msg = withoutEcho(resp)
+	}
+	data, err := jsonrpc.EncodeMessage(msg)
+	if err == nil {
+		err = c.write(append(data, '\n'))
+	}
+	if answered {
+		<-c.slots
+	}
+	return err
+}
+
+func (c *stdioConn) write(line []byte) error {
+	c.writeMu.Lock()
+	defer c.writeMu.Unlock()
+	_, err := c.out.Write(line)
+	return err
+}
+
+// Close implements sdk.Connection: it ends Read. Neither stdin nor out is
+// closed.
+func (c *stdioConn) Close() error {
+	c.closeOnce.Do(func() { close(c.closed) })
+	return nil
+}
+
+// SessionID implements sdk.Connection; stdio has no session id.
+func (c *stdioConn) SessionID() string { return "" }
+
+// Fixed texts of the error answers that would otherwise repeat the request.
+const (
+	msgMethodNotFound = "method not found"
+	msgInvalidParams  = "invalid params: they do not match the method's parameters"
+)
+
+// withoutEcho returns resp, or a copy whose error no longer repeats the
+// request: the SDK's message for a params decoding failure quotes the whole
+// params, arguments included, and its "method not found" quotes the method.
+func withoutEcho(resp *jsonrpc.Response) *jsonrpc.Response {
+	if resp.Error == nil {
+		return resp
+	}
+	var code int64
+	var we *jsonrpc.Error
+	if errors.As(resp.Error, &we) {
+		code = we.Code
+	}
+	msg := resp.Error.Error()
+	switch {
+	case code == jsonrpc.CodeMethodNotFound:
+		msg = msgMethodNotFound
+	case strings.Contains(msg, "unmarshaling"):
+		code, msg = jsonrpc.CodeInvalidParams, msgInvalidParams
+	default:
+		return resp
+	}
+	out := *resp
+	out.Error = &jsonrpc.Error{Code: code, Message: msg}
+	return &out
+}
+
+// rejection is the filter's verdict on a line it does not hand to the SDK.
+type rejection struct {
+	answer  bool // false: a malformed response, which JSON-RPC never answers
+	id      any  // nil (JSON null), int64 or string
+	code    int64
+	message string
+}
+
+// encode is the JSON-RPC error answer, one line.
+func (r *rejection) encode() []byte {
+	data, _ := json.Marshal(struct {
+		JSONRPC string         `json:"jsonrpc"`
+		ID      any            `json:"id"`
+		Error   *jsonrpc.Error `json:"error"`
+	}{"2.0", r.id, &jsonrpc.Error{Code: r.code, Message: r.message}})
+	return append(data, '\n')
+}
+
+// numericID is an integer id the SDK keeps exactly: it reads ids as
+// float64 and answers int64(id), so a fraction, an exponent or more than
+// 15 digits would come back as a different id.
+var numericID = regexp.MustCompile(`^-?(0|[1-9][0-9]{0,14})$`)
+
+// errorCode is an error code the SDK's int64 field can hold.
+var errorCode = regexp.MustCompile(`^-?(0|[1-9][0-9]{0,17})$`)
+
+// admit decides what happens to one input line: it returns the message to
+// hand to the SDK, or a rejection. Admitted messages are built from the validated parts,
+// so the SDK's decoder never sees input it would fail on. A blank line
+// gets a rejection that is neither answered nor logged.
+func admit(line []byte, oversize bool) (jsonrpc.Message, *rejection) {
+	invalid := func(id any, reason string) *rejection {
+		return &rejection{answer: true, id: id, code: jsonrpc.CodeInvalidRequest, message: "invalid request: " + reason}
+	}
+	if oversize {
+		return nil, invalid(nil, "the message is longer than 1048576 bytes")
+	}
+	line = bytes.TrimSpace(line)
+	if len(line) == 0 {
+		return nil, &rejection{}
+	}
+	if !json.Valid(line) {
+		// encoding/json refuses nesting past 10,000 levels; such a line
+		// may still be JSON, and its id is worth answering.
+		if id, ok := deepJSON(line); ok {
+			return nil, invalid(id, "the message nests deeper than 64 levels")
+		}
+		return nil, &rejection{answer: true, code: jsonrpc.CodeParseError, message: "parse error: the line is not one JSON value"}
+	}
+	switch line[0] {
+	case '{':
+	case '[':
+		return nil, invalid(nil, "batches are not supported; send one message per line")
+	default:
+		return nil, invalid(nil, "a message must be a JSON object")
+	}
+	members, dup := topMembers(line)
+	_, hasMethod := members["method"]
+	_, hasResult := members["result"]
+	_, hasError := members["error"]
+	if !hasMethod && (hasResult || hasError) {
+		return admitResponse(line, members, dup)
+	}
+
+	rawID, hasID := members["id"]
+	var id jsonrpc.ID
+	var answerID any // what an error answer carries: the id if it is valid
+	idOK := true
+	if hasID {
+		id, idOK = parseID(rawID)
+		if idOK {
+			answerID = id.Raw()
+		}
+	}
+	switch {
+	case depth(line) > MaxStdioDepth:
+		return nil, invalid(answerID, "the message nests deeper than 64 levels")
+	case dup:
+		return nil, invalid(answerID, "a member appears more than once")
+	case !isVersion(members["jsonrpc"]):
+		return nil, invalid(answerID, `"jsonrpc" must be "2.0"`)
+	case !idOK:
+		return nil, invalid(nil, `"id" must be a string of at most 256 bytes or an integer of at most 15 digits`)
+	case !hasMethod:
+		return nil, invalid(answerID, `a request needs a "method"`)
+	case hasResult || hasError:
+		return nil, invalid(answerID, `a request carries no "result" or "error"`)
+	}
+	var method string
+	if err := json.Unmarshal(members["method"], &method); err != nil || members["method"][0] != '"' {
+		return nil, invalid(answerID, `"method" must be a string`)
+	}
+	params, hasParams := members["params"]
+	if hasParams && params[0] != '{' && params[0] != '[' {
+		return nil, invalid(answerID, `"params" must be an object`)
+	}
+	return &jsonrpc.Request{ID: id, Method: method, Params: params}, nil
+}
+
+// admitResponse admits a well-formed response (to a request of this
+// server) and drops anything else shaped like one, unanswered.
+func admitResponse(line []byte, members map[string]json.RawMessage, dup bool) (jsonrpc.Message, *rejection) {
+	drop := func(reason string) *rejection { return &rejection{code: jsonrpc.CodeInvalidRequest, message: reason} }
+	id, ok := parseID(members["id"])
+	switch {
+	case depth(line) > MaxStdioDepth:
+		return nil, drop("the message nests deeper than 64 levels")
+	case dup:
+		return nil, drop("a member appears more than once")
+	case !isVersion(members["jsonrpc"]):
+		return nil, drop(`"jsonrpc" is not "2.0"`)
+	case !ok:
+		return nil, drop("the response has no valid id")
+	}
+	result, hasResult := members["result"]
+	rawErr, hasError := members["error"]
+	if hasResult == hasError {
+		return nil, drop(`a response has exactly one of "result" and "error"`)
+	}
+	if hasResult {
+		return &jsonrpc.Response{ID: id, Result: result}, nil
+	}
+	em, edup := topMembers(rawErr)
+	var werr jsonrpc.Error
+	if rawErr[0] != '{' || edup || !errorCode.Match(em["code"]) ||
+		len(em["message"]) == 0 || em["message"][0] != '"' ||
+		json.Unmarshal(em["code"], &werr.Code) != nil || json.Unmarshal(em["message"], &werr.Message) != nil {
+		return nil, drop(`"error" must be an object with an integer "code" and a string "message"`)
+	}
+	if data, ok := em["data"]; ok {
+		werr.Data = data
+	}
+	return &jsonrpc.Response{ID: id, Error: &werr}, nil
+}
+
+// parseID reads a request id: a string of at most MaxStdioIDLength bytes
+// or an integer the SDK keeps exactly. JSON null is no valid id.
+func parseID(raw json.RawMessage) (jsonrpc.ID, bool) {
+	switch {
+	case len(raw) == 0:
+		return jsonrpc.ID{}, false
+	case raw[0] == '"':
+		var s string
+		if !utf8.Valid(raw) || json.Unmarshal(raw, &s) != nil || len(s) > MaxStdioIDLength {
+			return jsonrpc.ID{}, false
+		}
+		id, err := jsonrpc.MakeID(s)
+		return id, err == nil
+	case numericID.Match(raw) && !bytes.Equal(raw, []byte("-0")):
+		var f float64
+		if json.Unmarshal(raw, &f) != nil {
+			return jsonrpc.ID{}, false
+		}
+		id, err := jsonrpc.MakeID(f)
+		return id, err == nil
+	}
+	return jsonrpc.ID{}, false
+}
+
+func isVersion(raw json.RawMessage) bool {
+	var v string
+	return len(raw) > 0 && raw[0] == '"' && json.Unmarshal(raw, &v) == nil && v == "2.0"
+}
+
+// topMembers returns the members of the JSON object obj (valid JSON), and
+// whether a name appears more than once. It returns an empty map for any
+// other value.
+func topMembers(obj []byte) (map[string]json.RawMessage, bool) {
+	members := map[string]json.RawMessage{}
+	dec := json.NewDecoder(bytes.NewReader(obj))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return members, false
+	}
+	dup := false
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return members, dup
+		}
+		name, _ := tok.(string)
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return members, dup
+		}
+		if _, seen := members[name]; seen {
+			dup = true
+		}
+		members[name] = v
+	}
+	return members, dup
+}
+
+// deepJSON reports whether line is one JSON value nested deeper than
+// MaxStdioDepth, and the id of the request it is when that id is valid.
+func deepJSON(line []byte) (any, bool) {
+	if depth(line) <= MaxStdioDepth {
+		return nil, false
+	}
+	// Decoder.Token has no nesting limit.
+	dec := json.NewDecoder(bytes.NewReader(line))
+	dec.UseNumber()
+	var id any
+	d, wantKey, key := 0, false, ""
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, false
+		}
+		if d == 1 && line[0] == '{' { // a member of the top-level object
+			if k, ok := tok.(string); ok && wantKey {
+				key, wantKey = k, false
+				continue
+			}
+			if !wantKey { // the start of a member's value
+				if key == "id" {
+					id = tokenID(tok)
+				}
+				wantKey = true
+			}
+		}
+		switch tok {
+		case json.Delim('{'), json.Delim('['):
+			d++
+			if d == 1 {
+				wantKey = true
+			}
+		case json.Delim('}'), json.Delim(']'):
+			d--
+		}
+		if d == 0 {
+			break
+		}
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, false
+	}
+	return id, true
+}
+
+// tokenID is tok as an id the SDK answers unchanged, or nil.
+func tokenID(tok json.Token) any {
+	var raw []byte
+	switch v := tok.(type) {
+	case string:
+		raw, _ = json.Marshal(v)
+	case json.Number:
+		raw = []byte(v)
+	default:
+		return nil
+	}
+	if id, ok := parseID(raw); ok {
+		return id.Raw()
+	}
+	return nil
+}
+
+// depth is the deepest nesting of objects and arrays in data (valid JSON).
+func depth(data []byte) int {
+	d, deepest := 0, 0
+	inString, escaped := false, false
+	for _, b := range data {
+		if inString {
+			switch {
+			case escaped:
+				escaped = false
+			case b == '\\':
+				escaped = true
+			case b == '"':
+				inString = false
+			}
+			continue
+		}
+		switch b {
+		case '"':
+			inString = true
+		case '{', '[':
+			d++
+			deepest = max(deepest, d)
+		case '}', ']':
+			d--
+		}
+	}
+	return deepest
+}

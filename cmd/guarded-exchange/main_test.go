@@ -142,9 +142,8 @@ func TestStdioBothEras(t *testing.T) {
 var jsonrpcLine = regexp.MustCompile(`^\{.*\}$`)
 
 // serve writes nothing but JSON-RPC messages to stdout, and its logs go to
-// stderr as JSON. Lines that are not one JSON-RPC object (garbage, a batch,
-// nesting deeper than the decoder allows) are dropped without ending the
-// session.
+// stderr as JSON. Lines that are not one JSON-RPC request (garbage, a
+// batch, deep nesting) get an error answer without ending the session.
 func TestServeStdoutIsOnlyJSONRPC(t *testing.T) {
 	in := newInstall(t)
 	cmd := exec.Command(bin, "serve")
@@ -177,7 +176,7 @@ func TestServeStdoutIsOnlyJSONRPC(t *testing.T) {
 	sc.Buffer(make([]byte, 1<<20), 1<<22)
 	var lines []string
 	ids := map[float64]bool{}
-	for len(ids) < 4 && sc.Scan() {
+	for len(ids) < 5 && sc.Scan() {
 		lines = append(lines, sc.Text())
 		var m map[string]any
 		if json.Unmarshal(sc.Bytes(), &m) == nil {
@@ -196,7 +195,7 @@ func TestServeStdoutIsOnlyJSONRPC(t *testing.T) {
 			lines = append(lines, l)
 		}
 	}
-	if len(ids) != 4 {
+	if len(ids) != 5 || !ids[1] || !ids[2] || !ids[3] || !ids[4] || !ids[8] {
 		t.Fatalf("got answers for %v", ids)
 	}
 	for _, l := range lines {
