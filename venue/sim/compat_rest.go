@@ -71,8 +71,7 @@ type feeRateJSON struct {
 }
 
 type feeRateResult struct {
-	Category string        `json:"category,omitempty"`
-	List     []feeRateJSON `json:"list"`
+	List []feeRateJSON `json:"list"`
 }
 
 func (s *Sim) feeRate(c *call) response {

@@ -10,12 +10,12 @@ import (
 // Public trades (GET /v5/market/recent-trade, WebSocket publicTrade.*).
 //
 // Like prices and books, the market's trades are a pure function of
-// (seed, instrument, second): every second holds one to three trades; the
-// last one is at that second's last price (so trades agree with tickers and
-// candles) and the earlier ones hit the bid or lift the ask of that
-// second's book. The taker side of the last trade follows the book (last
-// equal to the ask: a buy; to the bid: a sell). Trades of the simulator's
-// own accounts are not mixed in.
+// (seed, instrument, second): every second holds one to three trades, all
+// at that second's last price and the first right at the second's start,
+// so the newest trade always agrees with the ticker's lastPrice and the
+// candles. The taker side follows the book (last equal to the ask: a buy;
+// to the bid: a sell). Trades of the simulator's own accounts are not mixed
+// in.
 
 // Hash-stream tags for public trades; a block of their own so they never
 // collide with accounts.go (which grows by appending) or ledger.go (0x100).
@@ -48,65 +48,52 @@ func (s *Sim) tradesAt(in *instrument, sec int64) []publicTrade {
 	last := m.last(in, sec)
 	prev := m.last(in, sec-1)
 
-	// Trade times inside the second: n distinct ascending offsets.
-	offs := make([]int64, n)
-	for i := range offs {
-		offs[i] = int64(mix(h+uint64(i)+1)%uint64(1000/n)) + int64(i*1000/n)
+	// The taker side follows the book: last at the ask was a buy, at the
+	// bid a sell; between the two, either.
+	side := "Sell"
+	switch {
+	case last.Equal(ask) && !last.Equal(bid):
+		side = "Buy"
+	case last.Equal(bid):
+	case h>>32%2 == 0:
+		side = "Buy"
 	}
 	out := make([]publicTrade, n)
 	for i := 0; i < n; i++ {
-		hi := mix(h ^ uint64(i+10))
-		var side string
-		var price decimal.Decimal
-		if i == n-1 {
-			price = last
-			switch {
-			case last.Equal(ask) && !last.Equal(bid):
-				side = "Buy"
-			case last.Equal(bid):
-				side = "Sell"
-			case hi%2 == 0:
-				side = "Buy"
-			default:
-				side = "Sell"
-			}
-		} else if hi%2 == 0 {
-			side, price = "Buy", ask
-		} else {
-			side, price = "Sell", bid
+		// The first trade opens the second (so every visible moment's last
+		// trade is at the ticker's lastPrice); the others follow at
+		// distinct ascending offsets.
+		off := int64(0)
+		if i > 0 {
+			slot := int64(1000 / n)
+			off = int64(i)*slot + 1 + int64(mix(h+uint64(i))%uint64(slot-1))
 		}
-		u := unit(mix(hi + 7))
+		u := unit(mix(h ^ uint64(i+10)))
 		f := in.bookUnit * (0.005 + 0.4*u*u)
 		steps := int64(math.Ceil(f / in.step.InexactFloat64()))
 		if steps < 1 {
 			steps = 1
 		}
+		// Tick direction as the ticker reports it for the first trade; the
+		// others repeat its price, so they are zero ticks the same way.
+		tick := "ZeroPlusTick"
+		switch c := last.Cmp(prev); {
+		case i == 0 && c > 0:
+			tick = "PlusTick"
+		case i == 0 && c < 0:
+			tick = "MinusTick"
+		case c < 0, c == 0 && m.lastFloat(in, sec) < m.lastFloat(in, sec-1):
+			tick = "ZeroMinusTick"
+		}
 		out[i] = publicTrade{
-			ms:    sec*1000 + offs[i],
-			price: price,
+			ms:    sec*1000 + off,
+			price: last,
 			size:  decimal.NewFromInt(steps).Mul(in.step),
 			side:  side,
+			tick:  tick,
 			id:    s.tradeID(in, sec, i),
 			seq:   (sec-1_500_000_000)*10 + int64(i),
 		}
-	}
-	// Tick direction against the trade before (the previous second's last
-	// price for the first one).
-	ref := prev
-	for i := range out {
-		switch c := out[i].price.Cmp(ref); {
-		case c > 0:
-			out[i].tick = "PlusTick"
-		case c < 0:
-			out[i].tick = "MinusTick"
-		case i > 0 && (out[i-1].tick == "PlusTick" || out[i-1].tick == "ZeroPlusTick"):
-			out[i].tick = "ZeroPlusTick"
-		case i > 0:
-			out[i].tick = "ZeroMinusTick"
-		default:
-			out[i].tick = "ZeroPlusTick"
-		}
-		ref = out[i].price
 	}
 	return out
 }
