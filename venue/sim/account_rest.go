@@ -105,7 +105,15 @@ func (s *Sim) walletBalance(c *call) response {
 	sec := c.nowSec()
 
 	s.mu.Lock()
-	l := c.accountLedgerLocked()
+	acct := s.walletViewLocked(c.accountLedgerLocked(), sec, wantCoins)
+	s.mu.Unlock()
+	return ok(walletResult{List: []walletAccountJSON{acct}})
+}
+
+// walletViewLocked derives the UNIFIED account row of a ledger at second
+// sec: wallet-balance and the wallet stream show the same numbers.
+// wantCoins nil lists every coin with something in it.
+func (s *Sim) walletViewLocked(l *ledger, sec int64, wantCoins []string) walletAccountJSON {
 	totals := map[string]*coinTotals{}
 	get := func(coin string) *coinTotals {
 		t := totals[coin]
@@ -151,8 +159,6 @@ func (s *Sim) walletBalance(c *call) response {
 			t.orderIM = t.orderIM.Add(leaves.Mul(o.price).DivRound(l.leverageForLocked(o.symbol), amountPlaces))
 		}
 	}
-	s.mu.Unlock()
-
 	coins := make([]string, 0, len(totals))
 	if wantCoins != nil {
 		for _, coin := range wantCoins {
@@ -226,7 +232,7 @@ func (s *Sim) walletBalance(c *call) response {
 	acct.TotalPerpUPL = num(totUPL)
 	acct.TotalInitialMargin, acct.TotalInitialMarginByMp = num(totIM), num(totIM)
 	acct.TotalMaintenanceMargin, acct.TotalMaintenanceMarginByMp = num(totMM), num(totMM)
-	return ok(walletResult{List: []walletAccountJSON{acct}})
+	return acct
 }
 
 // GET /v5/position/list
@@ -489,6 +495,10 @@ func (s *Sim) orderRow(o *simOrder) orderJSON {
 		OrderType:             o.orderType,
 		SlippageToleranceType: "UNKNOWN",
 		SlippageTolerance:     "0",
+		StopOrderType:         o.stopOrderType,
+		TakeProfit:            priceOrEmpty(o.takeProfit, ps),
+		StopLoss:              priceOrEmpty(o.stopLoss, ps),
+		CloseOnTrigger:        o.closeOnTrigger,
 		ReduceOnly:            o.reduceOnly,
 		SmpType:               "None",
 		CreatedTime:           itoa(o.createdMs),
@@ -497,15 +507,28 @@ func (s *Sim) orderRow(o *simOrder) orderJSON {
 	if !o.cumExecFee.IsZero() {
 		row.CumFeeDetail[o.feeCoin] = num(o.cumExecFee)
 	}
+	if o.slipType != "" {
+		row.SlippageToleranceType, row.SlippageTolerance = o.slipType, o.slip
+	}
 	if o.category == catSpot {
 		row.IsLeverage = "0"
 		row.AvgPrice = fixed(o.avgPrice, ps)
 		row.TriggerPrice = fixed(decimal.Zero, ps)
 		if o.orderType == "Market" {
 			row.MarketUnit = "baseCoin"
+			if o.marketUnit != "" {
+				row.MarketUnit = o.marketUnit
+			}
 		}
 	} else {
 		row.CreateType = "CreateByUser"
+		if o.createType != "" {
+			row.CreateType = o.createType
+		}
+		if !o.takeProfit.IsZero() || !o.stopLoss.IsZero() {
+			row.TpslMode = "Full"
+			row.TpTriggerBy, row.SlTriggerBy = "LastPrice", "LastPrice"
+		}
 		row.TpLimitPrice, row.SlLimitPrice = "0", "0"
 		row.LastPriceOnCreated = fixed(o.lastPriceOnCreated, ps)
 		if o.avgPrice.IsPositive() {
@@ -606,7 +629,7 @@ func (s *Sim) orderRealtime(c *call) response {
 	// updated of the category.
 	var closed []*simOrder
 	for _, o := range l.orders {
-		if !o.open() && o.category == f.category {
+		if !o.open() && o.status != statusCreated && o.category == f.category {
 			closed = append(closed, o)
 		}
 	}
@@ -620,7 +643,7 @@ func (s *Sim) orderRealtime(c *call) response {
 		if !s.matchOrder(f, o) {
 			continue
 		}
-		if o.open() || ((byID || openOnly == 1) && retained[o]) {
+		if o.status != statusCreated && (o.open() || ((byID || openOnly == 1) && retained[o])) {
 			cp := *o
 			rows = append(rows, &cp)
 		}
@@ -715,7 +738,7 @@ func (s *Sim) orderHistory(c *call) response {
 	l := c.accountLedgerLocked()
 	var rows []*simOrder
 	for _, o := range l.orders {
-		if o.open() || !s.matchOrder(f, o) || (f.status != "" && o.status != f.status) {
+		if o.open() || o.status == statusCreated || !s.matchOrder(f, o) || (f.status != "" && o.status != f.status) {
 			continue
 		}
 		if o.createdMs < start || o.createdMs > end {
@@ -808,6 +831,12 @@ func (s *Sim) executionRow(e *simExecution) executionJSON {
 		row.MarketUnit = "baseCoin"
 	} else {
 		row.CreateType = "CreateByUser"
+		if e.createType != "" {
+			row.CreateType = e.createType
+		}
+		if e.stopOrder != "" {
+			row.StopOrderType = e.stopOrder
+		}
 		row.MarkPrice = fixed(e.markPrice, ps)
 		row.ClosedSize = fixed(e.closedSize, qs)
 	}

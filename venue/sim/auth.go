@@ -95,7 +95,11 @@ func (s *Sim) authenticate(c *call) (status int, resp response, key *apiKey) {
 	if err != nil {
 		return 0, fail(codeRecvWindow, "invalid request, please check your server timestamp or recv_window param. req_timestamp["+tsV+"],server_timestamp["+itoa(nowMs)+"],recv_window["+itoa(window)+"]"), nil
 	}
-	if ts < nowMs-window || ts >= nowMs+maxClockAheadMs {
+	// A client signs with its own clock, which POST /sim/clock does not
+	// move; one that synchronised with /v5/market/time follows the
+	// simulated clock. Either is accepted.
+	inWindow := func(now int64) bool { return ts >= now-window && ts < now+maxClockAheadMs }
+	if !inWindow(nowMs) && (c.wall.IsZero() || !inWindow(c.wall.UnixMilli())) {
 		return 0, fail(codeRecvWindow, recvWindowMessage(ts, nowMs, window)), nil
 	}
 

@@ -60,5 +60,6 @@
 // buffer before faults decide what reaches the client, a write endpoint gets
 // apply-then-drop and apply-then-502 without extra code.
 // Accepted orders go into Sim.orders for GET /sim/orders; private pushes go
-// through Sim.pushPrivate.
+// are queued by engine events (pushes.go) and delivered after Sim.mu is
+// released.
 package sim

@@ -27,6 +27,7 @@ const (
 	tagExecID
 	tagCursor
 	tagLinkID
+	tagTPSLID
 )
 
 // Fee and margin constants of the simulated account (Bybit non-VIP
@@ -57,11 +58,12 @@ func num(d decimal.Decimal) string { return d.Round(amountPlaces).String() }
 type ledger struct {
 	balances  map[string]decimal.Decimal // coin -> wallet balance; zero balances are removed
 	positions map[posKey]*simPosition
-	orders    []*simOrder          // in creation order
-	byID      map[string]*simOrder // orderId -> order
-	byLink    map[string]*simOrder // category + "/" + orderLinkId -> order
-	execs     []*simExecution      // in creation order
-	seq       uint64               // last sequence number handed out
+	orders    []*simOrder                // in creation order
+	byID      map[string]*simOrder       // orderId -> order
+	byLink    map[string]*simOrder       // category + "/" + orderLinkId -> order
+	execs     []*simExecution            // in creation order
+	seq       uint64                     // last sequence number handed out
+	leverage  map[string]decimal.Decimal // symbol -> leverage set while flat (set-leverage)
 }
 
 // posKey identifies a position: one per symbol in one-way mode (idx 0),
@@ -114,6 +116,18 @@ type simOrder struct {
 	lastPriceOnCreated decimal.Decimal
 	createdMs          int64
 	updatedMs          int64
+
+	// Order-engine fields; zero values for seeded orders.
+	marketUnit     string          // spot market orders: "baseCoin" or "quoteCoin"
+	quoteQty       bool            // qty is a quote amount (spot market buy by value)
+	createType     string          // linear: "" = CreateByUser
+	stopOrderType  string          // "" plain; TakeProfit / StopLoss for TP/SL closes
+	takeProfit     decimal.Decimal // attached TP, applied to the position on fill
+	stopLoss       decimal.Decimal
+	closeOnTrigger bool
+	closedPnl      decimal.Decimal // linear: realised PnL of the order's closing fills
+	slipType       string          // slippageToleranceType as sent ("" = UNKNOWN)
+	slip           string          // slippageTolerance as sent
 }
 
 // open reports whether the order is still working (reference §5.10).
@@ -150,6 +164,9 @@ type simExecution struct {
 	execType    string
 	markPrice   decimal.Decimal // linear only
 	closedSize  decimal.Decimal
+	execPnl     decimal.Decimal // linear: PnL this fill realised (before fee)
+	createType  string          // as the order's
+	stopOrder   string          // as the order's stopOrderType
 	execMs      int64
 }
 
@@ -161,6 +178,7 @@ func (a *account) ledgerLocked() *ledger {
 			positions: make(map[posKey]*simPosition),
 			byID:      make(map[string]*simOrder),
 			byLink:    make(map[string]*simOrder),
+			leverage:  make(map[string]decimal.Decimal),
 		}
 	}
 	return a.ledger
@@ -254,6 +272,9 @@ func (l *ledger) leverageForLocked(symbol string) decimal.Decimal {
 		if k.symbol == symbol && p.leverage.IsPositive() {
 			return p.leverage
 		}
+	}
+	if v, ok := l.leverage[symbol]; ok {
+		return v
 	}
 	return defaultLeverage
 }

@@ -2,6 +2,8 @@ package sim
 
 import (
 	"math"
+	"sort"
+	"sync/atomic"
 	"time"
 
 	"github.com/shopspring/decimal"
@@ -31,13 +33,63 @@ import (
 // hashed from (seed, instrument, interval, start). Books are hashed from
 // (seed, instrument, second) around the last price.
 
-// model computes prices; it holds only the seed and is safe for concurrent
-// use.
+// model computes prices; it holds the seed and the level shifts of
+// POST /sim/price, and is safe for concurrent use.
 type model struct {
-	seed uint64
+	seed   uint64
+	shifts atomic.Pointer[shiftTable] // copy-on-write; writers hold Sim.mu
 }
 
 func newModel(seed int64) *model { return &model{seed: uint64(seed)} }
+
+// A shiftStep multiplies an underlying's walk by factor from second sec on.
+type shiftStep struct {
+	sec    int64
+	factor float64
+}
+
+// shiftTable holds the steps of every moved underlying, by underlying hash,
+// each list sorted by second. Immutable once published.
+type shiftTable map[uint64][]shiftStep
+
+// factor is the multiplier POST /sim/price set for an underlying at sec:
+// the last step at or before sec, 1 before any.
+func (m *model) factor(u *underlying, sec int64) float64 {
+	t := m.shifts.Load()
+	if t == nil {
+		return 1
+	}
+	steps := (*t)[u.hash]
+	i := sort.Search(len(steps), func(i int) bool { return steps[i].sec > sec })
+	if i == 0 {
+		return 1
+	}
+	return steps[i-1].factor
+}
+
+// moveTo makes in's last price equal level from second sec on, by scaling
+// its underlying's walk (so the other category of the same underlying
+// moves with it and the walk goes on from the new level). A later move at
+// or before sec replaces the steps after it. Callers hold Sim.mu, which
+// serialises writers.
+func (m *model) moveTo(in *instrument, sec int64, level decimal.Decimal) {
+	cur := m.lastFloat(in, sec)
+	f := m.factor(in.under, sec) * level.InexactFloat64() / cur
+	next := shiftTable{}
+	if t := m.shifts.Load(); t != nil {
+		for k, v := range *t {
+			next[k] = v
+		}
+	}
+	var steps []shiftStep
+	for _, st := range next[in.under.hash] {
+		if st.sec < sec {
+			steps = append(steps, st)
+		}
+	}
+	next[in.under.hash] = append(steps, shiftStep{sec: sec, factor: f})
+	m.shifts.Store(&next)
+}
 
 // mix is the splitmix64 finaliser.
 func mix(x uint64) uint64 {
@@ -90,7 +142,7 @@ func (m *model) fair(u *underlying, sec int64) float64 {
 		x += m.noise(u.hash, tagOctave, sec, p) * u.vol * math.Sqrt(float64(p)/86400)
 	}
 	x += signed(m.hash(tagJitter, u.hash, uint64(sec))) * u.vol * 0.002
-	return u.base * math.Exp(x)
+	return u.base * math.Exp(x) * m.factor(u, sec)
 }
 
 // lastFloat is the unrounded last traded price of an instrument.
@@ -146,38 +198,77 @@ const maxBookDepth = 1000
 // descending, asks ascending, every price on tick and size on step, best bid
 // below best ask by one or two ticks.
 func (m *model) book(in *instrument, sec int64, depth int) (bids, asks []level) {
-	last := m.last(in, sec)
-	tick := in.tick
-	h := m.hash(tagBook, in.hash, uint64(sec))
-	var bid, ask decimal.Decimal
-	switch h % 3 {
-	case 0: // two-tick spread around the last trade
-		bid, ask = last.Sub(tick), last.Add(tick)
-	case 1: // last trade hit the bid
-		bid, ask = last, last.Add(tick)
-	default: // last trade lifted the ask
-		bid, ask = last.Sub(tick), last
-	}
 	bids = make([]level, 0, depth)
 	asks = make([]level, 0, depth)
-	p := bid
-	for i := 0; i < depth && p.IsPositive(); i++ {
-		if i > 0 {
-			p = p.Sub(tick.Mul(decimal.NewFromInt(int64(1 + m.hash(tagLevel, in.hash, uint64(sec), 0, uint64(i))%3))))
-			if !p.IsPositive() {
-				break
-			}
-		}
-		bids = append(bids, level{price: p, size: m.levelSize(in, sec, 1, i)})
-	}
-	p = ask
+	bi, ai := m.side(in, sec, false), m.side(in, sec, true)
 	for i := 0; i < depth; i++ {
-		if i > 0 {
-			p = p.Add(tick.Mul(decimal.NewFromInt(int64(1 + m.hash(tagLevel, in.hash, uint64(sec), 2, uint64(i))%3))))
+		l, ok := bi.next()
+		if !ok {
+			break
 		}
-		asks = append(asks, level{price: p, size: m.levelSize(in, sec, 3, i)})
+		bids = append(bids, l)
+	}
+	for i := 0; i < depth; i++ {
+		l, _ := ai.next()
+		asks = append(asks, l)
 	}
 	return bids, asks
+}
+
+// top returns the best bid and ask at sec.
+func (m *model) top(in *instrument, sec int64) (bid, ask decimal.Decimal) {
+	last := m.last(in, sec)
+	switch m.hash(tagBook, in.hash, uint64(sec)) % 3 {
+	case 0: // two-tick spread around the last trade
+		return last.Sub(in.tick), last.Add(in.tick)
+	case 1: // last trade hit the bid
+		return last, last.Add(in.tick)
+	default: // last trade lifted the ask
+		return last.Sub(in.tick), last
+	}
+}
+
+// A sideIter walks one side of the book at one second, best level first,
+// computing each level only when asked (the matcher rarely needs more
+// than a few).
+type sideIter struct {
+	m   *model
+	in  *instrument
+	sec int64
+	ask bool
+	i   int
+	p   decimal.Decimal
+}
+
+// side starts a walk of the asks (ask) or bids of in at sec.
+func (m *model) side(in *instrument, sec int64, ask bool) *sideIter {
+	bid, best := m.top(in, sec)
+	if !ask {
+		best = bid
+	}
+	return &sideIter{m: m, in: in, sec: sec, ask: ask, p: best}
+}
+
+// next returns the next level; ok is false when a bid side reaches zero.
+func (it *sideIter) next() (l level, ok bool) {
+	m, in, tick := it.m, it.in, it.in.tick
+	if it.i > 0 {
+		if it.ask {
+			it.p = it.p.Add(tick.Mul(decimal.NewFromInt(int64(1 + m.hash(tagLevel, in.hash, uint64(it.sec), 2, uint64(it.i))%3))))
+		} else {
+			it.p = it.p.Sub(tick.Mul(decimal.NewFromInt(int64(1 + m.hash(tagLevel, in.hash, uint64(it.sec), 0, uint64(it.i))%3))))
+		}
+	}
+	if !it.p.IsPositive() {
+		return level{}, false
+	}
+	sideTag := uint64(1)
+	if it.ask {
+		sideTag = 3
+	}
+	l = level{price: it.p, size: m.levelSize(in, it.sec, sideTag, it.i)}
+	it.i++
+	return l, true
 }
 
 // levelSize is the size of one book level: at least one step, usually

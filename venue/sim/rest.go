@@ -50,6 +50,9 @@ func (s *Sim) buildRoutes() map[string]*route {
 	private := func(method string, h func(*call) response) *route {
 		return &route{method: method, private: true, handler: h}
 	}
+	write := func(h func(*call) response) *route {
+		return &route{method: http.MethodPost, private: true, write: true, handler: h}
+	}
 	return map[string]*route{
 		"/v5/market/tickers":          get(s.marketTickers),
 		"/v5/market/orderbook":        get(s.marketOrderbook),
@@ -67,6 +70,12 @@ func (s *Sim) buildRoutes() map[string]*route {
 		"/v5/account/info":            private(http.MethodGet, s.accountInfo),
 		"/v5/account/fee-rate":        private(http.MethodGet, s.feeRate),
 		"/v5/asset/coin/query-info":   private(http.MethodGet, s.coinInfo),
+		"/v5/order/create":            write(s.orderCreate),
+		"/v5/order/amend":             write(s.orderAmend),
+		"/v5/order/cancel":            write(s.orderCancel),
+		"/v5/order/cancel-all":        write(s.orderCancelAll),
+		"/v5/position/set-leverage":   write(s.positionSetLeverage),
+		"/v5/position/trading-stop":   write(s.positionTradingStop),
 	}
 }
 
@@ -76,7 +85,8 @@ type call struct {
 	path  string
 	body  []byte     // raw body, exactly as received
 	query url.Values // parsed query
-	now   time.Time  // the clock, read once per request
+	now   time.Time  // simulated time, read once per request
+	wall  time.Time  // the configured clock without the /sim/clock offset (recv window)
 	ip    string     // remote IP
 	key   *apiKey    // the authenticated key on private paths
 }
@@ -213,7 +223,7 @@ func (s *Sim) serveV5(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "403 Forbidden", http.StatusForbidden)
 		return
 	}
-	c := &call{r: r, path: r.URL.Path, body: body, query: r.URL.Query(), now: s.now(), ip: remoteIP(r)}
+	c := &call{r: r, path: r.URL.Path, body: body, query: r.URL.Query(), now: s.now(), wall: s.clock(), ip: remoteIP(r)}
 
 	s.mu.Lock()
 	plan := s.faults.planLocked(c.path, false)
@@ -272,6 +282,11 @@ func (s *Sim) handle(rec *recorder, c *call, rt *route) {
 		s.log.Debug("sim: rate limited", "path", c.path)
 		rec.writeJSON(http.StatusOK, fail(codeTooManyVisit, "Too many visits!"), c.now)
 		return
+	}
+	if rt.private {
+		// Fills and due commands up to now happen before the request sees
+		// the account (engine.go).
+		s.settle(c.now)
 	}
 	resp := rt.handler(c)
 	if s.log.Enabled(context.Background(), slog.LevelDebug) {

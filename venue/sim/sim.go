@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -32,6 +33,12 @@ type Config struct {
 	// at start (coin -> amount), e.g. {"USDT": 10000} for the paper venue.
 	// Nil means an empty wallet.
 	StartingBalances map[string]decimal.Decimal
+	// VisibilityDelay is how long after an accepted create, amend or cancel
+	// the change takes effect (and shows in the order, position and
+	// execution reads and on the private stream): Bybit processes writes
+	// asynchronously. Zero applies each accepted change before the answer.
+	// It runs on simulated time (Config.Now plus POST /sim/clock).
+	VisibilityDelay time.Duration
 }
 
 // Key is an API key pair as Bybit issues it. APISecret signs requests; the
@@ -58,6 +65,10 @@ type Sim struct {
 	pushInterval time.Duration // public ticker push period
 	closed       chan struct{} // closed by shutdown
 	closeOnce    sync.Once
+	visDelay     time.Duration // Config.VisibilityDelay
+	offsetMs     atomic.Int64  // simulated time ahead of clock (POST /sim/clock)
+	sweepOnce    sync.Once     // starts the background sweeper on the first order
+	pushMu       sync.Mutex    // orders private pushes: taken before mu is released
 
 	mu sync.Mutex
 	// Guarded by mu.
@@ -69,6 +80,8 @@ type Sim struct {
 	orders   []orderRecord        // every accepted order, in acceptance order (GET /sim/orders)
 	conns    map[*wsConn]struct{} // open WebSocket connections
 	connSeq  uint64
+	pushSeq  uint64      // private pushes sent (drives push ids)
+	engine   engineState // the order engine's queue and sweep state (engine.go)
 }
 
 // New builds a simulator with its instruments and one pre-provisioned key
@@ -91,6 +104,7 @@ func New(cfg Config) *Sim {
 		pushInterval: time.Second,
 		closed:       make(chan struct{}),
 		noPublicRL:   cfg.NoPublicRateLimit,
+		visDelay:     cfg.VisibilityDelay,
 		keys:         make(map[string]*apiKey),
 		limiter:      newLimiter(),
 		conns:        make(map[*wsConn]struct{}),
@@ -142,8 +156,11 @@ func (s *Sim) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// now reads the configured clock.
-func (s *Sim) now() time.Time { return s.clock() }
+// now is simulated time: the configured clock plus the offset POST
+// /sim/clock added.
+func (s *Sim) now() time.Time {
+	return s.clock().Add(time.Duration(s.offsetMs.Load()) * time.Millisecond)
+}
 
 // shutdown closes every WebSocket connection and releases requests waiting
 // in an injected delay. The REST handler keeps answering afterwards.

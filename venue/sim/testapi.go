@@ -19,7 +19,10 @@ import (
 //	                    -> the stored fault with its id
 //	GET    /sim/faults  -> every stored fault with its seen/fired counters
 //	DELETE /sim/faults  -> clears them all
-//	GET    /sim/orders  -> every order ever accepted, in acceptance order ([] until orders exist)
+//	GET    /sim/orders  -> every order ever accepted, in acceptance order ([] until orders exist);
+//	                       status is the order's current one ("Created" while not yet applied)
+//	POST   /sim/price   {"category": "linear", "symbol": "BTCUSDT", "price": "60000"} (testapi_market.go)
+//	POST   /sim/clock   {"advance_ms": 60000} (testapi_market.go)
 //
 //	POST   /sim/accounts/{api_key}/balances|positions|orders -> account state (account_testapi.go)
 
@@ -36,6 +39,8 @@ type orderRecord struct {
 	Price       string `json:"price"`
 	Status      string `json:"status"`
 	AcceptedAt  string `json:"acceptedAt"` // RFC 3339 UTC, ms
+
+	order *simOrder // the live order: Status and Price are read from it when listed
 }
 
 func writePlainJSON(w http.ResponseWriter, status int, v any) {
@@ -109,9 +114,30 @@ func (s *Sim) serveTestAPI(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		s.mu.Lock()
+		s.advanceLocked(s.now())
 		list := append([]orderRecord{}, s.orders...)
-		s.mu.Unlock()
+		for i := range list {
+			if o := list[i].order; o != nil {
+				list[i].Status = o.status
+				if o.orderType == "Market" && o.status != statusCreated {
+					list[i].Price = fixed(o.price, s.catalog.get(o.category, o.symbol).priceScale)
+				}
+			}
+		}
+		s.unlockAndFlush()
 		writePlainJSON(w, http.StatusOK, list)
+	case "/sim/price":
+		if r.Method != http.MethodPost {
+			testAPIError(w, http.StatusMethodNotAllowed, "use POST")
+			return
+		}
+		s.testSetPrice(w, r)
+	case "/sim/clock":
+		if r.Method != http.MethodPost {
+			testAPIError(w, http.StatusMethodNotAllowed, "use POST")
+			return
+		}
+		s.testAdvanceClock(w, r)
 	default:
 		if strings.HasPrefix(r.URL.Path, accountsPrefix) {
 			s.serveAccountsTestAPI(w, r)

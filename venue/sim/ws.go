@@ -377,7 +377,9 @@ func (c *wsConn) auth(req *wsRequest) {
 		c.reply(req, "auth", false, "API key is invalid.")
 		return
 	}
-	if now := c.s.now().UnixMilli(); expires <= now {
+	// The client's clock does not follow POST /sim/clock; either clock
+	// accepts an expiry still ahead of it.
+	if now := c.s.now().UnixMilli(); expires <= now && expires <= c.s.clock().UnixMilli() {
 		c.reply(req, "auth", false, "Params Error: expires "+itoa(expires)+" is not in the future (server time "+itoa(now)+")")
 		return
 	}
@@ -652,36 +654,33 @@ type privatePush struct {
 	Data         any    `json:"data"`
 }
 
-// pushPrivate sends data (a slice: private data is always an array) on
-// topic ("order", "execution", "position", "wallet") to every authenticated
-// private connection of acct subscribed to the topic or to its category
-// variant (topic + "." + category). Later order, position and wallet code
-// calls it after each state change.
-func (s *Sim) pushPrivate(acct *account, topic, category string, data any) {
-	now := s.now()
-	s.mu.Lock()
-	var targets []*wsConn
-	for c := range s.conns {
-		if c.kind == streamPrivate {
-			targets = append(targets, c)
-		}
-	}
-	n := s.connSeq
-	s.mu.Unlock()
-	for i, c := range targets {
+// deliverPrivate sends one queued message to every authenticated private
+// connection among targets that belongs to its account and subscribed to
+// its topic or to the category variant (topic + "." + category). The
+// caller holds Sim.pushMu, not Sim.mu.
+func (s *Sim) deliverPrivate(targets []*wsConn, m privateMsg) {
+	var msg []byte
+	for _, c := range targets {
 		c.mu.Lock()
 		key := c.key
 		subs := append([]string(nil), c.subs...)
 		c.mu.Unlock()
-		if key == nil || key.acct != acct {
+		if key == nil || key.acct != m.acct {
 			continue
 		}
 		for _, t := range subs {
-			if t != topic && (category == "" || t != topic+"."+category) {
+			if t != m.topic && (m.category == "" || t != m.topic+"."+m.category) {
 				continue
 			}
-			id := s.randString(32, "0123456789abcdef", tagConn, n, uint64(i), uint64(now.UnixNano()))
-			c.enqueueJSON(privatePush{ID: id, Topic: t, CreationTime: now.UnixMilli(), Data: data})
+			p := m.payload
+			p.Topic = t
+			b, err := json.Marshal(p)
+			if err != nil {
+				s.log.Error("sim: ws encode", "err", err)
+				return
+			}
+			msg = b
+			c.enqueue(msg)
 		}
 	}
 }
