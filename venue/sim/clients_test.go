@@ -33,7 +33,8 @@ const clientsDir = "testdata/clients"
 // clientSteps are the steps each client must pass.
 var clientSteps = map[string][]string{
 	"ccxt": {"loadMarkets", "fetchBalance", "createOrderLimit", "createOrderMarket", "editOrder",
-		"fetchOpenOrders", "cancelOrder", "fetchPositions", "setLeverage"},
+		"fetchOpenOrders", "cancelOrder", "fetchPositions", "setLeverage",
+		"fetchTrades", "fetchTradingFee", "fetchOrderBook", "watchOrderBook", "watchTrades"},
 	"bybit-api": {"getInstrumentsInfo", "getWalletBalance", "wsSubscribe", "submitOrderLimit",
 		"submitOrderMarket", "amendOrder", "getActiveOrders", "cancelOrder", "getPositionInfo",
 		"setLeverage", "wsPrivateTopics", "wsPublic"},
@@ -199,6 +200,7 @@ func runClient(t *testing.T, dir, client string) (clientReport, *Sim, *requestLo
 		"SIM_REST="+srv.URL,
 		"SIM_WS_PRIVATE="+ws+pathWSPrivate,
 		"SIM_WS_PUBLIC_LINEAR="+ws+pathWSPublicLinear,
+		"SIM_WS_PUBLIC_SPOT="+ws+pathWSPublicSpot,
 		"SIM_API_KEY="+k.APIKey,
 		"SIM_API_SECRET="+k.APISecret,
 	)
@@ -207,6 +209,7 @@ func runClient(t *testing.T, dir, client string) (clientReport, *Sim, *requestLo
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("node run.mjs %s: %v\nstderr:\n%s", client, err, tail(stderr.String(), 4000))
 	}
+	t.Logf("%s report: %s", client, stdout.Bytes())
 	var rep clientReport
 	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
 		t.Fatalf("node run.mjs %s printed no report: %v\n%s", client, err, tail(stdout.String(), 4000))
@@ -327,6 +330,31 @@ func TestClientCcxt(t *testing.T) {
 	}
 	if lev := string(linearPosition(t, s)["leverage"]); lev != `"7"` {
 		t.Errorf("leverage after ccxt setLeverage(7) = %s", lev)
+	}
+
+	// The read endpoints and public streams ccxt's other methods use.
+	if n := string(rep.Steps["fetchTrades"]["count"]); n != "5" {
+		t.Errorf("ccxt fetchTrades(limit 5) returned %s trades", n)
+	}
+	if m, tk := rep.str(t, "fetchTradingFee", "maker"), rep.str(t, "fetchTradingFee", "taker"); m != linearMakerFee.String() || tk != linearTakerFee.String() {
+		t.Errorf("ccxt fetchTradingFee maker %s taker %s", m, tk)
+	}
+	if b, a := string(rep.Steps["fetchOrderBook"]["bids"]), string(rep.Steps["fetchOrderBook"]["asks"]); b != "50" || a != "50" {
+		t.Errorf("ccxt fetchOrderBook(50): %s bids, %s asks", b, a)
+	}
+	wob := rep.Steps["watchOrderBook"]
+	if string(wob["bids"]) != "50" || string(wob["asks"]) != "50" {
+		t.Errorf("ccxt watchOrderBook after a delta holds %s bids, %s asks; want 50 each", wob["bids"], wob["asks"])
+	}
+	if mustInt(t, wob["timestamp"]) <= mustInt(t, wob["firstTimestamp"]) {
+		t.Errorf("ccxt watchOrderBook never got a delta: %v", wob)
+	}
+	bid, ask := decimal.RequireFromString(rep.str(t, "watchOrderBook", "bestBid")), decimal.RequireFromString(rep.str(t, "watchOrderBook", "bestAsk"))
+	if !bid.LessThan(ask) {
+		t.Errorf("ccxt watchOrderBook crossed: bid %s ask %s", bid, ask)
+	}
+	if n := mustInt(t, rep.Steps["watchTrades"]["count"]); n < 1 {
+		t.Errorf("ccxt watchTrades returned %d trades", n)
 	}
 }
 

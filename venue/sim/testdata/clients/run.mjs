@@ -4,7 +4,7 @@
 //   node run.mjs ccxt|bybit-api
 //
 // Environment (from the simulator's announcement): SIM_REST, SIM_WS_PRIVATE,
-// SIM_WS_PUBLIC_LINEAR, SIM_API_KEY, SIM_API_SECRET. Only the clients' URLs
+// SIM_WS_PUBLIC_LINEAR, SIM_WS_PUBLIC_SPOT, SIM_API_KEY, SIM_API_SECRET. Only the clients' URLs
 // are pointed at the simulator; every other option keeps its default.
 //
 // Each step is run and reported on its own, so one missing endpoint does not
@@ -53,10 +53,18 @@ function restingBuyPrice(bid, tick) {
 }
 
 async function runCcxt() {
-  const ex = new ccxt.bybit({ apiKey: KEY, secret: SECRET });
+  // ccxt.pro.bybit is ccxt's bybit class with its WebSocket methods.
+  const ex = new ccxt.pro.bybit({ apiKey: KEY, secret: SECRET });
   for (const k of Object.keys(ex.urls.api)) {
-    ex.urls.api[k] = REST;
+    if (k !== 'ws') {
+      ex.urls.api[k] = REST;
+    }
   }
+  ex.urls.api.ws.public.linear = env('SIM_WS_PUBLIC_LINEAR');
+  ex.urls.api.ws.public.spot = env('SIM_WS_PUBLIC_SPOT');
+  // ccxt opens plain ws:// URLs (the simulator has no TLS) only through a
+  // node:http agent, which this call loads; it changes no option.
+  await ex.loadHttpProxyAgent();
   const symbol = 'BTC/USDT:USDT';
   let limitId;
   await step('loadMarkets', async () => {
@@ -106,6 +114,37 @@ async function runCcxt() {
     const r = await ex.setLeverage(7, symbol);
     return { retCode: r && r.retCode !== undefined ? Number(r.retCode) : null };
   });
+  await step('fetchTrades', async () => {
+    const ts = await ex.fetchTrades(symbol, undefined, 5);
+    return { count: ts.length, prices: ts.map((t) => String(t.price)) };
+  });
+  await step('fetchTradingFee', async () => {
+    const f = await ex.fetchTradingFee(symbol);
+    return { maker: String(f.maker), taker: String(f.taker) };
+  });
+  await step('fetchOrderBook', async () => {
+    const b = await ex.fetchOrderBook(symbol, 50);
+    return { bids: b.bids.length, asks: b.asks.length, nonce: b.nonce === undefined ? null : String(b.nonce) };
+  });
+  await step('watchOrderBook', async () => {
+    // The first answer is the snapshot; a later one has applied a delta.
+    const first = await ex.watchOrderBook(symbol, 50);
+    const firstTs = first.timestamp;
+    let b = first;
+    const deadline = Date.now() + 6000;
+    while (b.timestamp === firstTs && Date.now() < deadline) {
+      b = await ex.watchOrderBook(symbol, 50);
+    }
+    return {
+      firstTimestamp: firstTs, timestamp: b.timestamp, bids: b.bids.length, asks: b.asks.length,
+      bestBid: String(b.bids[0][0]), bestAsk: String(b.asks[0][0]),
+    };
+  });
+  await step('watchTrades', async () => {
+    const ts = await ex.watchTrades(symbol);
+    return { count: ts.length, side: ts[0].side };
+  });
+  await ex.close();
 }
 
 // bybit-api answers {retCode, retMsg, result}; a non-zero retCode is a
