@@ -14,8 +14,12 @@ import (
 // WebSocket streams (reference §8, §10).
 //
 // Public /v5/public/linear and /v5/public/spot: subscribe/unsubscribe to
-// tickers.{symbol}; a snapshot is pushed right after the ack and then every
-// pushInterval (1 s); ping answers the public pong shape of the category.
+// tickers.{symbol}, orderbook.{depth}.{symbol} and publicTrade.{symbol}
+// (ws_public.go); what each topic has is pushed right after the ack and
+// then every pushInterval (1 s); ping answers the public pong shape of the
+// category. A subscribe judges each topic on its own: the good ones are
+// subscribed even when others are refused, and the ack names only the
+// refused ones.
 //
 // Private /v5/private: auth with ["apiKey", expires, hex HMAC of
 // "GET/realtime"+expires], expires a ms timestamp in the future;
