@@ -30,11 +30,14 @@ import (
 
 const clientsDir = "testdata/clients"
 
+// symbolCcxt is the linear BTCUSDT perpetual in ccxt's notation.
+const symbolCcxt = "BTC/USDT:USDT"
+
 // clientSteps are the steps each client must pass.
 var clientSteps = map[string][]string{
 	"ccxt": {"loadMarkets", "fetchBalance", "createOrderLimit", "createOrderMarket", "editOrder",
 		"fetchOpenOrders", "cancelOrder", "fetchPositions", "setLeverage",
-		"fetchTrades", "fetchTradingFee", "fetchOrderBook", "watchOrderBook", "watchTrades"},
+		"fetchTrades", "fetchTradingFee", "fetchTradingFees", "fetchOrderBook", "watchOrderBook", "watchTrades"},
 	"bybit-api": {"getInstrumentsInfo", "getWalletBalance", "wsSubscribe", "submitOrderLimit",
 		"submitOrderMarket", "amendOrder", "getActiveOrders", "cancelOrder", "getPositionInfo",
 		"setLeverage", "wsPrivateTopics", "wsPublic"},
@@ -338,6 +341,9 @@ func TestClientCcxt(t *testing.T) {
 	}
 	if m, tk := rep.str(t, "fetchTradingFee", "maker"), rep.str(t, "fetchTradingFee", "taker"); m != linearMakerFee.String() || tk != linearTakerFee.String() {
 		t.Errorf("ccxt fetchTradingFee maker %s taker %s", m, tk)
+	}
+	if tk := rep.str(t, "fetchTradingFees", "taker"); tk != linearTakerFee.String() {
+		t.Errorf("ccxt fetchTradingFees %s taker %s", symbolCcxt, tk)
 	}
 	if b, a := string(rep.Steps["fetchOrderBook"]["bids"]), string(rep.Steps["fetchOrderBook"]["asks"]); b != "50" || a != "50" {
 		t.Errorf("ccxt fetchOrderBook(50): %s bids, %s asks", b, a)

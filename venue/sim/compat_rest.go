@@ -74,8 +74,11 @@ type feeRateResult struct {
 	List []feeRateJSON `json:"list"`
 }
 
+// feeRate answers GET /v5/account/fee-rate. Without category it answers
+// for linear: ccxt's fetchTradingFees sends none and expects the
+// derivatives rates.
 func (s *Sim) feeRate(c *call) response {
-	cat, bad := categoryParam(c, "", catSpot, catLinear, catInverse, catOption)
+	cat, bad := categoryParam(c, catLinear, catSpot, catLinear, catInverse, catOption)
 	if bad != nil {
 		return *bad
 	}

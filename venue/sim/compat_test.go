@@ -119,6 +119,15 @@ func TestFeeRateShape(t *testing.T) {
 	}
 	wantCode(t, signedGet(t, s, s.DefaultKey(), clock.ms(), "/v5/account/fee-rate", "category=linear&symbol=NOPEUSDT"), codeParams)
 	wantCode(t, signedGet(t, s, s.DefaultKey(), clock.ms(), "/v5/account/fee-rate", "category=futures"), codeParams)
+
+	// No category: the linear rates.
+	r = signedGet(t, s, s.DefaultKey(), clock.ms(), "/v5/account/fee-rate", "")
+	mustOK(t, r)
+	decodeInto(t, r.result, &res)
+	decodeInto(t, res["list"], &list)
+	if len(list) != len(s.catalog.list[catLinear]) || !mustDecimal(t, list[0]["takerFeeRate"]).Equal(linearTakerFee) {
+		t.Errorf("fee-rate without category: %s", r.result)
+	}
 }
 
 func TestCoinInfoShape(t *testing.T) {

@@ -122,6 +122,10 @@ async function runCcxt() {
     const f = await ex.fetchTradingFee(symbol);
     return { maker: String(f.maker), taker: String(f.taker) };
   });
+  await step('fetchTradingFees', async () => {
+    const fs = await ex.fetchTradingFees();
+    return { symbols: Object.keys(fs).sort(), taker: String(fs[symbol].taker) };
+  });
   await step('fetchOrderBook', async () => {
     const b = await ex.fetchOrderBook(symbol, 50);
     return { bids: b.bids.length, asks: b.asks.length, nonce: b.nonce === undefined ? null : String(b.nonce) };
