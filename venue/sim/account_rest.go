@@ -797,7 +797,7 @@ type executionJSON struct {
 	ClosedSize      string `json:"closedSize"`
 	Seq             int64  `json:"seq"`
 	ExtraFees       string `json:"extraFees"`
-	MarketUnit      string `json:"marketUnit,omitempty"`
+	MarketUnit      string `json:"marketUnit"`
 }
 
 func (s *Sim) executionRow(e *simExecution) executionJSON {

@@ -1,6 +1,14 @@
 package sim
 
-import "testing"
+import (
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/shopspring/decimal"
+)
 
 func BenchmarkKline1000(b *testing.B) {
 	s := New(Config{Seed: 1, Now: newClock(testNow).Now})
@@ -55,4 +63,53 @@ func BenchmarkBookDelta200(b *testing.B) {
 		bookDiff(prevB, curB, true)
 		bookDiff(prevA, curA, false)
 	}
+}
+
+// benchOrders places b.N orders through the full signed REST handler
+// (signature, rate limit, validation, matching, ledger) and reports
+// orders/s. The clock moves one second every 8 orders to stay inside the
+// per-second order limit, so resting orders are also checked each second.
+func benchOrders(b *testing.B, body func(i int) string) {
+	clock := newClock(testNow)
+	s := New(Config{Seed: 1, Now: clock.Now, StartingBalances: map[string]decimal.Decimal{"USDT": decimal.NewFromInt(1_000_000_000)}})
+	defer s.shutdown()
+	k := s.DefaultKey()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if i%8 == 7 {
+			clock.Advance(time.Second)
+		}
+		p := body(i)
+		req := httptest.NewRequest(http.MethodPost, "/v5/order/create", strings.NewReader(p))
+		req.RemoteAddr = "127.0.0.1:50000"
+		req.Header = signedHeader(k, clock.ms(), "5000", p)
+		rec := httptest.NewRecorder()
+		s.Handler().ServeHTTP(rec, req)
+		if !strings.Contains(rec.Body.String(), `"retCode":0`) {
+			b.Fatalf("order %d: %s", i, rec.Body.String())
+		}
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "orders/s")
+}
+
+// BenchmarkMatchMarket: market orders that take from the book, alternating
+// sides so the position stays small.
+func BenchmarkMatchMarket(b *testing.B) {
+	benchOrders(b, func(i int) string {
+		side := "Buy"
+		if i%2 == 1 {
+			side = "Sell"
+		}
+		return `{"category":"linear","symbol":"BTCUSDT","side":"` + side + `","orderType":"Market","qty":"0.010"}`
+	})
+}
+
+// BenchmarkMatchLimitResting: limit orders far from the market that rest,
+// so every second's sweep walks a growing set of resting orders (up to
+// b.N of them).
+func BenchmarkMatchLimitResting(b *testing.B) {
+	benchOrders(b, func(i int) string {
+		return `{"category":"linear","symbol":"ETHUSDT","side":"Buy","orderType":"Limit","qty":"0.01","price":"2000.00"}`
+	})
 }

@@ -18,6 +18,8 @@
 //	GET /v5/user/query-api                                                         signed
 //	GET /v5/account/wallet-balance, /v5/position/list                              signed
 //	GET /v5/order/realtime, /v5/order/history, /v5/execution/list                  signed
+//	POST /v5/order/create, amend, cancel, cancel-all                               signed, write
+//	POST /v5/position/set-leverage, /v5/position/trading-stop                      signed, write
 //
 // Instruments: BTCUSDT, ETHUSDT and SOLUSDT in spot and linear, with Bybit's
 // rule fields (tickSize, qtyStep/basePrecision, min/max quantities, minimum
@@ -26,16 +28,18 @@
 // WebSocket: /v5/public/linear and /v5/public/spot (tickers.{symbol},
 // orderbook.{depth}.{symbol} as a snapshot then deltas, publicTrade.{symbol};
 // ws_public.go), /v5/private (auth, ping, order, execution, position,
-// wallet). A subscribe refuses only its bad topics and keeps the others.
-// The market's public trades are, like its prices, a function of the seed
-// and the clock (trades.go).
+// wallet; the order engine pushes every change, pushes.go). A subscribe
+// refuses only its bad topics and keeps the others. The market's public
+// trades are, like its prices, a function of the seed and the clock
+// (trades.go).
 //
 // Real clients: ccxt's bybit class and bybit-api, pinned in
 // testdata/clients, run against the simulator in clients_test.go (needs
 // node and npm; without them the recorded requests are replayed).
 //
 // Test endpoints under /sim/ (loopback clients only; see testapi.go):
-// POST /sim/keys, POST|GET|DELETE /sim/faults, GET /sim/orders, and
+// POST /sim/keys, POST|GET|DELETE /sim/faults, GET /sim/orders,
+// POST /sim/price, POST /sim/clock (testapi_market.go), and
 // POST /sim/accounts/{api_key}/balances|positions|orders (account_testapi.go).
 //
 // Account state (balances, positions, orders, executions) lives in one
@@ -53,6 +57,13 @@
 // recv-window or rate-limit decision reads Config.Now, so tests pin time
 // instead of sleeping. Only stream pacing (ticker pushes every second,
 // injected delays, the private idle cut-off) runs on the real clock.
+//
+// # The order engine
+//
+// Orders match against the seeded book; resting orders fill when the
+// price reaches them; linear positions are one-way with fees, realised
+// PnL and TP/SL; accepted writes apply after Config.VisibilityDelay. The
+// model is documented in docs/simulator.md; the clockwork in engine.go.
 //
 // # Security
 //

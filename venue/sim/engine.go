@@ -148,7 +148,8 @@ func (s *Sim) evaluateLocked(sec, ms int64) {
 		if l == nil {
 			continue
 		}
-		for _, o := range l.orders {
+		l.compactLiveLocked()
+		for _, o := range l.live {
 			if !o.open() || o.orderType != "Limit" {
 				continue
 			}
@@ -204,4 +205,18 @@ func (s *Sim) settle(now time.Time) {
 	s.mu.Lock()
 	s.advanceLocked(now)
 	s.unlockAndFlush()
+}
+
+// compactLiveLocked drops final orders from l.live, keeping the order.
+func (l *ledger) compactLiveLocked() {
+	kept := l.live[:0]
+	for _, o := range l.live {
+		if o.open() || o.status == statusCreated {
+			kept = append(kept, o)
+		}
+	}
+	for i := len(kept); i < len(l.live); i++ {
+		l.live[i] = nil
+	}
+	l.live = kept
 }

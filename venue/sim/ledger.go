@@ -64,6 +64,7 @@ type ledger struct {
 	execs     []*simExecution            // in creation order
 	seq       uint64                     // last sequence number handed out
 	leverage  map[string]decimal.Decimal // symbol -> leverage set while flat (set-leverage)
+	live      []*simOrder                // orders that may still be working, in creation order (compacted by the engine)
 }
 
 // posKey identifies a position: one per symbol in one-way mode (idx 0),
@@ -215,6 +216,7 @@ func (l *ledger) orderByLinkLocked(category, link string) *simOrder {
 // orderLinkId is unused (orderByLinkLocked) and set seq.
 func (l *ledger) addOrderLocked(o *simOrder) {
 	l.orders = append(l.orders, o)
+	l.live = append(l.live, o)
 	l.byID[o.orderID] = o
 	if o.orderLinkID != "" {
 		l.byLink[linkKey(o.category, o.orderLinkID)] = o

@@ -227,7 +227,7 @@ func (s *Sim) fillLocked(ev *event, l *ledger, o *simOrder, in *instrument, qty,
 	e := &simExecution{
 		seq: l.nextSeqLocked(), category: o.category, symbol: o.symbol,
 		orderID: o.orderID, orderLinkID: o.orderLinkID, side: o.side, orderType: o.orderType,
-		orderPrice: o.price, orderQty: o.qty, leavesQty: o.leavesQty(),
+		orderPrice: o.price, orderQty: o.qty, leavesQty: leavesAfterFill(o),
 		execPrice: price, execQty: qty, execValue: value, execFee: fee, feeRate: rate,
 		feeCurrency: feeCoin, isMaker: maker, execType: "Trade", execMs: ms,
 		createType: o.createType, stopOrder: o.stopOrderType,
@@ -280,4 +280,13 @@ func (s *Sim) protectionPrice(in *instrument, side, slipType, slip string, sec i
 		return buyLmt
 	}
 	return sellLmt
+}
+
+// leavesAfterFill is the leaves quantity an execution shows: zero for a
+// spot buy by value, whose qty is a quote amount.
+func leavesAfterFill(o *simOrder) decimal.Decimal {
+	if o.quoteQty {
+		return decimal.Zero
+	}
+	return o.leavesQty()
 }

@@ -302,7 +302,8 @@ func checkTPSL(in *instrument, side, tpV, slV string, ref decimal.Decimal) (tp, 
 // plus unrealised PnL less position and order initial margin.
 func (s *Sim) availableLocked(l *ledger, coin string, sec int64) decimal.Decimal {
 	avail := l.balances[coin]
-	for _, o := range l.orders {
+	l.compactLiveLocked()
+	for _, o := range l.live {
 		if !o.open() {
 			continue
 		}
