@@ -55,7 +55,7 @@ func (s *Sim) tradesAt(in *instrument, sec int64) []publicTrade {
 	case last.Equal(ask) && !last.Equal(bid):
 		side = "Buy"
 	case last.Equal(bid):
-	case h>>32%2 == 0:
+	case (h>>32)%2 == 0:
 		side = "Buy"
 	}
 	out := make([]publicTrade, n)
