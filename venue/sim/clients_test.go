@@ -102,8 +102,15 @@ func clientModules(t *testing.T) string {
 
 // clientReport is what run.mjs prints.
 type clientReport struct {
-	Client string                                `json:"client"`
-	Steps  map[string]map[string]json.RawMessage `json:"steps"`
+	Client   string                                `json:"client"`
+	Steps    map[string]map[string]json.RawMessage `json:"steps"`
+	WSFrames []recordedFrame                       `json:"wsFrames"`
+}
+
+// recordedFrame is one text frame a client sent on the private stream.
+type recordedFrame struct {
+	AtMs int64  `json:"atMs"`
+	Data string `json:"data"`
 }
 
 func (r clientReport) str(t *testing.T, step, field string) string {
@@ -279,10 +286,19 @@ func linearPosition(t *testing.T, s *Sim) map[string]json.RawMessage {
 
 // maybeRecord saves the client's requests for TestClientReplay when
 // SIM_CLIENTS_RECORD=1.
-func maybeRecord(t *testing.T, client string, log *requestLog) {
+func maybeRecord(t *testing.T, client string, log *requestLog, frames []recordedFrame) {
 	t.Helper()
 	if os.Getenv("SIM_CLIENTS_RECORD") != "1" {
 		return
+	}
+	if len(frames) > 0 {
+		b, err := json.MarshalIndent(frames, "", " ")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(clientsDir, "recorded", client+".ws.json"), append(b, '\n'), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	log.mu.Lock()
 	defer log.mu.Unlock()
@@ -303,7 +319,7 @@ func maybeRecord(t *testing.T, client string, log *requestLog) {
 func TestClientCcxt(t *testing.T) {
 	dir := clientModules(t)
 	rep, s, log := runClient(t, dir, "ccxt")
-	maybeRecord(t, "ccxt", log)
+	maybeRecord(t, "ccxt", log, nil)
 	requireSteps(t, rep)
 
 	if got := rep.str(t, "loadMarkets", "linearId"); got != "BTCUSDT" {
@@ -367,7 +383,7 @@ func TestClientCcxt(t *testing.T) {
 func TestClientBybitAPI(t *testing.T) {
 	dir := clientModules(t)
 	rep, s, log := runClient(t, dir, "bybit-api")
-	maybeRecord(t, "bybit-api", log)
+	maybeRecord(t, "bybit-api", log, rep.WSFrames)
 	requireSteps(t, rep)
 
 	if bal, err := decimal.NewFromString(rep.str(t, "getWalletBalance", "usdtWallet")); err != nil || !bal.Equal(clientStartUSDT) {
@@ -465,15 +481,17 @@ func mustJSON(t *testing.T, m map[string]json.RawMessage) []byte {
 	return b
 }
 
-// TestClientReplay sends the HTTP requests ccxt and bybit-api sent during
+// TestClientReplay sends the requests ccxt and bybit-api sent during
 // TestClientCcxt and TestClientBybitAPI (recorded with
-// SIM_CLIENTS_RECORD=1 into testdata/clients/recorded/), byte for byte and
-// with the simulator's clock set to the moment each arrived, to a
-// simulator built like theirs. It needs no Node, so it also covers machines
-// without npm. Every request must get the status and retCode it got then,
-// and the account must end as the clients left it: two orders accepted, a
-// 0.002 BTCUSDT long, the leverage the client set. For bybit-api a private
-// stream subscribed to the four topics must receive each of them.
+// SIM_CLIENTS_RECORD=1 into testdata/clients/recorded/): every HTTP request
+// and, for bybit-api, every frame it sent on the private stream (auth,
+// subscribe), byte for byte, in the order they were sent and with the
+// simulator's clock set to that moment, to a simulator built like theirs.
+// It needs no Node, so it also covers machines without npm. Every request
+// must get the status and retCode it got then, every frame a successful
+// ack, and the account must end as the clients left it: two orders
+// accepted, a 0.002 BTCUSDT long, the leverage the client set; bybit-api's
+// private stream must receive the four topics.
 func TestClientReplay(t *testing.T) {
 	for _, tc := range []struct {
 		client   string
@@ -489,24 +507,46 @@ func TestClientReplay(t *testing.T) {
 			if len(reqs) == 0 {
 				t.Fatal("no recorded requests")
 			}
+			var frames []recordedFrame
+			if tc.client == "bybit-api" {
+				b, err := os.ReadFile(filepath.Join(clientsDir, "recorded", tc.client+".ws.json"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				decodeInto(t, b, &frames)
+				if len(frames) < 2 {
+					t.Fatalf("want the auth and subscribe frames, got %d", len(frames))
+				}
+			}
 			clock := newClock(reqs[0].AtMs)
 			s := newClientSim(clock.Now)
 			srv := serve(t, s)
 
 			var ws *websocket.Conn
-			if tc.client == "bybit-api" {
-				ws = dialWS(t, srv.URL, pathWSPrivate)
-				sendWS(t, ws, authMsg(s.DefaultKey(), clock.ms()+10_000, ""))
-				if m, raw := readWS(t, ws); string(m["success"]) != "true" {
-					t.Fatalf("auth %s", raw)
+			fi := 0
+			sendFrame := func(f recordedFrame) {
+				clock.Set(time.UnixMilli(f.AtMs))
+				if ws == nil {
+					ws = dialWS(t, srv.URL, pathWSPrivate)
 				}
-				sendWS(t, ws, `{"req_id":"1","op":"subscribe","args":["order","execution","position","wallet"]}`)
-				if m, raw := readWS(t, ws); string(m["success"]) != "true" {
-					t.Fatalf("subscribe %s", raw)
+				sendWS(t, ws, f.Data)
+				var req struct {
+					Op string `json:"op"`
+				}
+				decodeInto(t, []byte(f.Data), &req)
+				m, raw := readUntil(t, ws, req.Op+" answer", func(m map[string]json.RawMessage) bool {
+					op := str(m["op"])
+					return op == req.Op || (req.Op == "ping" && op == "pong")
+				})
+				if req.Op != "ping" && string(m["success"]) != "true" {
+					t.Fatalf("frame %s answered %s", f.Data, raw)
 				}
 			}
-
 			for i, rr := range reqs {
+				for fi < len(frames) && frames[fi].AtMs <= rr.AtMs {
+					sendFrame(frames[fi])
+					fi++
+				}
 				clock.Set(time.UnixMilli(rr.AtMs))
 				var body []byte
 				if rr.Body != "" {
@@ -521,6 +561,9 @@ func TestClientReplay(t *testing.T) {
 					t.Fatalf("request %d %s %s: HTTP %d retCode %d (%s), recorded HTTP %d retCode %v", i, rr.Method, rr.URI, r.status, r.retCode, r.retMsg, rr.Status, rr.RetCode)
 				}
 			}
+			for ; fi < len(frames); fi++ {
+				sendFrame(frames[fi])
+			}
 
 			orders := simOrders(t, s)
 			if len(orders) != 2 {
@@ -530,7 +573,10 @@ func TestClientReplay(t *testing.T) {
 			if str(pos["size"]) != "0.002" || str(pos["side"]) != "Buy" || str(pos["leverage"]) != tc.leverage {
 				t.Errorf("position after the replay: size %s side %s leverage %s", pos["size"], pos["side"], pos["leverage"])
 			}
-			if ws != nil {
+			if tc.client == "bybit-api" {
+				if ws == nil {
+					t.Fatal("no private stream was opened")
+				}
 				seen := map[string]bool{}
 				deadline := time.Now().Add(5 * time.Second)
 				for len(seen) < 4 && time.Now().Before(deadline) {

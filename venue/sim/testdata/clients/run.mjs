@@ -11,8 +11,25 @@
 // hide the others. Nothing here decides pass or fail: the Go test
 // (venue/sim/clients_test.go) reads the report and checks it against the
 // simulator's own state.
+import { createRequire } from 'node:module';
 import ccxt from 'ccxt';
 import { RestClientV5, WebsocketClient } from 'bybit-api';
+
+// Record the frames bybit-api sends on the private stream (the ws package
+// as bybit-api itself resolves it), so the Go replay test can send them
+// byte for byte where node is missing.
+const wsFrames = [];
+{
+  const requireFromBybit = createRequire(createRequire(import.meta.url).resolve('bybit-api'));
+  const WS = requireFromBybit('ws');
+  const send = WS.prototype.send;
+  WS.prototype.send = function patchedSend(data, ...rest) {
+    if (String(this.url).includes('/v5/private')) {
+      wsFrames.push({ atMs: Date.now(), data: String(data) });
+    }
+    return send.call(this, data, ...rest);
+  };
+}
 
 const env = (name) => {
   const v = process.env[name];
@@ -285,5 +302,5 @@ if (which === 'ccxt') {
   console.error('usage: node run.mjs ccxt|bybit-api');
   process.exit(2);
 }
-process.stdout.write(JSON.stringify({ client: which, steps }) + '\n');
+process.stdout.write(JSON.stringify({ client: which, steps, wsFrames }) + '\n');
 process.exit(0);
