@@ -507,6 +507,11 @@ func (s *Sim) orderRow(o *simOrder) orderJSON {
 	if !o.cumExecFee.IsZero() {
 		row.CumFeeDetail[o.feeCoin] = num(o.cumExecFee)
 	}
+	if o.quoteQty {
+		// A spot buy by value: qty and leavesValue are quote amounts.
+		row.LeavesQty = fixed(decimal.Zero, qs)
+		row.LeavesValue = num(o.qty.Sub(o.cumExecValue))
+	}
 	if o.slipType != "" {
 		row.SlippageToleranceType, row.SlippageTolerance = o.slipType, o.slip
 	}
@@ -515,6 +520,7 @@ func (s *Sim) orderRow(o *simOrder) orderJSON {
 		row.AvgPrice = fixed(o.avgPrice, ps)
 		row.TriggerPrice = fixed(decimal.Zero, ps)
 		if o.orderType == "Market" {
+			row.Price = "0" // spot shows no protection price (recorded sample §14)
 			row.MarketUnit = "baseCoin"
 			if o.marketUnit != "" {
 				row.MarketUnit = o.marketUnit

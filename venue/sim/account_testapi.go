@@ -306,6 +306,7 @@ func (s *Sim) testSeedOrders(w http.ResponseWriter, r *http.Request, acct *accou
 		if o.orderLinkID == "" && o.category == catSpot {
 			o.orderLinkID = s.newSpotLinkID(acct.uid, o.seq)
 		}
+		o.seeded = true // a fixture: the engine never fills it by price
 		l.addOrderLocked(o)
 		if o.cumExecQty.IsPositive() {
 			s.addSeedExecutionLocked(l, acct.uid, o)

@@ -102,7 +102,7 @@ func (s *Sim) sweepToLocked(sec int64) {
 		return
 	}
 	for t := from; t <= sec; t++ {
-		s.evaluateLocked(t, t*1000)
+		s.evaluateLocked(t, t*1000, nil)
 		if !s.anyWatchLocked() {
 			return
 		}
@@ -131,8 +131,10 @@ func (s *Sim) anyWatchLocked() bool {
 // evaluateLocked checks, at second sec, every resting order (in account,
 // then creation order) against the last price, then every position's
 // TP/SL (in account, then symbol order). ms stamps what it does: the
-// second's start in a sweep, the moment of a POST /sim/price.
-func (s *Sim) evaluateLocked(sec, ms int64) {
+// second's start in a sweep, the moment of a POST /sim/price. prevs gives
+// the price before a POST /sim/price move within the second (TP/SL
+// trigger on a crossing); otherwise the previous second's price is used.
+func (s *Sim) evaluateLocked(sec, ms int64, prevs map[*instrument]decimal.Decimal) {
 	lasts := map[*instrument]decimal.Decimal{}
 	last := func(in *instrument) decimal.Decimal {
 		v, ok := lasts[in]
@@ -150,7 +152,7 @@ func (s *Sim) evaluateLocked(sec, ms int64) {
 		}
 		l.compactLiveLocked()
 		for _, o := range l.live {
-			if !o.open() || o.orderType != "Limit" {
+			if !o.open() || o.orderType != "Limit" || o.seeded {
 				continue
 			}
 			in := s.catalog.get(o.category, o.symbol)
@@ -161,7 +163,7 @@ func (s *Sim) evaluateLocked(sec, ms int64) {
 				continue
 			}
 			ev := s.newEvent(a, o.category, ms)
-			s.fillRestingLocked(ev, l, o, in, sec, ms)
+			s.fillRestingLocked(ev, l, o, in, ms)
 			ev.close()
 			if o.open() {
 				resting++
@@ -172,7 +174,11 @@ func (s *Sim) evaluateLocked(sec, ms int64) {
 				continue
 			}
 			in := s.catalog.get(catLinear, p.symbol)
-			s.checkTPSLLocked(a, l, p, in, last(in), sec, ms)
+			prev, ok := prevs[in]
+			if !ok {
+				prev = s.model.last(in, sec-1)
+			}
+			s.checkTPSLLocked(a, l, p, in, prev, last(in), sec, ms)
 		}
 	}
 	s.engine.restingN = resting

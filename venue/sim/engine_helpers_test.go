@@ -178,3 +178,5 @@ func wantField(t *testing.T, what string, m map[string]json.RawMessage, k, want 
 		t.Errorf("%s %s = %q, want %q", what, k, got, want)
 	}
 }
+
+func decimalMin(a, b decimal.Decimal) decimal.Decimal { return decimal.Min(a, b) }

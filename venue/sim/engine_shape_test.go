@@ -131,6 +131,8 @@ func TestEngineAnswersMatchRecordedShapes(t *testing.T) {
 	checkShape(t, "history row", firstItem(t, r.result), firstItem(t, mustRaw(t, sampleResult(t, "v5-order-history.linear-market-filled.ccxt.json"))), true)
 	r = ts.get("/v5/execution/list", url.Values{"category": {"linear"}, "orderId": {lin}})
 	checkShape(t, "linear execution", firstItem(t, r.result), firstItem(t, mustRaw(t, sampleResult(t, "v5-execution-list.linear-trade.ccxt.json"))), true, "nextPageCursor")
+	r = ts.get("/v5/order/history", url.Values{"category": {"spot"}, "orderId": {sp}})
+	checkShape(t, "spot market row", firstItem(t, r.result), firstItem(t, mustRaw(t, sampleResult(t, "v5-order-query.spot-market-partiallyfilledcanceled.ccxt.json"))), true, "nextPageCursor")
 	r = ts.get("/v5/execution/list", url.Values{"category": {"spot"}, "orderId": {sp}})
 	checkShape(t, "spot execution", firstItem(t, r.result), firstItem(t, mustRaw(t, sampleResult(t, "v5-execution-list.spot-trade.ccxt.json"))), true, "nextPageCursor")
 	r = ts.get("/v5/position/list", url.Values{"category": {"linear"}, "symbol": {"BTCUSDT"}})

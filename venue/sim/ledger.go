@@ -129,6 +129,7 @@ type simOrder struct {
 	closedPnl      decimal.Decimal // linear: realised PnL of the order's closing fills
 	slipType       string          // slippageToleranceType as sent ("" = UNKNOWN)
 	slip           string          // slippageTolerance as sent
+	seeded         bool            // made by POST /sim/accounts/{key}/orders: never filled by price
 }
 
 // open reports whether the order is still working (reference §5.10).

@@ -92,8 +92,10 @@ func (s *Sim) takeLocked(ev *event, l *ledger, o *simOrder, in *instrument, sec,
 		// Filled, or cut by reduce-only.
 	case o.timeInForce == "GTC":
 		s.restLocked(ev, o)
-	case o.quoteQty && o.cumExecQty.IsPositive() && o.qty.Sub(o.cumExecValue).LessThan(in.step.Mul(o.price)):
-		// A buy by value spent all it could: less than one step is left.
+	case o.quoteQty && o.cumExecValue.GreaterThanOrEqual(o.qty):
+		// A buy by value spent its whole budget. One that could not (less
+		// than a step's worth left) ends PartiallyFilledCanceled below, as
+		// Bybit reports it (recorded sample §14).
 		o.status, o.updatedMs = statusFilled, ms
 		ev.order(o)
 	case o.cumExecQty.IsZero():
@@ -168,10 +170,9 @@ func (s *Sim) walkBookLocked(ev *event, l *ledger, o *simOrder, in *instrument, 
 	}
 }
 
-// fillRestingLocked fills a resting order whose price the market reached
-// at sec: everything it may still fill, as maker at its price.
-func (s *Sim) fillRestingLocked(ev *event, l *ledger, o *simOrder, in *instrument, sec, ms int64) {
-	_ = sec
+// fillRestingLocked fills a resting order whose price the market reached:
+// everything it may still fill, as maker at its price, at ms.
+func (s *Sim) fillRestingLocked(ev *event, l *ledger, o *simOrder, in *instrument, ms int64) {
 	q := wantQty(l, o)
 	if q.IsPositive() {
 		s.fillLocked(ev, l, o, in, q, o.price, true, ms)

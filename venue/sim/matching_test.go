@@ -1,8 +1,10 @@
 package sim
 
 import (
+	"net/http"
 	"net/url"
 	"testing"
+	"time"
 
 	"github.com/shopspring/decimal"
 )
@@ -279,4 +281,83 @@ func TestSetLeverage(t *testing.T) {
 	// IM = size × avgPrice / leverage.
 	im := decimal.RequireFromString(field(t, p, "avgPrice")).DivRound(decimal.NewFromInt(5), amountPlaces)
 	wantDec(t, "im", p, "positionIM", im.String())
+}
+
+// A resting order fills over time, with no price move forced: at the first
+// second whose walked last price reaches it, as the clock advances.
+func TestRestingOrderFillsOverTimeAtTheFirstCrossingSecond(t *testing.T) {
+	ts := newTradeSim(t, 14, map[string]string{"USDT": "100000"})
+	in := ts.s.catalog.get(catLinear, "ETHUSDT")
+	start := floorDiv(ts.clock.ms(), 1000)
+	// The lowest last price of the next two hours, and the first second
+	// that reaches it.
+	low, first := ts.s.model.last(in, start+1), start+1
+	for sec := start + 1; sec <= start+7200; sec++ {
+		if p := ts.s.model.last(in, sec); p.LessThan(low) {
+			low, first = p, sec
+		}
+	}
+	if !low.LessThan(ts.s.model.last(in, start).Sub(in.tick)) {
+		t.Fatal("the walk of seed 14 no longer falls within two hours: pick another seed")
+	}
+	id := ts.create(`{"category":"linear","symbol":"ETHUSDT","side":"Buy","orderType":"Limit","qty":"0.10","price":"` + low.StringFixed(2) + `"}`)
+	ts.clock.Advance(time.Duration(first-start-1) * time.Second)
+	wantField(t, "before", ts.order("linear", id), "orderStatus", "New")
+	r := do(t, ts.s, http.MethodPost, "/sim/clock", []byte(`{"advance_ms":7200000}`), nil)
+	if r.status != http.StatusOK {
+		t.Fatal(r.status)
+	}
+	o := ts.order("linear", id)
+	wantField(t, "after", o, "orderStatus", "Filled")
+	wantField(t, "after", o, "updatedTime", itoa(first*1000))
+	ex := ts.executions("linear", id)
+	if len(ex) != 1 || field(t, ex[0], "execTime") != itoa(first*1000) {
+		t.Fatalf("fill %v, want at %d", ex, first*1000)
+	}
+	wantDec(t, "after", ex[0], "execPrice", low.String())
+}
+
+func TestTakeProfitTriggersOnlyOnACrossing(t *testing.T) {
+	ts := newTradeSim(t, 15, map[string]string{"USDT": "100000"})
+	ts.movePrice("linear", "BTCUSDT", "60000")
+	ts.create(`{"category":"linear","symbol":"BTCUSDT","side":"Buy","orderType":"Market","qty":"0.010","takeProfit":"61000.0"}`)
+	ts.movePrice("linear", "BTCUSDT", "60900")
+	wantDec(t, "below tp", ts.position("BTCUSDT"), "size", "0.01")
+	ts.movePrice("linear", "BTCUSDT", "61000")
+	wantDec(t, "tp hit", ts.position("BTCUSDT"), "size", "0")
+
+	// A seeded position whose TP the price is already past does not fire
+	// until the price comes back and crosses it.
+	seed := `[{"symbol":"BTCUSDT","side":"Buy","size":"0.01","avgPrice":"50000","takeProfit":"59000"}]`
+	if r := do(t, ts.s, http.MethodPost, "/sim/accounts/"+ts.k.APIKey+"/positions", []byte(seed), nil); r.status != http.StatusOK {
+		t.Fatalf("seed: %d %s", r.status, r.body)
+	}
+	ts.movePrice("linear", "BTCUSDT", "61500")
+	wantDec(t, "past tp", ts.position("BTCUSDT"), "size", "0.01")
+	ts.movePrice("linear", "BTCUSDT", "58000")
+	wantDec(t, "back below", ts.position("BTCUSDT"), "size", "0.01")
+	ts.movePrice("linear", "BTCUSDT", "59000")
+	wantDec(t, "crossed", ts.position("BTCUSDT"), "size", "0")
+}
+
+func TestSpotMarketBuyByValue(t *testing.T) {
+	ts := newTradeSim(t, 16, map[string]string{"USDT": "1000"})
+	id := ts.create(`{"category":"spot","symbol":"BTCUSDT","side":"Buy","orderType":"Market","qty":"100"}`)
+	o := ts.order("spot", id)
+	wantField(t, "by value", o, "marketUnit", "quoteCoin")
+	spent := decimal.RequireFromString(field(t, o, "cumExecValue"))
+	got := decimal.RequireFromString(field(t, o, "cumExecQty"))
+	if spent.GreaterThan(decimal.NewFromInt(100)) || spent.LessThan(decimal.RequireFromString("99.9")) {
+		t.Fatalf("spent %s of 100 USDT", spent)
+	}
+	// Less than one step's worth of the budget is left: Bybit ends such an
+	// order PartiallyFilledCanceled with the rest in leavesValue.
+	wantField(t, "by value", o, "orderStatus", "PartiallyFilledCanceled")
+	wantDec(t, "by value", o, "leavesValue", decimal.NewFromInt(100).Sub(spent).String())
+	wantField(t, "by value", o, "price", "0")
+	wantDec(t, "usdt", ts.coin("USDT"), "walletBalance", decimal.NewFromInt(1000).Sub(spent).String())
+	wantDec(t, "btc", ts.coin("BTC"), "walletBalance", got.Sub(got.Mul(spotFee).Round(amountPlaces)).String())
+	// By base quantity when asked.
+	id = ts.create(`{"category":"spot","symbol":"BTCUSDT","side":"Buy","orderType":"Market","qty":"0.000100","marketUnit":"baseCoin"}`)
+	wantDec(t, "by qty", ts.order("spot", id), "cumExecQty", "0.0001")
 }

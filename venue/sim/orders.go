@@ -303,20 +303,23 @@ func checkTPSL(in *instrument, side, tpV, slV string, ref decimal.Decimal) (tp, 
 func (s *Sim) availableLocked(l *ledger, coin string, sec int64) decimal.Decimal {
 	avail := l.balances[coin]
 	l.compactLiveLocked()
+	orderValue := map[string]decimal.Decimal{} // linear symbol -> open order value
 	for _, o := range l.live {
 		if !o.open() {
 			continue
 		}
 		in := s.catalog.get(o.category, o.symbol)
-		leaves := o.leavesQty()
 		switch {
 		case o.category == catSpot && o.side == "Buy" && in.quote == coin:
-			avail = avail.Sub(leaves.Mul(o.price))
+			avail = avail.Sub(o.leavesQty().Mul(o.price))
 		case o.category == catSpot && o.side == "Sell" && in.baseCoin == coin:
-			avail = avail.Sub(leaves)
+			avail = avail.Sub(o.leavesQty())
 		case o.category == catLinear && in.quote == coin && !o.reduceOnly:
-			avail = avail.Sub(leaves.Mul(o.price).DivRound(l.leverageForLocked(o.symbol), amountPlaces))
+			orderValue[o.symbol] = orderValue[o.symbol].Add(o.leavesQty().Mul(o.price))
 		}
+	}
+	for sym, v := range orderValue {
+		avail = avail.Sub(v.DivRound(l.leverageForLocked(sym), amountPlaces))
 	}
 	for _, p := range l.positions {
 		in := s.catalog.get(catLinear, p.symbol)

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/shopspring/decimal"
 )
 
 func TestOrderValidationRetCodes(t *testing.T) {
@@ -198,4 +200,21 @@ func TestDeterministicReplay(t *testing.T) {
 	if a[0] == c[0] {
 		t.Fatal("another seed gave the same order id")
 	}
+}
+
+// A GTC that takes part of the book rests PartiallyFilled; its qty cannot
+// be amended to what already filled (110064), but can be raised.
+func TestPartiallyFilledGTCAndAmendBelowFilled(t *testing.T) {
+	ts := newTradeSim(t, 17, map[string]string{"USDT": "1000000"})
+	_, asks := ts.book("linear", "ETHUSDT")
+	first := asks[0]
+	qty := first[1].Add(decimal.NewFromInt(1))
+	id := ts.create(`{"category":"linear","symbol":"ETHUSDT","side":"Buy","orderType":"Limit","qty":"` + qty.StringFixed(2) + `","price":"` + first[0].StringFixed(2) + `"}`)
+	o := ts.order("linear", id)
+	wantField(t, "partial", o, "orderStatus", "PartiallyFilled")
+	wantDec(t, "partial", o, "cumExecQty", first[1].String())
+	wantDec(t, "partial", o, "leavesQty", "1")
+	wantCode(t, ts.post("/v5/order/amend", `{"category":"linear","symbol":"ETHUSDT","orderId":"`+id+`","qty":"`+first[1].StringFixed(2)+`"}`), codeAmendQty)
+	mustOK(t, ts.post("/v5/order/amend", `{"category":"linear","symbol":"ETHUSDT","orderId":"`+id+`","qty":"`+qty.Add(decimal.NewFromInt(1)).StringFixed(2)+`"}`))
+	wantDec(t, "raised", ts.order("linear", id), "leavesQty", "2")
 }

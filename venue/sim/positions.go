@@ -74,16 +74,21 @@ func (s *Sim) applyPositionFillLocked(l *ledger, o *simOrder, in *instrument, qt
 }
 
 // checkTPSLLocked fires a position's take-profit or stop-loss when the
-// last price at sec reached it (trigger by LastPrice, Full mode): a
-// reduce-only Market order closes the whole position against the book,
-// and both TP and SL are cleared.
-func (s *Sim) checkTPSLLocked(a *account, l *ledger, p *simPosition, in *instrument, last decimal.Decimal, sec, ms int64) {
+// last price crossed it at sec: it was on the untriggered side the second
+// before (prev) and reached the level now (trigger by LastPrice, Full
+// mode). A reduce-only Market order then closes the whole position
+// against the book, and both TP and SL are cleared. A level the price was
+// already past (a seeded fixture; the endpoints refuse such a level) waits
+// for the price to come back and cross it.
+func (s *Sim) checkTPSLLocked(a *account, l *ledger, p *simPosition, in *instrument, prev, last decimal.Decimal, sec, ms int64) {
 	long := p.side == "Buy"
+	up := func(level decimal.Decimal) bool { return prev.LessThan(level) && last.GreaterThanOrEqual(level) }
+	down := func(level decimal.Decimal) bool { return prev.GreaterThan(level) && last.LessThanOrEqual(level) }
 	var kind string
 	switch {
-	case p.takeProfit.IsPositive() && ((long && last.GreaterThanOrEqual(p.takeProfit)) || (!long && last.LessThanOrEqual(p.takeProfit))):
+	case p.takeProfit.IsPositive() && ((long && up(p.takeProfit)) || (!long && down(p.takeProfit))):
 		kind = "TakeProfit"
-	case p.stopLoss.IsPositive() && ((long && last.LessThanOrEqual(p.stopLoss)) || (!long && last.GreaterThanOrEqual(p.stopLoss))):
+	case p.stopLoss.IsPositive() && ((long && down(p.stopLoss)) || (!long && up(p.stopLoss))):
 		kind = "StopLoss"
 	default:
 		return

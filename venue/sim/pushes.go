@@ -66,7 +66,7 @@ func (ev *event) position(symbol string) {
 // them.
 func (ev *event) close() {
 	s := ev.s
-	if !s.privateListenerLocked(ev.acct) {
+	if !s.privateListenerLocked() {
 		return
 	}
 	sec := floorDiv(ev.ms, 1000)
@@ -104,7 +104,7 @@ func (ev *event) close() {
 
 // privateListenerLocked reports whether any private connection is open;
 // without one the engine builds no messages at all.
-func (s *Sim) privateListenerLocked(_ *account) bool {
+func (s *Sim) privateListenerLocked() bool {
 	for c := range s.conns {
 		if c.kind == streamPrivate {
 			return true

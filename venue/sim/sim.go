@@ -86,7 +86,8 @@ type Sim struct {
 
 // New builds a simulator with its instruments and one pre-provisioned key
 // (DefaultKey). It starts no goroutines; WebSocket connections start their
-// own and end them when the connection ends.
+// own and end them when the connection ends, and the first accepted order
+// starts the engine's sweeper (engine.go), which ends at shutdown.
 func New(cfg Config) *Sim {
 	clock := cfg.Now
 	if clock == nil {

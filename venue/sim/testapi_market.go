@@ -51,10 +51,18 @@ func (s *Sim) testSetPrice(w http.ResponseWriter, r *http.Request) {
 	sec := floorDiv(now.UnixMilli(), 1000)
 	s.mu.Lock()
 	s.advanceLocked(now)
+	prevs := map[*instrument]decimal.Decimal{}
+	for _, cat := range []string{catSpot, catLinear} {
+		for _, x := range s.catalog.list[cat] {
+			if x.under == in.under {
+				prevs[x] = s.model.last(x, sec)
+			}
+		}
+	}
 	s.model.moveTo(in, sec, price)
 	// The second was evaluated at the old price; evaluate it again at the
 	// new one so whatever the move reaches reacts now.
-	s.evaluateLocked(sec, now.UnixMilli())
+	s.evaluateLocked(sec, now.UnixMilli(), prevs)
 	last := s.model.last(in, sec)
 	s.unlockAndFlush()
 	s.log.Debug("sim: price moved", "category", in.category, "symbol", in.symbol, "price", last.String())
