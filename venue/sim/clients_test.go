@@ -37,7 +37,7 @@ const symbolCcxt = "BTC/USDT:USDT"
 var clientSteps = map[string][]string{
 	"ccxt": {"loadMarkets", "fetchBalance", "createOrderLimit", "createOrderMarket", "editOrder",
 		"fetchOpenOrders", "cancelOrder", "fetchPositions", "setLeverage",
-		"fetchTrades", "fetchTradingFee", "fetchTradingFees", "fetchOrderBook", "watchOrderBook", "watchTrades"},
+		"fetchTrades", "fetchTradingFee", "fetchTradingFees", "fetchOrderBook", "watchOrderBook", "watchTrades", "watchPrivate"},
 	"bybit-api": {"getInstrumentsInfo", "getWalletBalance", "wsSubscribe", "submitOrderLimit",
 		"submitOrderMarket", "amendOrder", "getActiveOrders", "cancelOrder", "getPositionInfo",
 		"setLeverage", "wsPrivateTopics", "wsPublic"},
@@ -328,7 +328,7 @@ func TestClientCcxt(t *testing.T) {
 	if bal, err := decimal.NewFromString(rep.str(t, "fetchBalance", "usdtTotal")); err != nil || !bal.Equal(clientStartUSDT) {
 		t.Errorf("ccxt fetchBalance USDT total %q, want %s", rep.str(t, "fetchBalance", "usdtTotal"), clientStartUSDT)
 	}
-	checkOrderFlow(t, s, rep, "createOrderLimit", "createOrderMarket", "editOrder", "cancelOrder")
+	checkOrderFlow(t, s, rep, 3, "createOrderLimit", "createOrderMarket", "editOrder", "cancelOrder")
 	var open struct {
 		IDs     []string `json:"ids"`
 		Amounts []string `json:"amounts"`
@@ -378,6 +378,21 @@ func TestClientCcxt(t *testing.T) {
 	if n := mustInt(t, rep.Steps["watchTrades"]["count"]); n < 1 {
 		t.Errorf("ccxt watchTrades returned %d trades", n)
 	}
+
+	// ccxt's private watchers saw the third order (a 0.001 market buy)
+	// through the private stream.
+	wp := func(f string) string { return rep.str(t, "watchPrivate", f) }
+	if _, ok := simOrders(t, s)[wp("id")]; !ok {
+		t.Errorf("watchPrivate order %s not in /sim/orders", wp("id"))
+	}
+	if wp("orderStatus") != "closed" || wp("tradeAmount") != "0.001" || wp("snapshotContracts") != "0.002" || wp("positionContracts") != "0.003" {
+		t.Errorf("ccxt private watchers: order %s, trade %s, position %s -> %s", wp("orderStatus"), wp("tradeAmount"), wp("snapshotContracts"), wp("positionContracts"))
+	}
+	// The wallet push came after fees were paid: below the starting
+	// balance, and not by more than a few fees.
+	if got := decimal.RequireFromString(wp("usdtTotal")); !got.LessThan(clientStartUSDT) || got.LessThan(clientStartUSDT.Sub(decimal.NewFromInt(5))) {
+		t.Errorf("ccxt watchBalance USDT %s after three small fills from %s", got, clientStartUSDT)
+	}
 }
 
 func TestClientBybitAPI(t *testing.T) {
@@ -389,7 +404,7 @@ func TestClientBybitAPI(t *testing.T) {
 	if bal, err := decimal.NewFromString(rep.str(t, "getWalletBalance", "usdtWallet")); err != nil || !bal.Equal(clientStartUSDT) {
 		t.Errorf("bybit-api USDT walletBalance %q, want %s", rep.str(t, "getWalletBalance", "usdtWallet"), clientStartUSDT)
 	}
-	checkOrderFlow(t, s, rep, "submitOrderLimit", "submitOrderMarket", "amendOrder", "cancelOrder")
+	checkOrderFlow(t, s, rep, 2, "submitOrderLimit", "submitOrderMarket", "amendOrder", "cancelOrder")
 	var open struct {
 		IDs  []string `json:"ids"`
 		Qtys []string `json:"qtys"`
@@ -443,11 +458,11 @@ func TestClientBybitAPI(t *testing.T) {
 
 // checkOrderFlow checks the create/amend/cancel steps against GET
 // /sim/orders: both orders were accepted once, with what the client sent.
-func checkOrderFlow(t *testing.T, s *Sim, rep clientReport, limitStep, marketStep, amendStep, cancelStep string) {
+func checkOrderFlow(t *testing.T, s *Sim, rep clientReport, wantOrders int, limitStep, marketStep, amendStep, cancelStep string) {
 	t.Helper()
 	orders := simOrders(t, s)
-	if len(orders) != 2 {
-		t.Errorf("%s: /sim/orders has %d orders, want the 2 placed: %+v", rep.Client, len(orders), orders)
+	if len(orders) != wantOrders {
+		t.Errorf("%s: /sim/orders has %d orders, want the %d placed: %+v", rep.Client, len(orders), wantOrders, orders)
 	}
 	limitID, marketID := rep.str(t, limitStep, "id"), rep.str(t, marketStep, "id")
 	lim, ok := orders[limitID]
@@ -494,9 +509,10 @@ func mustJSON(t *testing.T, m map[string]json.RawMessage) []byte {
 // private stream must receive the four topics.
 func TestClientReplay(t *testing.T) {
 	for _, tc := range []struct {
-		client   string
-		leverage string
-	}{{"ccxt", "7"}, {"bybit-api", "6"}} {
+		client         string
+		orders         int
+		size, leverage string
+	}{{"ccxt", 3, "0.003", "7"}, {"bybit-api", 2, "0.002", "6"}} {
 		t.Run(tc.client, func(t *testing.T) {
 			b, err := os.ReadFile(filepath.Join(clientsDir, "recorded", tc.client+".json"))
 			if err != nil {
@@ -566,11 +582,11 @@ func TestClientReplay(t *testing.T) {
 			}
 
 			orders := simOrders(t, s)
-			if len(orders) != 2 {
-				t.Errorf("/sim/orders has %d orders after the replay, want 2", len(orders))
+			if len(orders) != tc.orders {
+				t.Errorf("/sim/orders has %d orders after the replay, want %d", len(orders), tc.orders)
 			}
 			pos := linearPosition(t, s)
-			if str(pos["size"]) != "0.002" || str(pos["side"]) != "Buy" || str(pos["leverage"]) != tc.leverage {
+			if str(pos["size"]) != tc.size || str(pos["side"]) != "Buy" || str(pos["leverage"]) != tc.leverage {
 				t.Errorf("position after the replay: size %s side %s leverage %s", pos["size"], pos["side"], pos["leverage"])
 			}
 			if tc.client == "bybit-api" {

@@ -31,6 +31,29 @@ func (s *Sim) notFound(w http.ResponseWriter, r *http.Request) {
 	rec.flush(w)
 }
 
+// emptyElsewhere wraps an account list read (positions, orders,
+// executions) so that the categories Bybit has but the simulator lists no
+// instrument in (inverse, option) answer an empty list in Bybit's shape
+// instead of a refusal: clients such as ccxt's watchPositions read every
+// derivatives category, inverse without symbol or settleCoin (which Bybit
+// requires for linear only), before they start. Spot and linear go to h.
+func emptyElsewhere(h func(*call) response) func(*call) response {
+	return func(c *call) response {
+		cat := c.query.Get("category")
+		if cat != catInverse && cat != catOption {
+			return h(c)
+		}
+		return ok(emptyListResult{Category: cat, List: []any{}})
+	}
+}
+
+// emptyListResult is an empty page of an account list read.
+type emptyListResult struct {
+	Category       string `json:"category"`
+	List           []any  `json:"list"`
+	NextPageCursor string `json:"nextPageCursor"`
+}
+
 // GET /v5/account/info
 
 type accountInfoResult struct {

@@ -608,3 +608,30 @@ func TestWSPublicStreamDeterministic(t *testing.T) {
 		t.Error("different seeds, same snapshot")
 	}
 }
+
+func TestAccountListsOfUnlistedCategoriesAreEmpty(t *testing.T) {
+	clock := newClock(testNow)
+	s := newTestSim(t, 1, clock)
+	k := s.DefaultKey()
+	for _, tc := range []struct{ path, query string }{
+		{"/v5/position/list", "category=inverse&settleCoin=BTC"},
+		{"/v5/position/list", "category=inverse&limit=200"}, // ccxt's watchPositions snapshot
+		{"/v5/position/list", "category=option"},
+		{"/v5/order/realtime", "category=inverse&symbol=BTCUSD"},
+		{"/v5/order/history", "category=inverse"},
+		{"/v5/execution/list", "category=option"},
+	} {
+		r := signedGet(t, s, k, clock.ms(), tc.path, tc.query)
+		mustOK(t, r)
+		var res map[string]json.RawMessage
+		decodeInto(t, r.result, &res)
+		cat := strings.TrimPrefix(strings.Split(tc.query, "&")[0], "category=")
+		if got := strings.Join(keysOf(res), ","); got != "category,list,nextPageCursor" ||
+			str(res["category"]) != cat || string(res["list"]) != "[]" || str(res["nextPageCursor"]) != "" {
+			t.Errorf("%s?%s: %s", tc.path, tc.query, r.result)
+		}
+	}
+	// Linear keeps its own rules; unknown categories are refused.
+	wantCode(t, signedGet(t, s, k, clock.ms(), "/v5/position/list", "category=linear"), codeParams)
+	wantCode(t, signedGet(t, s, k, clock.ms(), "/v5/position/list", "category=futures"), codeParams)
+}

@@ -79,6 +79,8 @@ async function runCcxt() {
   }
   ex.urls.api.ws.public.linear = env('SIM_WS_PUBLIC_LINEAR');
   ex.urls.api.ws.public.spot = env('SIM_WS_PUBLIC_SPOT');
+  ex.urls.api.ws.private.contract = env('SIM_WS_PRIVATE');
+  ex.urls.api.ws.private.spot.unified = env('SIM_WS_PRIVATE');
   // ccxt opens plain ws:// URLs (the simulator has no TLS) only through a
   // node:http agent, which this call loads; it changes no option.
   await ex.loadHttpProxyAgent();
@@ -164,6 +166,36 @@ async function runCcxt() {
   await step('watchTrades', async () => {
     const ts = await ex.watchTrades(symbol);
     return { count: ts.length, side: ts[0].side };
+  });
+  await step('watchPrivate', async () => {
+    // Start the private watchers, then buy 0.001 more: each must resolve.
+    // watchPositions answers its REST snapshot first; the second call waits
+    // for the stream.
+    const snapshot = await ex.watchPositions([symbol]);
+    // The snapshot is ccxt's live cache: read it before it changes.
+    const snapshotContracts = String((snapshot.find((x) => x.symbol === symbol) || {}).contracts);
+    const got = {};
+    const watch = (name, fn) => fn().then((v) => { got[name] = v; }, (e) => { got[name] = `error: ${e.message}`; });
+    const watchers = [
+      watch('orders', () => ex.watchOrders(symbol)),
+      watch('myTrades', () => ex.watchMyTrades(symbol)),
+      watch('positions', () => ex.watchPositions([symbol])),
+      watch('balance', () => ex.watchBalance()),
+    ];
+    await sleep(1000);
+    const o = await ex.createOrder(symbol, 'market', 'buy', 0.001);
+    await Promise.race([Promise.all(watchers), sleep(8000)]);
+    const order = Array.isArray(got.orders) ? got.orders.find((x) => x.id === o.id) : undefined;
+    const trade = Array.isArray(got.myTrades) ? got.myTrades.find((x) => x.order === o.id) : undefined;
+    const pos = Array.isArray(got.positions) ? got.positions.find((x) => x.symbol === symbol) : undefined;
+    return {
+      id: o.id,
+      orderStatus: order ? order.status : String(got.orders),
+      tradeAmount: trade ? String(trade.amount) : String(got.myTrades),
+      snapshotContracts,
+      positionContracts: pos ? String(pos.contracts) : String(got.positions),
+      usdtTotal: got.balance && got.balance.total ? String(got.balance.total.USDT) : String(got.balance),
+    };
   });
   await ex.close();
 }
