@@ -15,6 +15,7 @@
 //	GET /v5/market/tickers, orderbook, kline, instruments-info, price-limit, time   public
 //	GET /v5/market/recent-trade                                                     public
 //	GET /v5/account/info, /v5/account/fee-rate, /v5/asset/coin/query-info          signed
+//	(the account list reads answer an empty list for inverse and option)
 //	GET /v5/user/query-api                                                         signed
 //	GET /v5/account/wallet-balance, /v5/position/list                              signed
 //	GET /v5/order/realtime, /v5/order/history, /v5/execution/list                  signed
