@@ -428,8 +428,11 @@ func TestClientBybitAPI(t *testing.T) {
 	// The private stream delivered all four topics, and the order topic
 	// carried both orders the client placed.
 	var ws struct {
-		Topics   map[string]int `json:"topics"`
-		OrderIDs []string       `json:"orderIds"`
+		Topics        map[string]int `json:"topics"`
+		OrderIDs      []string       `json:"orderIds"`
+		ExecOrderIDs  []string       `json:"execOrderIds"`
+		PositionSizes []string       `json:"positionSizes"`
+		WalletUSDT    []string       `json:"walletUSDT"`
 	}
 	decodeInto(t, mustJSON(t, rep.Steps["wsPrivateTopics"]), &ws)
 	for _, topic := range []string{"order", "execution", "position", "wallet"} {
@@ -437,10 +440,27 @@ func TestClientBybitAPI(t *testing.T) {
 			t.Errorf("bybit-api WebsocketClient received no %s message (got %v)", topic, ws.Topics)
 		}
 	}
-	for _, id := range []string{limitID, rep.str(t, "submitOrderMarket", "id")} {
+	marketID := rep.str(t, "submitOrderMarket", "id")
+	for _, id := range []string{limitID, marketID} {
 		if !containsString(ws.OrderIDs, id) {
 			t.Errorf("order topic never mentioned order %s (saw %v)", id, ws.OrderIDs)
 		}
+	}
+	// The market order's fill, the position it opened and the fee it paid.
+	if !containsString(ws.ExecOrderIDs, marketID) {
+		t.Errorf("execution topic never mentioned the market order %s (saw %v)", marketID, ws.ExecOrderIDs)
+	}
+	if !containsString(ws.PositionSizes, "0.002") {
+		t.Errorf("position topic never showed the 0.002 long (saw %v)", ws.PositionSizes)
+	}
+	paid := false
+	for _, w := range ws.WalletUSDT {
+		if d, err := decimal.NewFromString(w); err == nil && d.LessThan(clientStartUSDT) {
+			paid = true
+		}
+	}
+	if !paid {
+		t.Errorf("wallet topic never showed USDT below the start after the fee (saw %v)", ws.WalletUSDT)
 	}
 
 	// The public stream through the same client class: orderbook snapshot

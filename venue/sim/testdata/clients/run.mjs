@@ -298,8 +298,10 @@ async function runBybitApi() {
       await sleep(50);
     }
     const got = Object.fromEntries(Object.entries(topics).map(([t, list]) => [t, list.length]));
-    const orderIds = [...new Set((topics.order || []).flat().map((o) => o.orderId))];
-    return { topics: got, orderIds };
+    const ids = (t) => [...new Set((topics[t] || []).flat().map((o) => o.orderId))];
+    const sizes = [...new Set((topics.position || []).flat().filter((p) => p.symbol === symbol).map((p) => p.size))];
+    const usdt = (topics.wallet || []).flat().flatMap((w) => w.coin || []).filter((c) => c.coin === 'USDT').map((c) => c.walletBalance);
+    return { topics: got, orderIds: ids('order'), execOrderIds: ids('execution'), positionSizes: sizes, walletUSDT: usdt };
   });
   ws.closeAll(true);
 
