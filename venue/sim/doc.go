@@ -11,9 +11,13 @@
 // # What it serves
 //
 // REST, in Bybit's envelope {"retCode","retMsg","result","retExtInfo","time"}
-// with HTTP 200 for business errors and 404 for unknown paths:
+// with HTTP 200 for business errors; a path (or method) it does not serve
+// gets HTTP 404 with retCode 10404 in the same envelope, never plain text:
 //
 //	GET /v5/market/tickers, orderbook, kline, instruments-info, price-limit, time   public
+//	GET /v5/market/recent-trade                                                     public
+//	GET /v5/account/info, /v5/account/fee-rate, /v5/asset/coin/query-info          signed
+//	(the account list reads answer an empty list for inverse and option)
 //	GET /v5/user/query-api                                                         signed
 //	GET /v5/account/wallet-balance, /v5/position/list                              signed
 //	GET /v5/order/realtime, /v5/order/history, /v5/execution/list                  signed
@@ -25,8 +29,16 @@
 // notional or order amount, leverage filter, price-limit ratios).
 //
 // WebSocket: /v5/public/linear and /v5/public/spot (tickers.{symbol},
-// ping), /v5/private (auth, ping, subscribe acks for order, execution,
-// position, wallet; the order engine pushes every change, pushes.go).
+// orderbook.{depth}.{symbol} as a snapshot then deltas, publicTrade.{symbol};
+// ws_public.go), /v5/private (auth, ping, order, execution, position,
+// wallet; the order engine pushes every change, pushes.go). A subscribe
+// refuses only its bad topics and keeps the others. The market's public
+// trades are, like its prices, a function of the seed and the clock
+// (trades.go).
+//
+// Real clients: ccxt's bybit class and bybit-api, pinned in
+// testdata/clients, run against the simulator in clients_test.go (needs
+// node and npm; without them the recorded requests are replayed).
 //
 // Test endpoints under /sim/ (loopback clients only; see testapi.go):
 // POST /sim/keys, POST|GET|DELETE /sim/faults, GET /sim/orders,

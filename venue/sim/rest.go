@@ -15,8 +15,9 @@ import (
 
 // The REST pipeline for every path under /v5/:
 //
-//  1. route lookup (unknown path: HTTP 404; method other than GET/POST:
-//     HTTP 400; wrong one of the two: HTTP 404; GET with a body: HTTP 403);
+//  1. route lookup (unknown path, or the wrong one of GET and POST: HTTP 404
+//     with retCode 10404 in Bybit's envelope; method other than GET/POST:
+//     HTTP 400; GET with a body: HTTP 403);
 //  2. fault plan for the path (POST /sim/faults), decided before anything
 //     runs so counters advance once per request;
 //  3. a rate_limit or a non-applying http_5xx fault answers without running
@@ -59,12 +60,16 @@ func (s *Sim) buildRoutes() map[string]*route {
 		"/v5/market/instruments-info": get(s.marketInstruments),
 		"/v5/market/price-limit":      get(s.marketPriceLimit),
 		"/v5/market/time":             get(s.marketTime),
+		"/v5/market/recent-trade":     get(s.marketRecentTrade),
 		"/v5/user/query-api":          private(http.MethodGet, s.queryAPI),
 		"/v5/account/wallet-balance":  private(http.MethodGet, s.walletBalance),
-		"/v5/position/list":           private(http.MethodGet, s.positionList),
-		"/v5/order/realtime":          private(http.MethodGet, s.orderRealtime),
-		"/v5/order/history":           private(http.MethodGet, s.orderHistory),
-		"/v5/execution/list":          private(http.MethodGet, s.executionList),
+		"/v5/position/list":           private(http.MethodGet, emptyElsewhere(s.positionList)),
+		"/v5/order/realtime":          private(http.MethodGet, emptyElsewhere(s.orderRealtime)),
+		"/v5/order/history":           private(http.MethodGet, emptyElsewhere(s.orderHistory)),
+		"/v5/execution/list":          private(http.MethodGet, emptyElsewhere(s.executionList)),
+		"/v5/account/info":            private(http.MethodGet, s.accountInfo),
+		"/v5/account/fee-rate":        private(http.MethodGet, s.feeRate),
+		"/v5/asset/coin/query-info":   private(http.MethodGet, s.coinInfo),
 		"/v5/order/create":            write(s.orderCreate),
 		"/v5/order/amend":             write(s.orderAmend),
 		"/v5/order/cancel":            write(s.orderCancel),
@@ -196,7 +201,7 @@ const badGatewayBody = "<html>\r\n<head><title>502 Bad Gateway</title></head>\r\
 func (s *Sim) serveV5(w http.ResponseWriter, r *http.Request) {
 	rt := s.routes[r.URL.Path]
 	if rt == nil {
-		http.NotFound(w, r)
+		s.notFound(w, r)
 		return
 	}
 	if r.Method != http.MethodGet && r.Method != http.MethodPost {
@@ -204,7 +209,7 @@ func (s *Sim) serveV5(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if r.Method != rt.method {
-		http.NotFound(w, r)
+		s.notFound(w, r)
 		return
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))

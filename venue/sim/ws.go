@@ -14,8 +14,12 @@ import (
 // WebSocket streams (reference §8, §10).
 //
 // Public /v5/public/linear and /v5/public/spot: subscribe/unsubscribe to
-// tickers.{symbol}; a snapshot is pushed right after the ack and then every
-// pushInterval (1 s); ping answers the public pong shape of the category.
+// tickers.{symbol}, orderbook.{depth}.{symbol} and publicTrade.{symbol}
+// (ws_public.go); what each topic has is pushed right after the ack and
+// then every pushInterval (1 s); ping answers the public pong shape of the
+// category. A subscribe judges each topic on its own: the good ones are
+// subscribed even when others are refused, and the ack names only the
+// refused ones.
 //
 // Private /v5/private: auth with ["apiKey", expires, hex HMAC of
 // "GET/realtime"+expires], expires a ms timestamp in the future;
@@ -86,6 +90,7 @@ type wsConn struct {
 	// Guarded by mu.
 	subs []string // subscribed topics, in subscription order
 	key  *apiKey  // private: set by a successful auth
+	pub  publicState
 }
 
 func (s *Sim) serveWS(w http.ResponseWriter, r *http.Request, kind streamKind) {
@@ -415,8 +420,8 @@ var privateTopics = map[string]bool{
 }
 
 // publicTopicPrefixes are public topic families Bybit has but the simulator
-// does not stream yet.
-var publicTopicPrefixes = []string{"orderbook.", "publicTrade.", "kline.", "priceLimit.", "liquidation.", "allLiquidation.", "kline_lt.", "tickers_lt.", "lt."}
+// does not stream.
+var publicTopicPrefixes = []string{"kline.", "priceLimit.", "liquidation.", "allLiquidation.", "kline_lt.", "tickers_lt.", "lt."}
 
 // topicFamily is the all-in-one name of a private topic ("order.linear" ->
 // "order", "execution.fast.spot" -> "execution.fast").
@@ -439,11 +444,8 @@ func (c *wsConn) checkTopic(topic string) string {
 		}
 		return ""
 	}
-	if sym, ok := strings.CutPrefix(topic, "tickers."); ok {
-		if c.s.catalog.get(c.kind.category(), sym) == nil {
-			return "Invalid symbol :[" + topic + "]"
-		}
-		return ""
+	if msg, known := c.checkPublicTopic(topic); known {
+		return msg
 	}
 	for _, p := range publicTopicPrefixes {
 		if strings.HasPrefix(topic, p) {
@@ -453,8 +455,10 @@ func (c *wsConn) checkTopic(topic string) string {
 	return "error:handler not found,topic:" + topic
 }
 
-// subscribe handles subscribe and unsubscribe. A request is applied whole
-// or not at all.
+// subscribe handles subscribe and unsubscribe. Each topic of a subscribe
+// is judged on its own: the good ones are subscribed (and their snapshots
+// pushed right after the ack) even when others are refused; the ack then
+// has success false and a ret_msg naming only the refused topics.
 func (c *wsConn) subscribe(req *wsRequest) {
 	topics, okArgs := req.stringArgs()
 	if !okArgs || len(topics) == 0 {
@@ -477,50 +481,62 @@ func (c *wsConn) subscribe(req *wsRequest) {
 		okMsg = req.Op
 	}
 
-	// The ack is enqueued under c.mu, like every ticker push, so no push of
+	// The ack is enqueued under c.mu, like every public push, so no push of
 	// an unsubscribed topic follows its ack and none of a new topic
 	// precedes it.
 	if req.Op == wsOpUnsubscribe {
 		c.mu.Lock()
 		for _, t := range topics {
 			c.subs = removeString(c.subs, t)
+			c.pub.forget(t)
 		}
 		c.reply(req, req.Op, true, okMsg)
 		c.mu.Unlock()
 		return
 	}
 
+	var refusals []string
+	var good []string
 	families := map[string]string{}
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	for _, t := range topics {
 		if msg := c.checkTopic(t); msg != "" {
-			c.reply(req, req.Op, false, msg)
-			return
+			refusals = append(refusals, msg)
+			continue
 		}
 		if c.kind == streamPrivate {
 			f := topicFamily(t)
 			if prev, seen := families[f]; seen && (prev == f) != (t == f) {
-				c.reply(req, req.Op, false, "error:all-in-one and categorised topics cannot be mixed,topic:"+t)
-				return
+				refusals = append(refusals, "error:all-in-one and categorised topics cannot be mixed,topic:"+t)
+				continue
 			}
 			families[f] = t
 		}
+		if containsString(c.subs, t) || containsString(good, t) {
+			refusals = append(refusals, "error:already subscribed,topic:"+t)
+			continue
+		}
+		good = append(good, t)
 	}
-	c.mu.Lock()
-	for _, t := range topics {
-		for _, have := range c.subs {
-			if have == t {
-				c.mu.Unlock()
-				c.reply(req, req.Op, false, "error:already subscribed,topic:"+t)
-				return
-			}
+	c.subs = append(c.subs, good...)
+	if len(refusals) > 0 {
+		c.reply(req, req.Op, false, strings.Join(refusals, ";"))
+	} else {
+		c.reply(req, req.Op, true, okMsg)
+	}
+	if c.kind != streamPrivate {
+		c.pushPublicLocked(good, c.s.now())
+	}
+}
+
+func containsString(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
 		}
 	}
-	c.subs = append(c.subs, topics...)
-	c.reply(req, req.Op, true, okMsg)
-	if c.kind != streamPrivate {
-		c.pushTickersLocked(topics)
-	}
-	c.mu.Unlock()
+	return false
 }
 
 func removeString(list []string, s string) []string {
@@ -533,8 +549,8 @@ func removeString(list []string, s string) []string {
 	return out
 }
 
-// pushLoop pushes ticker snapshots of the subscribed topics every
-// pushInterval until the connection ends.
+// pushLoop pushes the subscribed public topics every pushInterval until
+// the connection ends (ws_public.go).
 func (c *wsConn) pushLoop() {
 	t := time.NewTicker(c.s.pushInterval)
 	defer t.Stop()
@@ -544,7 +560,7 @@ func (c *wsConn) pushLoop() {
 			return
 		case <-t.C:
 			c.mu.Lock()
-			c.pushTickersLocked(c.subs)
+			c.pushPublicLocked(c.subs, c.s.now())
 			c.mu.Unlock()
 		}
 	}
