@@ -292,7 +292,7 @@ func (s *Sim) handle(rec *recorder, c *call, rt *route) {
 	if s.log.Enabled(context.Background(), slog.LevelDebug) {
 		attrs := []any{"method", c.r.Method, "path", c.path, "retCode", resp.code}
 		if c.key != nil {
-			attrs = append(attrs, "apiKey", c.key.key)
+			attrs = append(attrs, "key_id", c.key.id)
 		}
 		s.log.Debug("sim: request", attrs...)
 	}

@@ -179,7 +179,7 @@ func (s *Sim) testCreateKey(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	k := s.newKeyLocked(req.ReadOnly, perms, req.Note)
 	s.mu.Unlock()
-	s.log.Debug("sim: key created", "apiKey", k.key, "readOnly", req.ReadOnly)
+	s.log.Debug("sim: key created", "key_id", k.id, "readOnly", req.ReadOnly)
 	writePlainJSON(w, http.StatusOK, createKeyResponse{APIKey: k.key, APISecret: k.secret})
 }
 

@@ -395,7 +395,7 @@ func (c *wsConn) auth(req *wsRequest) {
 	c.mu.Lock()
 	c.key = key
 	c.mu.Unlock()
-	c.s.log.Debug("sim: ws auth", "conn_id", c.id, "apiKey", key.key)
+	c.s.log.Debug("sim: ws auth", "conn_id", c.id, "key_id", key.id)
 	c.reply(req, "auth", true, "")
 }
 
