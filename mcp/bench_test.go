@@ -9,6 +9,8 @@ import (
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/guarded-exchange/guarded-exchange/messages"
 )
 
 // BenchmarkGetTickerRoundTrip measures one get_ticker through MCP (in-memory
@@ -56,4 +58,44 @@ func medianOf(ds []time.Duration) time.Duration {
 	s := append([]time.Duration(nil), ds...)
 	slices.Sort(s)
 	return s[len(s)/2]
+}
+
+// BenchmarkStateChangingToolCall measures one state-changing tool call end
+// to end: activate_kill_switch through MCP (in-memory transport) → guard
+// (tool_call record) → user actor → journal → answer. Each iteration turns
+// the switch on (timed) and a human turns it off again (not timed), so every
+// timed call changes state. journal-µs is one durable journal write alone
+// (one fsync) measured on the same journal; overhead-µs is the difference.
+// Target: one fsync plus ≤ 100 µs.
+func BenchmarkStateChangingToolCall(b *testing.B) {
+	e := newEnv(b)
+	ctx := context.Background()
+	if _, err := e.sys.Handle(ctx, &messages.CreateUserRequest{User: "kim"}, messages.ActorCLIAdmin); err != nil {
+		b.Fatal(err)
+	}
+	cs := connect(b, Options{Backend: e.sys, Principal: fixedPrincipal("kim", ProfileReadOnly)}, "")
+	params := &sdk.CallToolParams{Name: "activate_kill_switch", Arguments: map[string]any{}}
+	var ds, js []time.Duration
+	for b.Loop() {
+		start := time.Now()
+		res, err := cs.CallTool(ctx, params)
+		if err != nil || res.IsError {
+			b.Fatalf("%v %+v", err, res)
+		}
+		ds = append(ds, time.Since(start))
+		b.StopTimer()
+		if _, err := e.sys.Handle(ctx, &messages.SetKillSwitchRequest{User: "kim", On: false, Level: messages.KillSwitchUser}, messages.ActorCLIUser); err != nil {
+			b.Fatal(err)
+		}
+		start = time.Now()
+		if _, err := e.sys.JournalJSON(ctx, messages.RecordServerStarted, "", messages.ActorSystem, map[string]any{"bench": true}); err != nil {
+			b.Fatal(err)
+		}
+		js = append(js, time.Since(start))
+		b.StartTimer()
+	}
+	call, journal := medianOf(ds), medianOf(js)
+	b.ReportMetric(float64(call.Microseconds()), "median-µs")
+	b.ReportMetric(float64(journal.Microseconds()), "journal-µs")
+	b.ReportMetric(float64((call - journal).Microseconds()), "overhead-µs")
 }
