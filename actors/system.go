@@ -65,6 +65,8 @@ type System struct {
 	// waiting for a reply that cannot come.
 	health      *journalHealth
 	stopWatcher chan struct{}
+	// registry names the running user actors.
+	registry *userRegistry
 }
 
 // Start builds the actor system: the root supervisor and, under it, the
@@ -77,7 +79,7 @@ func Start(cfg Config) (*System, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	s := &System{logger: logger, timeout: cfg.RequestTimeout, now: cfg.Now, health: newJournalHealth(), stopWatcher: make(chan struct{})}
+	s := &System{logger: logger, timeout: cfg.RequestTimeout, now: cfg.Now, health: newJournalHealth(), stopWatcher: make(chan struct{}), registry: newUserRegistry()}
 	if s.timeout <= 0 {
 		s.timeout = 10 * time.Second
 	}
@@ -128,7 +130,7 @@ func Start(cfg Config) (*System, error) {
 		}
 		deps := &userDeps{
 			venue: level, env: cfg.Environment, journal: s.journal, logger: logger, masterKey: cfg.MasterKey,
-			factory: cfg.Clients, timeout: s.timeout, now: s.now, mw: mw, health: s.health,
+			factory: cfg.Clients, timeout: s.timeout, now: s.now, mw: mw, health: s.health, registry: s.registry,
 		}
 		if deps.env == "" {
 			deps.env = "paper"
@@ -238,7 +240,7 @@ func (s *System) JournalJSON(ctx context.Context, typ messages.RecordType, user,
 
 // Ticker asks the market-data actor for a ticker.
 func (s *System) Ticker(ctx context.Context, req *messages.GetTickerRequest) (*messages.Ticker, error) {
-	res, err := ask[*messages.GetTickerResponse](ctx, s, s.market, req)
+	res, err := ask[*messages.GetTickerResponse](ctx, s, s.market, &marketAsk{ctx: ctx, req: req})
 	if err != nil {
 		return nil, err
 	}
@@ -247,7 +249,7 @@ func (s *System) Ticker(ctx context.Context, req *messages.GetTickerRequest) (*m
 
 // Orderbook asks the market-data actor for a book.
 func (s *System) Orderbook(ctx context.Context, req *messages.GetOrderbookRequest) (*messages.Orderbook, error) {
-	res, err := ask[*messages.GetOrderbookResponse](ctx, s, s.market, req)
+	res, err := ask[*messages.GetOrderbookResponse](ctx, s, s.market, &marketAsk{ctx: ctx, req: req})
 	if err != nil {
 		return nil, err
 	}
@@ -256,7 +258,7 @@ func (s *System) Orderbook(ctx context.Context, req *messages.GetOrderbookReques
 
 // Klines asks the market-data actor for candles.
 func (s *System) Klines(ctx context.Context, req *messages.GetKlinesRequest) ([]messages.Kline, error) {
-	res, err := ask[*messages.GetKlinesResponse](ctx, s, s.market, req)
+	res, err := ask[*messages.GetKlinesResponse](ctx, s, s.market, &marketAsk{ctx: ctx, req: req})
 	if err != nil {
 		return nil, err
 	}
@@ -265,7 +267,7 @@ func (s *System) Klines(ctx context.Context, req *messages.GetKlinesRequest) ([]
 
 // Instrument asks the market-data actor for an instrument's rules.
 func (s *System) Instrument(ctx context.Context, req *messages.GetInstrumentRequest) (*messages.Instrument, error) {
-	res, err := ask[*messages.GetInstrumentResponse](ctx, s, s.market, req)
+	res, err := ask[*messages.GetInstrumentResponse](ctx, s, s.market, &marketAsk{ctx: ctx, req: req})
 	if err != nil {
 		return nil, err
 	}
@@ -287,7 +289,7 @@ func (s *System) HandleVia(ctx context.Context, cmd messages.Command, origin, ch
 	if s.users == nil {
 		return nil, messages.Internal(fmt.Errorf("no users supervisor in this process"))
 	}
-	msg := &userCommand{cmd: cmd, origin: origin, channel: channel}
+	msg := &userCommand{ctx: ctx, cmd: cmd, origin: origin, channel: channel}
 	switch c := cmd.(type) {
 	case *messages.CreateUserRequest, *messages.ListUsersRequest:
 		return ask[any](ctx, s, s.users, msg)
@@ -301,13 +303,13 @@ func (s *System) HandleVia(ctx context.Context, cmd messages.Command, origin, ch
 // user's venue actor. The answer is *messages.WalletBalance or a
 // *messages.Page of positions, orders or executions.
 func (s *System) Account(ctx context.Context, req messages.AccountRequest) (any, error) {
-	return s.askUser(ctx, messages.AccountUser(req), req)
+	return s.askUser(ctx, messages.AccountUser(req), &accountAsk{ctx: ctx, req: req})
 }
 
 // Decide asks the user's actor whether an action may proceed (SPEC §8 steps
 // 2 and 3).
 func (s *System) Decide(ctx context.Context, r *messages.DecideActionRequest) (*messages.Decision, error) {
-	res, err := s.askUser(ctx, r.User, r)
+	res, err := s.askUser(ctx, r.User, &decideAsk{ctx: ctx, req: r})
 	if err != nil {
 		return nil, err
 	}
@@ -327,13 +329,17 @@ func (s *System) askUser(ctx context.Context, user string, msg any) (any, error)
 	if !messages.UserNamePattern.MatchString(user) {
 		return nil, messages.InvalidParams("user", "must be 1-64 of lowercase letters, digits, '.', '_' or '-'")
 	}
-	// User actors are spawned on first use: a dead letter means the actor
-	// does not run (yet, or any more), and the message was never seen, so
-	// it is safe to ask the supervisor to spawn it and send once more.
-	pid := actor.NewPID(s.users.Address, s.users.Id+"/"+user)
-	res, err := ask[any](ctx, s, pid, msg)
-	if err == nil || !errors.Is(messages.AsError(err).Err, actor.ErrDeadLetter) {
-		return res, err
+	// User actors are spawned on first use. The registry names the
+	// running ones; a user without an entry is started by the users
+	// supervisor. A dead letter (the actor stopped after the lookup) means
+	// the message was never seen, so it is safe to start it and send once
+	// more.
+	pid := s.registry.get(user)
+	if pid != nil {
+		res, err := ask[any](ctx, s, pid, msg)
+		if err == nil || !errors.Is(messages.AsError(err).Err, actor.ErrDeadLetter) {
+			return res, err
+		}
 	}
 	ens, err := ask[*ensureUserResponse](ctx, s, s.users, &ensureUserRequest{user: user})
 	if err != nil {
@@ -342,7 +348,7 @@ func (s *System) askUser(ctx context.Context, user string, msg any) (any, error)
 	if ens.err != nil {
 		return nil, ens.err
 	}
-	return ask[any](ctx, s, pid, msg)
+	return ask[any](ctx, s, ens.pid, msg)
 }
 
 // minLevel drops records below min.
