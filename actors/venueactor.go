@@ -163,4 +163,3 @@ func venueTimeout(parent context.Context, timeout time.Duration) (context.Contex
 	}
 	return context.WithTimeout(parent, timeout)
 }
-
