@@ -234,7 +234,7 @@ func TestJournalPanicFailsClosed(t *testing.T) {
 	}
 	// A read-only tool's record is not awaited, but it is refused too:
 	// nothing is served unjournaled.
-	if err := ts.ToolCalled(ctx, &messages.ToolCalled{User: "u", Tool: "get_ticker"}, false); messages.CodeOf(err) != messages.CodeInternalError {
+	if _, err := ts.ToolCalled(ctx, &messages.ToolCalled{User: "u", Tool: "get_ticker"}, false); messages.CodeOf(err) != messages.CodeInternalError {
 		t.Fatalf("async tool_call after journal failure: %v", err)
 	}
 }

@@ -201,6 +201,11 @@ func (s *System) Journal(ctx context.Context, e wal.Entry) (wal.Record, error) {
 	// A hung journal is caught by one watcher (journalHealth.watch).
 	reply := make(chan *AppendResponse, 1)
 	s.sys.Root.Send(s.journal, &AppendRequest{Entry: e, Reply: reply})
+	return s.awaitAppend(ctx, reply)
+}
+
+// awaitAppend waits for the journal's answer to one append.
+func (s *System) awaitAppend(ctx context.Context, reply <-chan *AppendResponse) (wal.Record, error) {
 	select {
 	case res := <-reply:
 		if res.Err != nil {
@@ -213,6 +218,10 @@ func (s *System) Journal(ctx context.Context, e wal.Entry) (wal.Record, error) {
 		return wal.Record{}, messages.Internal(errors.New("journal: the journal failed before answering; the record may or may not be durable"))
 	}
 }
+
+// Flushes returns how many batches the journal has written so far, each
+// one fsync: what tests and benchmarks count to prove a call costs one.
+func (s *System) Flushes() uint64 { return s.health.flushes.Load() }
 
 // JournalAsync queues one record without waiting for it to be durable. It
 // is for records whose loss in a crash acknowledges nothing (the tool_call
@@ -408,18 +417,39 @@ func ask[T any](ctx context.Context, s *System, pid *actor.PID, msg any) (T, err
 	}
 }
 
-// ToolCalled journals the tool_call record of one MCP call (actor
-// mcp:agent). With wait it returns once the record is durable; without, the
-// record is queued behind everything sent before it.
-func (s *System) ToolCalled(ctx context.Context, call *messages.ToolCalled, wait bool) error {
+// ToolCalled queues the tool_call record of one MCP call (actor
+// mcp:agent) and returns without waiting for the disk.
+//
+// For a read-only tool (durable false) the record goes out with the next
+// flush and nobody waits for it; wait is nil. For any other tool the record
+// is lazy (it starts no flush of its own) and wait blocks until it is
+// durable: the call's own record, journaled after it, carries it to disk in
+// the same fsync, so wait then returns at once; a call that wrote nothing
+// else makes wait force a flush. Either way a state-changing call costs one
+// fsync, not two in a row.
+func (s *System) ToolCalled(ctx context.Context, call *messages.ToolCalled, durable bool) (wait func(context.Context) error, err error) {
 	payload, err := json.Marshal(call)
 	if err != nil {
-		return messages.Internal(err)
+		return nil, messages.Internal(err)
 	}
 	e := wal.Entry{Type: uint16(messages.RecordToolCall), User: call.User, Actor: messages.ActorAgent, Payload: payload}
-	if !wait {
-		return s.JournalAsync(e)
+	if !durable {
+		return nil, s.JournalAsync(e)
 	}
-	_, err = s.Journal(ctx, e)
-	return err
+	if s.health.isDown() {
+		return nil, messages.Internal(errors.New("journal: the journal has failed; refusing"))
+	}
+	e.Time = s.now().UTC()
+	reply := make(chan *AppendResponse, 1)
+	s.sys.Root.Send(s.journal, &AppendRequest{Entry: e, Reply: reply, Lazy: true})
+	return func(ctx context.Context) error {
+		select {
+		case res := <-reply:
+			return errOrNil(res.Err)
+		default:
+		}
+		s.sys.Root.Send(s.journal, &flushRequest{})
+		_, err := s.awaitAppend(ctx, reply)
+		return err
+	}, nil
 }
