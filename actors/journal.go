@@ -60,7 +60,7 @@ type journalHealth struct {
 	// them: many goroutines selecting on one channel contend for its lock.
 	chs        [healthShards]chan struct{}
 	next       atomic.Uint32
-	flushStart atomic.Int64 // unix nanoseconds of the flush in progress; 0 when none
+	flushStart atomic.Int64  // unix nanoseconds of the flush in progress; 0 when none
 	flushes    atomic.Uint64 // batches written (one fsync each)
 }
 
