@@ -39,6 +39,8 @@ type action struct {
 	started time.Time
 	// onKey continues the action when its key check comes back.
 	onKey func(*keyChecked)
+	// attempt is the open order attempt a reconcile action looks up.
+	attempt Attempt
 }
 
 // actionKind says what an action does.

@@ -45,6 +45,10 @@ func originAllowed(ev Event, actor string) bool {
 		return human
 	case messages.RecordCredentialChecked:
 		return actor == messages.ActorSystem
+	case messages.RecordOrderAttempt:
+		return actor == messages.ActorAgent || actor == messages.ActorExecutor
+	case messages.RecordOrderOutcome:
+		return slices.Contains([]string{messages.ActorAgent, messages.ActorExecutor, messages.ActorVenue, messages.ActorSystem}, actor)
 	case messages.RecordOrderRefused:
 		return slices.Contains([]string{messages.ActorAgent, messages.ActorCLIUser, messages.ActorCLIAdmin, messages.ActorExecutor}, actor)
 	}

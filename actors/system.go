@@ -124,7 +124,7 @@ func Start(cfg Config) (*System, error) {
 		if level == "" {
 			level = messages.VenuePaper
 		}
-		holders, err := cfg.Users.holders()
+		holders, err := cfg.Users.holders(s.now())
 		if err != nil {
 			return nil, fmt.Errorf("actors: rebuild users: %w", err)
 		}
@@ -149,6 +149,17 @@ func Start(cfg Config) (*System, error) {
 		})
 		if err != nil {
 			return nil, err
+		}
+		// Recovery phase: every user with an open attempt (an
+		// order_attempt without an outcome) is started now and reconciles
+		// it before it takes new writes. The others start on first use.
+		for user, c := range holders {
+			if len(c.p.Load().Attempts) == 0 {
+				continue
+			}
+			if _, err := ask[*ensureUserResponse](context.Background(), s, s.users, &ensureUserRequest{user: user}); err != nil {
+				return nil, fmt.Errorf("actors: start %s for recovery: %w", user, err)
+			}
 		}
 	}
 	if cfg.Market != nil {

@@ -118,6 +118,9 @@ type userActor struct {
 	// replaced is set when this incarnation is being restarted: a journal
 	// write it started and that completes later is handed to the new one.
 	replaced bool
+	// recovering counts the open attempts still being reconciled at start;
+	// while it is above zero, writes wait (recovery.go).
+	recovering int
 	serial
 }
 
@@ -129,6 +132,7 @@ func (u *userActor) Receive(ctx actor.Context) {
 	case *actor.Started:
 		u.state = u.snap.load()
 		u.actions = map[uint64]*action{}
+		u.startRecovery(ctx)
 	case *actor.Restarting:
 		u.replaced = true
 		u.failInFlight(ctx)
@@ -136,14 +140,14 @@ func (u *userActor) Receive(ctx actor.Context) {
 		if ev, ok, err := DecodeEvent(messages.RecordType(m.rec.Type), m.rec.Payload); ok && err == nil {
 			u.commit(ev)
 		}
-	case *userCommand, *decideAsk, *accountAsk, *keyChecked, *crashRequest:
+	case *userCommand, *decideAsk, *accountAsk, *keyChecked, *orderLookedUp, *crashRequest:
 		u.handle(ctx, m, ctx.Sender())
 	}
 }
 
 // handle runs one message now, or queues it while a write is in flight.
 func (u *userActor) handle(ctx actor.Context, msg any, sender *actor.PID) {
-	if u.busy {
+	if u.busy || (u.recovering > 0 && holdsForRecovery(msg)) {
 		u.queue = append(u.queue, queued{msg, sender})
 		return
 	}
@@ -173,6 +177,8 @@ func (u *userActor) handle(ctx actor.Context, msg any, sender *actor.PID) {
 		u.accountRead(ctx, m, sender)
 	case *keyChecked:
 		u.onKeyChecked(m)
+	case *orderLookedUp:
+		u.onOrderLookedUp(ctx, m)
 	case *crashRequest:
 		panic("user: crash requested by test")
 	}
@@ -342,11 +348,20 @@ func (u *userActor) write(ctx actor.Context, ev Event, origin, channel string, t
 	})
 }
 
-// drain runs queued messages until one starts another write.
+// drain runs queued messages, in order, until one starts another write.
+// During recovery, messages that wait for it stay queued, in order, and the
+// others run.
 func (u *userActor) drain(ctx actor.Context) {
 	for len(u.queue) > 0 && !u.busy {
-		q := u.queue[0]
-		u.queue = u.queue[1:]
+		i := 0
+		if u.recovering > 0 {
+			i = slices.IndexFunc(u.queue, func(q queued) bool { return !holdsForRecovery(q.msg) })
+			if i < 0 {
+				break
+			}
+		}
+		q := u.queue[i]
+		u.queue = slices.Delete(u.queue, i, i+1)
 		u.handle(ctx, q.msg, q.sender)
 	}
 	if len(u.queue) == 0 {
@@ -516,24 +531,30 @@ func NewUserEvent(user string, ceiling messages.PolicySettings) Event {
 // Apply the live actors use. Pass OnRecord as wal.Options.OnRecord, then
 // hand the replay to Config.Users.
 //
-// Every user record is state-based: it carries the whole "after" value of
-// one part of the state (the ceiling, the own settings, the kill switch,
-// the disabled flag), and Apply assigns it. So only the last record of each
-// part can matter, and OnRecord keeps just that one (undecoded) per user and
-// part; the final Apply runs over the survivors in journal order.
+// User records come in two kinds (replayKind):
+//   - whole-value records carry the whole "after" value of one part of the
+//     state (the ceiling, the own settings, the kill switch, the disabled
+//     flag), and Apply assigns it. Only the last record of each part can
+//     matter, so OnRecord keeps just that one (undecoded) per user and part;
+//   - event records add to many-record state (credentials by environment,
+//     order attempts and outcomes: the open attempts, the 24 h idempotency
+//     table, the rolling counters). Every one is kept and applied in order;
+//     their windows are applied by Apply and, at the end, as of now.
+//
+// The final Apply runs over the survivors in journal order.
 // TestCompactedReplayEqualsFullReplay proves the result is the same as
-// applying every record. Record types that are not state-based must not be
-// added to statePart.
+// applying every record. A record type whose effect depends on records
+// before it must be an event record, never a whole-value one.
 type UserReplay struct {
 	users map[string]*replayUser
 	err   error
 }
 
 // replayUser is what the journal said last about each part of one user,
-// and every record of the kinds that are applied in full (credentials).
+// and every event record.
 type replayUser struct {
-	parts [numStateParts]*replayRecord
-	all   []*replayRecord
+	parts  [numStateParts]*replayRecord
+	events []*replayRecord
 }
 
 type replayRecord struct {
@@ -579,7 +600,7 @@ func (r *UserReplay) OnRecord(rec wal.Record) error {
 	if typ == messages.RecordUserCreated {
 		part, ok = partCreated, true
 	}
-	full := typ == messages.RecordCredentialAdded || typ == messages.RecordCredentialDeleted || typ == messages.RecordCredentialChecked
+	full := isEventRecord(typ)
 	if !ok && !full {
 		return nil
 	}
@@ -592,7 +613,7 @@ func (r *UserReplay) OnRecord(rec wal.Record) error {
 		r.users[rec.User] = u
 	}
 	if full {
-		u.all = append(u.all, &replayRecord{seq: rec.Seq, typ: typ, payload: append([]byte(nil), rec.Payload...)})
+		u.events = append(u.events, &replayRecord{seq: rec.Seq, typ: typ, payload: append([]byte(nil), rec.Payload...)})
 		return nil
 	}
 	u.parts[part] = &replayRecord{seq: rec.Seq, typ: typ, payload: append([]byte(nil), rec.Payload...)}
@@ -603,12 +624,23 @@ func (r *UserReplay) OnRecord(rec wal.Record) error {
 	return nil
 }
 
-// states applies the surviving records of each user, in journal order.
-func (r *UserReplay) states() (map[string]*UserState, error) {
+// isEventRecord reports whether replay applies every record of type t.
+func isEventRecord(t messages.RecordType) bool {
+	switch t {
+	case messages.RecordCredentialAdded, messages.RecordCredentialDeleted, messages.RecordCredentialChecked,
+		messages.RecordOrderAttempt, messages.RecordOrderOutcome:
+		return true
+	}
+	return false
+}
+
+// states applies the surviving records of each user, in journal order,
+// then the time windows as of now.
+func (r *UserReplay) states(now time.Time) (map[string]*UserState, error) {
 	out := make(map[string]*UserState, len(r.users))
 	for name, u := range r.users {
-		recs := make([]*replayRecord, 0, numStateParts+len(u.all))
-		recs = append(recs, u.all...)
+		recs := make([]*replayRecord, 0, numStateParts+len(u.events))
+		recs = append(recs, u.events...)
 		for _, p := range u.parts {
 			if p != nil && !slices.Contains(recs, p) {
 				recs = append(recs, p)
@@ -624,6 +656,7 @@ func (r *UserReplay) states() (map[string]*UserState, error) {
 			s.Apply(ev)
 		}
 		if s.Exists {
+			s.prune(now)
 			out[name] = s
 		}
 	}
@@ -631,8 +664,8 @@ func (r *UserReplay) states() (map[string]*UserState, error) {
 }
 
 // holders returns the committed state of every created user.
-func (r *UserReplay) holders() (map[string]*committed, error) {
-	states, err := r.states()
+func (r *UserReplay) holders(now time.Time) (map[string]*committed, error) {
+	states, err := r.states(now)
 	if err != nil {
 		return nil, err
 	}

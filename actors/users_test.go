@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -471,10 +472,20 @@ func TestCompactedReplayEqualsFullReplay(t *testing.T) {
 		full := map[string]*UserState{}
 		replay := NewUserReplay()
 		seq := uint64(0)
+		at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+		type snapshot struct {
+			c    *committed
+			want string
+		}
+		var snaps []snapshot
 		emit := func(user string, ev Event) {
 			seq++
 			payload, _ := json.Marshal(ev.Payload)
-			if err := replay.OnRecord(wal.Record{Seq: seq, Type: uint16(ev.Type), User: user, Actor: messages.ActorCLIAdmin, Payload: payload}); err != nil {
+			actor := messages.ActorCLIAdmin
+			if ev.Type == messages.RecordOrderAttempt || ev.Type == messages.RecordOrderOutcome {
+				actor = messages.ActorAgent
+			}
+			if err := replay.OnRecord(wal.Record{Seq: seq, Type: uint16(ev.Type), User: user, Actor: actor, Payload: payload}); err != nil {
 				t.Fatal(err)
 			}
 			back, _, err := DecodeEvent(ev.Type, payload)
@@ -485,6 +496,37 @@ func TestCompactedReplayEqualsFullReplay(t *testing.T) {
 				full[user] = newUserState(user)
 			}
 			full[user].Apply(back)
+			if rng.IntN(5) == 0 {
+				// A committed snapshot must not change when later
+				// events are applied (copy on write).
+				c := &committed{}
+				c.store(full[user])
+				b, _ := json.Marshal(c.load())
+				snaps = append(snaps, snapshot{c, string(b)})
+			}
+		}
+		var open []string // client order ids of open attempts
+		order := func(u string) {
+			at = at.Add(time.Duration(rng.IntN(6*3600)) * time.Second)
+			if len(open) > 0 && rng.IntN(2) == 0 {
+				i := rng.IntN(len(open))
+				id := open[i]
+				open = slices.Delete(open, i, i+1)
+				status := []string{messages.OutcomeAccepted, messages.OutcomeRejected, messages.OutcomeNotFound}[rng.IntN(3)]
+				emit(id[:1], Event{messages.RecordOrderOutcome, messages.OrderOutcomeEvent{ClientOrderID: id, At: at, Status: status}})
+				return
+			}
+			id := fmt.Sprintf("%s-gx-%d", u, seq)
+			open = append(open, id)
+			key := ""
+			if rng.IntN(2) == 0 {
+				key = fmt.Sprintf("k%d", rng.IntN(5))
+			}
+			emit(u, Event{messages.RecordOrderAttempt, messages.OrderAttemptEvent{
+				ClientOrderID: id, At: at, Category: messages.CategoryLinear, Symbol: "BTCUSDT",
+				NotionalUSDT: decimal.NewFromInt(int64(1 + rng.IntN(500))), RiskIncreasing: rng.IntN(3) > 0,
+				Confirmed: rng.IntN(2) == 0, IdempotencyKey: key, ArgsSHA256: fmt.Sprint(rng.IntN(3)),
+			}})
 		}
 		// A record of another type in between must not matter.
 		for range 40 {
@@ -494,7 +536,9 @@ func TestCompactedReplayEqualsFullReplay(t *testing.T) {
 				continue
 			}
 			settings := messages.PolicySettings{MaxPending: intp(rng.IntN(9)), MaxLeverage: dec(fmt.Sprint(1 + rng.IntN(20)))}
-			switch rng.IntN(6) {
+			switch rng.IntN(8) {
+			case 6, 7:
+				order(u)
 			case 0:
 				emit(u, Event{messages.RecordPolicyCeilingSet, messages.PolicyChangedEvent{After: settings}})
 			case 1:
@@ -513,7 +557,8 @@ func TestCompactedReplayEqualsFullReplay(t *testing.T) {
 			seq++
 			replay.OnRecord(wal.Record{Seq: seq, Type: uint16(messages.RecordToolCall), User: u, Payload: []byte(`{}`)})
 		}
-		got, err := replay.states()
+		now := at.Add(time.Duration(rng.IntN(30*3600)) * time.Second)
+		got, err := replay.states(now)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -522,10 +567,16 @@ func TestCompactedReplayEqualsFullReplay(t *testing.T) {
 			if g == nil {
 				t.Fatalf("round %d: user %s missing", round, u)
 			}
-			a, _ := json.Marshal(want.View(messages.VenuePaper, "paper"))
-			b, _ := json.Marshal(g.View(messages.VenuePaper, "paper"))
+			want.prune(now)
+			a, _ := json.Marshal(want)
+			b, _ := json.Marshal(g)
 			if string(a) != string(b) {
 				t.Fatalf("round %d user %s:\nfull      %s\ncompacted %s", round, u, a, b)
+			}
+		}
+		for i, sn := range snaps {
+			if b, _ := json.Marshal(sn.c.load()); string(b) != sn.want {
+				t.Fatalf("round %d: committed snapshot %d changed after later events:\nthen %s\nnow  %s", round, i, sn.want, b)
 			}
 		}
 		if len(got) != len(full) {

@@ -78,6 +78,8 @@ func (v *venueActor) Receive(ctx actor.Context) {
 		}, func(err *messages.Error) any { return &keyChecked{action: m.action, err: err} })
 	case *accountAsk:
 		v.read(ctx, m)
+	case *lookupOrderRequest:
+		v.lookup(ctx, m)
 	case *crashRequest:
 		panic("venue: crash requested by test")
 	}
