@@ -34,8 +34,7 @@ type action struct {
 	// waiter is who waits for the answer (nil: nobody, e.g. a re-check at
 	// start whose caller went away).
 	waiter  *actor.PID
-	origin  string
-	channel string
+	origin  messages.Origin
 	started time.Time
 	// onKey continues the action when its key check comes back.
 	onKey func(*keyChecked)
@@ -100,10 +99,10 @@ func (r Reservation) Add(o Reservation) Reservation {
 var actionIDs atomic.Uint64
 
 // begin puts a new action in the table at its venue step.
-func (u *userActor) begin(kind actionKind, waiter *actor.PID, origin, channel string, onKey func(*keyChecked)) *action {
+func (u *userActor) begin(kind actionKind, waiter *actor.PID, origin messages.Origin, onKey func(*keyChecked)) *action {
 	a := &action{
 		id: actionIDs.Add(1), kind: kind, step: stepVenue, waiter: waiter,
-		origin: origin, channel: channel, started: u.now(), onKey: onKey,
+		origin: origin, started: u.now(), onKey: onKey,
 	}
 	u.actions[a.id] = a
 	return a

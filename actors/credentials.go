@@ -153,7 +153,7 @@ func (u *userActor) addCredential(ctx actor.Context, uc *userCommand, m *message
 	}
 	fingerprint := keys.Fingerprint(m.APIKey)
 	var a *action
-	a = u.begin(actionKeyAdd, sender, uc.origin, uc.channel, func(out *keyChecked) {
+	a = u.begin(actionKeyAdd, sender, uc.origin, func(out *keyChecked) {
 		// The state may have changed while the check was in flight (a
 		// concurrent keys add, a deleted user): check again.
 		if e := u.validateAdd(m); e != nil {
@@ -179,7 +179,7 @@ func (u *userActor) addCredential(ctx actor.Context, uc *userCommand, m *message
 					Environment: m.Environment, Fingerprint: fingerprint, Permissions: verdict.Granted,
 					Offending: offendingNames(verdict), CheckedAt: now,
 				}}
-				u.write(ctx, rej, a.origin, a.channel, func(_ wal.Record, err error) {
+				u.write(ctx, rej, a.origin, func(_ wal.Record, err error) {
 					if err != nil {
 						u.finish(ctx, a, messages.AsError(err))
 						return
@@ -201,7 +201,7 @@ func (u *userActor) addCredential(ctx actor.Context, uc *userCommand, m *message
 			Permissions: verdict.Granted, ReadOnlyCap: verdict.ReadOnlyCap, Attested: attested,
 			Replaced: old.ID, Sealed: blob, CheckedAt: now,
 		}}
-		u.write(ctx, ev, a.origin, a.channel, func(_ wal.Record, err error) {
+		u.write(ctx, ev, a.origin, func(_ wal.Record, err error) {
 			if err != nil {
 				u.finish(ctx, a, messages.AsError(err))
 				return
@@ -256,7 +256,7 @@ func (u *userActor) recheck(ctx actor.Context, uc *userCommand, sender *actor.PI
 		return
 	}
 	var a *action
-	a = u.begin(actionKeyRecheck, sender, uc.origin, uc.channel, func(out *keyChecked) {
+	a = u.begin(actionKeyRecheck, sender, uc.origin, func(out *keyChecked) {
 		if out.err != nil {
 			then(a, out.err)
 			return
@@ -266,7 +266,7 @@ func (u *userActor) recheck(ctx actor.Context, uc *userCommand, sender *actor.PI
 			CredentialID: c.ID, Environment: c.Environment, Fingerprint: c.Fingerprint, Permissions: verdict.Granted,
 			Offending: offendingNames(verdict), ReadOnlyCap: verdict.ReadOnlyCap, Accepted: verdict.Accepted, CheckedAt: u.now().UTC(),
 		}}
-		u.write(ctx, ev, a.origin, a.channel, func(_ wal.Record, err error) {
+		u.write(ctx, ev, a.origin, func(_ wal.Record, err error) {
 			if err != nil {
 				then(a, messages.AsError(err))
 				return

@@ -83,7 +83,7 @@ func findOrder(items []messages.Order, clientOrderID string) *messages.Order {
 // on, are served meanwhile.
 func (u *userActor) startRecovery(ctx actor.Context) {
 	for _, att := range u.state.Attempts {
-		a := u.begin(actionReconcile, nil, messages.ActorSystem, "", nil)
+		a := u.begin(actionReconcile, nil, systemOrigin, nil)
 		a.attempt = att
 		u.recovering++
 		ctx.Request(u.venuePID, &lookupOrderRequest{action: a.id, attempt: att})
@@ -136,7 +136,7 @@ func (u *userActor) onOrderLookedUp(ctx actor.Context, m *orderLookedUp) {
 		p.Status, p.VenueStatus = messages.OutcomeFound, m.order.Status
 		ev.Payload = p
 	}
-	u.write(ctx, ev, messages.ActorSystem, "", func(_ wal.Record, err error) {
+	u.write(ctx, ev, systemOrigin, func(_ wal.Record, err error) {
 		if err == nil {
 			u.commit(ev)
 		} else {

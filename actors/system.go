@@ -199,8 +199,8 @@ func (s *System) Stop() {
 	s.sys.Shutdown()
 }
 
-// Journal appends one record and returns it once it is durable.
-func (s *System) Journal(ctx context.Context, e wal.Entry) (wal.Record, error) {
+// journalEntry appends one record and returns it once it is durable.
+func (s *System) journalEntry(ctx context.Context, e wal.Entry) (wal.Record, error) {
 	if e.Time.IsZero() {
 		e.Time = s.now().UTC()
 	}
@@ -234,11 +234,11 @@ func (s *System) awaitAppend(ctx context.Context, reply <-chan *AppendResponse) 
 // one fsync: what tests and benchmarks count to prove a call costs one.
 func (s *System) Flushes() uint64 { return s.health.flushes.Load() }
 
-// JournalAsync queues one record without waiting for it to be durable. It
+// journalAsync queues one record without waiting for it to be durable. It
 // is for records whose loss in a crash acknowledges nothing (the tool_call
 // record of a read-only tool); state changes use Journal. Once the journal
 // has failed it refuses, so nothing is served unjournaled.
-func (s *System) JournalAsync(e wal.Entry) error {
+func (s *System) journalAsync(e wal.Entry) error {
 	if s.health.isDown() {
 		return messages.Internal(errors.New("journal: the journal has failed; refusing"))
 	}
@@ -249,13 +249,21 @@ func (s *System) JournalAsync(e wal.Entry) error {
 	return nil
 }
 
-// JournalJSON is Journal with the payload marshalled from v.
+// JournalJSON journals one of the server's own records (the record table's
+// WriterSystem types: server_started, recovered_torn_tail, control_refused)
+// with the payload marshalled from v, and returns once it is durable. It
+// cannot write any other type, nor under any other actor than
+// system:server, nor for a user: every other record is written by the part
+// of the server that owns it, after deciding.
 func (s *System) JournalJSON(ctx context.Context, typ messages.RecordType, user, actorName string, v any) (wal.Record, error) {
+	if info, ok := messages.RecordInfo(typ); !ok || info.Writer != messages.WriterSystem || actorName != messages.ActorSystem || user != "" {
+		return wal.Record{}, messages.Internal(fmt.Errorf("journal: a direct write may only carry a system record as %s (got %s by %q)", messages.ActorSystem, typ, actorName))
+	}
 	payload, err := json.Marshal(v)
 	if err != nil {
 		return wal.Record{}, messages.Internal(err)
 	}
-	return s.Journal(ctx, wal.Entry{Type: uint16(typ), User: user, Actor: actorName, Payload: payload})
+	return s.journalEntry(ctx, wal.Entry{Type: uint16(typ), User: user, Actor: actorName, Payload: payload})
 }
 
 // Ticker asks the market-data actor for a ticker.
@@ -294,26 +302,35 @@ func (s *System) Instrument(ctx context.Context, req *messages.GetInstrumentRequ
 	return res.Instrument, errOrNil(res.Err)
 }
 
-// Handle sends one command to the actor that owns its state and returns the
-// answer (*messages.PolicyView or *messages.UserList). origin is the journal
-// actor of the channel it came on (messages.ActorAgent, ActorCLIUser,
-// ActorCLIAdmin). This is the one code path for a change, whether the
-// command came over MCP, the control socket or an in-process CLI.
+// Handle is Submit for callers that know only the journal actor of the
+// command's origin (messages.ActorAgent, ActorCLIUser, ActorCLIAdmin,
+// ActorSystem): tests, the MCP server (always the agent) and the server's
+// own start-up steps.
 func (s *System) Handle(ctx context.Context, cmd messages.Command, origin string) (any, error) {
-	return s.HandleVia(ctx, cmd, origin, "")
+	return s.Submit(ctx, cmd, messages.OriginOfActor(origin))
 }
 
-// HandleVia is Handle with the channel the command came on (journaled with
-// the change), e.g. "socket uid=1000 pid=4242".
-func (s *System) HandleVia(ctx context.Context, cmd messages.Command, origin, channel string) (any, error) {
+// Submit sends one command to the actor that owns its state and returns the
+// answer (the command table's Result type). origin is set by the channel
+// the command came on; Permit decides whether it may send the command at
+// all. This is the one code path for a change, whether the command came
+// over MCP, the control socket or an in-process CLI.
+func (s *System) Submit(ctx context.Context, cmd messages.Command, origin messages.Origin) (any, error) {
 	if s.users == nil {
 		return nil, messages.Internal(fmt.Errorf("no users supervisor in this process"))
 	}
-	msg := &userCommand{ctx: ctx, cmd: cmd, origin: origin, channel: channel}
-	switch c := cmd.(type) {
-	case *messages.CreateUserRequest, *messages.ListUsersRequest:
+	info, ok := messages.CommandByName(cmd.CommandName())
+	if !ok {
+		return nil, messages.InvalidParams("type", "not a command this server handles")
+	}
+	if e := messages.Permit(origin, cmd); e != nil {
+		return nil, e
+	}
+	msg := &userCommand{ctx: ctx, cmd: cmd, origin: origin}
+	if info.Users {
 		return ask[any](ctx, s, s.users, msg)
-	case messages.UserCommand:
+	}
+	if c, ok := cmd.(messages.UserCommand); ok {
 		return s.askUser(ctx, c.TargetUser(), msg)
 	}
 	return nil, messages.InvalidParams("type", "not a command this server handles")
@@ -445,7 +462,7 @@ func (s *System) ToolCalled(ctx context.Context, call *messages.ToolCalled, dura
 	}
 	e := wal.Entry{Type: uint16(messages.RecordToolCall), User: call.User, Actor: messages.ActorAgent, Payload: payload}
 	if !durable {
-		return nil, s.JournalAsync(e)
+		return nil, s.journalAsync(e)
 	}
 	if s.health.isDown() {
 		return nil, messages.Internal(errors.New("journal: the journal has failed; refusing"))

@@ -18,16 +18,13 @@ import (
 	"github.com/guarded-exchange/guarded-exchange/wal"
 )
 
-// userCommand carries a command to a user actor with the journal actor
-// name of its origin (mcp:agent, cli:user, cli:admin), which the server sets
-// from the channel, never from the command.
+// userCommand carries a command to a user actor with its structured
+// origin, which the server sets from the channel, never from the command;
+// its journal actor and channel are journaled with every change.
 type userCommand struct {
 	ctx    context.Context // the caller's: bounds any venue step
 	cmd    messages.Command
-	origin string
-	// channel says where the command came from beyond its role, e.g.
-	// "socket uid=1000 pid=4242"; it is journaled with the change.
-	channel string
+	origin messages.Origin
 }
 
 // decideAsk carries a DecideActionRequest with the caller's context.
@@ -219,7 +216,7 @@ func (u *userActor) command(ctx actor.Context, m *userCommand, sender *actor.PID
 		u.reply(ctx, sender, u.answer(m.cmd, false))
 		return
 	}
-	u.write(ctx, *ev, m.origin, m.channel, func(_ wal.Record, err error) {
+	u.write(ctx, *ev, m.origin, func(_ wal.Record, err error) {
 		if err != nil {
 			u.reply(ctx, sender, messages.AsError(err))
 			return
@@ -264,7 +261,7 @@ func (u *userActor) decide(ctx actor.Context, m *decideAsk, sender *actor.PID) {
 	// decision is made on the state as it is when the check comes back.
 	if c, ok := u.state.credentialFor(u.env); ok && slices.Contains(messages.TradingTools, r.Tool) &&
 		u.now().Sub(c.CheckedAt) > permissionsMaxAge && u.state.Exists && !u.state.Disabled {
-		uc := &userCommand{ctx: m.ctx, origin: messages.ActorSystem}
+		uc := &userCommand{ctx: m.ctx, origin: systemOrigin}
 		u.recheck(ctx, uc, sender, func(a *action, err *messages.Error) {
 			delete(u.actions, a.id)
 			if err != nil {
@@ -287,7 +284,7 @@ func (u *userActor) decideNow(ctx actor.Context, r *messages.DecideActionRequest
 	ev := Event{Type: messages.RecordOrderRefused, Payload: map[string]any{
 		"tool": r.Tool, "category": r.Category, "symbol": r.Symbol, "code": refusal.Code, "details": refusal.Details,
 	}}
-	u.write(ctx, ev, messages.ActorAgent, "", func(_ wal.Record, err error) {
+	u.write(ctx, ev, agentOrigin, func(_ wal.Record, err error) {
 		if err != nil {
 			u.reply(ctx, sender, messages.AsError(err))
 			return
@@ -303,7 +300,8 @@ func (u *userActor) decideNow(ctx actor.Context, r *messages.DecideActionRequest
 // starts calls then at once and leaves busy unset, so nothing can be
 // stranded in the queue: the queue only grows while busy, and only the
 // write's own continuation clears busy, and it drains.
-func (u *userActor) write(ctx actor.Context, ev Event, origin, channel string, then afterJournal) {
+func (u *userActor) write(ctx actor.Context, ev Event, o messages.Origin, then afterJournal) {
+	origin := o.Actor()
 	if !originAllowed(ev, origin) {
 		then(wal.Record{}, refuseOrigin(ev, origin))
 		return
@@ -319,7 +317,7 @@ func (u *userActor) write(ctx actor.Context, ev Event, origin, channel string, t
 	}
 	u.busy = true
 	f := ctx.RequestFuture(u.journal, &AppendRequest{Entry: wal.Entry{
-		Time: u.now().UTC(), Type: uint16(ev.Type), User: u.state.User, Actor: origin, Channel: channel, Payload: payload,
+		Time: u.now().UTC(), Type: uint16(ev.Type), User: u.state.User, Actor: origin, Channel: o.ChannelText(), Payload: payload,
 	}}, journalTimeout)
 	ctx.ReenterAfter(f, func(res any, ferr error) {
 		var rec wal.Record
@@ -476,14 +474,14 @@ func (us *usersActor) handle(ctx actor.Context, m *userCommand, sender *actor.PI
 			return
 		}
 		ev := NewUserEvent(c.User, messages.PolicySettings{})
-		if !originAllowed(ev, m.origin) {
-			reply(refuseOrigin(ev, m.origin))
+		if !originAllowed(ev, m.origin.Actor()) {
+			reply(refuseOrigin(ev, m.origin.Actor()))
 			return
 		}
 		payload, _ := json.Marshal(ev.Payload)
 		us.busy = true
 		f := ctx.RequestFuture(us.journal, &AppendRequest{Entry: wal.Entry{
-			Time: us.now().UTC(), Type: uint16(ev.Type), User: c.User, Actor: m.origin, Channel: m.channel, Payload: payload,
+			Time: us.now().UTC(), Type: uint16(ev.Type), User: c.User, Actor: m.origin.Actor(), Channel: m.origin.ChannelText(), Payload: payload,
 		}}, journalTimeout)
 		ctx.ReenterAfter(f, func(res any, err error) {
 			us.busy = false
@@ -624,14 +622,11 @@ func (r *UserReplay) OnRecord(rec wal.Record) error {
 	return nil
 }
 
-// isEventRecord reports whether replay applies every record of type t.
+// isEventRecord reports whether replay applies every record of type t
+// (the record table's ReplayEvent).
 func isEventRecord(t messages.RecordType) bool {
-	switch t {
-	case messages.RecordCredentialAdded, messages.RecordCredentialDeleted, messages.RecordCredentialChecked,
-		messages.RecordOrderAttempt, messages.RecordOrderOutcome:
-		return true
-	}
-	return false
+	info, ok := messages.RecordInfo(t)
+	return ok && info.Replay == messages.ReplayEvent
 }
 
 // states applies the surviving records of each user, in journal order,

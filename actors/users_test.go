@@ -605,7 +605,7 @@ func TestForgedOriginsAreRefused(t *testing.T) {
 		t.Fatalf("agent created a user: %v", err)
 	}
 	// Forged: append kill_switch_off {admin -> none} as mcp:agent.
-	if _, err := ts.JournalJSON(context.Background(), messages.RecordKillSwitchOff, "wes", messages.ActorAgent,
+	if _, err := ts.journalJSON(context.Background(), messages.RecordKillSwitchOff, "wes", messages.ActorAgent,
 		messages.KillSwitchEvent{Before: messages.KillSwitchAdmin, After: messages.KillSwitchNone}); err != nil {
 		t.Fatal(err)
 	}
@@ -614,5 +614,45 @@ func TestForgedOriginsAreRefused(t *testing.T) {
 	_, _, err := wal.Open(dir, wal.Options{OnRecord: replay.OnRecord})
 	if err == nil || !strings.Contains(err.Error(), "kill_switch_off") || !strings.Contains(err.Error(), "mcp:agent") {
 		t.Fatalf("a forged kill_switch_off did not refuse start: %v", err)
+	}
+}
+
+// The record table and the replay code agree: every type replay keeps is
+// decoded, every whole-value type has a state part, and nothing else is
+// decoded as user state. A direct journal write refuses every type that is
+// not the server's own.
+func TestRecordTableMatchesReplay(t *testing.T) {
+	for _, info := range messages.RecordTypes {
+		_, decoded, _ := DecodeEvent(info.Type, []byte(`{}`))
+		_, whole := statePart(info.Type)
+		whole = whole || info.Type == messages.RecordUserCreated
+		switch info.Replay {
+		case messages.ReplayNone:
+			if decoded || whole {
+				t.Errorf("%s: an audit record is replayed", info.Name)
+			}
+		case messages.ReplayWhole:
+			if !decoded || !whole {
+				t.Errorf("%s: a whole-value record without a decoder or state part", info.Name)
+			}
+		case messages.ReplayEvent:
+			if !decoded || whole || !isEventRecord(info.Type) {
+				t.Errorf("%s: an event record is not replayed in full", info.Name)
+			}
+		}
+	}
+	ts := startUsers(t, t.TempDir())
+	ctx := context.Background()
+	for _, info := range messages.RecordTypes {
+		_, err := ts.JournalJSON(ctx, info.Type, "", messages.ActorSystem, map[string]any{})
+		if (err == nil) != (info.Writer == messages.WriterSystem) {
+			t.Errorf("JournalJSON(%s): %v", info.Name, err)
+		}
+	}
+	if _, err := ts.JournalJSON(ctx, messages.RecordServerStarted, "", messages.ActorAgent, map[string]any{}); err == nil {
+		t.Error("JournalJSON wrote a system record under the agent's name")
+	}
+	if _, err := ts.JournalJSON(ctx, messages.RecordServerStarted, "kim", messages.ActorSystem, map[string]any{}); err == nil {
+		t.Error("JournalJSON wrote a system record for a user")
 	}
 }

@@ -202,7 +202,7 @@ func (cs *controlServer) serve(conn *net.UnixConn) {
 		})
 		return
 	}
-	peer := peerOf{uid: cred.Uid, approverOnly: cred.Uid != cs.self, channel: fmt.Sprintf("socket uid=%d pid=%d", cred.Uid, cred.Pid)}
+	peer := peerOf{uid: cred.Uid, pid: cred.Pid, approverOnly: cred.Uid != cs.self}
 	r := bufio.NewReaderSize(conn, messages.MaxControlLine+1)
 	for {
 		_ = conn.SetReadDeadline(time.Now().Add(controlIdle))
@@ -231,22 +231,11 @@ func (cs *controlServer) serve(conn *net.UnixConn) {
 // peerOf is who is on a control connection.
 type peerOf struct {
 	uid uint32
-	// approverOnly: a uid from GX_APPROVER_UIDS, not the server's own.
+	pid int32
+	// approverOnly: a uid from GX_APPROVER_UIDS, not the server's own. It
+	// gets the approver role, which may read and turn a kill switch on
+	// (messages.Permit; docs/decisions.md D16).
 	approverOnly bool
-	channel      string
-}
-
-// approverMayRun is what an approver uid may do over the socket: read, and
-// turn a kill switch on (confirmation decisions join later, SPEC §9).
-// Everything else is the server's own uid's (docs/decisions.md D16).
-func approverMayRun(cmd messages.Command) bool {
-	switch c := cmd.(type) {
-	case *messages.ShowPolicyRequest, *messages.ShowCredentialRequest, *messages.ListUsersRequest:
-		return true
-	case *messages.SetKillSwitchRequest:
-		return c.On
-	}
-	return false
 }
 
 // handle decodes one request line and runs it through the one code path.
@@ -269,14 +258,8 @@ func (cs *controlServer) handle(ctx context.Context, line []byte, peer peerOf) m
 			return messages.ControlResponse{ID: id, Error: messages.InvalidParams("body", "does not match the message type")}
 		}
 	}
-	if peer.approverOnly && !approverMayRun(cmd) {
-		return messages.ControlResponse{ID: id, Error: &messages.Error{
-			Code:     messages.CodePermissionDenied,
-			Message:  "an approver uid may only read and turn a kill switch on",
-			NextStep: "run this command as the server's user",
-		}}
-	}
-	res, err := cs.sys.HandleVia(ctx, cmd, messages.OriginOf(cmd), peer.channel)
+	origin := messages.CLIOrigin(cmd, messages.ChannelSocket, int64(peer.uid), int64(peer.pid), peer.approverOnly)
+	res, err := cs.sys.Submit(ctx, cmd, origin)
 	if err != nil {
 		return messages.ControlResponse{ID: id, Error: messages.AsError(err)}
 	}
@@ -339,5 +322,5 @@ func (r *Runtime) Deliver(ctx context.Context, g *cli.Globals, cmd messages.Comm
 		return nil, cli.CannotStart("%v", err)
 	}
 	defer st.close()
-	return st.sys.HandleVia(ctx, cmd, messages.OriginOf(cmd), fmt.Sprintf("in-process uid=%d pid=%d", os.Getuid(), os.Getpid()))
+	return st.sys.Submit(ctx, cmd, messages.CLIOrigin(cmd, messages.ChannelInProcess, int64(os.Getuid()), int64(os.Getpid()), false))
 }
