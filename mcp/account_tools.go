@@ -623,7 +623,7 @@ type historyArgs struct {
 	scope     cursorScope
 }
 
-const symbolReason = "must match ^[A-Z0-9]{2,30}$ (uppercase, e.g. BTCUSDT)"
+const symbolReason = "must match ^" + messages.SymbolPattern + "$ (uppercase, e.g. BTCUSDT)"
 
 // readHistoryArgs reads and checks the arguments, the window included;
 // nothing has been sent when it fails.

@@ -6,6 +6,8 @@ import (
 	"slices"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/guarded-exchange/guarded-exchange/messages"
 )
 
 // Kind says what a tool does to the world; annotations and visibility
@@ -151,7 +153,7 @@ func objectSchema(required []string, props map[string]any) map[string]any {
 
 // Schema fragments shared by tools.
 var (
-	symbolSchema   = map[string]any{"type": "string", "pattern": "^[A-Z0-9]{2,30}$", "description": "instrument symbol, uppercase, e.g. BTCUSDT"}
+	symbolSchema   = map[string]any{"type": "string", "pattern": "^" + messages.SymbolPattern + "$", "description": "instrument symbol, uppercase, e.g. BTCUSDT"}
 	categorySchema = map[string]any{"type": "string", "enum": []any{"spot", "linear"}, "description": "spot or linear (USDT perpetuals)"}
 )
 
