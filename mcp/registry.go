@@ -42,10 +42,36 @@ type call struct {
 	principal Principal
 	args      *args
 	requestID string
+	// req is the request itself: its session (to ask the human through
+	// elicitation, on clients that declared it), the client's
+	// capabilities, and on a repeated call the input responses and the
+	// request state of an earlier input_required answer.
+	req *sdk.CallToolRequest
+}
+
+// canElicitForm reports whether the calling client declared form
+// elicitation, so a handler may ask the human through it.
+func (c *call) canElicitForm() bool {
+	if c.req == nil {
+		return false
+	}
+	caps := c.req.ClientCapabilities()
+	return caps != nil && caps.Elicitation != nil && (caps.Elicitation.Form != nil || caps.Elicitation.URL == nil)
+}
+
+// inputResponse returns the response to the input request named key of an
+// earlier input_required answer, and the request state it carried.
+func (c *call) inputResponse(key string) (sdk.InputResponse, string, bool) {
+	if c.req == nil || c.req.Params == nil {
+		return nil, "", false
+	}
+	r, ok := c.req.Params.InputResponses[key]
+	return r, c.req.Params.RequestState, ok
 }
 
 // handler runs one tool. It returns the payload to put in
-// structuredContent, or an error (a *messages.Error for refusals).
+// structuredContent, or a finished result (pendingResult,
+// inputRequiredResult), or an error (a *messages.Error for refusals).
 type handler func(ctx context.Context, c *call) (any, error)
 
 // tool is one registry entry.

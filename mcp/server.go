@@ -113,10 +113,13 @@ func (s *server) dispatch(t *tool) sdk.ToolHandler {
 				return failure(s.logger, err, ""), nil
 			}
 		}
-		c := &call{principal: p, args: parseArgs(req.Params.Arguments), requestID: newRequestID()}
+		c := &call{principal: p, args: parseArgs(req.Params.Arguments), requestID: newRequestID(), req: req}
 		payload, err := t.handle(ctx, c)
 		if err != nil {
 			return failure(s.logger, err, c.requestID), nil
+		}
+		if res, ok := payload.(*sdk.CallToolResult); ok {
+			return res, nil // built by pendingResult or inputRequiredResult
 		}
 		return success(payload), nil
 	}
