@@ -190,7 +190,7 @@ func (u *userActor) addCredential(ctx actor.Context, uc *userCommand, m *message
 			}
 		}
 		id := keys.NewCredentialID()
-		sealed, err := keys.Seal(u.masterKey, keys.Binding{CredentialID: id, User: u.state.User, Exchange: exchangeName, Environment: m.Environment}, m.APIKey, keys.NewSecret(m.APISecret.Reveal()))
+		sealed, err := keys.Seal(u.masterKey, keys.Binding{CredentialID: id, User: u.state.User, Exchange: exchangeName, Environment: m.Environment}, m.APIKey, m.APISecret)
 		if err != nil {
 			u.finish(ctx, a, messages.AsError(err))
 			return

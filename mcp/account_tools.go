@@ -46,8 +46,9 @@ const (
 	answerBudget = 18000
 	// maxCoins bounds the coins get_balances lists.
 	maxCoins = 50
-	// historyWindow is Bybit's longest history window (reference §5.6).
-	historyWindow = 7 * 24 * time.Hour
+	// historyWindow is Bybit's longest history window (reference §5.6),
+	// the one rule in messages.
+	historyWindow = messages.MaxHistoryWindow
 )
 
 // Descriptions shared by the account tools.

@@ -21,11 +21,10 @@ import (
 
 // Layout under --home (SPEC §2).
 const (
-	journalDirName   = "journal"
-	snapshotsDirName = "snapshots"
-	runDirName       = "run"
-	lockFileName     = "lock"
-	installFileName  = "installation.json"
+	journalDirName  = "journal"
+	runDirName      = "run"
+	lockFileName    = "lock"
+	installFileName = "installation.json"
 )
 
 // paths are the resolved locations of one installation.
@@ -34,11 +33,10 @@ type paths struct {
 	MasterKey string
 }
 
-func (p paths) journal() string   { return filepath.Join(p.Home, journalDirName) }
-func (p paths) snapshots() string { return filepath.Join(p.Home, snapshotsDirName) }
-func (p paths) run() string       { return filepath.Join(p.Home, runDirName) }
-func (p paths) lock() string      { return filepath.Join(p.Home, lockFileName) }
-func (p paths) install() string   { return filepath.Join(p.Home, installFileName) }
+func (p paths) journal() string { return filepath.Join(p.Home, journalDirName) }
+func (p paths) run() string     { return filepath.Join(p.Home, runDirName) }
+func (p paths) lock() string    { return filepath.Join(p.Home, lockFileName) }
+func (p paths) install() string { return filepath.Join(p.Home, installFileName) }
 
 // resolvePaths applies the XDG defaults of SPEC §2 and checks that the master
 // key lies outside the home.

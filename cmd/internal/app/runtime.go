@@ -75,7 +75,7 @@ func (r *Runtime) Init(ctx context.Context, g *cli.Globals, out cli.IO) error {
 		return cli.CannotStart("%v", err)
 	}
 
-	for _, d := range []string{p.Home, p.journal(), p.snapshots(), p.run()} {
+	for _, d := range []string{p.Home, p.journal(), p.run()} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			return cli.CannotStart("create %s: %v", d, err)
 		}
