@@ -158,7 +158,7 @@ func DefaultPolicy(venue VenueLevel) Policy {
 func (p Policy) Overlay(s PolicySettings) Policy {
 	out := p.clone()
 	for _, f := range PolicyFieldTable {
-		f.ops.overlay(&out, s)
+		f.ops.overlay(&out, &s)
 	}
 	return out
 }
@@ -167,7 +167,7 @@ func (p Policy) Overlay(s PolicySettings) Policy {
 func (p Policy) Tighten(s PolicySettings) Policy {
 	out := p.clone()
 	for _, f := range PolicyFieldTable {
-		f.ops.tighten(&out, s)
+		f.ops.tighten(&out, &s)
 	}
 	return out
 }
@@ -177,7 +177,7 @@ func (p Policy) Tighten(s PolicySettings) Policy {
 func (p Policy) Looser(s PolicySettings) []string {
 	var out []string
 	for _, f := range PolicyFieldTable {
-		if f.ops.looser(p, s) {
+		if f.ops.looser(&p, &s) {
 			out = append(out, f.Name)
 		}
 	}
@@ -194,7 +194,7 @@ func Effective(venue VenueLevel, ceiling, own PolicySettings) Policy {
 // invalid_params naming the first bad field.
 func (s PolicySettings) Validate() *Error {
 	for _, f := range PolicyFieldTable {
-		if e := f.ops.validate(s); e != nil {
+		if e := f.ops.validate(&s); e != nil {
 			return e
 		}
 	}
@@ -205,7 +205,7 @@ func (s PolicySettings) Validate() *Error {
 func (s PolicySettings) Fields() []string {
 	var out []string
 	for _, f := range PolicyFieldTable {
-		if f.ops.isSet(s) {
+		if f.ops.isSet(&s) {
 			out = append(out, f.Name)
 		}
 	}
@@ -216,7 +216,7 @@ func (s PolicySettings) Fields() []string {
 func (s PolicySettings) Merge(o PolicySettings) PolicySettings {
 	out := s
 	for _, f := range PolicyFieldTable {
-		f.ops.merge(&out, o)
+		f.ops.merge(&out, &o)
 	}
 	return out
 }
@@ -236,7 +236,7 @@ func (s PolicySettings) Without(fields []string) PolicySettings {
 // by value, so "0.10" equals "0.1").
 func (s PolicySettings) Equal(o PolicySettings) bool {
 	for _, f := range PolicyFieldTable {
-		if !f.ops.equal(s, o) {
+		if !f.ops.equal(&s, &o) {
 			return false
 		}
 	}

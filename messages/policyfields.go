@@ -24,16 +24,16 @@ type PolicyField struct {
 
 // fieldOps is what a field does; scalarField and listField implement it.
 type fieldOps interface {
-	isSet(s PolicySettings) bool
+	isSet(s *PolicySettings) bool
 	unset(s *PolicySettings)
-	merge(dst *PolicySettings, src PolicySettings)
-	overlay(p *Policy, s PolicySettings)
-	tighten(p *Policy, s PolicySettings)
-	looser(p Policy, s PolicySettings) bool
-	equal(a, b PolicySettings) bool
-	validate(s PolicySettings) *Error
+	merge(dst, src *PolicySettings)
+	overlay(p *Policy, s *PolicySettings)
+	tighten(p *Policy, s *PolicySettings)
+	looser(p *Policy, s *PolicySettings) bool
+	equal(a, b *PolicySettings) bool
+	validate(s *PolicySettings) *Error
 	parse(text string, s *PolicySettings) *Error
-	show(p Policy) string
+	show(p *Policy) string
 }
 
 // scalarField is a field with one value and an order of strictness.
@@ -51,39 +51,39 @@ type scalarField[T any] struct {
 	format func(v T) string
 }
 
-func (f scalarField[T]) get(s PolicySettings) *T { return *f.setting(&s) }
-func (f scalarField[T]) isSet(s PolicySettings) bool {
+func (f scalarField[T]) get(s *PolicySettings) *T { return *f.setting(s) }
+func (f scalarField[T]) isSet(s *PolicySettings) bool {
 	return f.get(s) != nil
 }
 func (f scalarField[T]) unset(s *PolicySettings) { *f.setting(s) = nil }
-func (f scalarField[T]) merge(dst *PolicySettings, src PolicySettings) {
+func (f scalarField[T]) merge(dst, src *PolicySettings) {
 	if v := f.get(src); v != nil {
 		c := *v
 		*f.setting(dst) = &c
 	}
 }
-func (f scalarField[T]) overlay(p *Policy, s PolicySettings) {
+func (f scalarField[T]) overlay(p *Policy, s *PolicySettings) {
 	if v := f.get(s); v != nil {
 		*f.value(p) = *v
 	}
 }
-func (f scalarField[T]) tighten(p *Policy, s PolicySettings) {
+func (f scalarField[T]) tighten(p *Policy, s *PolicySettings) {
 	if v := f.get(s); v != nil && f.stricter(*v, *f.value(p)) {
 		*f.value(p) = *v
 	}
 }
-func (f scalarField[T]) looser(p Policy, s PolicySettings) bool {
+func (f scalarField[T]) looser(p *Policy, s *PolicySettings) bool {
 	v := f.get(s)
-	return v != nil && f.stricter(*f.value(&p), *v)
+	return v != nil && f.stricter(*f.value(p), *v)
 }
-func (f scalarField[T]) equal(a, b PolicySettings) bool {
+func (f scalarField[T]) equal(a, b *PolicySettings) bool {
 	x, y := f.get(a), f.get(b)
 	if x == nil || y == nil {
 		return x == nil && y == nil
 	}
 	return f.eq(*x, *y)
 }
-func (f scalarField[T]) validate(s PolicySettings) *Error {
+func (f scalarField[T]) validate(s *PolicySettings) *Error {
 	if v := f.get(s); v != nil {
 		if why := f.check(*v); why != "" {
 			return InvalidParams(f.name, why)
@@ -99,7 +99,7 @@ func (f scalarField[T]) parse(text string, s *PolicySettings) *Error {
 	*f.setting(s) = &v
 	return nil
 }
-func (f scalarField[T]) show(p Policy) string { return f.format(*f.value(&p)) }
+func (f scalarField[T]) show(p *Policy) string { return f.format(*f.value(p)) }
 
 // listField is a set of strings. For allow, a narrower set is stricter
 // (tighten keeps the intersection); for confirm_actions a wider set is
@@ -114,23 +114,23 @@ type listField struct {
 	sort            func(v []string)
 }
 
-func (f listField) get(s PolicySettings) *[]string { return *f.setting(&s) }
-func (f listField) isSet(s PolicySettings) bool    { return f.get(s) != nil }
-func (f listField) unset(s *PolicySettings)        { *f.setting(s) = nil }
-func (f listField) show(p Policy) string           { return showList(*f.value(&p)) }
-func (f listField) equal(a, b PolicySettings) bool { return sliceEq(f.get(a), f.get(b)) }
-func (f listField) overlay(p *Policy, s PolicySettings) {
+func (f listField) get(s *PolicySettings) *[]string { return *f.setting(s) }
+func (f listField) isSet(s *PolicySettings) bool    { return f.get(s) != nil }
+func (f listField) unset(s *PolicySettings)         { *f.setting(s) = nil }
+func (f listField) show(p *Policy) string           { return showList(*f.value(p)) }
+func (f listField) equal(a, b *PolicySettings) bool { return sliceEq(f.get(a), f.get(b)) }
+func (f listField) overlay(p *Policy, s *PolicySettings) {
 	if v := f.get(s); v != nil {
 		*f.value(p) = slices.Clone(*v)
 	}
 }
-func (f listField) merge(dst *PolicySettings, src PolicySettings) {
+func (f listField) merge(dst, src *PolicySettings) {
 	if v := f.get(src); v != nil {
 		c := slices.Clone(*v)
 		*f.setting(dst) = &c
 	}
 }
-func (f listField) tighten(p *Policy, s PolicySettings) {
+func (f listField) tighten(p *Policy, s *PolicySettings) {
 	v := f.get(s)
 	if v == nil {
 		return
@@ -149,18 +149,18 @@ func (f listField) tighten(p *Policy, s PolicySettings) {
 		f.sort(*cur)
 	}
 }
-func (f listField) looser(p Policy, s PolicySettings) bool {
+func (f listField) looser(p *Policy, s *PolicySettings) bool {
 	v := f.get(s)
 	if v == nil {
 		return false
 	}
-	cur := *f.value(&p)
+	cur := *f.value(p)
 	if f.widerIsStricter {
 		return slices.ContainsFunc(cur, func(a string) bool { return !slices.Contains(*v, a) })
 	}
 	return slices.ContainsFunc(*v, func(e string) bool { return !slices.Contains(cur, e) })
 }
-func (f listField) validate(s PolicySettings) *Error {
+func (f listField) validate(s *PolicySettings) *Error {
 	if v := f.get(s); v != nil {
 		if why := f.check(*v); why != "" {
 			return InvalidParams(f.name, why)
@@ -349,14 +349,14 @@ func (f PolicyField) Parse(text string, s *PolicySettings) *Error { return f.ops
 
 // Show renders the field's value in p as plain text ("(none)" for an empty
 // list).
-func (f PolicyField) Show(p Policy) string { return f.ops.show(p) }
+func (f PolicyField) Show(p Policy) string { return f.ops.show(&p) }
 
 // ShowSet renders the field's value in s, or "" when s does not set it.
 func (f PolicyField) ShowSet(s PolicySettings) string {
-	if !f.ops.isSet(s) {
+	if !f.ops.isSet(&s) {
 		return ""
 	}
 	p := Policy{}
-	f.ops.overlay(&p, s)
-	return f.ops.show(p)
+	f.ops.overlay(&p, &s)
+	return f.ops.show(&p)
 }
