@@ -246,15 +246,6 @@ func (u *userActor) validateAdd(m *messages.AddCredentialRequest) *messages.Erro
 // (finish) the action.
 func (u *userActor) recheck(ctx actor.Context, uc *userCommand, sender *actor.PID, then func(*action, *messages.Error)) {
 	c, ok := u.state.credentialFor(u.env)
-	if !ok {
-		u.reply(ctx, sender, noKeyError())
-		return
-	}
-	apiKey, secret, err := openCredential(u.masterKey, u.state.User, c)
-	if err != nil {
-		u.reply(ctx, sender, err)
-		return
-	}
 	var a *action
 	a = u.begin(actionKeyRecheck, sender, uc.origin, func(out *keyChecked) {
 		if out.err != nil {
@@ -275,6 +266,15 @@ func (u *userActor) recheck(ctx actor.Context, uc *userCommand, sender *actor.PI
 			then(a, nil)
 		})
 	})
+	if !ok {
+		then(a, noKeyError())
+		return
+	}
+	apiKey, secret, err := openCredential(u.masterKey, u.state.User, c)
+	if err != nil {
+		then(a, err)
+		return
+	}
 	u.checkKey(ctx, a, uc.ctx, apiKey, messages.NewSecret(secret))
 }
 

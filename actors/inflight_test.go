@@ -2,13 +2,18 @@ package actors
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/guarded-exchange/guarded-exchange/messages"
+	"github.com/guarded-exchange/guarded-exchange/venue"
+	"github.com/guarded-exchange/guarded-exchange/venue/sim"
 )
 
 // While one action of a user waits 5 s on the venue (a simulator delay
@@ -109,5 +114,44 @@ func TestVenueActorCrashKeepsUserState(t *testing.T) {
 	}
 	if ke.registry.get("jo") != userPID {
 		t.Fatal("the user actor was replaced")
+	}
+}
+
+// The caller's context reaches the venue call: a read whose caller gives
+// up is cancelled at the venue, long before the request timeout.
+func TestCallerCancellationReachesTheVenue(t *testing.T) {
+	s := sim.New(sim.Config{Seed: 9})
+	var hang atomic.Bool
+	ended := make(chan struct{}, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if hang.Load() && r.URL.Path == "/v5/account/wallet-balance" {
+			<-r.Context().Done()
+			ended <- struct{}{}
+			return
+		}
+		s.Handler().ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	ts := startUsersWith(t, t.TempDir(), func(c *Config) {
+		c.Environment, c.MasterKey, c.RequestTimeout = "paper", randomKey(t), time.Minute
+		c.Clients = func(k, sec string) (*venue.Client, error) {
+			return venue.NewClient(venue.Config{BaseURL: srv.URL, APIKey: k, APISecret: sec})
+		}
+	})
+	ts.must(t, &messages.CreateUserRequest{User: "cal"}, messages.ActorCLIAdmin)
+	key := s.DefaultKey()
+	if _, err := ts.Handle(context.Background(), &messages.AddCredentialRequest{User: "cal", Environment: "paper", APIKey: key.APIKey, APISecret: messages.NewSecret(key.APISecret)}, messages.ActorCLIUser); err != nil {
+		t.Fatal(err)
+	}
+	hang.Store(true)
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	if _, err := ts.Account(ctx, &messages.GetBalancesRequest{User: "cal"}); err == nil {
+		t.Fatal("a read against a venue that never answers succeeded")
+	}
+	select {
+	case <-ended:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the venue call was not cancelled when its caller gave up (the request timeout is a minute)")
 	}
 }

@@ -197,6 +197,16 @@ func (s *server) guard(next sdk.MethodHandler) sdk.MethodHandler {
 					NextStep: "use the tools listed by tools/list; a human can change the profile outside the chat",
 				}
 			}
+			if wait != nil {
+				// A handler that panics still leaves its tool_call durable
+				// before the internal_error answer goes out.
+				defer func() {
+					if p := recover(); p != nil {
+						_ = wait(ctx)
+						panic(p)
+					}
+				}()
+			}
 			var res sdk.Result
 			if refusal != nil {
 				res = failure(s.logger, refusal, "")
