@@ -625,9 +625,21 @@ func (r *UserReplay) OnRecord(rec wal.Record) error {
 // isEventRecord reports whether replay applies every record of type t
 // (the record table's ReplayEvent).
 func isEventRecord(t messages.RecordType) bool {
-	info, ok := messages.RecordInfo(t)
-	return ok && info.Replay == messages.ReplayEvent
+	return int(t) < len(eventRecord) && eventRecord[t]
 }
+
+// eventRecord is the record table's ReplayEvent column by type number,
+// read for every record at start.
+var eventRecord = func() []bool {
+	var out []bool
+	for _, info := range messages.RecordTypes {
+		for int(info.Type) >= len(out) {
+			out = append(out, false)
+		}
+		out[info.Type] = info.Replay == messages.ReplayEvent
+	}
+	return out
+}()
 
 // states applies the surviving records of each user, in journal order,
 // then the time windows as of now.
