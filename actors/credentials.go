@@ -207,7 +207,7 @@ func (u *userActor) addCredential(ctx actor.Context, uc *userCommand, m *message
 				return
 			}
 			u.commit(ev)
-			ctx.Send(u.venuePID, &rekey{}) // the session now uses the new key
+			u.toVenue(ctx, &rekey{}, nil) // the session now uses the new key
 			v := u.state.credentialView(m.Environment)
 			v.Changed = true
 			u.finish(ctx, a, v)
@@ -281,7 +281,7 @@ func (u *userActor) recheck(ctx actor.Context, uc *userCommand, sender *actor.PI
 // checkKey hands the key check of action a to the venue actor. Its outcome
 // comes back as a *keyChecked message; the mailbox does not wait.
 func (u *userActor) checkKey(ctx actor.Context, a *action, caller context.Context, apiKey string, secret messages.Secret) {
-	ctx.Request(u.venuePID, &checkKeyRequest{action: a.id, ctx: caller, apiKey: apiKey, apiSecret: secret})
+	u.toVenue(ctx, &checkKeyRequest{action: a.id, ctx: caller, apiKey: apiKey, apiSecret: secret}, ctx.Self())
 }
 
 // openCredential decrypts a stored key. A failure (wrong master key, a
@@ -313,7 +313,7 @@ func (u *userActor) accountRead(ctx actor.Context, m *accountAsk, sender *actor.
 		u.reply(ctx, sender, noKeyError())
 		return
 	}
-	ctx.RequestWithCustomSender(u.venuePID, m, sender)
+	u.toVenue(ctx, m, sender)
 }
 
 func offendingNames(v keys.Verdict) []string {

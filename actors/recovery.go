@@ -86,7 +86,7 @@ func (u *userActor) startRecovery(ctx actor.Context) {
 		a := u.begin(actionReconcile, nil, systemOrigin, nil)
 		a.attempt = att
 		u.recovering++
-		ctx.Request(u.venuePID, &lookupOrderRequest{action: a.id, attempt: att})
+		u.toVenue(ctx, &lookupOrderRequest{action: a.id, attempt: att}, ctx.Self())
 	}
 }
 

@@ -108,10 +108,9 @@ type userDeps struct {
 // sibling under the user's supervisor, the venue actor, owns the session.
 type userActor struct {
 	*userDeps
-	state    *UserState
-	snap     *committed
-	venuePID *actor.PID
-	actions  map[uint64]*action
+	state   *UserState
+	snap    *committed
+	actions map[uint64]*action
 	// replaced is set when this incarnation is being restarted: a journal
 	// write it started and that completes later is handed to the new one.
 	replaced bool
@@ -223,7 +222,7 @@ func (u *userActor) command(ctx actor.Context, m *userCommand, sender *actor.PID
 		}
 		u.commit(*ev)
 		if ev.Type == messages.RecordCredentialDeleted {
-			ctx.Send(u.venuePID, &rekey{})
+			u.toVenue(ctx, &rekey{}, nil)
 		}
 		if _, ok := m.cmd.(*messages.DeleteCredentialRequest); ok {
 			v := u.state.credentialView(u.env)

@@ -22,20 +22,31 @@ type userSupervisor struct {
 	snap  *committed
 	user  string
 	state *actor.PID
+	venue *actor.PID // spawned on the first message for it
+}
+
+// toVenue carries a message from the user actor to its sibling, the venue
+// actor, through their supervisor, which starts the venue actor on first
+// use (a user who never touches the venue costs no venue actor). sender is
+// who the venue actor answers: the user actor for outcomes it journals, the
+// original caller for reads, nil for rekey.
+type toVenue struct {
+	msg    any
+	sender *actor.PID
+}
+
+// toVenue sends msg to the user's venue actor.
+func (u *userActor) toVenue(ctx actor.Context, msg any, sender *actor.PID) {
+	ctx.Send(ctx.Parent(), &toVenue{msg: msg, sender: sender})
 }
 
 func (s *userSupervisor) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		deps, snap := s.deps, s.snap
-		venuePID, err := ctx.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
-			return &venueActor{userDeps: deps, snap: snap}
-		}, deps.mw), "venue")
-		if err != nil {
-			panic("user supervisor: spawn venue actor: " + err.Error())
-		}
+		var err error
 		s.state, err = ctx.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
-			return &userActor{userDeps: deps, snap: snap, venuePID: venuePID}
+			return &userActor{userDeps: deps, snap: snap}
 		}, deps.mw), "state")
 		if err != nil {
 			panic("user supervisor: spawn user actor: " + err.Error())
@@ -47,6 +58,21 @@ func (s *userSupervisor) Receive(ctx actor.Context) {
 	case *actor.Terminated:
 		s.deps.logger.Warn("a user's actor stopped; stopping the user's supervisor", "actor", m.Who.Id)
 		ctx.Stop(ctx.Self())
+	case *toVenue:
+		if s.venue == nil {
+			if _, isRekey := m.msg.(*rekey); isRekey {
+				return // a venue actor started later reads the new key anyway
+			}
+			deps, snap := s.deps, s.snap
+			pid, err := ctx.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
+				return &venueActor{userDeps: deps, snap: snap}
+			}, deps.mw), "venue")
+			if err != nil {
+				panic("user supervisor: spawn venue actor: " + err.Error())
+			}
+			s.venue = pid
+		}
+		ctx.RequestWithCustomSender(s.venue, m.msg, m.sender)
 	case actor.SystemMessage, actor.AutoReceiveMessage:
 	default:
 		// The first message for a user that was just started comes here
