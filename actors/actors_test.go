@@ -115,7 +115,7 @@ func TestJournalGroupCommitConcurrentWriters(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := range each {
-				rec, err := ts.JournalJSON(ctx, messages.RecordToolCall, fmt.Sprintf("u%d", w), messages.ActorAgent, map[string]int{"i": i})
+				rec, err := ts.journalJSON(ctx, messages.RecordToolCall, fmt.Sprintf("u%d", w), messages.ActorAgent, map[string]int{"i": i})
 				if err != nil {
 					errs <- err
 					return
@@ -157,7 +157,7 @@ func TestJournalGroupCommitConcurrentWriters(t *testing.T) {
 func TestJournalAsyncIsDurableAfterStop(t *testing.T) {
 	ts := startTest(t, nil)
 	for i := range 50 {
-		ts.JournalAsync(wal.Entry{Type: uint16(messages.RecordToolCall), User: "local", Actor: messages.ActorAgent, Payload: []byte(fmt.Sprintf(`{"i":%d}`, i))})
+		ts.journalAsync(wal.Entry{Type: uint16(messages.RecordToolCall), User: "local", Actor: messages.ActorAgent, Payload: []byte(fmt.Sprintf(`{"i":%d}`, i))})
 	}
 	recs := ts.records(t) // Stop drains the queue before stopping
 	if len(recs) != 50 {
@@ -220,7 +220,7 @@ func TestPanicInReceiveAnswersAndRestarts(t *testing.T) {
 // fails closed with internal_error.
 func TestJournalPanicFailsClosed(t *testing.T) {
 	ts := startTest(t, nil)
-	if _, err := ts.JournalJSON(context.Background(), messages.RecordToolCall, "u", messages.ActorAgent, map[string]int{}); err != nil {
+	if _, err := ts.journalJSON(context.Background(), messages.RecordToolCall, "u", messages.ActorAgent, map[string]int{}); err != nil {
 		t.Fatal(err)
 	}
 	_, err := ask[*AppendResponse](context.Background(), ts.System, ts.journal, &crashRequest{})
@@ -229,12 +229,12 @@ func TestJournalPanicFailsClosed(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
-	if _, err := ts.JournalJSON(ctx, messages.RecordToolCall, "u", messages.ActorAgent, map[string]int{}); messages.CodeOf(err) != messages.CodeInternalError {
+	if _, err := ts.journalJSON(ctx, messages.RecordToolCall, "u", messages.ActorAgent, map[string]int{}); messages.CodeOf(err) != messages.CodeInternalError {
 		t.Fatalf("append after journal failure: %v, want internal_error", err)
 	}
 	// A read-only tool's record is not awaited, but it is refused too:
 	// nothing is served unjournaled.
-	if err := ts.ToolCalled(ctx, &messages.ToolCalled{User: "u", Tool: "get_ticker"}, false); messages.CodeOf(err) != messages.CodeInternalError {
+	if _, err := ts.ToolCalled(ctx, &messages.ToolCalled{User: "u", Tool: "get_ticker"}, false); messages.CodeOf(err) != messages.CodeInternalError {
 		t.Fatalf("async tool_call after journal failure: %v", err)
 	}
 }
@@ -268,7 +268,7 @@ func BenchmarkJournalGroupCommit(b *testing.B) {
 				go func() {
 					defer wg.Done()
 					for range per {
-						if _, err := ts.Journal(ctx, wal.Entry{Type: 1, User: "u", Actor: "mcp:agent", Payload: payload}); err != nil {
+						if _, err := ts.journalEntry(ctx, wal.Entry{Type: 1, User: "u", Actor: "mcp:agent", Payload: payload}); err != nil {
 							b.Error(err)
 							return
 						}
@@ -298,7 +298,7 @@ func TestInvalidEntryIsRefusedAlone(t *testing.T) {
 			if i == 7 {
 				payload = []byte(`not json`)
 			}
-			_, errs[i] = ts.Journal(ctx, wal.Entry{Type: uint16(messages.RecordToolCall), User: "u", Actor: messages.ActorAgent, Payload: payload})
+			_, errs[i] = ts.journalEntry(ctx, wal.Entry{Type: uint16(messages.RecordToolCall), User: "u", Actor: messages.ActorAgent, Payload: payload})
 		}()
 	}
 	wg.Wait()
@@ -307,7 +307,7 @@ func TestInvalidEntryIsRefusedAlone(t *testing.T) {
 			t.Fatalf("entry %d: %v", i, err)
 		}
 	}
-	if _, err := ts.Journal(ctx, wal.Entry{Type: uint16(messages.RecordToolCall), User: "u", Actor: messages.ActorAgent, Payload: []byte(`{}`)}); err != nil {
+	if _, err := ts.journalEntry(ctx, wal.Entry{Type: uint16(messages.RecordToolCall), User: "u", Actor: messages.ActorAgent, Payload: []byte(`{}`)}); err != nil {
 		t.Fatalf("a later append: %v", err)
 	}
 	if n := len(ts.records(t)); n != 20 {
@@ -342,4 +342,15 @@ func TestHungFlushMarksTheJournalDown(t *testing.T) {
 	if ok.isDown() {
 		t.Fatal("a flush in time marked the journal down")
 	}
+}
+
+// journalJSON writes any record, as the journal's owner (or an attacker
+// with write access to the files) could; System.JournalJSON refuses all
+// but the server's own types.
+func (ts *testSystem) journalJSON(ctx context.Context, typ messages.RecordType, user, actorName string, v any) (wal.Record, error) {
+	payload, err := json.Marshal(v)
+	if err != nil {
+		return wal.Record{}, err
+	}
+	return ts.journalEntry(ctx, wal.Entry{Type: uint16(typ), User: user, Actor: actorName, Payload: payload})
 }

@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -142,68 +143,56 @@ func (u *userActor) refuseCredentialCommand(env string) *messages.Error {
 
 // addCredential checks a new key with the exchange, then seals and journals
 // it (SPEC §11). Unverifiable keys are refused unless the admin attests on
-// paper or demo.
-func (u *userActor) addCredential(ctx actor.Context, m *messages.AddCredentialRequest, origin string, sender *actor.PID) {
-	if e := u.refuseCredentialCommand(m.Environment); e != nil {
+// paper or demo. The check is an action: the user's other messages are
+// served while it waits on the venue, and everything is validated again
+// when its outcome comes back.
+func (u *userActor) addCredential(ctx actor.Context, uc *userCommand, m *messages.AddCredentialRequest, sender *actor.PID) {
+	if e := u.validateAdd(m); e != nil {
 		u.reply(ctx, sender, e)
 		return
 	}
-	if m.APIKey == "" || len(m.APIKey) > keys.MaxAPIKeyLen {
-		u.reply(ctx, sender, messages.InvalidParams("api_key", "must be 1-256 characters"))
-		return
-	}
-	if m.APISecret.IsZero() || len(m.APISecret.Reveal()) > keys.MaxSecretLen {
-		u.reply(ctx, sender, messages.InvalidParams("api_secret", fmt.Sprintf("must be 1-%d characters", keys.MaxSecretLen)))
-		return
-	}
-	old, exists := u.state.credentialFor(m.Environment)
-	if exists && !m.Replace {
-		u.reply(ctx, sender, &messages.Error{
-			Code: messages.CodeInvalidParams, Message: "a key is already stored for " + m.Environment,
-			NextStep: "use `guarded-exchange keys replace` to replace it", Details: map[string]any{"field": "api_key", "reason": "already stored"},
-		})
-		return
-	}
-	if !exists && m.Replace {
-		u.reply(ctx, sender, &messages.Error{Code: messages.CodeNotFound, Message: "no key is stored for " + m.Environment, NextStep: "use `guarded-exchange keys add`"})
-		return
-	}
 	fingerprint := keys.Fingerprint(m.APIKey)
-	u.checkKey(ctx, m.APIKey, m.APISecret, func(info *messages.APIKeyInfo, cerr *messages.Error) {
+	var a *action
+	a = u.begin(actionKeyAdd, sender, uc.origin, func(out *keyChecked) {
+		// The state may have changed while the check was in flight (a
+		// concurrent keys add, a deleted user): check again.
+		if e := u.validateAdd(m); e != nil {
+			u.finish(ctx, a, e)
+			return
+		}
+		old, _ := u.state.credentialFor(m.Environment)
 		now := u.now().UTC()
 		attested := false
-		if cerr != nil {
-			unverifiable := cerr.Code == messages.CodeExchangeUnavailable || cerr.Code == messages.CodeRateLimited
+		if out.err != nil {
+			unverifiable := out.err.Code == messages.CodeExchangeUnavailable || out.err.Code == messages.CodeRateLimited
 			if !(unverifiable && m.AdminAttest && m.Environment != "bybit-live") {
-				u.reply(ctx, sender, cerr)
-				u.drain(ctx)
+				u.finish(ctx, a, out.err)
 				return
 			}
 			attested = true
 		}
 		var verdict keys.Verdict
 		if !attested {
-			verdict = keys.Check(keys.Permissions{ReadOnly: info.ReadOnly, Groups: info.Permissions})
+			verdict = keys.Check(keys.Permissions{ReadOnly: out.info.ReadOnly, Groups: out.info.Permissions})
 			if !verdict.Accepted {
 				rej := Event{messages.RecordCredentialRejected, messages.CredentialCheckedEvent{
 					Environment: m.Environment, Fingerprint: fingerprint, Permissions: verdict.Granted,
 					Offending: offendingNames(verdict), CheckedAt: now,
 				}}
-				u.write(ctx, rej, origin, func(_ wal.Record, err error) {
+				u.write(ctx, rej, a.origin, func(_ wal.Record, err error) {
 					if err != nil {
-						u.reply(ctx, sender, messages.AsError(err))
+						u.finish(ctx, a, messages.AsError(err))
 						return
 					}
-					u.reply(ctx, sender, verdict.Error())
+					u.finish(ctx, a, verdict.Error())
 				})
 				return
 			}
 		}
 		id := keys.NewCredentialID()
-		sealed, err := keys.Seal(u.masterKey, keys.Binding{CredentialID: id, User: u.state.User, Exchange: exchangeName, Environment: m.Environment}, m.APIKey, keys.NewSecret(m.APISecret.Reveal()))
+		sealed, err := keys.Seal(u.masterKey, keys.Binding{CredentialID: id, User: u.state.User, Exchange: exchangeName, Environment: m.Environment}, m.APIKey, m.APISecret)
 		if err != nil {
-			u.reply(ctx, sender, messages.AsError(err))
-			u.drain(ctx)
+			u.finish(ctx, a, messages.AsError(err))
 			return
 		}
 		blob, _ := json.Marshal(sealed)
@@ -212,90 +201,91 @@ func (u *userActor) addCredential(ctx actor.Context, m *messages.AddCredentialRe
 			Permissions: verdict.Granted, ReadOnlyCap: verdict.ReadOnlyCap, Attested: attested,
 			Replaced: old.ID, Sealed: blob, CheckedAt: now,
 		}}
-		u.write(ctx, ev, origin, func(_ wal.Record, err error) {
+		u.write(ctx, ev, a.origin, func(_ wal.Record, err error) {
 			if err != nil {
-				u.reply(ctx, sender, messages.AsError(err))
+				u.finish(ctx, a, messages.AsError(err))
 				return
 			}
 			u.commit(ev)
-			u.stopVenueActor(ctx) // the next use starts it with the new key
+			u.toVenue(ctx, &rekey{}, nil) // the session now uses the new key
 			v := u.state.credentialView(m.Environment)
 			v.Changed = true
-			u.reply(ctx, sender, v)
+			u.finish(ctx, a, v)
 		})
 	})
+	u.checkKey(ctx, a, uc.ctx, m.APIKey, m.APISecret)
+}
+
+// validateAdd checks a keys add against the current state.
+func (u *userActor) validateAdd(m *messages.AddCredentialRequest) *messages.Error {
+	if e := u.refuseCredentialCommand(m.Environment); e != nil {
+		return e
+	}
+	if m.APIKey == "" || len(m.APIKey) > keys.MaxAPIKeyLen {
+		return messages.InvalidParams("api_key", "must be 1-256 characters")
+	}
+	if m.APISecret.IsZero() || len(m.APISecret.Reveal()) > keys.MaxSecretLen {
+		return messages.InvalidParams("api_secret", fmt.Sprintf("must be 1-%d characters", keys.MaxSecretLen))
+	}
+	_, exists := u.state.credentialFor(m.Environment)
+	if exists && !m.Replace {
+		return &messages.Error{
+			Code: messages.CodeInvalidParams, Message: "a key is already stored for " + m.Environment,
+			NextStep: "use `guarded-exchange keys replace` to replace it", Details: map[string]any{"field": "api_key", "reason": "already stored"},
+		}
+	}
+	if !exists && m.Replace {
+		return &messages.Error{Code: messages.CodeNotFound, Message: "no key is stored for " + m.Environment, NextStep: "use `guarded-exchange keys add`"}
+	}
+	return nil
 }
 
 // recheck asks the exchange again what the stored key may do, journals
-// credential_checked, and runs then with the new state.
-func (u *userActor) recheck(ctx actor.Context, origin string, then func(*messages.Error)) {
+// credential_checked, and runs then with the new state. It is an action:
+// then runs when the outcome is journaled (or refused), and must answer
+// (finish) the action.
+func (u *userActor) recheck(ctx actor.Context, uc *userCommand, sender *actor.PID, then func(*action, *messages.Error)) {
 	c, ok := u.state.credentialFor(u.env)
-	if !ok {
-		then(noKeyError())
-		return
-	}
-	apiKey, secret, err := u.openCredential(c)
-	if err != nil {
-		then(err)
-		return
-	}
-	u.checkKey(ctx, apiKey, messages.NewSecret(secret), func(info *messages.APIKeyInfo, cerr *messages.Error) {
-		if cerr != nil {
-			then(cerr)
-			u.drain(ctx)
+	var a *action
+	a = u.begin(actionKeyRecheck, sender, uc.origin, func(out *keyChecked) {
+		if out.err != nil {
+			then(a, out.err)
 			return
 		}
-		verdict := keys.Check(keys.Permissions{ReadOnly: info.ReadOnly, Groups: info.Permissions})
+		verdict := keys.Check(keys.Permissions{ReadOnly: out.info.ReadOnly, Groups: out.info.Permissions})
 		ev := Event{messages.RecordCredentialChecked, messages.CredentialCheckedEvent{
 			CredentialID: c.ID, Environment: c.Environment, Fingerprint: c.Fingerprint, Permissions: verdict.Granted,
 			Offending: offendingNames(verdict), ReadOnlyCap: verdict.ReadOnlyCap, Accepted: verdict.Accepted, CheckedAt: u.now().UTC(),
 		}}
-		u.write(ctx, ev, origin, func(_ wal.Record, err error) {
+		u.write(ctx, ev, a.origin, func(_ wal.Record, err error) {
 			if err != nil {
-				then(messages.AsError(err))
+				then(a, messages.AsError(err))
 				return
 			}
 			u.commit(ev)
-			then(nil)
+			then(a, nil)
 		})
 	})
+	if !ok {
+		then(a, noKeyError())
+		return
+	}
+	apiKey, secret, err := openCredential(u.masterKey, u.state.User, c)
+	if err != nil {
+		then(a, err)
+		return
+	}
+	u.checkKey(ctx, a, uc.ctx, apiKey, messages.NewSecret(secret))
 }
 
-// checkKey asks the venue actor about a key without blocking the mailbox;
-// later messages wait until then has run (then must end with a write or a
-// drain).
-func (u *userActor) checkKey(ctx actor.Context, apiKey string, secret messages.Secret, then func(*messages.APIKeyInfo, *messages.Error)) {
-	pid := u.venueActor(ctx)
-	u.busy = true
-	f := ctx.RequestFuture(pid, &checkKeyRequest{apiKey: apiKey, apiSecret: secret}, journalTimeout)
-	ctx.ReenterAfter(f, func(res any, err error) {
-		u.busy = false
-		if err != nil {
-			then(nil, messages.Internal(fmt.Errorf("venue actor: %w", err)))
-			return
-		}
-		switch r := res.(type) {
-		case *checkKeyResponse:
-			if r.err != nil {
-				then(nil, r.err)
-				return
-			}
-			then(r.info, nil)
-		case *messages.Error:
-			then(nil, r)
-		default:
-			then(nil, messages.Internal(fmt.Errorf("venue actor: unexpected reply %T", res)))
-		}
-	})
+// checkKey hands the key check of action a to the venue actor. Its outcome
+// comes back as a *keyChecked message; the mailbox does not wait.
+func (u *userActor) checkKey(ctx actor.Context, a *action, caller context.Context, apiKey string, secret messages.Secret) {
+	u.toVenue(ctx, &checkKeyRequest{action: a.id, ctx: caller, apiKey: apiKey, apiSecret: secret}, ctx.Self())
 }
 
 // openCredential decrypts a stored key. A failure (wrong master key, a
 // record moved to another user) is exchange_credentials_invalid.
-func (u *userActor) openCredential(c Credential) (string, string, *messages.Error) {
-	return openCredential(u.masterKey, u.state.User, c)
-}
-
-// openCredential decrypts user's stored key c with the master key.
 func openCredential(masterKey []byte, user string, c Credential) (string, string, *messages.Error) {
 	var sealed keys.Sealed
 	if err := json.Unmarshal(c.Sealed, &sealed); err != nil {
@@ -315,7 +305,7 @@ func openCredential(masterKey []byte, user string, c Credential) (string, string
 // failed: the user actor refuses it when it is used, with the reason. Call
 // it after the journal is opened and before Start.
 func (r *UserReplay) OpenStoredKeys(masterKey []byte, env string, fn func(user, apiKey string, secret messages.Secret)) (failed int, err error) {
-	states, err := r.states()
+	states, err := r.states(time.Now())
 	if err != nil {
 		return 0, err
 	}
@@ -334,40 +324,9 @@ func (r *UserReplay) OpenStoredKeys(masterKey []byte, env string, fn func(user, 
 	return failed, nil
 }
 
-// venueActor returns the user's venue actor, starting it (with the stored
-// key, if any) on first use.
-func (u *userActor) venueActor(ctx actor.Context) *actor.PID {
-	if u.venuePID != nil {
-		return u.venuePID
-	}
-	va := &venueActor{factory: u.factory, timeout: u.timeout, logger: u.logger}
-	if c, ok := u.state.credentialFor(u.env); ok {
-		apiKey, secret, err := u.openCredential(c)
-		if err == nil {
-			client, cerr := u.factory(apiKey, secret)
-			va.client, va.keyErr = client, messages.AsError(cerr)
-		} else {
-			va.keyErr = err
-			u.logger.Warn("stored key cannot be opened", "user", u.state.User, "credential_id", c.ID)
-		}
-	}
-	pid := ctx.Spawn(actor.PropsFromProducer(func() actor.Actor { return va }, u.mw))
-	u.venuePID = pid
-	return pid
-}
-
-// stopVenueActor stops the venue actor so that the next use starts one with
-// the current key.
-func (u *userActor) stopVenueActor(ctx actor.Context) {
-	if u.venuePID != nil {
-		ctx.Stop(u.venuePID)
-		u.venuePID = nil
-	}
-}
-
 // accountRead hands a read to the venue actor, which answers the requester
 // directly.
-func (u *userActor) accountRead(ctx actor.Context, req messages.AccountRequest, sender *actor.PID) {
+func (u *userActor) accountRead(ctx actor.Context, m *accountAsk, sender *actor.PID) {
 	switch {
 	case !u.state.Exists:
 		u.reply(ctx, sender, messages.Errorf(messages.CodeNotFound, "no such user"))
@@ -380,7 +339,7 @@ func (u *userActor) accountRead(ctx actor.Context, req messages.AccountRequest, 
 		u.reply(ctx, sender, noKeyError())
 		return
 	}
-	ctx.RequestWithCustomSender(u.venueActor(ctx), req, sender)
+	u.toVenue(ctx, m, sender)
 }
 
 func offendingNames(v keys.Verdict) []string {

@@ -243,7 +243,7 @@ func TestKeysSurviveRestartAndAreBound(t *testing.T) {
 	if _, err := ke2.Account(context.Background(), &messages.GetBalancesRequest{User: "ned"}); err != nil {
 		t.Fatalf("ned after restart: %v", err)
 	}
-	if _, err := ke2.JournalJSON(context.Background(), messages.RecordCredentialAdded, "oli", messages.ActorCLIUser, json.RawMessage(added)); err != nil {
+	if _, err := ke2.journalJSON(context.Background(), messages.RecordCredentialAdded, "oli", messages.ActorCLIUser, json.RawMessage(added)); err != nil {
 		t.Fatal(err)
 	}
 	ke2.stop()

@@ -1,9 +1,10 @@
 // Package actors hosts the server's state owners on protoactor-go: a root
 // supervisor; the journal actor (the single writer of the WAL, with group
-// commit); the users supervisor with one actor per user (policy, kill
-// switch, sealed exchange keys; spawned on first use) and, under each, the
-// venue actor that owns the REST client with that user's key; and the
-// market-data actor (the one path to the venue's public endpoints).
+// commit); the users supervisor with, per user, a supervisor of two
+// siblings: the user actor (policy, kill switch, sealed exchange keys, order
+// state and the actions in flight; spawned on first use) and the venue
+// actor (the user's venue session); and the market-data actor (the one
+// path to the venue's public endpoints).
 //
 // Every input is a typed message from package messages; System is the
 // façade the MCP server, the control socket and the in-process CLI call.
@@ -12,7 +13,9 @@
 //   - Each piece of state has exactly one owner; nothing outside an actor
 //     holds a pointer into its state, and replies carry copies.
 //   - No actor blocks its mailbox on the network or on fsync: slow work runs
-//     on a goroutine and comes back as a message.
+//     on a goroutine and comes back as a message. A user's work that waits
+//     on the venue is an action in the user actor's table (actions.go);
+//     only journal writes keep their strict order.
 //   - A panic inside Receive is recovered by a receiver middleware that
 //     answers the crashing request with internal_error, then re-panics so
 //     the supervisor restarts the actor (protoactor otherwise loses the

@@ -25,7 +25,17 @@ const maxBatch = 4096
 type AppendRequest struct {
 	Entry wal.Entry
 	Reply chan<- *AppendResponse
+	// Lazy records do not start a flush by themselves: they go out with
+	// the next record that does, or when a flushRequest asks. The
+	// tool_call record of a state-changing call is lazy, so that it and
+	// the call's own record share one fsync (the journal is ordered: the
+	// later durable record covers the earlier one).
+	Lazy bool
 }
+
+// flushRequest asks the journal to flush what is pending now, lazy records
+// included (a call that wrote nothing else waits for its tool_call).
+type flushRequest struct{}
 
 // AppendResponse answers AppendRequest; exactly one of Record and Err is set.
 type AppendResponse struct {
@@ -50,7 +60,8 @@ type journalHealth struct {
 	// them: many goroutines selecting on one channel contend for its lock.
 	chs        [healthShards]chan struct{}
 	next       atomic.Uint32
-	flushStart atomic.Int64 // unix nanoseconds of the flush in progress; 0 when none
+	flushStart atomic.Int64  // unix nanoseconds of the flush in progress; 0 when none
+	flushes    atomic.Uint64 // batches written (one fsync each)
 }
 
 const healthShards = 16
@@ -119,6 +130,7 @@ type flushDone struct {
 }
 
 type pendingAppend struct {
+	lazy    bool
 	entry   wal.Entry
 	reply   chan<- *AppendResponse
 	replyTo *actor.PID // nil (and reply nil): fire-and-forget
@@ -157,6 +169,22 @@ type journalActor struct {
 	active int
 	failed error
 	drains []*actor.PID
+	// forced is set while lazy records must go out without waiting for an
+	// eager one (a flushRequest or a drain is waiting for them).
+	forced bool
+}
+
+// hasEager reports whether a pending record starts a flush by itself.
+func (j *journalActor) hasEager() bool {
+	if j.forced {
+		return true
+	}
+	for _, p := range j.pending {
+		if !p.lazy {
+			return true
+		}
+	}
+	return false
 }
 
 func (j *journalActor) Receive(ctx actor.Context) {
@@ -169,7 +197,11 @@ func (j *journalActor) Receive(ctx actor.Context) {
 			p.answer(ctx, &AppendResponse{Err: messages.Internal(j.failed)})
 			return
 		}
+		p.lazy = m.Lazy
 		j.pending = append(j.pending, p)
+		if p.lazy && !j.hasEager() {
+			return // waits for a record that flushes, or a flushRequest
+		}
 		if j.deferred && len(j.pending) >= j.active {
 			j.flush(ctx) // everyone is here; the flushNow that follows finds the flush running
 			return
@@ -178,6 +210,9 @@ func (j *journalActor) Receive(ctx actor.Context) {
 	case *flushNow:
 		j.deferred = false
 		j.flush(ctx)
+	case *flushRequest:
+		j.forced = true
+		j.flush(ctx) // a no-op while a flush runs; flushDone starts the next
 	case *flushDone:
 		j.flushing = false
 		j.active = max(len(m.batch)+len(j.pending), j.active*7/8)
@@ -186,6 +221,8 @@ func (j *journalActor) Receive(ctx actor.Context) {
 		j.answerDrains(ctx)
 	case *drainRequest:
 		j.drains = append(j.drains, ctx.Sender())
+		j.forced = true
+		j.flush(ctx)
 		j.answerDrains(ctx)
 	case *crashRequest:
 		panic("journal: crash requested by test")
@@ -200,7 +237,7 @@ func (j *journalActor) Receive(ctx actor.Context) {
 // waits up to joinWait, or until that many records wait, before it
 // flushes.
 func (j *journalActor) maybeFlush(ctx actor.Context) {
-	if j.flushing || j.deferred || len(j.pending) == 0 || j.failed != nil {
+	if j.flushing || j.deferred || len(j.pending) == 0 || j.failed != nil || !j.hasEager() {
 		return
 	}
 	if j.active > 1 && len(j.pending) < j.active {
@@ -222,6 +259,7 @@ func (j *journalActor) flush(ctx actor.Context) {
 	j.pending = j.pending[n:]
 	if len(j.pending) == 0 {
 		j.pending = nil
+		j.forced = false
 	}
 	j.flushing = true
 	entries := make([]wal.Entry, len(batch))
@@ -230,6 +268,7 @@ func (j *journalActor) flush(ctx actor.Context) {
 	}
 	self, root, log, health := ctx.Self(), ctx.ActorSystem().Root, j.log, j.health
 	health.flushStart.Store(time.Now().UnixNano())
+	health.flushes.Add(1)
 	go func() {
 		recs, err := log.Append(entries)
 		health.flushStart.Store(0)

@@ -13,8 +13,8 @@ import (
 )
 
 // MarketSource is what the market-data actor needs from a venue: the public
-// endpoints. *venue.Client with a *venue.InstrumentCache satisfies it
-// through VenueMarket.
+// endpoints. The composition root serves it from a *venue.Client with
+// instrument rules from a *venue.InstrumentCache.
 //
 // Implementations must be safe for concurrent use: the actor runs each
 // request on its own goroutine so that no request blocks its mailbox.
@@ -30,9 +30,15 @@ type MarketSource interface {
 // crashing caller and restarts the actor.
 type crashRequest struct{}
 
+// marketAsk is a market read with the caller's context.
+type marketAsk struct {
+	ctx context.Context
+	req any
+}
+
 // marketActor is the one path from the server to the venue's public
-// endpoints. Each request is served on its own goroutine with a deadline;
-// the reply goes straight to the requester.
+// endpoints. Each request is served on its own goroutine with the caller's
+// context and a deadline; the reply goes straight to the requester.
 type marketActor struct {
 	source  MarketSource
 	timeout time.Duration
@@ -40,24 +46,29 @@ type marketActor struct {
 }
 
 func (m *marketActor) Receive(ctx actor.Context) {
-	switch req := ctx.Message().(type) {
+	var parent context.Context
+	msg := ctx.Message()
+	if a, ok := msg.(*marketAsk); ok {
+		parent, msg = a.ctx, a.req
+	}
+	switch req := msg.(type) {
 	case *messages.GetTickerRequest:
-		m.serve(ctx, func(c context.Context) any {
+		m.serve(ctx, parent, func(c context.Context) any {
 			t, err := m.source.Ticker(c, req.Category, req.Symbol)
 			return &messages.GetTickerResponse{Ticker: t, Err: messages.AsError(err)}
 		})
 	case *messages.GetOrderbookRequest:
-		m.serve(ctx, func(c context.Context) any {
+		m.serve(ctx, parent, func(c context.Context) any {
 			b, err := m.source.Orderbook(c, req.Category, req.Symbol, req.Limit)
 			return &messages.GetOrderbookResponse{Book: b, Err: messages.AsError(err)}
 		})
 	case *messages.GetKlinesRequest:
-		m.serve(ctx, func(c context.Context) any {
+		m.serve(ctx, parent, func(c context.Context) any {
 			k, err := m.source.Klines(c, *req)
 			return &messages.GetKlinesResponse{Klines: k, Err: messages.AsError(err)}
 		})
 	case *messages.GetInstrumentRequest:
-		m.serve(ctx, func(c context.Context) any {
+		m.serve(ctx, parent, func(c context.Context) any {
 			in, err := m.source.Instrument(c, req.Category, req.Symbol)
 			return &messages.GetInstrumentResponse{Instrument: in, Err: messages.AsError(err)}
 		})
@@ -66,31 +77,29 @@ func (m *marketActor) Receive(ctx actor.Context) {
 	}
 }
 
-func (m *marketActor) serve(ctx actor.Context, call func(context.Context) any) {
-	serveOffMailbox(ctx, m.logger, m.timeout, call)
+func (m *marketActor) serve(ctx actor.Context, parent context.Context, call func(context.Context) any) {
+	if s := ctx.Sender(); s != nil {
+		offMailbox(ctx, m.logger, parent, m.timeout, s, call, func(e *messages.Error) any { return e })
+	}
 }
 
-// serveOffMailbox runs call on its own goroutine with a deadline and sends
-// its result to the requester, so the actor's mailbox never waits on the
-// network. A panic in call is answered with internal_error instead of
-// killing the process. Without a requester there is nothing to do: these
-// calls are reads.
-func serveOffMailbox(ctx actor.Context, logger *slog.Logger, timeout time.Duration, call func(context.Context) any) {
-	sender := ctx.Sender()
-	if sender == nil {
-		return
-	}
+// offMailbox runs call on its own goroutine, bounded by the caller's
+// context (parent, may be nil) and timeout, and sends its result to to, so
+// the actor's mailbox never waits on the network. A panic in call is
+// logged and answered with onPanic(internal_error) instead of killing the
+// process.
+func offMailbox(ctx actor.Context, logger *slog.Logger, parent context.Context, timeout time.Duration, to *actor.PID, call func(context.Context) any, onPanic func(*messages.Error) any) {
 	root := ctx.ActorSystem().Root
 	go func() {
 		var res any
 		defer func() {
 			if p := recover(); p != nil {
 				logger.Error("venue request panic", "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
-				res = messages.Internal(fmt.Errorf("venue request panicked"))
+				res = onPanic(messages.Internal(fmt.Errorf("venue request panicked")))
 			}
-			root.Send(sender, res)
+			root.Send(to, res)
 		}()
-		c, cancel := context.WithTimeout(context.Background(), timeout)
+		c, cancel := venueTimeout(parent, timeout)
 		defer cancel()
 		res = call(c)
 	}()

@@ -8,6 +8,12 @@ import (
 	"github.com/guarded-exchange/guarded-exchange/messages"
 )
 
+// The origins of the server's own work.
+var (
+	systemOrigin = messages.Origin{Role: messages.RoleSystem, Channel: messages.ChannelInternal, PeerUID: -1, PeerPID: -1}
+	agentOrigin  = messages.Origin{Role: messages.RoleAgent, Channel: messages.ChannelStdio, PeerUID: -1, PeerPID: -1}
+)
+
 // originAllowed is who may cause each user record (SPEC §1 G1): the agent
 // may only turn the kill switch on; only the admin sets ceilings, resets
 // overrides, creates or disables users, attests keys and turns off an admin
@@ -45,6 +51,10 @@ func originAllowed(ev Event, actor string) bool {
 		return human
 	case messages.RecordCredentialChecked:
 		return actor == messages.ActorSystem
+	case messages.RecordOrderAttempt:
+		return actor == messages.ActorAgent || actor == messages.ActorExecutor
+	case messages.RecordOrderOutcome:
+		return slices.Contains([]string{messages.ActorAgent, messages.ActorExecutor, messages.ActorVenue, messages.ActorSystem}, actor)
 	case messages.RecordOrderRefused:
 		return slices.Contains([]string{messages.ActorAgent, messages.ActorCLIUser, messages.ActorCLIAdmin, messages.ActorExecutor}, actor)
 	}

@@ -65,6 +65,8 @@ type System struct {
 	// waiting for a reply that cannot come.
 	health      *journalHealth
 	stopWatcher chan struct{}
+	// registry names the running user actors.
+	registry *userRegistry
 }
 
 // Start builds the actor system: the root supervisor and, under it, the
@@ -77,7 +79,7 @@ func Start(cfg Config) (*System, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	s := &System{logger: logger, timeout: cfg.RequestTimeout, now: cfg.Now, health: newJournalHealth(), stopWatcher: make(chan struct{})}
+	s := &System{logger: logger, timeout: cfg.RequestTimeout, now: cfg.Now, health: newJournalHealth(), stopWatcher: make(chan struct{}), registry: newUserRegistry()}
 	if s.timeout <= 0 {
 		s.timeout = 10 * time.Second
 	}
@@ -122,13 +124,13 @@ func Start(cfg Config) (*System, error) {
 		if level == "" {
 			level = messages.VenuePaper
 		}
-		holders, err := cfg.Users.holders()
+		holders, err := cfg.Users.holders(s.now())
 		if err != nil {
 			return nil, fmt.Errorf("actors: rebuild users: %w", err)
 		}
 		deps := &userDeps{
 			venue: level, env: cfg.Environment, journal: s.journal, logger: logger, masterKey: cfg.MasterKey,
-			factory: cfg.Clients, timeout: s.timeout, now: s.now, mw: mw, health: s.health,
+			factory: cfg.Clients, timeout: s.timeout, now: s.now, mw: mw, health: s.health, registry: s.registry,
 		}
 		if deps.env == "" {
 			deps.env = "paper"
@@ -147,6 +149,17 @@ func Start(cfg Config) (*System, error) {
 		})
 		if err != nil {
 			return nil, err
+		}
+		// Recovery phase: every user with an open attempt (an
+		// order_attempt without an outcome) is started now and reconciles
+		// it before it takes new writes. The others start on first use.
+		for user, c := range holders {
+			if len(c.p.Load().Attempts) == 0 {
+				continue
+			}
+			if _, err := ask[*ensureUserResponse](context.Background(), s, s.users, &ensureUserRequest{user: user}); err != nil {
+				return nil, fmt.Errorf("actors: start %s for recovery: %w", user, err)
+			}
 		}
 	}
 	if cfg.Market != nil {
@@ -186,8 +199,8 @@ func (s *System) Stop() {
 	s.sys.Shutdown()
 }
 
-// Journal appends one record and returns it once it is durable.
-func (s *System) Journal(ctx context.Context, e wal.Entry) (wal.Record, error) {
+// journalEntry appends one record and returns it once it is durable.
+func (s *System) journalEntry(ctx context.Context, e wal.Entry) (wal.Record, error) {
 	if e.Time.IsZero() {
 		e.Time = s.now().UTC()
 	}
@@ -199,6 +212,11 @@ func (s *System) Journal(ctx context.Context, e wal.Entry) (wal.Record, error) {
 	// A hung journal is caught by one watcher (journalHealth.watch).
 	reply := make(chan *AppendResponse, 1)
 	s.sys.Root.Send(s.journal, &AppendRequest{Entry: e, Reply: reply})
+	return s.awaitAppend(ctx, reply)
+}
+
+// awaitAppend waits for the journal's answer to one append.
+func (s *System) awaitAppend(ctx context.Context, reply <-chan *AppendResponse) (wal.Record, error) {
 	select {
 	case res := <-reply:
 		if res.Err != nil {
@@ -212,11 +230,15 @@ func (s *System) Journal(ctx context.Context, e wal.Entry) (wal.Record, error) {
 	}
 }
 
-// JournalAsync queues one record without waiting for it to be durable. It
+// Flushes returns how many batches the journal has written so far, each
+// one fsync: what tests and benchmarks count to prove a call costs one.
+func (s *System) Flushes() uint64 { return s.health.flushes.Load() }
+
+// journalAsync queues one record without waiting for it to be durable. It
 // is for records whose loss in a crash acknowledges nothing (the tool_call
 // record of a read-only tool); state changes use Journal. Once the journal
 // has failed it refuses, so nothing is served unjournaled.
-func (s *System) JournalAsync(e wal.Entry) error {
+func (s *System) journalAsync(e wal.Entry) error {
 	if s.health.isDown() {
 		return messages.Internal(errors.New("journal: the journal has failed; refusing"))
 	}
@@ -227,18 +249,26 @@ func (s *System) JournalAsync(e wal.Entry) error {
 	return nil
 }
 
-// JournalJSON is Journal with the payload marshalled from v.
+// JournalJSON journals one of the server's own records (the record table's
+// WriterSystem types: server_started, recovered_torn_tail, control_refused)
+// with the payload marshalled from v, and returns once it is durable. It
+// cannot write any other type, nor under any other actor than
+// system:server, nor for a user: every other record is written by the part
+// of the server that owns it, after deciding.
 func (s *System) JournalJSON(ctx context.Context, typ messages.RecordType, user, actorName string, v any) (wal.Record, error) {
+	if info, ok := messages.RecordInfo(typ); !ok || info.Writer != messages.WriterSystem || actorName != messages.ActorSystem || user != "" {
+		return wal.Record{}, messages.Internal(fmt.Errorf("journal: a direct write may only carry a system record as %s (got %s by %q)", messages.ActorSystem, typ, actorName))
+	}
 	payload, err := json.Marshal(v)
 	if err != nil {
 		return wal.Record{}, messages.Internal(err)
 	}
-	return s.Journal(ctx, wal.Entry{Type: uint16(typ), User: user, Actor: actorName, Payload: payload})
+	return s.journalEntry(ctx, wal.Entry{Type: uint16(typ), User: user, Actor: actorName, Payload: payload})
 }
 
 // Ticker asks the market-data actor for a ticker.
 func (s *System) Ticker(ctx context.Context, req *messages.GetTickerRequest) (*messages.Ticker, error) {
-	res, err := ask[*messages.GetTickerResponse](ctx, s, s.market, req)
+	res, err := ask[*messages.GetTickerResponse](ctx, s, s.market, &marketAsk{ctx: ctx, req: req})
 	if err != nil {
 		return nil, err
 	}
@@ -247,7 +277,7 @@ func (s *System) Ticker(ctx context.Context, req *messages.GetTickerRequest) (*m
 
 // Orderbook asks the market-data actor for a book.
 func (s *System) Orderbook(ctx context.Context, req *messages.GetOrderbookRequest) (*messages.Orderbook, error) {
-	res, err := ask[*messages.GetOrderbookResponse](ctx, s, s.market, req)
+	res, err := ask[*messages.GetOrderbookResponse](ctx, s, s.market, &marketAsk{ctx: ctx, req: req})
 	if err != nil {
 		return nil, err
 	}
@@ -256,7 +286,7 @@ func (s *System) Orderbook(ctx context.Context, req *messages.GetOrderbookReques
 
 // Klines asks the market-data actor for candles.
 func (s *System) Klines(ctx context.Context, req *messages.GetKlinesRequest) ([]messages.Kline, error) {
-	res, err := ask[*messages.GetKlinesResponse](ctx, s, s.market, req)
+	res, err := ask[*messages.GetKlinesResponse](ctx, s, s.market, &marketAsk{ctx: ctx, req: req})
 	if err != nil {
 		return nil, err
 	}
@@ -265,33 +295,42 @@ func (s *System) Klines(ctx context.Context, req *messages.GetKlinesRequest) ([]
 
 // Instrument asks the market-data actor for an instrument's rules.
 func (s *System) Instrument(ctx context.Context, req *messages.GetInstrumentRequest) (*messages.Instrument, error) {
-	res, err := ask[*messages.GetInstrumentResponse](ctx, s, s.market, req)
+	res, err := ask[*messages.GetInstrumentResponse](ctx, s, s.market, &marketAsk{ctx: ctx, req: req})
 	if err != nil {
 		return nil, err
 	}
 	return res.Instrument, errOrNil(res.Err)
 }
 
-// Handle sends one command to the actor that owns its state and returns the
-// answer (*messages.PolicyView or *messages.UserList). origin is the journal
-// actor of the channel it came on (messages.ActorAgent, ActorCLIUser,
-// ActorCLIAdmin). This is the one code path for a change, whether the
-// command came over MCP, the control socket or an in-process CLI.
+// Handle is Submit for callers that know only the journal actor of the
+// command's origin (messages.ActorAgent, ActorCLIUser, ActorCLIAdmin,
+// ActorSystem): tests, the MCP server (always the agent) and the server's
+// own start-up steps.
 func (s *System) Handle(ctx context.Context, cmd messages.Command, origin string) (any, error) {
-	return s.HandleVia(ctx, cmd, origin, "")
+	return s.Submit(ctx, cmd, messages.OriginOfActor(origin))
 }
 
-// HandleVia is Handle with the channel the command came on (journaled with
-// the change), e.g. "socket uid=1000 pid=4242".
-func (s *System) HandleVia(ctx context.Context, cmd messages.Command, origin, channel string) (any, error) {
+// Submit sends one command to the actor that owns its state and returns the
+// answer (the command table's Result type). origin is set by the channel
+// the command came on; Permit decides whether it may send the command at
+// all. This is the one code path for a change, whether the command came
+// over MCP, the control socket or an in-process CLI.
+func (s *System) Submit(ctx context.Context, cmd messages.Command, origin messages.Origin) (any, error) {
 	if s.users == nil {
 		return nil, messages.Internal(fmt.Errorf("no users supervisor in this process"))
 	}
-	msg := &userCommand{cmd: cmd, origin: origin, channel: channel}
-	switch c := cmd.(type) {
-	case *messages.CreateUserRequest, *messages.ListUsersRequest:
+	info, ok := messages.CommandByName(cmd.CommandName())
+	if !ok {
+		return nil, messages.InvalidParams("type", "not a command this server handles")
+	}
+	if e := messages.Permit(origin, cmd); e != nil {
+		return nil, e
+	}
+	msg := &userCommand{ctx: ctx, cmd: cmd, origin: origin}
+	if info.Users {
 		return ask[any](ctx, s, s.users, msg)
-	case messages.UserCommand:
+	}
+	if c, ok := cmd.(messages.UserCommand); ok {
 		return s.askUser(ctx, c.TargetUser(), msg)
 	}
 	return nil, messages.InvalidParams("type", "not a command this server handles")
@@ -301,13 +340,13 @@ func (s *System) HandleVia(ctx context.Context, cmd messages.Command, origin, ch
 // user's venue actor. The answer is *messages.WalletBalance or a
 // *messages.Page of positions, orders or executions.
 func (s *System) Account(ctx context.Context, req messages.AccountRequest) (any, error) {
-	return s.askUser(ctx, messages.AccountUser(req), req)
+	return s.askUser(ctx, messages.AccountUser(req), &accountAsk{ctx: ctx, req: req})
 }
 
 // Decide asks the user's actor whether an action may proceed (SPEC §8 steps
 // 2 and 3).
 func (s *System) Decide(ctx context.Context, r *messages.DecideActionRequest) (*messages.Decision, error) {
-	res, err := s.askUser(ctx, r.User, r)
+	res, err := s.askUser(ctx, r.User, &decideAsk{ctx: ctx, req: r})
 	if err != nil {
 		return nil, err
 	}
@@ -327,13 +366,17 @@ func (s *System) askUser(ctx context.Context, user string, msg any) (any, error)
 	if !messages.UserNamePattern.MatchString(user) {
 		return nil, messages.InvalidParams("user", "must be 1-64 of lowercase letters, digits, '.', '_' or '-'")
 	}
-	// User actors are spawned on first use: a dead letter means the actor
-	// does not run (yet, or any more), and the message was never seen, so
-	// it is safe to ask the supervisor to spawn it and send once more.
-	pid := actor.NewPID(s.users.Address, s.users.Id+"/"+user)
-	res, err := ask[any](ctx, s, pid, msg)
-	if err == nil || !errors.Is(messages.AsError(err).Err, actor.ErrDeadLetter) {
-		return res, err
+	// User actors are spawned on first use. The registry names the
+	// running ones; a user without an entry is started by the users
+	// supervisor. A dead letter (the actor stopped after the lookup) means
+	// the message was never seen, so it is safe to start it and send once
+	// more.
+	pid := s.registry.get(user)
+	if pid != nil {
+		res, err := ask[any](ctx, s, pid, msg)
+		if err == nil || !errors.Is(messages.AsError(err).Err, actor.ErrDeadLetter) {
+			return res, err
+		}
 	}
 	ens, err := ask[*ensureUserResponse](ctx, s, s.users, &ensureUserRequest{user: user})
 	if err != nil {
@@ -342,7 +385,7 @@ func (s *System) askUser(ctx context.Context, user string, msg any) (any, error)
 	if ens.err != nil {
 		return nil, ens.err
 	}
-	return ask[any](ctx, s, pid, msg)
+	return ask[any](ctx, s, ens.pid, msg)
 }
 
 // minLevel drops records below min.
@@ -402,18 +445,39 @@ func ask[T any](ctx context.Context, s *System, pid *actor.PID, msg any) (T, err
 	}
 }
 
-// ToolCalled journals the tool_call record of one MCP call (actor
-// mcp:agent). With wait it returns once the record is durable; without, the
-// record is queued behind everything sent before it.
-func (s *System) ToolCalled(ctx context.Context, call *messages.ToolCalled, wait bool) error {
+// ToolCalled queues the tool_call record of one MCP call (actor
+// mcp:agent) and returns without waiting for the disk.
+//
+// For a read-only tool (durable false) the record goes out with the next
+// flush and nobody waits for it; wait is nil. For any other tool the record
+// is lazy (it starts no flush of its own) and wait blocks until it is
+// durable: the call's own record, journaled after it, carries it to disk in
+// the same fsync, so wait then returns at once; a call that wrote nothing
+// else makes wait force a flush. Either way a state-changing call costs one
+// fsync, not two in a row.
+func (s *System) ToolCalled(ctx context.Context, call *messages.ToolCalled, durable bool) (wait func(context.Context) error, err error) {
 	payload, err := json.Marshal(call)
 	if err != nil {
-		return messages.Internal(err)
+		return nil, messages.Internal(err)
 	}
 	e := wal.Entry{Type: uint16(messages.RecordToolCall), User: call.User, Actor: messages.ActorAgent, Payload: payload}
-	if !wait {
-		return s.JournalAsync(e)
+	if !durable {
+		return nil, s.journalAsync(e)
 	}
-	_, err = s.Journal(ctx, e)
-	return err
+	if s.health.isDown() {
+		return nil, messages.Internal(errors.New("journal: the journal has failed; refusing"))
+	}
+	e.Time = s.now().UTC()
+	reply := make(chan *AppendResponse, 1)
+	s.sys.Root.Send(s.journal, &AppendRequest{Entry: e, Reply: reply, Lazy: true})
+	return func(ctx context.Context) error {
+		select {
+		case res := <-reply:
+			return errOrNil(res.Err)
+		default:
+		}
+		s.sys.Root.Send(s.journal, &flushRequest{})
+		_, err := s.awaitAppend(ctx, reply)
+		return err
+	}, nil
 }

@@ -2,6 +2,7 @@ package actors
 
 import (
 	"cmp"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,28 +18,42 @@ import (
 	"github.com/guarded-exchange/guarded-exchange/wal"
 )
 
-// userCommand carries a command to a user actor with the journal actor
-// name of its origin (mcp:agent, cli:user, cli:admin), which the server sets
-// from the channel, never from the command.
+// userCommand carries a command to a user actor with its structured
+// origin, which the server sets from the channel, never from the command;
+// its journal actor and channel are journaled with every change.
 type userCommand struct {
+	ctx    context.Context // the caller's: bounds any venue step
 	cmd    messages.Command
-	origin string
-	// channel says where the command came from beyond its role, e.g.
-	// "socket uid=1000 pid=4242"; it is journaled with the change.
-	channel string
+	origin messages.Origin
 }
 
-// ensureUserRequest asks the users supervisor to make sure the user's actor
-// runs (user actors are spawned on first use). Answer: *ensureUserResponse.
+// decideAsk carries a DecideActionRequest with the caller's context.
+type decideAsk struct {
+	ctx context.Context
+	req *messages.DecideActionRequest
+}
+
+// lateRecord is a record that became durable for an earlier incarnation of
+// the user actor (it crashed while the write was in flight); the new one
+// applies it so its state matches the journal.
+type lateRecord struct{ rec wal.Record }
+
+// ensureUserRequest asks the users supervisor to make sure the user's actors
+// run (user actors are spawned on first use). Answer: *ensureUserResponse.
 type ensureUserRequest struct{ user string }
 
-type ensureUserResponse struct{ err *messages.Error }
+type ensureUserResponse struct {
+	pid *actor.PID // the user's supervisor: it forwards to the user actor
+	err *messages.Error
+}
+
+var errActorRestarted = errors.New("the user actor restarted while this request was in flight")
 
 // committed holds the last durable state of one user, for a restart. Only
 // the user actor writes it, after each journaled change; the actor's
 // producer reads it when the supervisor restarts the actor. The state is
-// never mutated in place (Apply replaces fields with new values), so a
-// shallow copy is a safe snapshot.
+// never mutated in place (Apply replaces fields and maps with new values),
+// so a shallow copy is a safe snapshot.
 type committed struct{ p atomic.Pointer[UserState] }
 
 func (c *committed) store(s *UserState) { cp := *s; c.p.Store(&cp) }
@@ -54,10 +69,11 @@ type queued struct {
 	sender *actor.PID
 }
 
-// serial gives an actor strict one-at-a-time decisions without blocking its
-// mailbox: while a journal write is in flight, later messages wait in a
-// FIFO (protoactor's Stash is LIFO and replays only on restart, so it is not
-// used), and run in order once the write is durable.
+// serial gives an actor strict one-at-a-time journal writes without
+// blocking its mailbox: while a write is in flight, later messages wait in
+// a FIFO (protoactor's Stash is LIFO and replays only on restart, so it is
+// not used), and run in order once the write is durable. Venue calls never
+// set busy: they are actions (actions.go).
 type serial struct {
 	busy  bool
 	queue []queued
@@ -80,21 +96,27 @@ type userDeps struct {
 	// the write may still become durable and the state could no longer be
 	// trusted to match the journal.
 	health *journalHealth
+	// registry maps each running user to its user actor (written by the
+	// users supervisor, read by System).
+	registry *userRegistry
 }
 
 // userActor is the thin shell around one user's UserState: it decides,
 // journals, applies and replies. Decisions for one user are strictly
-// ordered; different users run in parallel. Its child, the venue actor,
-// owns the REST client with the user's key.
+// ordered; different users run in parallel. Work that waits on the venue
+// is an action in the table (actions.go), never a blocked mailbox. Its
+// sibling under the user's supervisor, the venue actor, owns the session.
 type userActor struct {
 	*userDeps
-	state    *UserState
-	snap     *committed
-	venuePID *actor.PID // spawned with a generated name: a stopping one may still hold an old name
-	// channel is the channel of the message being handled; write journals
-	// it. Messages are handled one at a time (later ones wait while a
-	// write is in flight), so it always belongs to the current one.
-	channel string
+	state   *UserState
+	snap    *committed
+	actions map[uint64]*action
+	// replaced is set when this incarnation is being restarted: a journal
+	// write it started and that completes later is handed to the new one.
+	replaced bool
+	// recovering counts the open attempts still being reconciled at start;
+	// while it is above zero, writes wait (recovery.go).
+	recovering int
 	serial
 }
 
@@ -105,48 +127,54 @@ func (u *userActor) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		u.state = u.snap.load()
-		u.venuePID = nil
-	case *userCommand, *messages.DecideActionRequest, *crashRequest:
-		u.handle(ctx, m, ctx.Sender())
-	case messages.AccountRequest:
+		u.actions = map[uint64]*action{}
+		u.startRecovery(ctx)
+	case *actor.Restarting:
+		u.replaced = true
+		u.failInFlight(ctx)
+	case *lateRecord:
+		if ev, ok, err := DecodeEvent(messages.RecordType(m.rec.Type), m.rec.Payload); ok && err == nil {
+			u.commit(ev)
+		}
+	case *userCommand, *decideAsk, *accountAsk, *keyChecked, *orderLookedUp, *crashRequest:
 		u.handle(ctx, m, ctx.Sender())
 	}
 }
 
 // handle runs one message now, or queues it while a write is in flight.
 func (u *userActor) handle(ctx actor.Context, msg any, sender *actor.PID) {
-	if u.busy {
+	if u.busy || (u.recovering > 0 && holdsForRecovery(msg)) {
 		u.queue = append(u.queue, queued{msg, sender})
 		return
-	}
-	u.channel = ""
-	if uc, ok := msg.(*userCommand); ok {
-		u.channel = uc.channel
 	}
 	switch m := msg.(type) {
 	case *userCommand:
 		switch c := m.cmd.(type) {
 		case *messages.AddCredentialRequest:
-			u.addCredential(ctx, c, m.origin, sender)
+			u.addCredential(ctx, m, c, sender)
 		case *messages.RecheckCredentialRequest:
 			if e := u.refuseCredentialCommand(c.Environment); e != nil {
 				u.reply(ctx, sender, e)
 				return
 			}
-			u.recheck(ctx, m.origin, func(err *messages.Error) {
+			u.recheck(ctx, m, sender, func(a *action, err *messages.Error) {
 				if err != nil {
-					u.reply(ctx, sender, err)
+					u.finish(ctx, a, err)
 					return
 				}
-				u.reply(ctx, sender, u.state.credentialView(u.env))
+				u.finish(ctx, a, u.state.credentialView(u.env))
 			})
 		default:
 			u.command(ctx, m, sender)
 		}
-	case *messages.DecideActionRequest:
+	case *decideAsk:
 		u.decide(ctx, m, sender)
-	case messages.AccountRequest:
+	case *accountAsk:
 		u.accountRead(ctx, m, sender)
+	case *keyChecked:
+		u.onKeyChecked(m)
+	case *orderLookedUp:
+		u.onOrderLookedUp(ctx, m)
 	case *crashRequest:
 		panic("user: crash requested by test")
 	}
@@ -194,7 +222,7 @@ func (u *userActor) command(ctx actor.Context, m *userCommand, sender *actor.PID
 		}
 		u.commit(*ev)
 		if ev.Type == messages.RecordCredentialDeleted {
-			u.stopVenueActor(ctx)
+			u.toVenue(ctx, &rekey{}, nil)
 		}
 		if _, ok := m.cmd.(*messages.DeleteCredentialRequest); ok {
 			v := u.state.credentialView(u.env)
@@ -224,12 +252,17 @@ func (u *userActor) answer(cmd messages.Command, changed bool) any {
 	return v
 }
 
-func (u *userActor) decide(ctx actor.Context, r *messages.DecideActionRequest, sender *actor.PID) {
+func (u *userActor) decide(ctx actor.Context, m *decideAsk, sender *actor.PID) {
+	r := m.req
 	// Before a trading decision, a permission check older than an hour is
-	// done again (SPEC §11); an unverifiable key refuses the action.
+	// done again (SPEC §11); an unverifiable key refuses the action. The
+	// check is an action: the user's other messages flow meanwhile, and the
+	// decision is made on the state as it is when the check comes back.
 	if c, ok := u.state.credentialFor(u.env); ok && slices.Contains(messages.TradingTools, r.Tool) &&
 		u.now().Sub(c.CheckedAt) > permissionsMaxAge && u.state.Exists && !u.state.Disabled {
-		u.recheck(ctx, messages.ActorSystem, func(err *messages.Error) {
+		uc := &userCommand{ctx: m.ctx, origin: systemOrigin}
+		u.recheck(ctx, uc, sender, func(a *action, err *messages.Error) {
+			delete(u.actions, a.id)
 			if err != nil {
 				u.reply(ctx, sender, &messages.Decision{Err: err})
 				return
@@ -250,7 +283,7 @@ func (u *userActor) decideNow(ctx actor.Context, r *messages.DecideActionRequest
 	ev := Event{Type: messages.RecordOrderRefused, Payload: map[string]any{
 		"tool": r.Tool, "category": r.Category, "symbol": r.Symbol, "code": refusal.Code, "details": refusal.Details,
 	}}
-	u.write(ctx, ev, messages.ActorAgent, func(_ wal.Record, err error) {
+	u.write(ctx, ev, agentOrigin, func(_ wal.Record, err error) {
 		if err != nil {
 			u.reply(ctx, sender, messages.AsError(err))
 			return
@@ -260,18 +293,20 @@ func (u *userActor) decideNow(ctx actor.Context, r *messages.DecideActionRequest
 }
 
 // write journals ev and runs then once it is durable (or failed), on the
-// actor's goroutine. Messages arriving meanwhile are queued and run after.
-// State changes only in then, after the record is durable, so a failed
-// write leaves the state as it was.
-func (u *userActor) write(ctx actor.Context, ev Event, origin string, then afterJournal) {
+// actor's goroutine. Messages arriving meanwhile are queued and run after,
+// in order. State changes only in then, after the record is durable, so a
+// failed write leaves the state as it was. A write refused before it
+// starts calls then at once and leaves busy unset, so nothing can be
+// stranded in the queue: the queue only grows while busy, and only the
+// write's own continuation clears busy, and it drains.
+func (u *userActor) write(ctx actor.Context, ev Event, o messages.Origin, then afterJournal) {
+	origin := o.Actor()
 	if !originAllowed(ev, origin) {
 		then(wal.Record{}, refuseOrigin(ev, origin))
-		u.drain(ctx)
 		return
 	}
 	if u.health.isDown() {
 		then(wal.Record{}, messages.Internal(fmt.Errorf("journal: the journal has failed; refusing")))
-		u.drain(ctx)
 		return
 	}
 	payload, err := json.Marshal(ev.Payload)
@@ -281,10 +316,9 @@ func (u *userActor) write(ctx actor.Context, ev Event, origin string, then after
 	}
 	u.busy = true
 	f := ctx.RequestFuture(u.journal, &AppendRequest{Entry: wal.Entry{
-		Time: u.now().UTC(), Type: uint16(ev.Type), User: u.state.User, Actor: origin, Channel: u.channel, Payload: payload,
+		Time: u.now().UTC(), Type: uint16(ev.Type), User: u.state.User, Actor: origin, Channel: o.ChannelText(), Payload: payload,
 	}}, journalTimeout)
 	ctx.ReenterAfter(f, func(res any, ferr error) {
-		u.busy = false
 		var rec wal.Record
 		switch {
 		case ferr != nil:
@@ -296,16 +330,35 @@ func (u *userActor) write(ctx actor.Context, ev Event, origin string, then after
 		default:
 			rec = res.(*AppendResponse).Record
 		}
+		if u.replaced {
+			// This incarnation crashed while the write was in flight; its
+			// waiters were answered. A durable record still changes the
+			// state: hand it to the new incarnation.
+			if err == nil {
+				ctx.Send(ctx.Self(), &lateRecord{rec: rec})
+			}
+			return
+		}
+		u.busy = false
 		then(rec, err)
 		u.drain(ctx)
 	})
 }
 
-// drain runs queued messages until one starts another write.
+// drain runs queued messages, in order, until one starts another write.
+// During recovery, messages that wait for it stay queued, in order, and the
+// others run.
 func (u *userActor) drain(ctx actor.Context) {
 	for len(u.queue) > 0 && !u.busy {
-		q := u.queue[0]
-		u.queue = u.queue[1:]
+		i := 0
+		if u.recovering > 0 {
+			i = slices.IndexFunc(u.queue, func(q queued) bool { return !holdsForRecovery(q.msg) })
+			if i < 0 {
+				break
+			}
+		}
+		q := u.queue[i]
+		u.queue = slices.Delete(u.queue, i, i+1)
 		u.handle(ctx, q.msg, q.sender)
 	}
 	if len(u.queue) == 0 {
@@ -320,9 +373,10 @@ func summaryOf(s *UserState, venue messages.VenueLevel, env string) messages.Use
 	}
 }
 
-// usersActor supervises the user actors: it owns the set of users and
-// creates new ones (journaling user_created first). A user's actor is
-// spawned on first use, so start-up costs nothing per idle user.
+// usersActor supervises the per-user supervisors: it owns the set of users
+// and creates new ones (journaling user_created first). A user's actors are
+// spawned on first use, so start-up costs nothing per idle user; the
+// registry lets System reach a running user actor directly.
 //
 // holders outlives any one incarnation of this actor (it is created in
 // Start and handed to every incarnation by the producer, and only ever used
@@ -338,25 +392,27 @@ type usersActor struct {
 	serial
 }
 
-// ensure spawns the user's actor if it does not run.
-func (us *usersActor) ensure(ctx actor.Context, user string) *messages.Error {
+// ensure spawns the user's supervisor (and with it the user and venue
+// actors) if it does not run, and returns the supervisor, which forwards
+// what it is sent to the user actor.
+func (us *usersActor) ensure(ctx actor.Context, user string) (*actor.PID, *messages.Error) {
 	snap, ok := us.holders[user]
 	if !ok {
-		return &messages.Error{Code: messages.CodeNotFound, Message: "no such user", NextStep: "create it with `guarded-exchange admin user create`"}
+		return nil, &messages.Error{Code: messages.CodeNotFound, Message: "no such user", NextStep: "create it with `guarded-exchange admin user create`"}
 	}
-	if _, running := us.running[user]; running {
-		return nil
+	if pid, running := us.running[user]; running {
+		return pid, nil
 	}
 	deps := us.userDeps
 	props := actor.PropsFromProducer(func() actor.Actor {
-		return &userActor{userDeps: deps, snap: snap}
+		return &userSupervisor{deps: deps, snap: snap, user: user}
 	}, us.mw, actor.WithSupervisor(restartStrategy()))
-	pid, err := ctx.SpawnNamed(props, user)
+	sup, err := ctx.SpawnNamed(props, user)
 	if err != nil && !errors.Is(err, actor.ErrNameExists) {
-		return messages.Internal(err)
+		return nil, messages.Internal(err)
 	}
-	us.running[user] = pid
-	return nil
+	us.running[user] = sup
+	return sup, nil
 }
 
 func (us *usersActor) Receive(ctx actor.Context) {
@@ -364,12 +420,15 @@ func (us *usersActor) Receive(ctx actor.Context) {
 	case *actor.Started:
 		us.running = map[string]*actor.PID{}
 	case *ensureUserRequest:
-		ctx.Respond(&ensureUserResponse{err: us.ensure(ctx, m.user)})
+		pid, err := us.ensure(ctx, m.user)
+		ctx.Respond(&ensureUserResponse{pid: pid, err: err})
 	case *userCommand:
 		us.handle(ctx, m, ctx.Sender())
 	case *actor.Terminated:
-		delete(us.running, path.Base(m.Who.Id))
-		us.logger.Debug("user actor stopped", "actor", m.Who.Id)
+		user := path.Base(m.Who.Id)
+		delete(us.running, user)
+		us.registry.remove(user)
+		us.logger.Debug("user actors stopped", "actor", m.Who.Id)
 	}
 }
 
@@ -405,22 +464,23 @@ func (us *usersActor) handle(ctx actor.Context, m *userCommand, sender *actor.PI
 			return
 		}
 		if _, exists := us.holders[c.User]; exists {
-			if err := us.ensure(ctx, c.User); err != nil {
+			pid, err := us.ensure(ctx, c.User)
+			if err != nil {
 				reply(err)
 				return
 			}
-			ctx.RequestWithCustomSender(us.running[c.User], &userCommand{cmd: &messages.ShowPolicyRequest{User: c.User}, origin: m.origin}, sender)
+			ctx.RequestWithCustomSender(pid, &userCommand{ctx: m.ctx, cmd: &messages.ShowPolicyRequest{User: c.User}, origin: m.origin}, sender)
 			return
 		}
 		ev := NewUserEvent(c.User, messages.PolicySettings{})
-		if !originAllowed(ev, m.origin) {
-			reply(refuseOrigin(ev, m.origin))
+		if !originAllowed(ev, m.origin.Actor()) {
+			reply(refuseOrigin(ev, m.origin.Actor()))
 			return
 		}
 		payload, _ := json.Marshal(ev.Payload)
 		us.busy = true
 		f := ctx.RequestFuture(us.journal, &AppendRequest{Entry: wal.Entry{
-			Time: us.now().UTC(), Type: uint16(ev.Type), User: c.User, Actor: m.origin, Channel: m.channel, Payload: payload,
+			Time: us.now().UTC(), Type: uint16(ev.Type), User: c.User, Actor: m.origin.Actor(), Channel: m.origin.ChannelText(), Payload: payload,
 		}}, journalTimeout)
 		ctx.ReenterAfter(f, func(res any, err error) {
 			us.busy = false
@@ -468,24 +528,30 @@ func NewUserEvent(user string, ceiling messages.PolicySettings) Event {
 // Apply the live actors use. Pass OnRecord as wal.Options.OnRecord, then
 // hand the replay to Config.Users.
 //
-// Every user record is state-based: it carries the whole "after" value of
-// one part of the state (the ceiling, the own settings, the kill switch,
-// the disabled flag), and Apply assigns it. So only the last record of each
-// part can matter, and OnRecord keeps just that one (undecoded) per user and
-// part; the final Apply runs over the survivors in journal order.
+// User records come in two kinds (replayKind):
+//   - whole-value records carry the whole "after" value of one part of the
+//     state (the ceiling, the own settings, the kill switch, the disabled
+//     flag), and Apply assigns it. Only the last record of each part can
+//     matter, so OnRecord keeps just that one (undecoded) per user and part;
+//   - event records add to many-record state (credentials by environment,
+//     order attempts and outcomes: the open attempts, the 24 h idempotency
+//     table, the rolling counters). Every one is kept and applied in order;
+//     their windows are applied by Apply and, at the end, as of now.
+//
+// The final Apply runs over the survivors in journal order.
 // TestCompactedReplayEqualsFullReplay proves the result is the same as
-// applying every record. Record types that are not state-based must not be
-// added to statePart.
+// applying every record. A record type whose effect depends on records
+// before it must be an event record, never a whole-value one.
 type UserReplay struct {
 	users map[string]*replayUser
 	err   error
 }
 
 // replayUser is what the journal said last about each part of one user,
-// and every record of the kinds that are applied in full (credentials).
+// and every event record.
 type replayUser struct {
-	parts [numStateParts]*replayRecord
-	all   []*replayRecord
+	parts  [numStateParts]*replayRecord
+	events []*replayRecord
 }
 
 type replayRecord struct {
@@ -531,7 +597,7 @@ func (r *UserReplay) OnRecord(rec wal.Record) error {
 	if typ == messages.RecordUserCreated {
 		part, ok = partCreated, true
 	}
-	full := typ == messages.RecordCredentialAdded || typ == messages.RecordCredentialDeleted || typ == messages.RecordCredentialChecked
+	full := isEventRecord(typ)
 	if !ok && !full {
 		return nil
 	}
@@ -544,7 +610,7 @@ func (r *UserReplay) OnRecord(rec wal.Record) error {
 		r.users[rec.User] = u
 	}
 	if full {
-		u.all = append(u.all, &replayRecord{seq: rec.Seq, typ: typ, payload: append([]byte(nil), rec.Payload...)})
+		u.events = append(u.events, &replayRecord{seq: rec.Seq, typ: typ, payload: append([]byte(nil), rec.Payload...)})
 		return nil
 	}
 	u.parts[part] = &replayRecord{seq: rec.Seq, typ: typ, payload: append([]byte(nil), rec.Payload...)}
@@ -555,12 +621,32 @@ func (r *UserReplay) OnRecord(rec wal.Record) error {
 	return nil
 }
 
-// states applies the surviving records of each user, in journal order.
-func (r *UserReplay) states() (map[string]*UserState, error) {
+// isEventRecord reports whether replay applies every record of type t
+// (the record table's ReplayEvent).
+func isEventRecord(t messages.RecordType) bool {
+	return int(t) < len(eventRecord) && eventRecord[t]
+}
+
+// eventRecord is the record table's ReplayEvent column by type number,
+// read for every record at start.
+var eventRecord = func() []bool {
+	var out []bool
+	for _, info := range messages.RecordTypes {
+		for int(info.Type) >= len(out) {
+			out = append(out, false)
+		}
+		out[info.Type] = info.Replay == messages.ReplayEvent
+	}
+	return out
+}()
+
+// states applies the surviving records of each user, in journal order,
+// then the time windows as of now.
+func (r *UserReplay) states(now time.Time) (map[string]*UserState, error) {
 	out := make(map[string]*UserState, len(r.users))
 	for name, u := range r.users {
-		recs := make([]*replayRecord, 0, numStateParts+len(u.all))
-		recs = append(recs, u.all...)
+		recs := make([]*replayRecord, 0, numStateParts+len(u.events))
+		recs = append(recs, u.events...)
 		for _, p := range u.parts {
 			if p != nil && !slices.Contains(recs, p) {
 				recs = append(recs, p)
@@ -576,6 +662,7 @@ func (r *UserReplay) states() (map[string]*UserState, error) {
 			s.Apply(ev)
 		}
 		if s.Exists {
+			s.prune(now)
 			out[name] = s
 		}
 	}
@@ -583,8 +670,8 @@ func (r *UserReplay) states() (map[string]*UserState, error) {
 }
 
 // holders returns the committed state of every created user.
-func (r *UserReplay) holders() (map[string]*committed, error) {
-	states, err := r.states()
+func (r *UserReplay) holders(now time.Time) (map[string]*committed, error) {
+	states, err := r.states(now)
 	if err != nil {
 		return nil, err
 	}

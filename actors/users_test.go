@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -471,10 +472,20 @@ func TestCompactedReplayEqualsFullReplay(t *testing.T) {
 		full := map[string]*UserState{}
 		replay := NewUserReplay()
 		seq := uint64(0)
+		at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+		type snapshot struct {
+			c    *committed
+			want string
+		}
+		var snaps []snapshot
 		emit := func(user string, ev Event) {
 			seq++
 			payload, _ := json.Marshal(ev.Payload)
-			if err := replay.OnRecord(wal.Record{Seq: seq, Type: uint16(ev.Type), User: user, Actor: messages.ActorCLIAdmin, Payload: payload}); err != nil {
+			actor := messages.ActorCLIAdmin
+			if ev.Type == messages.RecordOrderAttempt || ev.Type == messages.RecordOrderOutcome {
+				actor = messages.ActorAgent
+			}
+			if err := replay.OnRecord(wal.Record{Seq: seq, Type: uint16(ev.Type), User: user, Actor: actor, Payload: payload}); err != nil {
 				t.Fatal(err)
 			}
 			back, _, err := DecodeEvent(ev.Type, payload)
@@ -485,6 +496,37 @@ func TestCompactedReplayEqualsFullReplay(t *testing.T) {
 				full[user] = newUserState(user)
 			}
 			full[user].Apply(back)
+			if rng.IntN(5) == 0 {
+				// A committed snapshot must not change when later
+				// events are applied (copy on write).
+				c := &committed{}
+				c.store(full[user])
+				b, _ := json.Marshal(c.load())
+				snaps = append(snaps, snapshot{c, string(b)})
+			}
+		}
+		var open []string // client order ids of open attempts
+		order := func(u string) {
+			at = at.Add(time.Duration(rng.IntN(6*3600)) * time.Second)
+			if len(open) > 0 && rng.IntN(2) == 0 {
+				i := rng.IntN(len(open))
+				id := open[i]
+				open = slices.Delete(open, i, i+1)
+				status := []string{messages.OutcomeAccepted, messages.OutcomeRejected, messages.OutcomeNotFound}[rng.IntN(3)]
+				emit(id[:1], Event{messages.RecordOrderOutcome, messages.OrderOutcomeEvent{ClientOrderID: id, At: at, Status: status}})
+				return
+			}
+			id := fmt.Sprintf("%s-gx-%d", u, seq)
+			open = append(open, id)
+			key := ""
+			if rng.IntN(2) == 0 {
+				key = fmt.Sprintf("k%d", rng.IntN(5))
+			}
+			emit(u, Event{messages.RecordOrderAttempt, messages.OrderAttemptEvent{
+				ClientOrderID: id, At: at, Category: messages.CategoryLinear, Symbol: "BTCUSDT",
+				NotionalUSDT: decimal.NewFromInt(int64(1 + rng.IntN(500))), RiskIncreasing: rng.IntN(3) > 0,
+				Confirmed: rng.IntN(2) == 0, IdempotencyKey: key, ArgsSHA256: fmt.Sprint(rng.IntN(3)),
+			}})
 		}
 		// A record of another type in between must not matter.
 		for range 40 {
@@ -494,7 +536,9 @@ func TestCompactedReplayEqualsFullReplay(t *testing.T) {
 				continue
 			}
 			settings := messages.PolicySettings{MaxPending: intp(rng.IntN(9)), MaxLeverage: dec(fmt.Sprint(1 + rng.IntN(20)))}
-			switch rng.IntN(6) {
+			switch rng.IntN(8) {
+			case 6, 7:
+				order(u)
 			case 0:
 				emit(u, Event{messages.RecordPolicyCeilingSet, messages.PolicyChangedEvent{After: settings}})
 			case 1:
@@ -513,7 +557,8 @@ func TestCompactedReplayEqualsFullReplay(t *testing.T) {
 			seq++
 			replay.OnRecord(wal.Record{Seq: seq, Type: uint16(messages.RecordToolCall), User: u, Payload: []byte(`{}`)})
 		}
-		got, err := replay.states()
+		now := at.Add(time.Duration(rng.IntN(30*3600)) * time.Second)
+		got, err := replay.states(now)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -522,10 +567,16 @@ func TestCompactedReplayEqualsFullReplay(t *testing.T) {
 			if g == nil {
 				t.Fatalf("round %d: user %s missing", round, u)
 			}
-			a, _ := json.Marshal(want.View(messages.VenuePaper, "paper"))
-			b, _ := json.Marshal(g.View(messages.VenuePaper, "paper"))
+			want.prune(now)
+			a, _ := json.Marshal(want)
+			b, _ := json.Marshal(g)
 			if string(a) != string(b) {
 				t.Fatalf("round %d user %s:\nfull      %s\ncompacted %s", round, u, a, b)
+			}
+		}
+		for i, sn := range snaps {
+			if b, _ := json.Marshal(sn.c.load()); string(b) != sn.want {
+				t.Fatalf("round %d: committed snapshot %d changed after later events:\nthen %s\nnow  %s", round, i, sn.want, b)
 			}
 		}
 		if len(got) != len(full) {
@@ -554,7 +605,7 @@ func TestForgedOriginsAreRefused(t *testing.T) {
 		t.Fatalf("agent created a user: %v", err)
 	}
 	// Forged: append kill_switch_off {admin -> none} as mcp:agent.
-	if _, err := ts.JournalJSON(context.Background(), messages.RecordKillSwitchOff, "wes", messages.ActorAgent,
+	if _, err := ts.journalJSON(context.Background(), messages.RecordKillSwitchOff, "wes", messages.ActorAgent,
 		messages.KillSwitchEvent{Before: messages.KillSwitchAdmin, After: messages.KillSwitchNone}); err != nil {
 		t.Fatal(err)
 	}
@@ -563,5 +614,45 @@ func TestForgedOriginsAreRefused(t *testing.T) {
 	_, _, err := wal.Open(dir, wal.Options{OnRecord: replay.OnRecord})
 	if err == nil || !strings.Contains(err.Error(), "kill_switch_off") || !strings.Contains(err.Error(), "mcp:agent") {
 		t.Fatalf("a forged kill_switch_off did not refuse start: %v", err)
+	}
+}
+
+// The record table and the replay code agree: every type replay keeps is
+// decoded, every whole-value type has a state part, and nothing else is
+// decoded as user state. A direct journal write refuses every type that is
+// not the server's own.
+func TestRecordTableMatchesReplay(t *testing.T) {
+	for _, info := range messages.RecordTypes {
+		_, decoded, _ := DecodeEvent(info.Type, []byte(`{}`))
+		_, whole := statePart(info.Type)
+		whole = whole || info.Type == messages.RecordUserCreated
+		switch info.Replay {
+		case messages.ReplayNone:
+			if decoded || whole {
+				t.Errorf("%s: an audit record is replayed", info.Name)
+			}
+		case messages.ReplayWhole:
+			if !decoded || !whole {
+				t.Errorf("%s: a whole-value record without a decoder or state part", info.Name)
+			}
+		case messages.ReplayEvent:
+			if !decoded || whole || !isEventRecord(info.Type) {
+				t.Errorf("%s: an event record is not replayed in full", info.Name)
+			}
+		}
+	}
+	ts := startUsers(t, t.TempDir())
+	ctx := context.Background()
+	for _, info := range messages.RecordTypes {
+		_, err := ts.JournalJSON(ctx, info.Type, "", messages.ActorSystem, map[string]any{})
+		if (err == nil) != (info.Writer == messages.WriterSystem) {
+			t.Errorf("JournalJSON(%s): %v", info.Name, err)
+		}
+	}
+	if _, err := ts.JournalJSON(ctx, messages.RecordServerStarted, "", messages.ActorAgent, map[string]any{}); err == nil {
+		t.Error("JournalJSON wrote a system record under the agent's name")
+	}
+	if _, err := ts.JournalJSON(ctx, messages.RecordServerStarted, "kim", messages.ActorSystem, map[string]any{}); err == nil {
+		t.Error("JournalJSON wrote a system record for a user")
 	}
 }

@@ -24,22 +24,14 @@ type UserState struct {
 	// Credentials are the user's exchange keys by environment, sealed.
 	Credentials map[string]Credential
 
-	// Placeholders the action path fills in later issues: the idempotency
-	// table, pending confirmations and the rolling counters. They are part
-	// of the state so that snapshots and replay carry them from the start.
+	// Order state rebuilt from event records (orders.go): the open
+	// attempts (order_attempt without an order_outcome), the 24 h
+	// idempotency table and the rolling counters. Maps and slices are
+	// replaced, never changed in place, so committed snapshots stay exact.
+	Attempts    map[string]Attempt
 	Idempotency map[string]IdempotencyEntry
-	Pending     map[string]PendingConfirmation
 	Counters    RollingCounters
 }
-
-// IdempotencyEntry will record the first answer to an idempotency key.
-type IdempotencyEntry struct{}
-
-// PendingConfirmation will record an action parked for a human.
-type PendingConfirmation struct{}
-
-// RollingCounters will hold the daily notional and the rate windows.
-type RollingCounters struct{}
 
 // Event is one journaled change: its record type and typed payload.
 type Event struct {
@@ -189,7 +181,7 @@ func (s *UserState) refuseDisabled() error {
 // Apply changes the state from a journaled event. It is the only code that
 // changes a UserState, live or during replay.
 func (s *UserState) Apply(ev Event) {
-	if s.applyCredential(ev) {
+	if s.applyCredential(ev) || s.applyOrder(ev) {
 		return
 	}
 	switch p := ev.Payload.(type) {
@@ -214,6 +206,9 @@ func (s *UserState) Apply(ev Event) {
 // ok is false for record types that do not change user state.
 func DecodeEvent(typ messages.RecordType, payload []byte) (Event, bool, error) {
 	if ev, ok, err := decodeCredentialEvent(typ, payload); ok {
+		return ev, ok, err
+	}
+	if ev, ok, err := decodeOrderEvent(typ, payload); ok {
 		return ev, ok, err
 	}
 	var p any

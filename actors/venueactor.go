@@ -2,7 +2,6 @@ package actors
 
 import (
 	"context"
-	"log/slog"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -16,89 +15,139 @@ import (
 type ClientFactory func(apiKey, apiSecret string) (*venue.Client, error)
 
 // checkKeyRequest asks the venue actor what a key may do
-// (/v5/user/query-api). Answer: *checkKeyResponse.
+// (/v5/user/query-api) as one step of the user actor's action. It is a
+// step whose outcome is journaled, so the outcome goes back to the user
+// actor as a *keyChecked event, never to the original caller.
 type checkKeyRequest struct {
+	action    uint64
+	ctx       context.Context // the caller's: cancellation and deadline
 	apiKey    string
 	apiSecret messages.Secret
 }
 
-type checkKeyResponse struct {
-	info *messages.APIKeyInfo
-	err  *messages.Error
+// keyChecked is the outcome of a checkKeyRequest, sent to the user actor.
+type keyChecked struct {
+	action uint64
+	info   *messages.APIKeyInfo
+	err    *messages.Error
 }
 
-// venueActor is the one path from a user to the venue with that user's
-// key: it owns the signed REST client (one actor per user and venue, a
-// child of the user actor). Each request runs on its own goroutine with a
-// deadline and answers the original requester, so the mailbox never waits
-// on the network.
+// accountAsk is an account read with the caller's context. Reads answer the
+// caller directly: they change nothing, so nothing is journaled.
+type accountAsk struct {
+	ctx context.Context
+	req messages.AccountRequest
+}
+
+// rekey tells the venue actor that the user's stored key changed: it
+// rebuilds its session from the committed state.
+type rekey struct{}
+
+// venueActor owns one user's venue session (one actor per user and venue,
+// a sibling of the user actor under the user's supervisor). Each call runs
+// on its own goroutine with the caller's context and the request timeout,
+// so the mailbox never waits on the network. Outcomes of steps that are
+// journaled (key checks now, orders later) go back to the user actor as
+// events; reads answer the caller directly.
 type venueActor struct {
-	client  *venue.Client   // nil until the user has a key
-	keyErr  *messages.Error // why client is nil although a key is stored
-	factory ClientFactory
-	timeout time.Duration
-	logger  *slog.Logger
+	*userDeps
+	snap    *committed
+	session venue.Session   // nil until the user has a key
+	keyErr  *messages.Error // why session is nil although a key is stored
 }
 
 func (v *venueActor) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
+	case *actor.Started, *rekey:
+		v.openSession()
 	case *checkKeyRequest:
-		v.serve(ctx, func(c context.Context) any {
-			client, err := v.factory(m.apiKey, m.apiSecret.Reveal())
+		userPID, factory, timeout := ctx.Sender(), v.factory, v.timeout
+		if userPID == nil {
+			return
+		}
+		offMailbox(ctx, v.logger, m.ctx, timeout, userPID, func(c context.Context) any {
+			out := &keyChecked{action: m.action}
+			client, err := factory(m.apiKey, m.apiSecret.Reveal())
 			if err != nil {
-				return &checkKeyResponse{err: messages.AsError(err)}
+				out.err = messages.AsError(err)
+				return out
 			}
-			info, err := client.QueryAPIKey(c)
-			return &checkKeyResponse{info: info, err: messages.AsError(err)}
-		})
-	case *messages.GetBalancesRequest:
-		v.serveRead(ctx, func(c context.Context) (any, error) { return v.client.WalletBalance(c) })
-	case *messages.GetPositionsRequest:
-		v.serveRead(ctx, func(c context.Context) (any, error) {
-			p, err := v.client.Positions(c, venue.PositionQuery{Category: messages.CategoryLinear, Symbol: m.Symbol, Limit: m.Limit, Cursor: m.Cursor})
-			return &p, err
-		})
-	case *messages.GetOpenOrdersRequest:
-		v.serveRead(ctx, func(c context.Context) (any, error) {
-			p, err := v.client.OpenOrders(c, venue.OrderQuery{Category: m.Category, Symbol: m.Symbol, Limit: m.Limit, Cursor: m.Cursor})
-			return &p, err
-		})
-	case *messages.GetOrderHistoryRequest:
-		v.serveRead(ctx, func(c context.Context) (any, error) {
-			p, err := v.client.OrderHistory(c, venue.HistoryQuery{Category: m.Category, Symbol: m.Symbol, Start: m.Start, End: m.End, Limit: m.Limit, Cursor: m.Cursor})
-			return &p, err
-		})
-	case *messages.GetTradesRequest:
-		v.serveRead(ctx, func(c context.Context) (any, error) {
-			p, err := v.client.Executions(c, venue.HistoryQuery{Category: m.Category, Symbol: m.Symbol, Start: m.Start, End: m.End, Limit: m.Limit, Cursor: m.Cursor})
-			return &p, err
-		})
+			out.info, err = client.QueryAPIKey(c)
+			out.err = messages.AsError(err)
+			return out
+		}, func(err *messages.Error) any { return &keyChecked{action: m.action, err: err} })
+	case *accountAsk:
+		v.read(ctx, m)
+	case *lookupOrderRequest:
+		v.lookup(ctx, m)
+	case *crashRequest:
+		panic("venue: crash requested by test")
 	}
 }
 
-// serveRead runs a signed read; without a client (no key) it refuses.
-func (v *venueActor) serveRead(ctx actor.Context, call func(context.Context) (any, error)) {
-	if v.client == nil {
-		if s := ctx.Sender(); s != nil {
-			if v.keyErr != nil {
-				ctx.Respond(v.keyErr)
-			} else {
-				ctx.Respond(noKeyError())
-			}
+// openSession builds the session from the user's committed key.
+func (v *venueActor) openSession() {
+	v.session, v.keyErr = nil, nil
+	s := v.snap.load()
+	c, ok := s.credentialFor(v.env)
+	if !ok {
+		return
+	}
+	apiKey, secret, err := openCredential(v.masterKey, s.User, c)
+	if err != nil {
+		v.keyErr = err
+		v.logger.Warn("stored key cannot be opened", "user", s.User, "credential_id", c.ID)
+		return
+	}
+	client, cerr := v.factory(apiKey, secret)
+	if cerr != nil {
+		v.keyErr = messages.AsError(cerr)
+		return
+	}
+	v.session = client
+}
+
+// read serves one account read; without a session (no key) it refuses.
+func (v *venueActor) read(ctx actor.Context, m *accountAsk) {
+	sender := ctx.Sender()
+	if sender == nil {
+		return
+	}
+	if v.session == nil {
+		if v.keyErr != nil {
+			ctx.Respond(v.keyErr)
+		} else {
+			ctx.Respond(noKeyError())
 		}
 		return
 	}
-	v.serve(ctx, func(c context.Context) any {
+	s := v.session
+	call := func(c context.Context) (any, error) {
+		switch r := m.req.(type) {
+		case *messages.GetBalancesRequest:
+			return s.WalletBalance(c)
+		case *messages.GetPositionsRequest:
+			p, err := s.Positions(c, venue.PositionQuery{Category: messages.CategoryLinear, Symbol: r.Symbol, Limit: r.Limit, Cursor: r.Cursor})
+			return &p, err
+		case *messages.GetOpenOrdersRequest:
+			p, err := s.OpenOrders(c, venue.OrderQuery{Category: r.Category, Symbol: r.Symbol, Limit: r.Limit, Cursor: r.Cursor})
+			return &p, err
+		case *messages.GetOrderHistoryRequest:
+			p, err := s.OrderHistory(c, venue.HistoryQuery{Category: r.Category, Symbol: r.Symbol, Start: r.Start, End: r.End, Limit: r.Limit, Cursor: r.Cursor})
+			return &p, err
+		case *messages.GetTradesRequest:
+			p, err := s.Executions(c, venue.HistoryQuery{Category: r.Category, Symbol: r.Symbol, Start: r.Start, End: r.End, Limit: r.Limit, Cursor: r.Cursor})
+			return &p, err
+		}
+		return nil, messages.InvalidParams("type", "not an account read")
+	}
+	offMailbox(ctx, v.logger, m.ctx, v.timeout, sender, func(c context.Context) any {
 		res, err := call(c)
 		if err != nil {
 			return messages.AsError(err)
 		}
 		return res
-	})
-}
-
-func (v *venueActor) serve(ctx actor.Context, call func(context.Context) any) {
-	serveOffMailbox(ctx, v.logger, v.timeout, call)
+	}, func(err *messages.Error) any { return err })
 }
 
 func noKeyError() *messages.Error {
@@ -107,4 +156,12 @@ func noKeyError() *messages.Error {
 		Message:  "no exchange key is stored for this user and venue",
 		NextStep: "add a key with `guarded-exchange keys add`, outside the chat",
 	}
+}
+
+// venueTimeout bounds one venue call by the caller's context and timeout.
+func venueTimeout(parent context.Context, timeout time.Duration) (context.Context, context.CancelFunc) {
+	if parent == nil {
+		parent = context.Background()
+	}
+	return context.WithTimeout(parent, timeout)
 }

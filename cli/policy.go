@@ -7,120 +7,79 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"regexp"
-	"strconv"
+	"reflect"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/alecthomas/kong"
-	"github.com/shopspring/decimal"
-
 	"github.com/guarded-exchange/guarded-exchange/messages"
 )
 
-// PolicyFlags mirror the SPEC §6 fields. An empty flag is not set.
+// PolicyFlags mirror the SPEC §6 fields. An empty flag is not set. Each
+// flag's name is its field's Flag in messages.PolicyFieldTable, and its help
+// text comes from there too (PolicyVars); Settings parses every flag
+// through the table, so a field is described in one place.
 type PolicyFlags struct {
-	Profile               string   `help:"read_only or trade" enum:",read_only,trade" default:""`
-	Allow                 []string `help:"category:SYMBOL entries, repeatable or comma-separated; 'none' for an empty list" sep:"," placeholder:"linear:BTCUSDT"`
-	MaxOrderNotional      string   `name:"max-order-notional" help:"max_order_notional_usdt" placeholder:"USDT"`
-	MaxLeverage           string   `name:"max-leverage" help:"max_leverage" placeholder:"X"`
-	SlippagePct           string   `name:"slippage-pct" help:"slippage_pct (at most 3)" placeholder:"PCT"`
-	Confirm               string   `name:"confirm" help:"trading tools that need confirmation, comma-separated, or 'none'" placeholder:"TOOLS"`
-	ConfirmAboveNotional  string   `name:"confirm-above-notional" help:"confirm_above_notional_usdt" placeholder:"USDT"`
-	ConfirmationTTL       string   `name:"confirmation-ttl" help:"confirmation_ttl_s (10-600)" placeholder:"SECONDS"`
-	TrustClientUI         string   `name:"trust-client-ui" help:"trust_client_ui: true or false" enum:",true,false" default:""`
-	MaxPending            string   `name:"max-pending" help:"max_pending" placeholder:"N"`
-	DailyNotionalCap      string   `name:"daily-notional-cap" help:"daily_notional_cap_usdt" placeholder:"USDT"`
-	MaxUnconfirmedPerHour string   `name:"max-unconfirmed-per-hour" help:"max_unconfirmed_actions_per_hour" placeholder:"N"`
-	MaxOrdersPerMinute    string   `name:"max-orders-per-minute" help:"max_orders_per_minute" placeholder:"N"`
-	VenueCeiling          string   `name:"venue-ceiling" help:"venue_ceiling: paper, demo or live" enum:",paper,demo,live" default:""`
+	Profile               string   `name:"profile" help:"${policy_help_profile}" enum:",read_only,trade" default:""`
+	Allow                 []string `name:"allow" help:"${policy_help_allow}" sep:"," placeholder:"linear:BTCUSDT"`
+	MaxOrderNotional      string   `name:"max-order-notional" help:"${policy_help_max_order_notional_usdt}" placeholder:"USDT"`
+	MaxLeverage           string   `name:"max-leverage" help:"${policy_help_max_leverage}" placeholder:"X"`
+	SlippagePct           string   `name:"slippage-pct" help:"${policy_help_slippage_pct}" placeholder:"PCT"`
+	Confirm               string   `name:"confirm" help:"${policy_help_confirm_actions}" placeholder:"TOOLS"`
+	ConfirmAboveNotional  string   `name:"confirm-above-notional" help:"${policy_help_confirm_above_notional_usdt}" placeholder:"USDT"`
+	ConfirmationTTL       string   `name:"confirmation-ttl" help:"${policy_help_confirmation_ttl_s}" placeholder:"SECONDS"`
+	TrustClientUI         string   `name:"trust-client-ui" help:"${policy_help_trust_client_ui}" enum:",true,false" default:""`
+	MaxPending            string   `name:"max-pending" help:"${policy_help_max_pending}" placeholder:"N"`
+	DailyNotionalCap      string   `name:"daily-notional-cap" help:"${policy_help_daily_notional_cap_usdt}" placeholder:"USDT"`
+	MaxUnconfirmedPerHour string   `name:"max-unconfirmed-per-hour" help:"${policy_help_max_unconfirmed_actions_per_hour}" placeholder:"N"`
+	MaxOrdersPerMinute    string   `name:"max-orders-per-minute" help:"${policy_help_max_orders_per_minute}" placeholder:"N"`
+	VenueCeiling          string   `name:"venue-ceiling" help:"${policy_help_venue_ceiling}" enum:",paper,demo,live" default:""`
 }
 
-var plainDecimal = regexp.MustCompile(`^[0-9]{1,12}(\.[0-9]{1,12})?$`)
+// PolicyVars are the kong variables that give every policy flag its help
+// text from the field table.
+func PolicyVars() kong.Vars {
+	v := kong.Vars{}
+	for _, f := range messages.PolicyFieldTable {
+		v["policy_help_"+f.Name] = f.Help
+	}
+	return v
+}
 
-// Settings turns the flags into typed settings; a malformed value is
-// invalid_params naming the field.
+// flagValues maps each policy flag name (its kong name tag) to the value
+// given, "" when not given.
+func (f *PolicyFlags) flagValues() map[string]string {
+	out := map[string]string{}
+	rv := reflect.ValueOf(f).Elem()
+	rt := rv.Type()
+	for i := range rt.NumField() {
+		name := rt.Field(i).Tag.Get("name")
+		switch v := rv.Field(i).Interface().(type) {
+		case string:
+			out[name] = v
+		case []string:
+			out[name] = strings.Join(v, ",")
+			if len(v) > 0 && out[name] == "" {
+				out[name] = "none"
+			}
+		}
+	}
+	return out
+}
+
+// Settings turns the flags into typed settings through the field table; a
+// malformed value is invalid_params naming the field.
 func (f *PolicyFlags) Settings() (messages.PolicySettings, error) {
 	var s messages.PolicySettings
-	dec := func(field, v string) (*decimal.Decimal, error) {
+	values := f.flagValues()
+	for _, field := range messages.PolicyFieldTable {
+		v := values[field.Flag]
 		if v == "" {
-			return nil, nil
+			continue
 		}
-		if !plainDecimal.MatchString(v) {
-			return nil, messages.InvalidParams(field, "must be a plain decimal such as 250 or 0.5")
+		if e := field.Parse(v, &s); e != nil {
+			return s, e
 		}
-		d := decimal.RequireFromString(v)
-		return &d, nil
-	}
-	num := func(field, v string) (*int, error) {
-		if v == "" {
-			return nil, nil
-		}
-		n, err := strconv.Atoi(v)
-		if err != nil {
-			return nil, messages.InvalidParams(field, "must be a whole number")
-		}
-		return &n, nil
-	}
-	var err error
-	if f.Profile != "" {
-		p := messages.Profile(f.Profile)
-		s.Profile = &p
-	}
-	if len(f.Allow) > 0 {
-		allow := []string{}
-		for _, a := range f.Allow {
-			if a != "none" && a != "" {
-				allow = append(allow, a)
-			}
-		}
-		s.Allow = &allow
-	}
-	if s.MaxOrderNotionalUSDT, err = dec("max_order_notional_usdt", f.MaxOrderNotional); err != nil {
-		return s, err
-	}
-	if s.MaxLeverage, err = dec("max_leverage", f.MaxLeverage); err != nil {
-		return s, err
-	}
-	if s.SlippagePct, err = dec("slippage_pct", f.SlippagePct); err != nil {
-		return s, err
-	}
-	if f.Confirm != "" {
-		actions := []string{}
-		if f.Confirm != "none" {
-			for _, a := range strings.Split(f.Confirm, ",") {
-				if a = strings.TrimSpace(a); a != "" {
-					actions = append(actions, a)
-				}
-			}
-		}
-		s.ConfirmActions = &actions
-	}
-	if s.ConfirmAboveNotionalUSDT, err = dec("confirm_above_notional_usdt", f.ConfirmAboveNotional); err != nil {
-		return s, err
-	}
-	if s.ConfirmationTTLS, err = num("confirmation_ttl_s", f.ConfirmationTTL); err != nil {
-		return s, err
-	}
-	if f.TrustClientUI != "" {
-		b := f.TrustClientUI == "true"
-		s.TrustClientUI = &b
-	}
-	if s.MaxPending, err = num("max_pending", f.MaxPending); err != nil {
-		return s, err
-	}
-	if s.DailyNotionalCapUSDT, err = dec("daily_notional_cap_usdt", f.DailyNotionalCap); err != nil {
-		return s, err
-	}
-	if s.MaxUnconfirmedActionsPerHour, err = num("max_unconfirmed_actions_per_hour", f.MaxUnconfirmedPerHour); err != nil {
-		return s, err
-	}
-	if s.MaxOrdersPerMinute, err = num("max_orders_per_minute", f.MaxOrdersPerMinute); err != nil {
-		return s, err
-	}
-	if f.VenueCeiling != "" {
-		v := messages.VenueLevel(f.VenueCeiling)
-		s.VenueCeiling = &v
 	}
 	if len(s.Fields()) == 0 {
 		return s, &ExitError{Code: ExitCannot, Err: errors.New("give at least one policy flag (see --help)")}
@@ -240,9 +199,9 @@ func (c *ResetOverridesCmd) Run(ctx context.Context, kctx *kong.Context, g *Glob
 		return nil
 	}
 	fmt.Fprintf(io.Out, "will remove from %s's own settings:\n", g.User)
-	ownJSON := fieldValues(own)
-	for _, f := range remove {
-		fmt.Fprintf(io.Out, "  %-34s %s\n", f, ownJSON[f])
+	for _, name := range remove {
+		f, _ := messages.PolicyFieldByName(name)
+		fmt.Fprintf(io.Out, "  %-34s %s\n", name, f.ShowSet(own))
 	}
 	if err := confirm(io, "Remove these settings?", c.Yes); err != nil {
 		return err
@@ -387,39 +346,12 @@ func printView(w io.Writer, v *messages.PolicyView) {
 	default:
 		fmt.Fprintln(w, "no change")
 	}
-	eff, ceil, own := fieldValues(v.Effective), fieldValues(v.Ceiling), fieldValues(v.Own)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "FIELD\tEFFECTIVE\tCEILING\tOWN")
-	for _, f := range messages.PolicyFields {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", f, eff[f], orDash(ceil[f]), orDash(own[f]))
+	for _, f := range messages.PolicyFieldTable {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", f.Name, f.Show(v.Effective), orDash(f.ShowSet(v.Ceiling)), orDash(f.ShowSet(v.Own)))
 	}
 	tw.Flush()
-}
-
-// fieldValues renders each field of a policy value as plain text.
-func fieldValues(v any) map[string]string {
-	raw, _ := json.Marshal(v)
-	var m map[string]json.RawMessage
-	_ = json.Unmarshal(raw, &m)
-	out := map[string]string{}
-	for k, r := range m {
-		var s string
-		if json.Unmarshal(r, &s) == nil {
-			out[k] = s
-			continue
-		}
-		var list []string
-		if json.Unmarshal(r, &list) == nil {
-			if len(list) == 0 {
-				out[k] = "(none)"
-			} else {
-				out[k] = strings.Join(list, ",")
-			}
-			continue
-		}
-		out[k] = string(r)
-	}
-	return out
 }
 
 func orDash(s string) string {

@@ -20,6 +20,7 @@ func Main(ctx context.Context, args []string, rt Runtime, io IO, version string)
 		kong.Writers(io.Out, io.Err),
 		kong.Exit(func(code int) { exited = code; panic(exitPanic{}) }),
 		kong.Vars{"version": version},
+		PolicyVars(),
 		kong.BindTo(ctx, (*context.Context)(nil)),
 		kong.BindTo(rt, (*Runtime)(nil)),
 		kong.Bind(io),

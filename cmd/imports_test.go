@@ -25,7 +25,7 @@ var allowed = map[string][]string{
 	"wal":      {},
 	"venue":    {"messages", "venue"},
 	"actors":   {"messages", "wal", "venue", "actors"},
-	"mcp":      {"messages", "actors", "mcp"},
+	"mcp":      {"messages", "mcp"},
 	"cli":      {"messages", "cli"},
 }
 
@@ -34,7 +34,7 @@ var reasons = map[string]string{
 	"wal":      "wal knows records and bytes, not trading",
 	"venue":    "venue talks to the exchange and may only use messages",
 	"actors":   "actors may use messages, wal and venue",
-	"mcp":      "mcp may use messages and actors, never the venue or the journal directly",
+	"mcp":      "mcp may use messages only: it reaches the actors through its Backend interface, never the venue or the journal directly",
 	"cli":      "cli speaks over the socket and may only use messages",
 }
 

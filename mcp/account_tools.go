@@ -46,8 +46,9 @@ const (
 	answerBudget = 18000
 	// maxCoins bounds the coins get_balances lists.
 	maxCoins = 50
-	// historyWindow is Bybit's longest history window (reference §5.6).
-	historyWindow = 7 * 24 * time.Hour
+	// historyWindow is Bybit's longest history window (reference §5.6),
+	// the one rule in messages.
+	historyWindow = messages.MaxHistoryWindow
 )
 
 // Descriptions shared by the account tools.
@@ -623,7 +624,7 @@ type historyArgs struct {
 	scope     cursorScope
 }
 
-const symbolReason = "must match ^[A-Z0-9]{2,30}$ (uppercase, e.g. BTCUSDT)"
+const symbolReason = "must match ^" + messages.SymbolPattern + "$ (uppercase, e.g. BTCUSDT)"
 
 // readHistoryArgs reads and checks the arguments, the window included;
 // nothing has been sent when it fails.

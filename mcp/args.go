@@ -15,7 +15,7 @@ import (
 const maxArgsBytes = 16 << 10
 
 var (
-	symbolPattern  = regexp.MustCompile(`^[A-Z0-9]{2,30}$`)
+	symbolPattern  = messages.SymbolRE
 	argNamePattern = regexp.MustCompile(`^[a-z][a-z0-9_]{0,39}$`)
 )
 
@@ -100,7 +100,7 @@ func (a *args) enum(name string, required bool, allowed ...string) string {
 
 // symbol reads the symbol field of SPEC §4.
 func (a *args) symbol() string {
-	return a.str("symbol", true, symbolPattern, "must match ^[A-Z0-9]{2,30}$ (uppercase, e.g. BTCUSDT)")
+	return a.str("symbol", true, symbolPattern, symbolReason)
 }
 
 // category reads the category field of SPEC §4.

@@ -6,6 +6,8 @@ import (
 	"slices"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/guarded-exchange/guarded-exchange/messages"
 )
 
 // Kind says what a tool does to the world; annotations and visibility
@@ -40,10 +42,36 @@ type call struct {
 	principal Principal
 	args      *args
 	requestID string
+	// req is the request itself: its session (to ask the human through
+	// elicitation, on clients that declared it), the client's
+	// capabilities, and on a repeated call the input responses and the
+	// request state of an earlier input_required answer.
+	req *sdk.CallToolRequest
+}
+
+// canElicitForm reports whether the calling client declared form
+// elicitation, so a handler may ask the human through it.
+func (c *call) canElicitForm() bool {
+	if c.req == nil {
+		return false
+	}
+	caps := c.req.ClientCapabilities()
+	return caps != nil && caps.Elicitation != nil && (caps.Elicitation.Form != nil || caps.Elicitation.URL == nil)
+}
+
+// inputResponse returns the response to the input request named key of an
+// earlier input_required answer, and the request state it carried.
+func (c *call) inputResponse(key string) (sdk.InputResponse, string, bool) {
+	if c.req == nil || c.req.Params == nil {
+		return nil, "", false
+	}
+	r, ok := c.req.Params.InputResponses[key]
+	return r, c.req.Params.RequestState, ok
 }
 
 // handler runs one tool. It returns the payload to put in
-// structuredContent, or an error (a *messages.Error for refusals).
+// structuredContent, or a finished result (pendingResult,
+// inputRequiredResult), or an error (a *messages.Error for refusals).
 type handler func(ctx context.Context, c *call) (any, error)
 
 // tool is one registry entry.
@@ -151,7 +179,7 @@ func objectSchema(required []string, props map[string]any) map[string]any {
 
 // Schema fragments shared by tools.
 var (
-	symbolSchema   = map[string]any{"type": "string", "pattern": "^[A-Z0-9]{2,30}$", "description": "instrument symbol, uppercase, e.g. BTCUSDT"}
+	symbolSchema   = map[string]any{"type": "string", "pattern": "^" + messages.SymbolPattern + "$", "description": "instrument symbol, uppercase, e.g. BTCUSDT"}
 	categorySchema = map[string]any{"type": "string", "enum": []any{"spot", "linear"}, "description": "spot or linear (USDT perpetuals)"}
 )
 

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"regexp"
+	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -35,6 +36,37 @@ func success(payload any) *sdk.CallToolResult {
 		Content:           []sdk.Content{&sdk.TextContent{Text: string(b)}},
 		StructuredContent: json.RawMessage(b),
 	}
+}
+
+// Pending is the SPEC §9 answer of an action parked for a human: the
+// server's own plan (shown_to_user), never the model's words.
+type Pending struct {
+	Venue          string    `json:"venue"`
+	ConfirmationID string    `json:"confirmation_id"`
+	ExpiresAt      time.Time `json:"expires_at"`
+	ShownToUser    any       `json:"shown_to_user"`
+	NextStep       string    `json:"next_step"`
+}
+
+// pendingResult is the success shape with status "pending": the call is
+// answered, the action waits for a human (get_confirmation_status,
+// cancel_confirmation).
+func pendingResult(p Pending) *sdk.CallToolResult {
+	body := struct {
+		Status string `json:"status"`
+		Pending
+	}{Status: "pending", Pending: p}
+	return success(body)
+}
+
+// inputRequiredResult is the MCP input_required answer (multi-round trip,
+// reference mcp.md §1.4): the client asks the human (requests, e.g. one
+// *sdk.ElicitParams) and calls again with the responses and state. state is
+// attacker-controlled when it comes back: whatever it carries must be
+// integrity-protected and single-use where it matters. It has no content:
+// content and input requests together are a server bug.
+func inputRequiredResult(requests sdk.InputRequestMap, state string) *sdk.CallToolResult {
+	return &sdk.CallToolResult{InputRequests: requests, RequestState: state}
 }
 
 // errorBody is the SPEC §5 failure payload.

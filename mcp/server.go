@@ -23,9 +23,11 @@ type Backend interface {
 	Orderbook(ctx context.Context, req *messages.GetOrderbookRequest) (*messages.Orderbook, error)
 	Klines(ctx context.Context, req *messages.GetKlinesRequest) ([]messages.Kline, error)
 	Instrument(ctx context.Context, req *messages.GetInstrumentRequest) (*messages.Instrument, error)
-	// ToolCalled journals a tool_call record. When wait is true it returns
-	// only once the record is durable.
-	ToolCalled(ctx context.Context, call *messages.ToolCalled, wait bool) error
+	// ToolCalled queues a tool_call record without waiting. When durable
+	// is true it returns wait, which blocks until the record is durable
+	// (at once when a later record of the call already was: the journal
+	// is ordered).
+	ToolCalled(ctx context.Context, call *messages.ToolCalled, durable bool) (wait func(context.Context) error, err error)
 	// Handle sends a command to the user actor that owns its state;
 	// origin is the journal actor (mcp:agent for every MCP call).
 	Handle(ctx context.Context, cmd messages.Command, origin string) (any, error)
@@ -111,10 +113,13 @@ func (s *server) dispatch(t *tool) sdk.ToolHandler {
 				return failure(s.logger, err, ""), nil
 			}
 		}
-		c := &call{principal: p, args: parseArgs(req.Params.Arguments), requestID: newRequestID()}
+		c := &call{principal: p, args: parseArgs(req.Params.Arguments), requestID: newRequestID(), req: req}
 		payload, err := t.handle(ctx, c)
 		if err != nil {
 			return failure(s.logger, err, c.requestID), nil
+		}
+		if res, ok := payload.(*sdk.CallToolResult); ok {
+			return res, nil // built by pendingResult or inputRequiredResult
 		}
 		return success(payload), nil
 	}
@@ -167,28 +172,53 @@ func (s *server) guard(next sdk.MethodHandler) sdk.MethodHandler {
 			visible := known && t.visibleTo(p)
 			rec.Admitted = visible
 			// Read-only tools acknowledge nothing, so their record need not
-			// be durable before the answer; everything else waits.
-			wait := !(visible && t.kind == KindRead)
-			if err := s.opts.Backend.ToolCalled(ctx, rec, wait); err != nil {
+			// be durable before the answer. Every other answer waits for
+			// it, once, after the handler: the call's own record, journaled
+			// later, carries the tool_call to disk in the same fsync.
+			durable := !(visible && t.kind == KindRead)
+			wait, err := s.opts.Backend.ToolCalled(ctx, rec, durable)
+			if err != nil {
 				return failure(s.logger, err, ""), nil
 			}
-			if !known {
+			var refusal *messages.Error
+			switch {
+			case !known:
 				// A tool result, not the SDK's JSON-RPC error: that one
 				// echoes the name, at any length (SPEC §5).
-				return failure(s.logger, &messages.Error{
+				refusal = &messages.Error{
 					Code:     messages.CodeNotFound,
 					Message:  "no such tool",
 					NextStep: "call tools/list and use one of the tools it shows",
-				}, ""), nil
-			}
-			if !visible {
-				return failure(s.logger, &messages.Error{
+				}
+			case !visible:
+				refusal = &messages.Error{
 					Code:     messages.CodePermissionDenied,
 					Message:  "this tool is not available to your profile",
 					NextStep: "use the tools listed by tools/list; a human can change the profile outside the chat",
-				}, ""), nil
+				}
 			}
-			return next(context.WithValue(ctx, principalKey{}, p), method, req)
+			if wait != nil {
+				// A handler that panics still leaves its tool_call durable
+				// before the internal_error answer goes out.
+				defer func() {
+					if p := recover(); p != nil {
+						_ = wait(ctx)
+						panic(p)
+					}
+				}()
+			}
+			var res sdk.Result
+			if refusal != nil {
+				res = failure(s.logger, refusal, "")
+			} else {
+				res, err = next(context.WithValue(ctx, principalKey{}, p), method, req)
+			}
+			if wait != nil {
+				if werr := wait(ctx); werr != nil {
+					return failure(s.logger, werr, ""), nil
+				}
+			}
+			return res, err
 		}
 		return next(ctx, method, req)
 	}

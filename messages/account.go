@@ -198,3 +198,8 @@ type Page[T any] struct {
 	Items      []T
 	NextCursor string
 }
+
+// MaxHistoryWindow is the longest [start, end] span of order history and
+// executions (reference §5.6): Bybit refuses longer windows. The MCP
+// argument rules and the venue client both use this one value.
+const MaxHistoryWindow = 7 * 24 * time.Hour

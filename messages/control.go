@@ -30,34 +30,3 @@ type ControlResponse struct {
 	Result json.RawMessage `json:"result,omitempty"`
 	Error  *Error          `json:"error,omitempty"`
 }
-
-// NewResult returns an empty answer value for a command's wire name, for
-// decoding a ControlResponse.Result.
-func NewResult(commandName string) any {
-	switch commandName {
-	case "admin.user.list":
-		return &UserList{}
-	case "keys.add", "keys.show", "keys.delete", "keys.recheck":
-		return &CredentialView{}
-	}
-	return &PolicyView{}
-}
-
-// OriginOf is the journal actor of a command that arrived from the CLI:
-// cli:admin for admin commands (and the admin's kill switch), cli:user
-// otherwise.
-func OriginOf(cmd Command) string {
-	switch c := cmd.(type) {
-	case *SetCeilingRequest, *ResetOverridesRequest, *CreateUserRequest, *ListUsersRequest, *DisableUserRequest:
-		return ActorCLIAdmin
-	case *AddCredentialRequest:
-		if c.AdminAttest {
-			return ActorCLIAdmin
-		}
-	case *SetKillSwitchRequest:
-		if c.Level == KillSwitchAdmin {
-			return ActorCLIAdmin
-		}
-	}
-	return ActorCLIUser
-}

@@ -4,19 +4,47 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"time"
 )
 
-// Secret is an exchange API secret in transit (from the CLI to the user
-// actor). It never prints: fmt, slog and plain JSON show "[redacted]". Only
-// AddCredentialRequest's own JSON carries it, for the control socket.
+// redacted is what every printing, encoding and logging path of a Secret
+// produces instead of the value.
+const redacted = "[redacted]"
+
+// Secret holds an exchange API secret (or any other credential string) so
+// that it never prints: in transit from the CLI to the user actor, and in
+// the sealing code (venue/keys aliases it). fmt (every verb, including %#v
+// and %q), encoding/json, encoding.TextMarshaler users and log/slog all see
+// "[redacted]"; Reveal is the only way to the value and belongs in the one
+// place that signs requests or seals the secret. Only AddCredentialRequest's
+// own wire encoding carries it, for the control socket.
+//
+// The value sits behind a pointer on purpose: fmt cannot call methods on an
+// unexported struct field, so a Secret kept in an unexported field of some
+// other struct and printed with %v or %+v is walked by reflection. A plain
+// string type would print its value there; this one prints a pointer
+// address. encoding/json skips it (no exported fields) unless reached
+// through an exported field, where MarshalJSON redacts it. There is
+// deliberately no UnmarshalJSON: a redacted value is never read back as a
+// real one.
+//
+// The zero value is the empty secret. A Secret is immutable and safe for
+// concurrent use. Compare secrets with Equal, not ==, which compares the
+// pointers.
 type Secret struct{ p *string }
 
-// NewSecret wraps s.
-func NewSecret(s string) Secret { return Secret{p: &s} }
+// NewSecret wraps s. Go strings cannot be wiped, so the value lives until
+// collected; the caller should drop its own copy as soon as it can.
+func NewSecret(s string) Secret {
+	if s == "" {
+		return Secret{}
+	}
+	return Secret{p: &s}
+}
 
-// Reveal returns the secret, for the one place that seals it.
+// Reveal returns the value.
 func (s Secret) Reveal() string {
 	if s.p == nil {
 		return ""
@@ -24,23 +52,38 @@ func (s Secret) Reveal() string {
 	return *s.p
 }
 
-// IsZero reports whether no secret is set.
-func (s Secret) IsZero() bool { return s.p == nil || *s.p == "" }
+// IsZero reports whether the secret is empty.
+func (s Secret) IsZero() bool { return s.Reveal() == "" }
+
+// Len returns the length of the value in bytes, which is safe to log.
+func (s Secret) Len() int { return len(s.Reveal()) }
+
+// Equal reports whether s and o hold the same value.
+func (s Secret) Equal(o Secret) bool { return s.Reveal() == o.Reveal() }
 
 // String implements fmt.Stringer.
-func (Secret) String() string { return "[redacted]" }
+func (Secret) String() string { return redacted }
 
 // GoString implements fmt.GoStringer.
-func (Secret) GoString() string { return "[redacted]" }
+func (Secret) GoString() string { return redacted }
 
-// Format redacts every verb.
-func (Secret) Format(f fmt.State, _ rune) { _, _ = f.Write([]byte("[redacted]")) }
+// Format redacts every verb (%q quotes it).
+func (Secret) Format(f fmt.State, verb rune) {
+	if verb == 'q' {
+		_, _ = io.WriteString(f, `"`+redacted+`"`)
+		return
+	}
+	_, _ = io.WriteString(f, redacted)
+}
 
 // LogValue implements slog.LogValuer.
-func (Secret) LogValue() slog.Value { return slog.StringValue("[redacted]") }
+func (Secret) LogValue() slog.Value { return slog.StringValue(redacted) }
 
 // MarshalJSON redacts.
-func (Secret) MarshalJSON() ([]byte, error) { return []byte(`"[redacted]"`), nil }
+func (Secret) MarshalJSON() ([]byte, error) { return []byte(`"` + redacted + `"`), nil }
+
+// MarshalText redacts.
+func (Secret) MarshalText() ([]byte, error) { return []byte(redacted), nil }
 
 // AddCredentialRequest stores an exchange key for the user and environment
 // (keys add, keys replace, and init's paper key). The server asks the

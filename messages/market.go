@@ -1,6 +1,7 @@
 package messages
 
 import (
+	"regexp"
 	"time"
 
 	"github.com/shopspring/decimal"
@@ -171,3 +172,12 @@ type GetInstrumentResponse struct {
 	Instrument *Instrument
 	Err        *Error
 }
+
+// SymbolPattern is the one rule for an instrument symbol (uppercase letters
+// and digits, 2-30), without anchors; SymbolRE is it anchored. The MCP
+// argument readers and schemas, the venue client and the policy allowlist
+// all use it.
+const SymbolPattern = `[A-Z0-9]{2,30}`
+
+// SymbolRE matches a whole symbol.
+var SymbolRE = regexp.MustCompile(`^` + SymbolPattern + `$`)

@@ -66,38 +66,85 @@ const (
 	RecordCredentialChecked RecordType = 24
 )
 
-// RecordTypeInfo names one record type.
+// RecordTypeInfo is one entry of the record type table: its SPEC §12 name,
+// which part of the server writes it, and how replay treats it.
+// TestRecordTableIsComplete checks every entry.
 type RecordTypeInfo struct {
 	Type RecordType
 	Name string
+	// Writer is the one part of the server that writes records of this
+	// type.
+	Writer RecordWriter
+	// Replay says how start-up rebuilds user state from it.
+	Replay ReplayKind
 }
 
-// RecordTypes lists every record type with its SPEC §12 name.
+// RecordWriter is the part of the server that writes a record type.
+type RecordWriter uint8
+
+const (
+	// WriterUser: a user actor (or the users supervisor), after deciding.
+	WriterUser RecordWriter = iota + 1
+	// WriterGuard: the MCP guard (tool_call).
+	WriterGuard
+	// WriterSystem: the server itself, through System.JournalJSON
+	// (start-up, recovery, the control socket's refusals). These are the
+	// only types a direct journal write may carry.
+	WriterSystem
+	// WriterLater: reserved for a later part of the server (tokens,
+	// confirmations, the venue stream); nothing writes it yet.
+	WriterLater
+)
+
+// ReplayKind says how replay treats a record type.
+type ReplayKind uint8
+
+const (
+	// ReplayNone: the record changes no user state (an audit record).
+	ReplayNone ReplayKind = iota + 1
+	// ReplayWhole: the record carries a whole value of one part of the
+	// state; only the last one per part matters (compaction).
+	ReplayWhole
+	// ReplayEvent: every record is applied in order (many-record state).
+	ReplayEvent
+)
+
+// RecordTypes is the record type table.
 var RecordTypes = []RecordTypeInfo{
-	{RecordToolCall, "tool_call"},
-	{RecordOrderRefused, "order_refused"},
-	{RecordOrderAttempt, "order_attempt"},
-	{RecordOrderOutcome, "order_outcome"},
-	{RecordOrderRepeat, "order_repeat"},
-	{RecordConfirmationRequested, "confirmation_requested"},
-	{RecordConfirmationDecided, "confirmation_decided"},
-	{RecordConfirmationExecuted, "confirmation_executed"},
-	{RecordKillSwitchOn, "kill_switch_on"},
-	{RecordKillSwitchOff, "kill_switch_off"},
-	{RecordPolicyCeilingSet, "policy_ceiling_set"},
-	{RecordPolicyTightened, "policy_tightened"},
-	{RecordPolicyOverridesReset, "policy_overrides_reset"},
-	{RecordCredentialAdded, "credential_added"},
-	{RecordCredentialDeleted, "credential_deleted"},
-	{RecordTokenIssued, "token_issued"},
-	{RecordTokenRevoked, "token_revoked"},
-	{RecordUserCreated, "user_created"},
-	{RecordRecoveredTornTail, "recovered_torn_tail"},
-	{RecordServerStarted, "server_started"},
-	{RecordControlRefused, "control_refused"},
-	{RecordUserDisabled, "user_disabled"},
-	{RecordCredentialRejected, "credential_rejected"},
-	{RecordCredentialChecked, "credential_checked"},
+	{RecordToolCall, "tool_call", WriterGuard, ReplayNone},
+	{RecordOrderRefused, "order_refused", WriterUser, ReplayNone},
+	{RecordOrderAttempt, "order_attempt", WriterUser, ReplayEvent},
+	{RecordOrderOutcome, "order_outcome", WriterUser, ReplayEvent},
+	{RecordOrderRepeat, "order_repeat", WriterLater, ReplayNone},
+	{RecordConfirmationRequested, "confirmation_requested", WriterLater, ReplayNone},
+	{RecordConfirmationDecided, "confirmation_decided", WriterLater, ReplayNone},
+	{RecordConfirmationExecuted, "confirmation_executed", WriterLater, ReplayNone},
+	{RecordKillSwitchOn, "kill_switch_on", WriterUser, ReplayWhole},
+	{RecordKillSwitchOff, "kill_switch_off", WriterUser, ReplayWhole},
+	{RecordPolicyCeilingSet, "policy_ceiling_set", WriterUser, ReplayWhole},
+	{RecordPolicyTightened, "policy_tightened", WriterUser, ReplayWhole},
+	{RecordPolicyOverridesReset, "policy_overrides_reset", WriterUser, ReplayWhole},
+	{RecordCredentialAdded, "credential_added", WriterUser, ReplayEvent},
+	{RecordCredentialDeleted, "credential_deleted", WriterUser, ReplayEvent},
+	{RecordTokenIssued, "token_issued", WriterLater, ReplayNone},
+	{RecordTokenRevoked, "token_revoked", WriterLater, ReplayNone},
+	{RecordUserCreated, "user_created", WriterUser, ReplayWhole},
+	{RecordRecoveredTornTail, "recovered_torn_tail", WriterSystem, ReplayNone},
+	{RecordServerStarted, "server_started", WriterSystem, ReplayNone},
+	{RecordControlRefused, "control_refused", WriterSystem, ReplayNone},
+	{RecordUserDisabled, "user_disabled", WriterUser, ReplayWhole},
+	{RecordCredentialRejected, "credential_rejected", WriterUser, ReplayNone},
+	{RecordCredentialChecked, "credential_checked", WriterUser, ReplayEvent},
+}
+
+// RecordInfo returns the table entry of t.
+func RecordInfo(t RecordType) (RecordTypeInfo, bool) {
+	for _, info := range RecordTypes {
+		if info.Type == t {
+			return info, true
+		}
+	}
+	return RecordTypeInfo{}, false
 }
 
 // String returns the SPEC §12 name of t, or "type_N" for an unknown number.

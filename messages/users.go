@@ -84,35 +84,6 @@ func (c *ResetOverridesRequest) TargetUser() string { return c.User }
 func (c *SetKillSwitchRequest) TargetUser() string  { return c.User }
 func (c *DisableUserRequest) TargetUser() string    { return c.User }
 
-// NewCommand returns an empty command for a wire name, for decoding.
-func NewCommand(name string) (Command, bool) {
-	switch name {
-	case "policy.show":
-		return &ShowPolicyRequest{}, true
-	case "policy.tighten":
-		return &TightenPolicyRequest{}, true
-	case "admin.policy.set_ceiling":
-		return &SetCeilingRequest{}, true
-	case "admin.policy.reset_overrides":
-		return &ResetOverridesRequest{}, true
-	case "kill_switch.set":
-		return &SetKillSwitchRequest{}, true
-	case "admin.user.create":
-		return &CreateUserRequest{}, true
-	case "admin.user.list":
-		return &ListUsersRequest{}, true
-	case "admin.user.disable":
-		return &DisableUserRequest{}, true
-	case "keys.add":
-		return &AddCredentialRequest{}, true
-	case "keys.show":
-		return &ShowCredentialRequest{}, true
-	case "keys.delete":
-		return &DeleteCredentialRequest{}, true
-	}
-	return nil, false
-}
-
 // PolicyView is a user's policy as the user actor sees it: a copy.
 type PolicyView struct {
 	User       string         `json:"user"`

@@ -38,7 +38,7 @@ const (
 
 // MaxHistoryWindow is the longest [Start, End] span order history and
 // executions accept (reference §5.6): Bybit refuses longer windows.
-const MaxHistoryWindow = 7 * 24 * time.Hour
+const MaxHistoryWindow = messages.MaxHistoryWindow
 
 // maxCursorLen bounds a caller-supplied cursor; Bybit's are ~150 bytes.
 const maxCursorLen = 1024

@@ -3,7 +3,6 @@ package venue
 import (
 	"context"
 	"errors"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -28,7 +27,7 @@ const (
 	MaxKlineLimit     = 1000
 )
 
-var symbolRE = regexp.MustCompile(`^[A-Z0-9]{2,30}$`)
+var symbolRE = messages.SymbolRE
 
 // checkMarket validates the category and symbol of a market call. Values are
 // never echoed back.

@@ -3,7 +3,6 @@ package app
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
 
 	"github.com/guarded-exchange/guarded-exchange/cli"
@@ -56,5 +55,5 @@ func (r *Runtime) Deliver(ctx context.Context, g *cli.Globals, cmd messages.Comm
 		return nil, cli.CannotStart("%v", err)
 	}
 	defer st.close()
-	return st.sys.HandleVia(ctx, cmd, messages.OriginOf(cmd), fmt.Sprintf("in-process uid=%d pid=%d", os.Getuid(), os.Getpid()))
+	return st.sys.Submit(ctx, cmd, messages.CLIOrigin(cmd, messages.ChannelInProcess, int64(os.Getuid()), int64(os.Getpid()), false))
 }

@@ -23,11 +23,10 @@ import (
 
 // Layout under --home (SPEC §2).
 const (
-	journalDirName   = "journal"
-	snapshotsDirName = "snapshots"
-	runDirName       = control.RunDirName
-	lockFileName     = "lock"
-	installFileName  = "installation.json"
+	journalDirName  = "journal"
+	runDirName      = control.RunDirName
+	lockFileName    = "lock"
+	installFileName = "installation.json"
 )
 
 // paths are the resolved locations of one installation.
@@ -36,11 +35,10 @@ type paths struct {
 	MasterKey string
 }
 
-func (p paths) journal() string   { return filepath.Join(p.Home, journalDirName) }
-func (p paths) snapshots() string { return filepath.Join(p.Home, snapshotsDirName) }
-func (p paths) run() string       { return filepath.Join(p.Home, runDirName) }
-func (p paths) lock() string      { return filepath.Join(p.Home, lockFileName) }
-func (p paths) install() string   { return filepath.Join(p.Home, installFileName) }
+func (p paths) journal() string { return filepath.Join(p.Home, journalDirName) }
+func (p paths) run() string     { return filepath.Join(p.Home, runDirName) }
+func (p paths) lock() string    { return filepath.Join(p.Home, lockFileName) }
+func (p paths) install() string { return filepath.Join(p.Home, installFileName) }
 
 // resolvePaths applies the XDG defaults of SPEC §2 and checks that the master
 // key lies outside the home.
@@ -266,8 +264,7 @@ func shellQuote(p string) string {
 	return "'" + strings.ReplaceAll(p, "'", `'\''`) + "'"
 }
 
-// checkHomeDirs refuses a home, or a directory of it (journal, snapshots,
-// run), that is not private to the user running the server: one that
+// checkHomeDirs refuses a home, or a directory of it (journal, run), that is not private to the user running the server: one that
 // group or others can write (they could plant or alter records, sockets or
 // the lock) or that belongs to another user. Each refusal gives the
 // command that fixes it. Directories not created yet are skipped; init
@@ -279,7 +276,6 @@ func checkHomeDirsOf(p paths, uid int) error {
 	for _, d := range []struct{ name, path string }{
 		{"home", p.Home},
 		{"journal directory", p.journal()},
-		{"snapshots directory", p.snapshots()},
 		{"run directory", p.run()},
 	} {
 		st, err := os.Stat(d.path)

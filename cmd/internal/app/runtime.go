@@ -85,7 +85,7 @@ func (r *Runtime) Init(ctx context.Context, g *cli.Globals, out cli.IO) error {
 			return cli.CannotStart("%v", err)
 		}
 	}
-	for _, d := range []string{p.Home, p.journal(), p.snapshots(), p.run()} {
+	for _, d := range []string{p.Home, p.journal(), p.run()} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			return cli.CannotStart("create %s: %v", d, err)
 		}
@@ -190,10 +190,19 @@ func (r *Runtime) Serve(ctx context.Context, g *cli.Globals, o cli.ServeOptions,
 	if _, err := st.sys.Handle(ctx, &messages.ShowPolicyRequest{User: g.User}, messages.ActorSystem); err != nil {
 		return cli.CannotStart("user %q: %v; create it with `guarded-exchange admin user create %s`", g.User, err, g.User)
 	}
-	// Re-check the stored key's permissions at start (SPEC §11). A key
-	// that cannot be checked now is logged, not fatal: every state change
-	// re-checks it before it goes through.
-	recheckAtStart(ctx, st, g.User, vc.Name, logger)
+	// Re-check the stored key's permissions at start (SPEC §11), in the
+	// background: nothing on the start-up path waits on the network, and
+	// the user actor serves the session meanwhile (the check is one of its
+	// actions in flight). A key that cannot be checked now is logged, not
+	// fatal: every state change re-checks it before it goes through. The
+	// check ends (its venue call is cancelled) before the stack closes.
+	checkCtx, cancelCheck := context.WithCancel(ctx)
+	checked := make(chan struct{})
+	go func() {
+		defer close(checked)
+		recheckAtStart(checkCtx, st, g.User, vc.Name, logger)
+	}()
+	defer func() { cancelCheck(); <-checked }()
 	ctl, err := control.Listen(layout, st.sys, logger.With("component", "control"), control.Limits{})
 	if err != nil {
 		return cli.CannotStart("%v", err)

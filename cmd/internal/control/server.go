@@ -25,7 +25,7 @@ import (
 // Backend runs the commands that arrive on the socket and journals the
 // refusals; *actors.System is one.
 type Backend interface {
-	HandleVia(ctx context.Context, cmd messages.Command, origin, channel string) (any, error)
+	Submit(ctx context.Context, cmd messages.Command, origin messages.Origin) (any, error)
 	JournalJSON(ctx context.Context, typ messages.RecordType, user, actorName string, v any) (wal.Record, error)
 }
 
@@ -257,7 +257,7 @@ func (s *Server) accept() {
 				NextStep: "close idle connections, or retry in a moment", RetryAfterS: 1})
 			continue
 		}
-		p := peer{uid: cred.Uid, approverOnly: cred.Uid != s.layout.Self, channel: fmt.Sprintf("socket uid=%d pid=%d", cred.Uid, cred.Pid)}
+		p := peer{uid: cred.Uid, pid: cred.Pid, approverOnly: cred.Uid != s.layout.Self}
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
@@ -313,9 +313,11 @@ func peerCred(conn *net.UnixConn) (*syscall.Ucred, error) {
 // peer is who is on a control connection.
 type peer struct {
 	uid uint32
-	// approverOnly: an approver uid, not the server's own.
+	pid int32
+	// approverOnly: an approver uid, not the server's own. It gets the
+	// approver role, which may read and turn a kill switch on
+	// (messages.Permit).
 	approverOnly bool
-	channel      string
 }
 
 func (s *Server) serve(conn *net.UnixConn, p peer) {
@@ -353,19 +355,6 @@ func (s *Server) serve(conn *net.UnixConn, p peer) {
 			return
 		}
 	}
-}
-
-// approverMayRun is what an approver uid may do over the socket: read, and
-// turn a kill switch on (confirmation decisions join later, SPEC §9).
-// Everything else is the server's own uid's (docs/decisions.md D16).
-func approverMayRun(cmd messages.Command) bool {
-	switch c := cmd.(type) {
-	case *messages.ShowPolicyRequest, *messages.ShowCredentialRequest, *messages.ListUsersRequest:
-		return true
-	case *messages.SetKillSwitchRequest:
-		return c.On
-	}
-	return false
 }
 
 // checkVersion reads the line's protocol version before anything else, so
@@ -412,14 +401,8 @@ func (s *Server) handle(ctx context.Context, line []byte, p peer) messages.Contr
 			return messages.ControlResponse{ID: id, Error: messages.InvalidParams("body", "does not match the message type")}
 		}
 	}
-	if p.approverOnly && !approverMayRun(cmd) {
-		return messages.ControlResponse{ID: id, Error: &messages.Error{
-			Code:     messages.CodePermissionDenied,
-			Message:  "an approver uid may only read and turn a kill switch on",
-			NextStep: "run this command as the server's user",
-		}}
-	}
-	res, err := s.backend.HandleVia(ctx, cmd, messages.OriginOf(cmd), p.channel)
+	origin := messages.CLIOrigin(cmd, messages.ChannelSocket, int64(p.uid), int64(p.pid), p.approverOnly)
+	res, err := s.backend.Submit(ctx, cmd, origin)
 	if err != nil {
 		return messages.ControlResponse{ID: id, Error: messages.AsError(err)}
 	}

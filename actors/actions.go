@@ -1,0 +1,153 @@
+package actors
+
+import (
+	"sync/atomic"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/shopspring/decimal"
+
+	"github.com/guarded-exchange/guarded-exchange/messages"
+)
+
+// An action is one piece of a user's work that lives across several
+// messages: decide → (journal the attempt) → ask the venue actor → the
+// outcome comes back as a typed message → journal the outcome → answer.
+// While an action waits on the venue, the user actor keeps serving the same
+// user's other messages (kill switch, reads, other commands): in-flight
+// work is part of the user's state, in the action table, instead of a
+// queue that holds every later message. Only journal writes keep their
+// strict order (serial).
+//
+// Today's actions are key checks (keys add, and the permission re-check
+// before a trading decision). The trading path adds order actions: the
+// step after decide is then the durable order_attempt record, and the
+// reservation holds the order's notional and counts against the limits
+// until its order_outcome is journaled.
+type action struct {
+	id   uint64
+	kind actionKind
+	step actionStep
+	// reserve is what the action holds against the user's limits while it
+	// is in flight (zero for key checks).
+	reserve Reservation
+	// waiter is who waits for the answer (nil: nobody, e.g. a re-check at
+	// start whose caller went away).
+	waiter  *actor.PID
+	origin  messages.Origin
+	started time.Time
+	// onKey continues the action when its key check comes back.
+	onKey func(*keyChecked)
+	// attempt is the open order attempt a reconcile action looks up.
+	attempt Attempt
+}
+
+// actionKind says what an action does.
+type actionKind uint8
+
+const (
+	// actionKeyAdd checks a new key with the venue, then journals
+	// credential_added or credential_rejected (keys add, keys replace).
+	actionKeyAdd actionKind = iota + 1
+	// actionKeyRecheck checks the stored key again and journals
+	// credential_checked (at start, and before a trading decision when the
+	// last check is over an hour old).
+	actionKeyRecheck
+)
+
+func (k actionKind) String() string {
+	switch k {
+	case actionKeyAdd:
+		return "key_add"
+	case actionKeyRecheck:
+		return "key_recheck"
+	}
+	return "unknown"
+}
+
+// actionStep is where an action is.
+type actionStep uint8
+
+const (
+	// stepVenue: the venue actor has the request; its outcome comes back
+	// as a message.
+	stepVenue actionStep = iota + 1
+	// stepJournal: the outcome is being journaled; the waiter is answered
+	// once it is durable.
+	stepJournal
+)
+
+// Reservation is what an action in flight holds against the user's limits,
+// so that two actions in flight cannot together pass a limit each passes
+// alone. The decision for a new action counts the reservations of every
+// action in flight.
+type Reservation struct {
+	// NotionalUSDT counts against daily_notional_cap_usdt.
+	NotionalUSDT decimal.Decimal
+	// Orders counts against max_orders_per_minute.
+	Orders int
+}
+
+// Add returns the sum of r and o.
+func (r Reservation) Add(o Reservation) Reservation {
+	return Reservation{NotionalUSDT: r.NotionalUSDT.Add(o.NotionalUSDT), Orders: r.Orders + o.Orders}
+}
+
+// actionIDs numbers actions within the process; unique across restarts of
+// a user actor, so a late outcome for an action of an earlier incarnation
+// never matches a new one.
+var actionIDs atomic.Uint64
+
+// begin puts a new action in the table at its venue step.
+func (u *userActor) begin(kind actionKind, waiter *actor.PID, origin messages.Origin, onKey func(*keyChecked)) *action {
+	a := &action{
+		id: actionIDs.Add(1), kind: kind, step: stepVenue, waiter: waiter,
+		origin: origin, started: u.now(), onKey: onKey,
+	}
+	u.actions[a.id] = a
+	return a
+}
+
+// finish removes a from the table and answers its waiter.
+func (u *userActor) finish(ctx actor.Context, a *action, answer any) {
+	delete(u.actions, a.id)
+	u.reply(ctx, a.waiter, answer)
+}
+
+// reserved is the sum of the reservations of every action in flight.
+func (u *userActor) reserved() Reservation {
+	var r Reservation
+	for _, a := range u.actions {
+		r = r.Add(a.reserve)
+	}
+	return r
+}
+
+// onKeyChecked continues the action whose key check came back. An outcome
+// for an action that is not in the table (it belonged to an incarnation
+// that crashed, whose waiter was answered then) is dropped.
+func (u *userActor) onKeyChecked(m *keyChecked) {
+	a, ok := u.actions[m.action]
+	if !ok || a.onKey == nil {
+		u.logger.Warn("venue outcome for an action that is not in flight", "user", u.state.User, "action", m.action)
+		return
+	}
+	a.step = stepJournal
+	a.onKey(m)
+}
+
+// failInFlight answers everyone who waits on this incarnation (actions in
+// flight, messages queued behind a journal write) with internal_error: the
+// actor is being restarted and its in-memory table is lost. A key check's
+// outcome arriving later is dropped; nothing it would have journaled was.
+func (u *userActor) failInFlight(ctx actor.Context) {
+	e := messages.Internal(errActorRestarted)
+	for _, a := range u.actions {
+		u.reply(ctx, a.waiter, e)
+	}
+	u.actions = nil
+	for _, q := range u.queue {
+		u.reply(ctx, q.sender, e)
+	}
+	u.queue = nil
+}

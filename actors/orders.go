@@ -1,0 +1,185 @@
+package actors
+
+import (
+	"encoding/json"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/shopspring/decimal"
+
+	"github.com/guarded-exchange/guarded-exchange/messages"
+)
+
+// Windows of the many-record order state (SPEC §6, §8).
+const (
+	// idempotencyWindow is how long an idempotency key is claimed.
+	idempotencyWindow = 24 * time.Hour
+	// notionalWindow is the rolling window of daily_notional_cap_usdt.
+	notionalWindow = 24 * time.Hour
+)
+
+// Attempt is an order that was journaled as order_attempt and has no
+// order_outcome yet: it may exist on the venue. At start, every user with
+// one reconciles it before taking new writes.
+type Attempt struct {
+	ActionID       string
+	ClientOrderID  string
+	Category       messages.Category
+	Symbol         string
+	At             time.Time
+	NotionalUSDT   decimal.Decimal
+	RiskIncreasing bool
+	IdempotencyKey string
+	ArgsSHA256     string
+}
+
+// IdempotencyEntry is one claimed idempotency key (SPEC §8 step 6): the
+// arguments it was claimed with, and the outcome once known.
+type IdempotencyEntry struct {
+	ArgsSHA256    string
+	ClientOrderID string
+	At            time.Time
+	// Status is empty while the action runs ("in_progress"), else the
+	// order_outcome status.
+	Status string
+}
+
+// OrderMark is one order in the rolling counters.
+type OrderMark struct {
+	ClientOrderID  string
+	At             time.Time
+	NotionalUSDT   decimal.Decimal
+	RiskIncreasing bool
+	Confirmed      bool
+}
+
+// RollingCounters holds the orders of the last 24 h, oldest first: the
+// rolling daily notional and the per-minute and per-hour counts derive
+// from them.
+type RollingCounters struct {
+	Orders []OrderMark
+}
+
+// Window sums the counters as of now: the risk-increasing notional of the
+// last 24 h, the orders of the last minute and the unconfirmed orders of
+// the last hour.
+func (c RollingCounters) Window(now time.Time) (dailyNotional decimal.Decimal, perMinute, unconfirmedPerHour int) {
+	for _, m := range c.Orders {
+		if m.RiskIncreasing && now.Sub(m.At) < notionalWindow {
+			dailyNotional = dailyNotional.Add(m.NotionalUSDT)
+		}
+		if now.Sub(m.At) < time.Minute {
+			perMinute++
+		}
+		if !m.Confirmed && now.Sub(m.At) < time.Hour {
+			unconfirmedPerHour++
+		}
+	}
+	return dailyNotional, perMinute, unconfirmedPerHour
+}
+
+// applyOrder applies the order event records. Every change builds new maps
+// and slices (copy on write), so a committed snapshot is never changed.
+func (s *UserState) applyOrder(ev Event) bool {
+	switch p := ev.Payload.(type) {
+	case messages.OrderAttemptEvent:
+		s.prune(p.At)
+		att := maps.Clone(s.Attempts)
+		if att == nil {
+			att = map[string]Attempt{}
+		}
+		att[p.ClientOrderID] = Attempt{
+			ActionID: p.ActionID, ClientOrderID: p.ClientOrderID, Category: p.Category, Symbol: p.Symbol, At: p.At,
+			NotionalUSDT: p.NotionalUSDT, RiskIncreasing: p.RiskIncreasing, IdempotencyKey: p.IdempotencyKey, ArgsSHA256: p.ArgsSHA256,
+		}
+		s.Attempts = att
+		s.Counters.Orders = append(slices.Clip(s.Counters.Orders), OrderMark{ClientOrderID: p.ClientOrderID, At: p.At, NotionalUSDT: p.NotionalUSDT, RiskIncreasing: p.RiskIncreasing, Confirmed: p.Confirmed})
+		if p.IdempotencyKey != "" {
+			idem := maps.Clone(s.Idempotency)
+			if idem == nil {
+				idem = map[string]IdempotencyEntry{}
+			}
+			idem[p.IdempotencyKey] = IdempotencyEntry{ArgsSHA256: p.ArgsSHA256, ClientOrderID: p.ClientOrderID, At: p.At}
+			s.Idempotency = idem
+		}
+	case messages.OrderOutcomeEvent:
+		s.prune(p.At)
+		a, open := s.Attempts[p.ClientOrderID]
+		if !open {
+			return true
+		}
+		att := maps.Clone(s.Attempts)
+		delete(att, p.ClientOrderID)
+		s.Attempts = att
+		if p.Status == messages.OutcomeRejected && a.RiskIncreasing {
+			// Nothing was placed: the order does not count against the
+			// daily notional (it still counts against the rate).
+			orders := slices.Clone(s.Counters.Orders)
+			for i := range orders {
+				if orders[i].ClientOrderID == a.ClientOrderID {
+					orders[i].RiskIncreasing = false
+					break
+				}
+			}
+			s.Counters.Orders = orders
+		}
+		if e, ok := s.Idempotency[a.IdempotencyKey]; ok && a.IdempotencyKey != "" && e.ClientOrderID == p.ClientOrderID {
+			idem := maps.Clone(s.Idempotency)
+			e.Status = p.Status
+			idem[a.IdempotencyKey] = e
+			s.Idempotency = idem
+		}
+	default:
+		return false
+	}
+	return true
+}
+
+// prune drops, as of now, the counter marks and idempotency entries that
+// have left their windows. Open attempts never expire: they are closed
+// only by an outcome.
+func (s *UserState) prune(now time.Time) {
+	if n := len(s.Counters.Orders); n > 0 && now.Sub(s.Counters.Orders[0].At) >= notionalWindow {
+		i := 0
+		for i < n && now.Sub(s.Counters.Orders[i].At) >= notionalWindow {
+			i++
+		}
+		s.Counters.Orders = slices.Clone(s.Counters.Orders[i:])
+	}
+	var stale []string
+	for k, e := range s.Idempotency {
+		if now.Sub(e.At) >= idempotencyWindow {
+			stale = append(stale, k)
+		}
+	}
+	if len(stale) > 0 {
+		idem := maps.Clone(s.Idempotency)
+		for _, k := range stale {
+			delete(idem, k)
+		}
+		s.Idempotency = idem
+	}
+}
+
+// decodeOrderEvent decodes the order record types.
+func decodeOrderEvent(typ messages.RecordType, payload []byte) (Event, bool, error) {
+	var p any
+	var err error
+	switch typ {
+	case messages.RecordOrderAttempt:
+		var v messages.OrderAttemptEvent
+		err = json.Unmarshal(payload, &v)
+		p = v
+	case messages.RecordOrderOutcome:
+		var v messages.OrderOutcomeEvent
+		err = json.Unmarshal(payload, &v)
+		p = v
+	default:
+		return Event{}, false, nil
+	}
+	if err != nil {
+		return Event{}, true, err
+	}
+	return Event{Type: typ, Payload: p}, true, nil
+}

@@ -1,0 +1,120 @@
+package actors
+
+import (
+	"sync"
+
+	"github.com/asynkron/protoactor-go/actor"
+)
+
+// userSupervisor is the per-user supervisor: its children are the user
+// actor ("state", policy, kill switch, keys, actions in flight) and the
+// venue actor ("venue", the user's venue session). They are siblings, so a
+// crash of one restarts it alone and the other keeps its state: a venue
+// actor that panics does not lose the user's actions, a user actor that
+// panics does not drop the venue session. Both rebuild from the user's
+// committed state.
+//
+// It holds no state of its own. If a child is stopped for good (it failed
+// too often), the supervisor stops too, and the user's next message starts
+// a fresh pair.
+type userSupervisor struct {
+	deps  *userDeps
+	snap  *committed
+	user  string
+	state *actor.PID
+	venue *actor.PID // spawned on the first message for it
+}
+
+// toVenue carries a message from the user actor to its sibling, the venue
+// actor, through their supervisor, which starts the venue actor on first
+// use (a user who never touches the venue costs no venue actor). sender is
+// who the venue actor answers: the user actor for outcomes it journals, the
+// original caller for reads, nil for rekey.
+type toVenue struct {
+	msg    any
+	sender *actor.PID
+}
+
+// toVenue sends msg to the user's venue actor.
+func (u *userActor) toVenue(ctx actor.Context, msg any, sender *actor.PID) {
+	ctx.Send(ctx.Parent(), &toVenue{msg: msg, sender: sender})
+}
+
+func (s *userSupervisor) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *actor.Started:
+		deps, snap := s.deps, s.snap
+		var err error
+		s.state, err = ctx.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
+			return &userActor{userDeps: deps, snap: snap}
+		}, deps.mw), "state")
+		if err != nil {
+			panic("user supervisor: spawn user actor: " + err.Error())
+		}
+		// Registered only now that both children exist: a message sent
+		// to the registered PID can never be a dead letter for a user
+		// that is starting.
+		deps.registry.set(s.user, s.state)
+	case *actor.Terminated:
+		s.deps.logger.Warn("a user's actor stopped; stopping the user's supervisor", "actor", m.Who.Id)
+		ctx.Stop(ctx.Self())
+	case *toVenue:
+		if s.venue == nil {
+			if _, isRekey := m.msg.(*rekey); isRekey {
+				return // a venue actor started later reads the new key anyway
+			}
+			deps, snap := s.deps, s.snap
+			pid, err := ctx.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
+				return &venueActor{userDeps: deps, snap: snap}
+			}, deps.mw), "venue")
+			if err != nil {
+				panic("user supervisor: spawn venue actor: " + err.Error())
+			}
+			s.venue = pid
+		}
+		ctx.RequestWithCustomSender(s.venue, m.msg, m.sender)
+	case actor.SystemMessage, actor.AutoReceiveMessage:
+	default:
+		// The first message for a user that was just started comes here
+		// (the supervisor runs Started before it); it goes on to the user
+		// actor with its sender.
+		if s.state != nil {
+			ctx.Forward(s.state)
+		}
+	}
+}
+
+// userRegistry maps each running user to its user actor. The users
+// supervisor writes it (on spawn and on termination); System reads it to
+// send a user's messages without a round trip through the supervisor.
+type userRegistry struct {
+	mu sync.RWMutex
+	m  map[string]*actor.PID
+}
+
+func newUserRegistry() *userRegistry { return &userRegistry{m: map[string]*actor.PID{}} }
+
+func (r *userRegistry) get(user string) *actor.PID {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.m[user]
+}
+
+func (r *userRegistry) set(user string, pid *actor.PID) {
+	r.mu.Lock()
+	r.m[user] = pid
+	r.mu.Unlock()
+}
+
+func (r *userRegistry) remove(user string) {
+	r.mu.Lock()
+	delete(r.m, user)
+	r.mu.Unlock()
+}
+
+// running returns how many users have running actors.
+func (r *userRegistry) running() int {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return len(r.m)
+}

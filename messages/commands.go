@@ -1,0 +1,156 @@
+package messages
+
+import (
+	"slices"
+	"strings"
+)
+
+// CommandInfo is one entry of the command table: everything the server
+// needs to know about a command, in one place. Adding a command means
+// adding its type and one entry here; TestCommandTableIsComplete checks
+// every entry.
+type CommandInfo struct {
+	// Name is the wire name (the control socket's "type").
+	Name string
+	// New returns an empty command, for decoding.
+	New func() Command
+	// Result returns an empty answer, for decoding a control response.
+	Result func() any
+	// Roles may send the command. Permit refines it where the command's
+	// content matters (turning a kill switch off, attesting a key).
+	Roles []Role
+	// Records are the journal record types the command may cause.
+	Records []RecordType
+	// Users is true for the commands the users supervisor handles
+	// (creating and listing users); the others go to the user's actor.
+	Users bool
+}
+
+var (
+	everyone = []Role{RoleAgent, RoleUser, RoleAdmin, RoleApprover, RoleSystem}
+	readers  = []Role{RoleUser, RoleAdmin, RoleApprover, RoleSystem}
+	humans   = []Role{RoleUser, RoleAdmin}
+	admins   = []Role{RoleAdmin}
+)
+
+func policyView() any     { return &PolicyView{} }
+func credentialView() any { return &CredentialView{} }
+
+// Commands is the command table: the commands sent through
+// actors.System.Submit (MCP tools, the CLI, the control socket). The action
+// gate (DecideActionRequest, which may journal order_refused) is the action
+// path's first step, not a command any channel may send.
+var Commands = []CommandInfo{
+	{Name: "policy.show", New: func() Command { return &ShowPolicyRequest{} }, Result: policyView, Roles: everyone},
+	{Name: "policy.tighten", New: func() Command { return &TightenPolicyRequest{} }, Result: policyView, Roles: humans,
+		Records: []RecordType{RecordPolicyTightened}},
+	{Name: "admin.policy.set_ceiling", New: func() Command { return &SetCeilingRequest{} }, Result: policyView, Roles: admins,
+		Records: []RecordType{RecordPolicyCeilingSet}},
+	{Name: "admin.policy.reset_overrides", New: func() Command { return &ResetOverridesRequest{} }, Result: policyView, Roles: admins,
+		Records: []RecordType{RecordPolicyOverridesReset}},
+	{Name: "kill_switch.set", New: func() Command { return &SetKillSwitchRequest{} }, Result: policyView, Roles: everyone,
+		Records: []RecordType{RecordKillSwitchOn, RecordKillSwitchOff}},
+	{Name: "admin.user.create", New: func() Command { return &CreateUserRequest{} }, Result: policyView, Roles: admins,
+		Records: []RecordType{RecordUserCreated}, Users: true},
+	{Name: "admin.user.list", New: func() Command { return &ListUsersRequest{} }, Result: func() any { return &UserList{} },
+		Roles: []Role{RoleAdmin, RoleApprover, RoleSystem}, Users: true},
+	{Name: "admin.user.disable", New: func() Command { return &DisableUserRequest{} }, Result: policyView, Roles: admins,
+		Records: []RecordType{RecordUserDisabled}},
+	{Name: "keys.add", New: func() Command { return &AddCredentialRequest{} }, Result: credentialView, Roles: humans,
+		Records: []RecordType{RecordCredentialAdded, RecordCredentialRejected}},
+	{Name: "keys.show", New: func() Command { return &ShowCredentialRequest{} }, Result: credentialView, Roles: readers},
+	{Name: "keys.delete", New: func() Command { return &DeleteCredentialRequest{} }, Result: credentialView, Roles: humans,
+		Records: []RecordType{RecordCredentialDeleted}},
+	{Name: "keys.recheck", New: func() Command { return &RecheckCredentialRequest{} }, Result: credentialView,
+		Roles: []Role{RoleUser, RoleAdmin, RoleSystem}, Records: []RecordType{RecordCredentialChecked}},
+}
+
+// CommandByName returns the table entry of a wire name.
+func CommandByName(name string) (CommandInfo, bool) {
+	i := slices.IndexFunc(Commands, func(c CommandInfo) bool { return c.Name == name })
+	if i < 0 {
+		return CommandInfo{}, false
+	}
+	return Commands[i], true
+}
+
+// NewCommand returns an empty command for a wire name, for decoding.
+func NewCommand(name string) (Command, bool) {
+	c, ok := CommandByName(name)
+	if !ok {
+		return nil, false
+	}
+	return c.New(), true
+}
+
+// NewResult returns an empty answer value for a command's wire name, for
+// decoding a ControlResponse.Result.
+func NewResult(commandName string) any {
+	if c, ok := CommandByName(commandName); ok {
+		return c.Result()
+	}
+	return &PolicyView{}
+}
+
+// adminCommand reports whether cmd is an admin command at the CLI: the
+// admin-only commands, an attested key, and the admin's kill switch.
+func adminCommand(cmd Command) bool {
+	switch c := cmd.(type) {
+	case *AddCredentialRequest:
+		return c.AdminAttest
+	case *SetKillSwitchRequest:
+		return c.Level == KillSwitchAdmin
+	}
+	return strings.HasPrefix(cmd.CommandName(), "admin.")
+}
+
+// OriginOf is the journal actor of a command that arrived from the CLI:
+// cli:admin for admin commands (and the admin's kill switch), cli:user
+// otherwise.
+func OriginOf(cmd Command) string {
+	if adminCommand(cmd) {
+		return ActorCLIAdmin
+	}
+	return ActorCLIUser
+}
+
+// Permit is who may do what, in one place: whether origin o may send cmd.
+// It reads the command table's roles, then the rules where the command's
+// content matters. The user actor checks again, per journal record, that
+// the record's actor may cause it (and replay checks every record), so a
+// change can never be journaled under a name that may not cause it.
+func Permit(o Origin, cmd Command) *Error {
+	info, ok := CommandByName(cmd.CommandName())
+	if !ok {
+		return InvalidParams("type", "unknown message type")
+	}
+	deny := func(msg, next string) *Error {
+		return &Error{Code: CodePermissionDenied, Message: msg, NextStep: next}
+	}
+	if !slices.Contains(info.Roles, o.Role) {
+		if o.Role == RoleApprover {
+			return deny("an approver uid may only read and turn a kill switch on", "run this command as the server's user")
+		}
+		return deny(string(o.Role)+" may not run "+info.Name, "this change is made by a human outside the chat")
+	}
+	switch c := cmd.(type) {
+	case *SetKillSwitchRequest:
+		if c.Level == KillSwitchAdmin && o.Role != RoleAdmin {
+			return deny("only the admin sets or clears the admin's kill switch", "use the user-level kill switch, or ask the admin")
+		}
+		if c.On {
+			return nil
+		}
+		switch {
+		case o.Role == RoleApprover:
+			return deny("an approver uid may only read and turn a kill switch on", "run this command as the server's user")
+		case o.Role == RoleAgent || o.Role == RoleSystem:
+			return deny("only a human can turn the kill switch off", "a human can turn it off outside the chat")
+		}
+	case *AddCredentialRequest:
+		if c.AdminAttest && o.Role != RoleAdmin {
+			return deny("only the admin may attest a key", "run the command as the admin")
+		}
+	}
+	return nil
+}

@@ -1,0 +1,65 @@
+package messages
+
+import (
+	"time"
+
+	"github.com/shopspring/decimal"
+)
+
+// Journal payloads of the order records (SPEC §8 steps 7 and 9). They are
+// event records: each adds to many-record state (the open attempts, the
+// 24 h idempotency table, the rolling notional and rate counters), so
+// replay applies every one in order instead of keeping only the last.
+//
+// They are kept minimal until the trading path lands: what replay needs to
+// rebuild the user's state, and what reconciliation needs to find the
+// order on the venue.
+
+// OrderAttemptEvent is journaled as order_attempt, durably, before an order
+// leaves for the venue.
+type OrderAttemptEvent struct {
+	// ActionID identifies the action; the client order id derives from it.
+	ActionID string `json:"action_id"`
+	// ClientOrderID is the orderLinkId sent to the venue ("gx-...").
+	ClientOrderID string    `json:"client_order_id"`
+	Tool          string    `json:"tool"`
+	Category      Category  `json:"category"`
+	Symbol        string    `json:"symbol"`
+	At            time.Time `json:"at"`
+	// NotionalUSDT is the order's value; it counts against the rolling
+	// daily cap when RiskIncreasing.
+	NotionalUSDT   decimal.Decimal `json:"notional_usdt"`
+	RiskIncreasing bool            `json:"risk_increasing"`
+	// Confirmed is true for an action a human confirmed; unconfirmed ones
+	// count against max_unconfirmed_actions_per_hour.
+	Confirmed bool `json:"confirmed,omitempty"`
+	// IdempotencyKey and ArgsSHA256 claim the key for 24 h (SPEC §8 step 6).
+	IdempotencyKey string `json:"idempotency_key,omitempty"`
+	ArgsSHA256     string `json:"args_sha256,omitempty"`
+}
+
+// Order outcome statuses.
+const (
+	// OutcomeAccepted: the venue accepted the order.
+	OutcomeAccepted = "accepted"
+	// OutcomeRejected: the venue refused it; nothing was placed.
+	OutcomeRejected = "rejected"
+	// OutcomeFound: reconciliation found the order on the venue.
+	OutcomeFound = "found"
+	// OutcomeNotFound: reconciliation did not find it: it never reached
+	// the venue, or cannot be seen; the answer is outcome_unknown.
+	OutcomeNotFound = "not_found"
+)
+
+// OrderOutcomeEvent is journaled as order_outcome when the venue's answer
+// (or the reconciled outcome) of an attempt is known. It closes the attempt.
+type OrderOutcomeEvent struct {
+	ActionID      string    `json:"action_id"`
+	ClientOrderID string    `json:"client_order_id"`
+	At            time.Time `json:"at"`
+	Status        string    `json:"status"`
+	// VenueStatus is the venue's orderStatus when known.
+	VenueStatus string `json:"venue_status,omitempty"`
+	// ResultSource is "venue" or "reconnaissance" (SPEC §8 step 8).
+	ResultSource string `json:"result_source,omitempty"`
+}

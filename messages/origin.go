@@ -1,0 +1,111 @@
+package messages
+
+import "fmt"
+
+// Role is who a command comes from, as the server established it (never
+// as the command claims).
+type Role string
+
+// Roles.
+const (
+	// RoleAgent is the model, over MCP. Untrusted, always.
+	RoleAgent Role = "agent"
+	// RoleUser is the human user at the CLI (the server's own uid).
+	RoleUser Role = "user"
+	// RoleAdmin is the human at the CLI running an admin command (the
+	// server's own uid).
+	RoleAdmin Role = "admin"
+	// RoleApprover is another uid listed in GX_APPROVER_UIDS: it may read
+	// and turn a kill switch on (and, later, decide confirmations).
+	RoleApprover Role = "approver"
+	// RoleSystem is the server itself (start-up, re-checks, recovery).
+	RoleSystem Role = "system"
+)
+
+// Channel is how a command reached the server.
+type Channel string
+
+// Channels.
+const (
+	ChannelStdio     Channel = "stdio"
+	ChannelSocket    Channel = "socket"
+	ChannelHTTP      Channel = "http"
+	ChannelInProcess Channel = "in-process"
+	ChannelInternal  Channel = "internal"
+)
+
+// Origin is the structured origin of one command: who (role), how
+// (channel), and what the channel proved about the peer. The server sets it
+// from the channel; it is journaled with every change the command causes.
+type Origin struct {
+	Role    Role
+	Channel Channel
+	// PeerUID and PeerPID are the socket peer's credentials (SO_PEERCRED)
+	// or this process's for an in-process command; -1 when unknown.
+	PeerUID int64
+	PeerPID int64
+	// TokenID names the bearer token of an HTTP session (never the token).
+	TokenID string
+}
+
+// Actor is the SPEC §12 journal actor of the origin.
+func (o Origin) Actor() string {
+	switch o.Role {
+	case RoleAgent:
+		return ActorAgent
+	case RoleAdmin:
+		return ActorCLIAdmin
+	case RoleUser, RoleApprover:
+		return ActorCLIUser
+	}
+	return ActorSystem
+}
+
+// ChannelText is what the journal's channel field records: empty for the
+// agent on stdio and the server's own work, else the channel and the peer,
+// e.g. "socket uid=1000 pid=4242".
+func (o Origin) ChannelText() string {
+	switch o.Channel {
+	case ChannelSocket, ChannelInProcess:
+		s := fmt.Sprintf("%s uid=%d pid=%d", o.Channel, o.PeerUID, o.PeerPID)
+		if o.Role == RoleApprover {
+			s += " approver"
+		}
+		return s
+	case ChannelHTTP:
+		return "http token=" + o.TokenID
+	}
+	return ""
+}
+
+// OriginOfActor is the origin of a command given only its journal actor
+// name (tests and in-process callers that have no channel).
+func OriginOfActor(actor string) Origin {
+	o := Origin{Channel: ChannelInternal, PeerUID: -1, PeerPID: -1}
+	switch actor {
+	case ActorAgent:
+		o.Role, o.Channel = RoleAgent, ChannelStdio
+	case ActorCLIAdmin:
+		o.Role = RoleAdmin
+	case ActorCLIUser:
+		o.Role = RoleUser
+	default:
+		o.Role = RoleSystem
+	}
+	return o
+}
+
+// CLIOrigin is the origin of a command from the CLI at the server's own
+// uid (over the socket or in-process): admin for admin commands (and the
+// admin's kill switch), user otherwise. An approver uid is always the
+// approver, whatever it sends.
+func CLIOrigin(cmd Command, ch Channel, uid, pid int64, approver bool) Origin {
+	o := Origin{Role: RoleUser, Channel: ch, PeerUID: uid, PeerPID: pid}
+	switch {
+	case approver:
+		o.Role = RoleApprover
+	case adminCommand(cmd):
+		o.Role = RoleAdmin
+	}
+	return o
+}

@@ -1,0 +1,103 @@
+package messages
+
+import (
+	"slices"
+	"testing"
+)
+
+// fieldCase is, for one policy field, two valid flag values (strict is
+// stricter than loose) and one the field refuses.
+type fieldCase struct{ strict, loose, bad string }
+
+var fieldCases = map[string]fieldCase{
+	"profile":                          {"read_only", "trade", "root"},
+	"allow":                            {"linear:BTCUSDT", "linear:BTCUSDT,spot:ETHUSDT", "linear:btc usdt"},
+	"max_order_notional_usdt":          {"10", "100", "2000000000"},
+	"max_leverage":                     {"2", "5", "0.5"},
+	"slippage_pct":                     {"0.5", "2", "4"},
+	"confirm_actions":                  {"place_order,cancel_order", "place_order", "withdraw"},
+	"confirm_above_notional_usdt":      {"0", "50", "2000000000"},
+	"confirmation_ttl_s":               {"30", "300", "5"},
+	"trust_client_ui":                  {"false", "true", "maybe"},
+	"max_pending":                      {"1", "4", "-1"},
+	"daily_notional_cap_usdt":          {"100", "1000", "2000000000"},
+	"max_unconfirmed_actions_per_hour": {"2", "8", "100001"},
+	"max_orders_per_minute":            {"3", "9", "-2"},
+	"venue_ceiling":                    {"paper", "demo", "mars"},
+}
+
+// Every field of the table, end to end: parse, validate, merge, without,
+// equal, overlay, tighten, looser, show.
+func TestPolicyFieldTable(t *testing.T) {
+	if len(fieldCases) != len(PolicyFieldTable) {
+		t.Fatalf("%d field cases for %d fields", len(fieldCases), len(PolicyFieldTable))
+	}
+	for _, f := range PolicyFieldTable {
+		t.Run(f.Name, func(t *testing.T) {
+			c, ok := fieldCases[f.Name]
+			if !ok {
+				t.Fatal("no test case")
+			}
+			if f.Flag == "" || f.Help == "" {
+				t.Fatal("flag and help are required")
+			}
+			parse := func(text string) PolicySettings {
+				var s PolicySettings
+				if e := f.Parse(text, &s); e != nil {
+					t.Fatalf("parse %q: %v", text, e)
+				}
+				if got := s.Fields(); !slices.Equal(got, []string{f.Name}) {
+					t.Fatalf("parse %q set %v", text, got)
+				}
+				if e := s.Validate(); e != nil {
+					t.Fatalf("validate %q: %v", text, e)
+				}
+				return s
+			}
+			strict, loose := parse(c.strict), parse(c.loose)
+			var bad PolicySettings
+			e := f.Parse(c.bad, &bad)
+			if e == nil {
+				e = bad.Validate()
+			}
+			if e == nil || e.Code != CodeInvalidParams || e.Details["field"] != f.Name {
+				t.Fatalf("bad value accepted or misnamed: %v", e)
+			}
+			// Merge copies the field, Without removes it, Equal compares it.
+			merged := PolicySettings{}.Merge(loose)
+			if !merged.Equal(loose) || merged.Equal(strict) {
+				t.Fatal("merge/equal")
+			}
+			if w := merged.Without([]string{f.Name}); len(w.Fields()) != 0 || !w.Equal(PolicySettings{}) {
+				t.Fatal("without")
+			}
+			// Overlay sets the value; Tighten keeps the stricter; Looser
+			// names the field only for the looser value.
+			base := DefaultPolicy(VenuePaper).Overlay(loose)
+			if f.Show(base) != loose.showOnly(f) {
+				t.Fatalf("overlay: %s, want %s", f.Show(base), loose.showOnly(f))
+			}
+			if got := base.Tighten(strict); f.Show(got) != strict.showOnly(f) {
+				t.Fatalf("tighten to strict: %s", f.Show(got))
+			}
+			if got := base.Tighten(loose); f.Show(got) != f.Show(base) {
+				t.Fatalf("tighten with the same value changed it: %s", f.Show(got))
+			}
+			tight := DefaultPolicy(VenuePaper).Overlay(strict)
+			if got := tight.Tighten(loose); f.Show(got) != f.Show(tight) {
+				t.Fatalf("tighten loosened: %s", f.Show(got))
+			}
+			if l := tight.Looser(loose); !slices.Equal(l, []string{f.Name}) {
+				t.Fatalf("looser(loose) = %v", l)
+			}
+			if l := base.Looser(strict); len(l) != 0 {
+				t.Fatalf("looser(strict) = %v", l)
+			}
+			if f.ShowSet(PolicySettings{}) != "" {
+				t.Fatal("ShowSet of an unset field")
+			}
+		})
+	}
+}
+
+func (s PolicySettings) showOnly(f PolicyField) string { return f.ShowSet(s) }
