@@ -322,7 +322,7 @@ func TestOpenStoredKeys(t *testing.T) {
 			nedAdded = r.Payload
 		}
 	}
-	if _, err := ke.JournalJSON(context.Background(), messages.RecordCredentialAdded, "quinn", messages.ActorCLIUser, json.RawMessage(nedAdded)); err != nil {
+	if _, err := ke.journalJSON(context.Background(), messages.RecordCredentialAdded, "quinn", messages.ActorCLIUser, json.RawMessage(nedAdded)); err != nil {
 		t.Fatal(err)
 	}
 	ke.stop()

@@ -579,6 +579,11 @@ func TestControlSocketFloodAndSlots(t *testing.T) {
 	if out, err := f.as(approver, env, "admin", "policy", "set-ceiling", "--profile", "trade").CombinedOutput(); err == nil || !strings.Contains(string(out), "approver uid may only") {
 		t.Fatalf("approver ran an admin command: %v\n%s", err, out)
 	}
+	// Nor the admin's kill switch: that one only the admin clears, so an
+	// approver turning it on would lock the user out (hostile review).
+	if out, err := f.as(approver, env, "admin", "kill-switch", "on", "--user", "local").CombinedOutput(); err == nil || !strings.Contains(string(out), "permission_denied") {
+		t.Fatalf("approver turned the admin's kill switch on: %v\n%s", err, out)
+	}
 
 	// Idle connections from an allowed uid (root, an approver) fill only
 	// that uid's slots: the rest are refused at once, the owner and the
