@@ -111,8 +111,6 @@ func (ts *tradingSim) client(t *testing.T, timeout time.Duration) *venue.Client 
 	return c
 }
 
-
-
 func limitBuy(id string) messages.CreateOrderRequest {
 	return messages.CreateOrderRequest{Category: messages.CategoryLinear, Symbol: "BTCUSDT", Side: "Buy",
 		OrderType: "Limit", Qty: dec("0.010"), Price: dec("30000"), OrderLinkID: id}

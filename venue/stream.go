@@ -31,6 +31,8 @@ const (
 	streamWriteTimeout = 5 * time.Second
 	// authExpiry is how far in the future the auth "expires" lies.
 	authExpiry = 10 * time.Second
+	// gapRetry is how often an owed gap event is retried.
+	gapRetry = 100 * time.Millisecond
 	// recentOrders is how many client order ids the stream remembers for
 	// WaitOrder.
 	recentOrders = 4096
@@ -111,7 +113,9 @@ type Stream struct {
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
 
-	// owned by the run goroutine
+	// dmu serialises delivery (the reader and the pinger's gap retry).
+	dmu sync.Mutex
+	// guarded by dmu
 	gapPending bool
 	gapReason  string
 	dropped    int
@@ -184,7 +188,9 @@ func NewStream(cfg StreamConfig) (*Stream, error) {
 }
 
 // String hides the secret.
-func (s *Stream) String() string { return "venue.Stream{" + s.url + ", key " + redactKey(s.apiKey) + "}" }
+func (s *Stream) String() string {
+	return "venue.Stream{" + s.url + ", key " + redactKey(s.apiKey) + "}"
+}
 
 // Events delivers connection events and pushes, in order. It is closed
 // after Close.
@@ -434,11 +440,19 @@ func (s *Stream) serve(conn *websocket.Conn) string {
 		defer close(pingDone)
 		t := time.NewTicker(s.ping)
 		defer t.Stop()
+		// A gap owed to a consumer that has since made room goes out
+		// without waiting for the next message.
+		g := time.NewTicker(gapRetry)
+		defer g.Stop()
 		n := 0
 		for {
 			select {
 			case <-stop:
 				return
+			case <-g.C:
+				s.dmu.Lock()
+				s.flushGapLocked()
+				s.dmu.Unlock()
 			case <-t.C:
 				n++
 				if err := s.writeText(conn, []byte(`{"req_id":"p`+strconv.Itoa(n)+`","op":"ping"}`)); err != nil {
@@ -467,7 +481,6 @@ func (s *Stream) readLoop(conn *websocket.Conn) string {
 			}
 			return readFailure(err)
 		}
-		s.flushGap()
 		var m wireStreamMsg
 		if err := json.Unmarshal(data, &m); err != nil {
 			s.markGap("malformed_push")
@@ -510,7 +523,9 @@ func readFailure(err error) string {
 // full the event is dropped and a gap is owed; the gap goes out before
 // any later event, as soon as there is room.
 func (s *Stream) deliver(ev messages.StreamEvent) {
-	s.flushGap()
+	s.dmu.Lock()
+	defer s.dmu.Unlock()
+	s.flushGapLocked()
 	if s.gapPending {
 		s.dropped++
 		return
@@ -526,16 +541,18 @@ func (s *Stream) deliver(ev messages.StreamEvent) {
 
 // markGap owes the consumer a gap event (an update was lost).
 func (s *Stream) markGap(reason string) {
+	s.dmu.Lock()
+	defer s.dmu.Unlock()
 	if !s.gapPending {
 		s.gapReason = reason
 	}
 	s.gapPending = true
 	s.dropped++
-	s.flushGap()
+	s.flushGapLocked()
 }
 
-// flushGap sends an owed gap event if there is room.
-func (s *Stream) flushGap() {
+// flushGapLocked sends an owed gap event if there is room.
+func (s *Stream) flushGapLocked() {
 	if !s.gapPending {
 		return
 	}
