@@ -10,7 +10,6 @@ import (
 	"github.com/guarded-exchange/guarded-exchange/messages"
 )
 
-
 func TestCancelResult(t *testing.T) {
 	cases := []struct {
 		order  *messages.Order
