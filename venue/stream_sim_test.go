@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -238,12 +240,17 @@ func TestStreamDetectsSilentServer(t *testing.T) {
 func TestStreamAuthRefused(t *testing.T) {
 	ts := startTradingSim(t, sim.Config{})
 	secret := "wrong-secret-must-not-leak-42"
-	s := newStream(t, venue.StreamConfig{URL: ts.ann.WSPrivate, APIKey: ts.key.APIKey, APISecret: secret})
+	logs := &lockedBuffer{}
+	s := newStream(t, venue.StreamConfig{URL: ts.ann.WSPrivate, APIKey: ts.key.APIKey, APISecret: secret,
+		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	ev := nextEvent(t, s, nil, messages.StreamDisconnected, messages.StreamConnected)
 	if ev.Kind != messages.StreamDisconnected || ev.Reason != "auth_refused" || ev.UntrustedText == "" {
 		t.Fatalf("auth with a wrong secret: %+v", ev)
 	}
-	for _, txt := range []string{fmt.Sprintf("%+v", ev), s.String(), venue.StreamConfig{APISecret: secret}.String()} {
+	if !strings.Contains(logs.String(), "auth_refused") {
+		t.Fatalf("the refusal was not logged: %s", logs.String())
+	}
+	for _, txt := range []string{fmt.Sprintf("%+v", ev), s.String(), venue.StreamConfig{APISecret: secret}.String(), logs.String()} {
 		if strings.Contains(txt, secret) {
 			t.Fatalf("secret leaked: %s", txt)
 		}
@@ -357,4 +364,22 @@ func TestSettleWithStream(t *testing.T) {
 	if rows := ts.ordersFor(t, "gx-never-sent"); len(rows) != 0 {
 		t.Fatal("Settle sent an order")
 	}
+}
+
+// lockedBuffer is a goroutine-safe log sink.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
