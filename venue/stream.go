@@ -295,8 +295,8 @@ func (s *Stream) run() {
 			if s.ctx.Err() != nil {
 				return
 			}
-			s.deliver(messages.StreamEvent{Kind: messages.StreamDisconnected, At: time.Now().UTC(), Reason: reason, UntrustedText: untrusted})
 			s.log.Warn("venue stream: connect failed", slog.String("reason", reason), slog.Int("attempt", attempt))
+			s.deliver(messages.StreamEvent{Kind: messages.StreamDisconnected, At: time.Now().UTC(), Reason: reason, UntrustedText: untrusted})
 			if !s.sleep(s.backoff(attempt)) {
 				return
 			}
@@ -309,14 +309,14 @@ func (s *Stream) run() {
 			kind = messages.StreamReconnected
 		}
 		connectedOnce = true
-		s.deliver(messages.StreamEvent{Kind: kind, At: time.Now().UTC()})
 		s.log.Info("venue stream: connected", slog.String("event", string(kind)))
+		s.deliver(messages.StreamEvent{Kind: kind, At: time.Now().UTC()})
 		reason = s.serve(conn)
 		if s.ctx.Err() != nil {
 			return
 		}
-		s.deliver(messages.StreamEvent{Kind: messages.StreamDisconnected, At: time.Now().UTC(), Reason: reason})
 		s.log.Warn("venue stream: disconnected", slog.String("reason", reason))
+		s.deliver(messages.StreamEvent{Kind: messages.StreamDisconnected, At: time.Now().UTC(), Reason: reason})
 		if !s.sleep(s.backoff(0)) {
 			return
 		}
