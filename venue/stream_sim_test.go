@@ -174,9 +174,9 @@ func TestStreamReconnectAfterDisconnect(t *testing.T) {
 func TestStreamPingKeepsAlive(t *testing.T) {
 	ts := startTradingSim(t, sim.Config{})
 	s := newStream(t, venue.StreamConfig{URL: ts.ann.WSPrivate, APIKey: ts.key.APIKey, APISecret: ts.key.APISecret,
-		PingInterval: 50 * time.Millisecond, ReadTimeout: 250 * time.Millisecond})
+		PingInterval: 100 * time.Millisecond, ReadTimeout: 700 * time.Millisecond})
 	nextEvent(t, s, nil, messages.StreamConnected)
-	quiet := time.After(1500 * time.Millisecond) // six read deadlines
+	quiet := time.After(2500 * time.Millisecond) // over three read deadlines
 	for {
 		select {
 		case ev := <-s.Events():
