@@ -605,18 +605,23 @@ type wireStreamPosition struct {
 	Category   string  `json:"category"`
 }
 
-// streamCategory maps a row's category; an unknown one is an error.
-func streamCategory(s string) (messages.Category, error) {
-	c := messages.Category(s)
-	if !c.Valid() {
-		return "", errors.New("field category: not spot or linear")
+// streamCategory maps a row's category. The all-category topics also push
+// inverse and option rows, which this server does not trade: they are
+// skipped (ok false). Anything else is an error.
+func streamCategory(s string) (cat messages.Category, ok bool, err error) {
+	switch c := messages.Category(s); {
+	case c.Valid():
+		return c, true, nil
+	case s == "inverse" || s == "option":
+		return "", false, nil
+	default:
+		return "", false, errors.New("field category: not spot, linear, inverse or option")
 	}
-	return c, nil
 }
 
 // decodePush decodes a push strictly: every row must parse, or the whole
-// push is refused (and a gap is reported). A topic outside the four is
-// ignored (nil, nil).
+// push is refused (and a gap is reported). A topic outside the four, and
+// a push holding only inverse or option rows, is ignored (nil, nil).
 func decodePush(m *wireStreamMsg) (*messages.StreamEvent, error) {
 	base, _, _ := strings.Cut(m.Topic, ".")
 	var d fieldDecoder
@@ -633,9 +638,12 @@ func decodePush(m *wireStreamMsg) (*messages.StreamEvent, error) {
 		}
 		ev.Kind = messages.StreamOrders
 		for i := range rows {
-			cat, err := streamCategory(rows[i].Category)
+			cat, ok, err := streamCategory(rows[i].Category)
 			if err != nil {
 				return nil, fmt.Errorf("order %d: %w", i, err)
+			}
+			if !ok {
+				continue
 			}
 			o, err := parseOrder(cat, &rows[i].wireOrder)
 			if err != nil {
@@ -653,9 +661,12 @@ func decodePush(m *wireStreamMsg) (*messages.StreamEvent, error) {
 		}
 		ev.Kind = messages.StreamExecutions
 		for i := range rows {
-			cat, err := streamCategory(rows[i].Category)
+			cat, ok, err := streamCategory(rows[i].Category)
 			if err != nil {
 				return nil, fmt.Errorf("execution %d: %w", i, err)
+			}
+			if !ok {
+				continue
 			}
 			e, err := parseExecution(cat, &rows[i].wireExecution)
 			if err != nil {
@@ -670,9 +681,12 @@ func decodePush(m *wireStreamMsg) (*messages.StreamEvent, error) {
 		}
 		ev.Kind = messages.StreamPositions
 		for i := range rows {
-			cat, err := streamCategory(rows[i].Category)
+			cat, ok, err := streamCategory(rows[i].Category)
 			if err != nil {
 				return nil, fmt.Errorf("position %d: %w", i, err)
+			}
+			if !ok {
+				continue
 			}
 			rows[i].AvgPrice = rows[i].EntryPrice
 			p, err := parsePosition(cat, &rows[i].wirePosition)
@@ -702,6 +716,9 @@ func decodePush(m *wireStreamMsg) (*messages.StreamEvent, error) {
 		}
 	default:
 		return nil, nil
+	}
+	if len(ev.Orders)+len(ev.Executions)+len(ev.Positions) == 0 && ev.Wallet == nil {
+		return nil, nil // only rows of categories this server does not trade
 	}
 	return ev, nil
 }

@@ -190,6 +190,12 @@ func TestStreamPingKeepsAlive(t *testing.T) {
 // silentServer acks auth and subscribe, then never answers again (no
 // pong). It counts connections.
 func silentServer(t *testing.T) (string, *atomic.Int32) {
+	return scriptedServer(t, nil)
+}
+
+// scriptedServer acks auth and subscribe, sends pushes after the
+// subscribe ack, and never answers a ping. It counts connections.
+func scriptedServer(t *testing.T, pushes []string) (string, *atomic.Int32) {
 	t.Helper()
 	var conns atomic.Int32
 	up := websocket.Upgrader{}
@@ -211,6 +217,11 @@ func silentServer(t *testing.T) (string, *atomic.Int32) {
 			_ = json.Unmarshal(data, &m)
 			if m.Op == "auth" || m.Op == "subscribe" {
 				_ = c.WriteMessage(websocket.TextMessage, []byte(`{"success":true,"ret_msg":"","op":"`+m.Op+`","conn_id":"x"}`))
+			}
+			if m.Op == "subscribe" {
+				for _, p := range pushes {
+					_ = c.WriteMessage(websocket.TextMessage, []byte(p))
+				}
 			}
 		}
 	}))
@@ -382,4 +393,26 @@ func (l *lockedBuffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
+}
+
+// A push that does not decode is dropped as a whole and reported as a gap;
+// the next good push is delivered after it.
+func TestStreamMalformedPushIsAGap(t *testing.T) {
+	bad := `{"topic":"order","creationTime":1700000000000,"data":[{"category":"linear","symbol":"BTCUSDT","orderId":"1","orderLinkId":"gx-bad","qty":"1e","orderStatus":"New"}]}`
+	good := `{"topic":"order","creationTime":1700000000001,"data":[{"category":"linear","symbol":"BTCUSDT","orderId":"2","orderLinkId":"gx-good","qty":"0.5","orderStatus":"New"}]}`
+	url, _ := scriptedServer(t, []string{bad, good})
+	s := newStream(t, venue.StreamConfig{URL: url, APIKey: "K1234", APISecret: "S1234"})
+	var skipped []messages.StreamEvent
+	nextEvent(t, s, nil, messages.StreamConnected)
+	gap := nextEvent(t, s, &skipped, messages.StreamGap)
+	if gap.Reason != "malformed_push" || gap.Dropped != 1 || len(skipped) != 0 {
+		t.Fatalf("gap %+v after %+v", gap, skipped)
+	}
+	ev := nextEvent(t, s, &skipped, messages.StreamOrders)
+	if len(ev.Orders) != 1 || ev.Orders[0].OrderLinkID != "gx-good" || !ev.Orders[0].Qty.Equal(dec("0.5")) {
+		t.Fatalf("order after the gap %+v", ev.Orders)
+	}
+	if _, ok := s.WaitOrder(context.Background(), "gx-bad", time.Millisecond); ok {
+		t.Fatal("an undecodable push reached WaitOrder")
+	}
 }
