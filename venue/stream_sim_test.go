@@ -416,3 +416,25 @@ func TestStreamMalformedPushIsAGap(t *testing.T) {
 		t.Fatal("an undecodable push reached WaitOrder")
 	}
 }
+
+// Bad configuration fails closed, naming the field, without echoing it.
+func TestNewStreamValidates(t *testing.T) {
+	for _, tc := range []struct {
+		field string
+		cfg   venue.StreamConfig
+	}{
+		{"ws_url", venue.StreamConfig{URL: "http://127.0.0.1/v5/private", APIKey: "K", APISecret: "S"}},
+		{"ws_url", venue.StreamConfig{URL: "ws://user:pw@127.0.0.1/v5/private", APIKey: "K", APISecret: "S"}},
+		{"api_key", venue.StreamConfig{URL: "ws://127.0.0.1/v5/private", APIKey: "K"}},
+		{"read_timeout", venue.StreamConfig{URL: "ws://127.0.0.1/v5/private", APIKey: "K", APISecret: "S",
+			PingInterval: time.Second, ReadTimeout: time.Second}},
+	} {
+		s, err := venue.NewStream(tc.cfg)
+		if s != nil || messages.CodeOf(err) != messages.CodeInvalidParams || messages.AsError(err).Details["field"] != tc.field {
+			t.Errorf("%s: %v", tc.field, err)
+		}
+		if err != nil && strings.Contains(err.Error(), "pw@") {
+			t.Errorf("rejected value echoed: %v", err)
+		}
+	}
+}
