@@ -24,6 +24,11 @@
 //     list reads return a messages.Page whose NextCursor is passed back
 //     unchanged. Limits and the 7-day history window are checked before
 //     anything is sent; a hedge-mode position is unsupported_position_mode.
+//   - Order and position writes (orders.go) take typed requests and
+//     classify every failure as not_sent, refused or unknown
+//     (ClassifyWrite); an unknown outcome is settled by Settle
+//     (outcome.go), never resent. The private stream client is Stream
+//     (stream.go). See docs/venue-trading.md.
 //
 // The one retCode/HTTP-status mapping lives in errorTable (errors.go) and is
 // documented in docs/venue-errors.md.

@@ -154,6 +154,21 @@ var errorTable = []errorRule{
 		WriteNextStep: "do not resend; look the order up by its client order id (open orders, then order history)",
 	},
 	{
+		// Reference §5.1, §11.2/11.3: the client order id is taken. This
+		// server sends each id once, so the order it names may be ours
+		// (an earlier send whose answer was lost): look it up, never
+		// resend and never report "not placed".
+		Name:      "duplicate_link_id",
+		RetCodes:  []int{110072, 170141},
+		ReadCode:  messages.CodeExchangeRejected,
+		WriteCode: messages.CodeOutcomeUnknown,
+		Message:   "the exchange refused the request",
+		NextStep:  "the exchange's reason is in untrusted_text; correct the request before calling again",
+		WriteMessage: "an order with this client order id already exists at the exchange; " +
+			"it may be this action's order",
+		WriteNextStep: "do not resend; look the order up by its client order id (open orders, then order history)",
+	},
+	{
 		Name:      "unexpected_answer",
 		Failures:  []Failure{FailUnexpectedStatus, FailMalformedResult},
 		ReadCode:  messages.CodeExchangeUnavailable,

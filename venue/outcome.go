@@ -1,0 +1,168 @@
+package venue
+
+import (
+	"context"
+	"time"
+
+	"github.com/guarded-exchange/guarded-exchange/messages"
+)
+
+// Settling an unknown outcome (SPEC §8 step 8, issue 10): a write whose
+// outcome is unknown is never resent. The order is looked for by its
+// client order id, first on the private stream for a bounded time, then by
+// REST (open orders, then order history).
+
+// OrderWaiter reports an order push for a client order id; *Stream is one.
+type OrderWaiter interface {
+	WaitOrder(ctx context.Context, orderLinkID string, wait time.Duration) (messages.Order, bool)
+}
+
+// Where a settled order was found.
+const (
+	FoundOnStream       = "stream"
+	FoundInOpenOrders   = "open_orders"
+	FoundInOrderHistory = "order_history"
+)
+
+// Settlement is a settled unknown outcome: the order exists.
+type Settlement struct {
+	// Order is the order as last seen (REST when REST found it, else the
+	// stream's push).
+	Order messages.Order
+	// ResultSource is always messages.ResultSourceReconnaissance.
+	ResultSource string
+	// FoundBy is FoundOnStream, FoundInOpenOrders or FoundInOrderHistory.
+	FoundBy string
+	// FilledQty is the order's executed quantity.
+	FilledQty messages.FilledQty
+}
+
+// Settle looks up the order a write with an unknown outcome may have
+// created or changed. It waits up to wait for orderLinkID on stream (nil
+// skips the wait), then reads it back by REST: open orders, then history.
+//
+// Found (on the stream or by REST) gives a Settlement with result source
+// "reconnaissance". Not found gives outcome_unknown with details
+// reconnaissance "not_found" (the exchange's lists may lag: it is never
+// "failed"); a REST failure gives outcome_unknown with reconnaissance
+// "failed". Both carry client_order_id and a next step. Nothing is ever
+// resent.
+func Settle(ctx context.Context, c *Client, stream OrderWaiter, cat messages.Category, symbol, orderLinkID string, wait time.Duration) (*Settlement, error) {
+	if err := checkCategorySymbol(cat, symbol); err != nil {
+		return nil, err
+	}
+	if orderLinkID == "" || !orderLinkIDRE.MatchString(orderLinkID) {
+		return nil, messages.InvalidParams("order_link_id", "must be 1 to 45 characters of A-Z, a-z, 0-9, _ and -")
+	}
+	var pushed messages.Order
+	seen := false
+	if stream != nil && wait > 0 {
+		pushed, seen = stream.WaitOrder(ctx, orderLinkID, wait)
+	}
+	o, where, err := c.OrderByLinkID(ctx, cat, symbol, orderLinkID)
+	switch {
+	case err == nil:
+		return &Settlement{Order: *o, ResultSource: messages.ResultSourceReconnaissance, FoundBy: where, FilledQty: FilledOf(o)}, nil
+	case seen:
+		// REST lags or failed, but the stream showed the order.
+		return &Settlement{Order: pushed, ResultSource: messages.ResultSourceReconnaissance, FoundBy: FoundOnStream, FilledQty: FilledOf(&pushed)}, nil
+	}
+	recon := "failed"
+	if messages.CodeOf(err) == messages.CodeNotFound {
+		recon = "not_found"
+	}
+	return nil, &messages.Error{
+		Code: messages.CodeOutcomeUnknown,
+		Message: "the exchange did not give a definite answer and the order could not be found by its client order id; " +
+			"it may or may not exist",
+		NextStep: "do not resend; check get_open_orders and get_order_history for the client order id in a little while",
+		Details: map[string]any{
+			"client_order_id": orderLinkID,
+			"reconnaissance":  recon,
+			"outcome":         string(WriteUnknown),
+		},
+		Err: joinUnknown(err),
+	}
+}
+
+func joinUnknown(err error) error {
+	if err == nil {
+		return ErrOutcomeUnknown
+	}
+	return &wrapUnknown{err}
+}
+
+// wrapUnknown makes errors.Is(err, ErrOutcomeUnknown) hold while keeping
+// the read's error as the cause.
+type wrapUnknown struct{ cause error }
+
+func (w *wrapUnknown) Error() string   { return ErrOutcomeUnknown.Error() + ": " + w.cause.Error() }
+func (w *wrapUnknown) Unwrap() []error { return []error{ErrOutcomeUnknown, w.cause} }
+
+// FilledOf is an order's filled quantity: unknown when the order could not
+// be read (nil) or is not applied yet (status "Created" or empty), else
+// its cumExecQty.
+func FilledOf(o *messages.Order) messages.FilledQty {
+	if o == nil || o.Status == "" || o.Status == "Created" {
+		return messages.FilledQty{}
+	}
+	return messages.KnownFilled(o.CumExecQty)
+}
+
+// IsFinal reports whether an order status is closed (reference §5.10).
+func IsFinal(status string) bool {
+	switch status {
+	case "Filled", "Cancelled", "Rejected", "PartiallyFilledCanceled", "Deactivated":
+		return true
+	}
+	return false
+}
+
+// CancelResult says what an accepted cancel is known to have done, given
+// the order as read back after the ack (nil when it could not be read):
+// cancelled only when the order shows it; filled when it filled first;
+// otherwise cancel_requested (check again, never "failed").
+func CancelResult(o *messages.Order) messages.ChangeResult {
+	r := messages.ChangeResult{Status: messages.ChangeCancelRequested, Order: o, FilledQty: FilledOf(o)}
+	if o == nil {
+		return r
+	}
+	switch o.Status {
+	case "Cancelled", "PartiallyFilledCanceled", "Deactivated":
+		r.Status = messages.ChangeCancelled
+	case "Filled":
+		r.Status = messages.ChangeFilled
+	}
+	return r
+}
+
+// AmendResult says what an accepted amend is known to have done, given the
+// request and the order as read back after the ack (nil when it could not
+// be read): amended only when the order shows every requested value
+// (qty, price; a TP/SL change is not visible on messages.Order);
+// filled or order_closed when the order closed without them; otherwise
+// amend_requested.
+func AmendResult(req messages.AmendOrderRequest, o *messages.Order) messages.ChangeResult {
+	r := messages.ChangeResult{Status: messages.ChangeAmendRequested, Order: o, FilledQty: FilledOf(o)}
+	if o == nil {
+		return r
+	}
+	// messages.Order does not carry an order's TP/SL, so an amend of
+	// them is never known to show: it stays amend_requested.
+	shows := (!req.Qty.Valid || o.Qty.Equal(req.Qty.Decimal)) &&
+		(!req.Price.Valid || o.Price.Equal(req.Price.Decimal)) &&
+		!req.TakeProfit.Valid && !req.StopLoss.Valid
+	switch {
+	case shows && (o.Status == "New" || o.Status == "PartiallyFilled" || o.Status == "Untriggered"):
+		r.Status = messages.ChangeAmended
+	case o.Status == "Filled":
+		r.Status = messages.ChangeFilled
+	case IsFinal(o.Status):
+		if shows {
+			r.Status = messages.ChangeAmended
+		} else {
+			r.Status = messages.ChangeOrderClosed
+		}
+	}
+	return r
+}
