@@ -37,13 +37,16 @@ const (
 	// seen (records were swapped or duplicated).
 	ReasonOutOfOrder = "record out of order"
 	// ReasonTornTail: the last segment ends with an incomplete entry (its
-	// length prefix or its bytes run past the end of the file), the trace
-	// of a crash mid-write. Open cuts it off. A complete last entry that
-	// fails its CRC is damage, not a torn tail: Open refuses it.
+	// length prefix or its bytes run past the end of the file) whose bytes
+	// are a prefix of the record that would follow the last good one: the
+	// trace of a crash mid-write. Open cuts it off. A complete last entry
+	// that fails to decode, or an incomplete one that contradicts the
+	// chain, is damage, not a torn tail: Open refuses it.
 	ReasonTornTail = "torn tail"
-	// ReasonTrailingGarbage: the last segment ends with bytes that are not
-	// a record (zero fill, stray bytes that name no record) after its last
-	// good record. Open cuts them off.
+	// ReasonTrailingGarbage: the last segment ends with zero bytes up to
+	// the end of the file after its last good record (a file system that
+	// grew the file but never wrote it). Open cuts them off. Other stray
+	// bytes are refused.
 	ReasonTrailingGarbage = "trailing garbage"
 	// ReasonSegmentTruncated: a segment that is not the last ends with an
 	// incomplete entry. Open refuses.
