@@ -282,7 +282,11 @@ func TestCorruption(t *testing.T) {
 				}
 				appendBytes(t, f.segOf(n), g)
 			},
-			repair: &repair{lastGood: n, dropped: 300},
+			// Stray bytes are not what a crash of this writer leaves
+			// (it writes only whole frames and the file system adds
+			// only zeros): refused, never cut.
+			refuse: &refusal{lastSegName, n + 1, ""},
+			verify: map[string]uint64{ReasonCorrupt: n + 1},
 		},
 		{
 			name: "truncate an older segment mid-record",

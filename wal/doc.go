@@ -58,18 +58,21 @@
 //
 //   - What a crash leaves at the end of the LAST segment, with no intact
 //     frame after it, is a torn tail: an incomplete final entry (its length
-//     prefix or its bytes run past the end of the file), zero fill, or
-//     stray bytes that name no record. The segment is copied to
+//     prefix or its bytes run past the end of the file) whose bytes are a
+//     prefix of the record the writer would have written next (version,
+//     seq, prev_hash, lengths, hash and CRC as far as they go), or zero
+//     fill to the end of the file. The segment is copied to
 //     "<name>.broken", truncated after its last good entry, and the file
 //     and the directory are fsynced. Recovery reports it; the caller
 //     journals recovered_torn_tail.
 //   - Anything else refuses to open with a *DamageError naming the segment
-//     file and the seq, and nothing is changed: a COMPLETE last record that
-//     fails its CRC (a flipped byte anywhere in it, its length prefix
-//     included: a crash cannot produce that, so cutting it would lose an
-//     acknowledged record), a bad record anywhere else, a seq gap or
-//     reordering, a broken chain, a truncated older segment, a record of a
-//     newer version. See walker.wholeRecord and docs/journal-format.md.
+//     file and the seq, and nothing is changed: a COMPLETE last entry that
+//     fails to decode, whatever its seq and prev_hash say (a crash cannot
+//     produce that, so cutting it would lose an acknowledged record), an
+//     incomplete one that contradicts the chain, stray bytes, a bad record
+//     anywhere else, a seq gap or reordering, a broken chain, a truncated
+//     older segment, a record of a newer version. See walker.tailVerdict
+//     and docs/journal-format.md.
 //
 // # Concurrency
 //

@@ -114,11 +114,13 @@ type Log struct {
 // checks framing, CRC, seq continuity, each hash and the chain from the
 // genesis value, calling opts.OnRecord for every record in order. What a
 // crash leaves at the end of the last segment with no valid record after
-// it (an incomplete final entry, zero fill, stray bytes) is repaired: the
+// it (an incomplete final entry that continues the chain as far as it
+// goes, or zero fill to the end of the file) is repaired: the
 // segment is copied to "<name>.broken", truncated after its last good
 // record, and the file and directory are fsynced; Recovery says what was
-// dropped. A complete last record that fails its CRC is damage, not a torn
-// write; it and damage anywhere else return a *DamageError naming the
+// dropped. A complete last entry that fails to decode, an incomplete one
+// that contradicts the chain, and stray bytes are damage, not a torn
+// write; they and damage anywhere else return a *DamageError naming the
 // segment and seq, and nothing is changed.
 //
 // The repair is ours because tidwall/wal has none: a torn last entry makes

@@ -37,13 +37,16 @@ const (
 	// seen (records were swapped or duplicated).
 	ReasonOutOfOrder = "record out of order"
 	// ReasonTornTail: the last segment ends with an incomplete entry (its
-	// length prefix or its bytes run past the end of the file), the trace
-	// of a crash mid-write. Open cuts it off. A complete last entry that
-	// fails its CRC is damage, not a torn tail: Open refuses it.
+	// length prefix or its bytes run past the end of the file) whose bytes
+	// are a prefix of the record that would follow the last good one: the
+	// trace of a crash mid-write. Open cuts it off. A complete last entry
+	// that fails to decode, or an incomplete one that contradicts the
+	// chain, is damage, not a torn tail: Open refuses it.
 	ReasonTornTail = "torn tail"
-	// ReasonTrailingGarbage: the last segment ends with bytes that are not
-	// a record (zero fill, stray bytes that name no record) after its last
-	// good record. Open cuts them off.
+	// ReasonTrailingGarbage: the last segment ends with zero bytes up to
+	// the end of the file after its last good record (a file system that
+	// grew the file but never wrote it). Open cuts them off. Other stray
+	// bytes are refused.
 	ReasonTrailingGarbage = "trailing garbage"
 	// ReasonSegmentTruncated: a segment that is not the last ends with an
 	// incomplete entry. Open refuses.
@@ -324,14 +327,10 @@ var errLengthDamaged = fmt.Errorf("%w: damaged length prefix of a whole record",
 func (w *walker) damaged(s segFile, data []byte, pos, end int, perr error, last bool) (int, error) {
 	q := w.resync(data, pos+1)
 	if q < 0 && last && !errors.Is(perr, ErrVersion) {
-		// Nothing valid follows in the last segment. It is a torn tail
-		// only if what is left cannot be a whole record (see wholeRecord).
-		cause := w.wholeRecord(data, pos, end, perr)
+		// Nothing valid follows in the last segment. It is cut only if
+		// it is what a crash leaves (see tailVerdict).
+		reason, cause := w.tailVerdict(data, pos, perr)
 		if cause == nil {
-			reason := ReasonTrailingGarbage
-			if end == 0 {
-				reason = ReasonTornTail
-			}
 			if w.mode == modeOpen {
 				w.tail = &tailDamage{seg: s, data: data, off: pos, reason: reason}
 				return -1, nil
@@ -355,49 +354,144 @@ func (w *walker) damaged(s segFile, data []byte, pos, end int, perr error, last 
 	return q, nil
 }
 
-// wholeRecord decides what the bytes after the last good record of the
-// last segment are, when no intact frame follows them. It returns nil when
-// they are what a crash leaves (Open may cut them) and the error to report
-// when they are a whole record that was damaged afterwards (Open refuses).
+// tailVerdict decides what the bytes data[pos:] after the last good record
+// of the last segment are, when no intact frame follows them anywhere. It
+// returns the reason to cut them with (ReasonTornTail or
+// ReasonTrailingGarbage) and a nil error when they are what a crash
+// leaves, and the error to refuse with otherwise.
 //
-// A crash mid-write leaves a prefix of what was written: the last entry is
-// incomplete (its length prefix, or the bytes it announces, run past the
-// end of the file), or the file was extended but not written (zero fill).
-// It cannot leave a complete entry that fails its CRC. So the bytes are a
-// damaged whole record, never a torn write, when
+// Every Append is one tidwall/wal WriteBatch: one write(2) of
+// uvarint(len)|frame for each record of the batch, then one fsync. A crash
+// before the fsync returned leaves, after the last record that made it
+// whole, either
 //
-//   - a frame with an intact CRC starts within the first
-//     binary.MaxVarintLen64 bytes after pos: the record is whole and only
-//     its tidwall/wal length prefix was damaged, which may make it look
-//     incomplete (errLengthDamaged); or
-//   - the entry at pos is complete (end > 0) and its frame names itself as
-//     the next record: its seq is the one expected, or its prev_hash is the
-//     hash of the last good record. One damaged byte cannot change both, so
-//     a flipped byte anywhere in a complete last record is caught; zero fill
-//     and stray bytes match neither. perr (usually a CRC mismatch) is
-//     returned.
+//   - a strict prefix of the next entry: its length prefix runs past the
+//     end of the file, or the file ends before the bytes the prefix
+//     announces; those bytes are exactly what the writer wrote, so they
+//     name the next seq, chain from the last good record, and agree with
+//     their own length, field lengths, hash and CRC as far as they go; or
+//   - zero fill to the end of the file (a file system that grew the file
+//     but never wrote the blocks).
 //
-// When in doubt (two faults at once, e.g. a torn write whose length prefix
-// was also damaged) this refuses: a refusal loses nothing, a wrong cut
-// loses an acknowledged record.
-func (w *walker) wholeRecord(data []byte, pos, end int, perr error) error {
+// Only these two are cut. Everything else is refused: a complete entry
+// (whatever is wrong with it: the writer never leaves a complete entry
+// that fails to decode), an incomplete one that contradicts the chain or
+// itself, bytes that are not all zero after zero bytes, and an intact
+// frame 1 to 10 bytes after pos (a whole record whose length prefix was
+// damaged). A refusal loses nothing; a wrong cut loses an acknowledged
+// record.
+func (w *walker) tailVerdict(data []byte, pos int, perr error) (string, error) {
+	tail := data[pos:]
+	if allZero(tail) {
+		return ReasonTrailingGarbage, nil
+	}
 	for s := pos + 1; s <= pos+binary.MaxVarintLen64 && s < len(data); s++ {
 		if intactFrameAt(data[s:]) {
-			return errLengthDamaged
+			return "", errLengthDamaged
 		}
 	}
-	if end == 0 {
-		return nil
+	n, k := binary.Uvarint(tail)
+	if k > 0 && n <= uint64(len(tail)-k) {
+		// A complete entry: damage, never a torn write.
+		return "", perr
 	}
-	_, k := binary.Uvarint(data[pos:])
-	b := data[pos+k : end]
-	if len(b) < fixedLen {
-		return nil
+	if !w.continuesChain(tail) {
+		return "", errTornMismatch
 	}
-	if binary.BigEndian.Uint64(b[offSeq:]) == w.next || bytes.Equal(b[offPrev:offPrev+hashLen], w.prev[:]) {
-		return perr
+	return ReasonTornTail, nil
+}
+
+// errTornMismatch marks an incomplete last entry whose bytes are not a
+// prefix of the record that would follow the last good one.
+var errTornMismatch = fmt.Errorf("%w: incomplete last entry does not continue the chain", ErrCorrupt)
+
+func allZero(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
 	}
-	return nil
+	return true
+}
+
+// continuesChain reports whether b, an incomplete tidwall/wal entry, is a
+// strict prefix of an entry the writer could have written next: a minimal
+// length prefix within the frame limits, then a version-1 frame carrying
+// seq w.next and prev_hash w.prev, minimal field lengths within their
+// limits that add up to the announced length, and the hash and CRC those
+// bytes give, each as far as the bytes go.
+func (w *walker) continuesChain(b []byte) bool {
+	n, k := binary.Uvarint(b)
+	switch {
+	case k < 0:
+		return false
+	case k == 0:
+		// The length prefix itself is cut. Every byte so far carries the
+		// continuation bit; at least one more byte must follow, so the
+		// length is at least 1<<(7*len(b)).
+		return len(b) < uvarintLen(maxFrameLen) && uint64(1)<<(7*len(b)) <= maxFrameLen
+	case k != uvarintLen(n) || n < minFrameLen || n > maxFrameLen || n <= uint64(len(b)-k):
+		return false
+	}
+	fr := b[k:]
+	size := int(n)
+
+	// The fixed part: type and time can be anything.
+	var want [fixedLen]byte
+	want[offVersion] = Version
+	binary.BigEndian.PutUint64(want[offSeq:], w.next)
+	copy(want[offPrev:], w.prev[:])
+	for i := range min(len(fr), fixedLen) {
+		if (i == offVersion || i >= offSeq) && fr[i] != want[i] {
+			return false
+		}
+	}
+	if len(fr) <= fixedLen {
+		return true
+	}
+
+	// The four fields, as far as they go.
+	off := fixedLen
+	for i := 0; i < 4; i++ {
+		limit := MaxFieldLen
+		if i == 3 {
+			limit = MaxPayloadLen
+		}
+		l, lk := binary.Uvarint(fr[off:])
+		switch {
+		case lk < 0:
+			return false
+		case lk == 0:
+			// Cut inside the field's length: it must still be able to
+			// fit the limit and the announced size.
+			rest := fr[off:]
+			return len(rest) < uvarintLen(uint64(limit)) && uint64(1)<<(7*len(rest)) <= uint64(limit) &&
+				off+len(rest)+1+(1<<(7*len(rest)))+trailerLen <= size
+		case lk != uvarintLen(l) || l > uint64(limit) || off+lk+int(l)+trailerLen > size:
+			return false
+		}
+		off += lk + int(l)
+		if i == 3 && off+trailerLen != size {
+			// The fields must fill the announced length exactly.
+			return false
+		}
+		if off >= len(fr) {
+			// Cut inside the field, or right after it.
+			return true
+		}
+	}
+	// The hash and the CRC the writer computed, as far as they are there.
+	sum := w.h.sum(fr[fixedLen-hashLen:fixedLen], fr[:off])
+	got := fr[off:]
+	if !bytes.Equal(got[:min(len(got), hashLen)], sum[:min(len(got), hashLen)]) {
+		return false
+	}
+	if len(got) <= hashLen {
+		return true
+	}
+	var crc [crcLen]byte
+	binary.BigEndian.PutUint32(crc[:], crc32.Checksum(fr[:off+hashLen], castagnoli))
+	return bytes.Equal(got[hashLen:], crc[:len(got)-hashLen])
 }
 
 // intactFrameAt reports whether b starts with a whole version-1 frame

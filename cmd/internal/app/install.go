@@ -131,12 +131,17 @@ const (
 // readMasterKey reads the hex master key. Only a private regular file is
 // accepted: not a symlink, a FIFO, a socket or a device (a FIFO would block
 // the process forever, a device could be read without end), not readable
-// or writable by group or others. The file is opened without following a
+// or writable by group or others, owned by the effective uid (a key
+// someone else wrote is theirs, not ours), in a directory others cannot
+// replace it in (see checkMasterKeyDir). The file is opened without following a
 // symlink and without blocking, checked again on the open descriptor (so a
 // file swapped in between is caught), and read with a size limit and a
 // deadline. Every refusal names the file and says how to fix it; none
 // echoes the file's contents.
-func readMasterKey(path string) ([]byte, error) {
+func readMasterKey(path string) ([]byte, error) { return readMasterKeyAs(path, os.Geteuid()) }
+
+// readMasterKeyAs is readMasterKey for the user uid.
+func readMasterKeyAs(path string, uid int) ([]byte, error) {
 	st, err := os.Lstat(path)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
@@ -144,7 +149,10 @@ func readMasterKey(path string) ([]byte, error) {
 		}
 		return nil, fmt.Errorf("master key file: %w", err)
 	}
-	if err := checkMasterKeyFile(path, st); err != nil {
+	if err := checkMasterKeyFile(path, st, uid); err != nil {
+		return nil, err
+	}
+	if err := checkMasterKeyDir(path, uid); err != nil {
 		return nil, err
 	}
 	// O_NONBLOCK: opening a FIFO for reading otherwise waits for a writer.
@@ -161,7 +169,7 @@ func readMasterKey(path string) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("master key file %s: %w", path, err)
 	}
-	if err := checkMasterKeyFile(path, fst); err != nil {
+	if err := checkMasterKeyFile(path, fst, uid); err != nil {
 		return nil, err
 	}
 	if !os.SameFile(st, fst) {
@@ -179,10 +187,13 @@ func readMasterKey(path string) ([]byte, error) {
 }
 
 // checkMasterKeyFile refuses anything but a private regular file of a
-// plausible size.
-func checkMasterKeyFile(path string, st fs.FileInfo) error {
+// plausible size owned by uid.
+func checkMasterKeyFile(path string, st fs.FileInfo, uid int) error {
 	m := st.Mode()
+	sys, ok := st.Sys().(*syscall.Stat_t)
 	switch {
+	case !ok:
+		return fmt.Errorf("master key file %s: cannot tell its owner", path)
 	case m&fs.ModeSymlink != 0:
 		target := "the file it points to"
 		if t, err := filepath.EvalSymlinks(path); err == nil {
@@ -195,8 +206,39 @@ func checkMasterKeyFile(path string, st fs.FileInfo) error {
 		return fmt.Errorf("master key file %s is readable by others (mode %04o); run chmod 600 %s", path, m.Perm(), shellQuote(path))
 	case m.Perm()&0o033 != 0:
 		return fmt.Errorf("master key file %s is writable or executable by others (mode %04o); run chmod 600 %s", path, m.Perm(), shellQuote(path))
+	case int64(sys.Uid) != int64(uid):
+		return fmt.Errorf("master key file %s belongs to uid %d, not to uid %d that runs guarded-exchange; a key another user wrote is not yours to trust: if the file is yours, run chown %d %s", path, sys.Uid, uid, uid, shellQuote(path))
 	case st.Size() > maxMasterKeyFile:
 		return fmt.Errorf("master key file %s is %d bytes, too large for a key file (64 hex digits); check --master-key-file", path, st.Size())
+	}
+	return nil
+}
+
+// checkMasterKeyDir refuses a master key whose directory lets someone else
+// put a file of their choosing in its place: a directory that belongs to
+// anyone but uid or root, or that its group or others may write, unless
+// its sticky bit is set (as on /tmp): there only the owner of a file may
+// rename or remove it, and the file's owner is checked to be uid. The
+// directory is followed through symlinks: what counts is where the file
+// is.
+func checkMasterKeyDir(path string, uid int) error {
+	dir := filepath.Dir(path)
+	st, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("directory of the master key file %s: %w", path, err)
+	}
+	sys, ok := st.Sys().(*syscall.Stat_t)
+	switch perm := st.Mode().Perm(); {
+	case !ok:
+		return fmt.Errorf("directory %s of the master key file: cannot tell its owner", dir)
+	case int64(sys.Uid) != int64(uid) && sys.Uid != 0:
+		return fmt.Errorf("directory %s of the master key file belongs to uid %d, who can replace the key; keep the key in a directory of your own (uid %d) or of root", dir, sys.Uid, uid)
+	case perm&0o022 != 0 && st.Mode()&fs.ModeSticky == 0:
+		who := "others"
+		if perm&0o002 == 0 {
+			who = "its group"
+		}
+		return fmt.Errorf("directory %s of the master key file is writable by %s (mode %04o), who can replace the key; run chmod 700 %s", dir, who, perm, shellQuote(dir))
 	}
 	return nil
 }
@@ -306,6 +348,9 @@ func checkHomeDirsOf(p paths, uid int) error {
 // overwrite an existing file.
 func createMasterKey(path string) ([]byte, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, err
+	}
+	if err := checkMasterKeyDir(path, os.Geteuid()); err != nil {
 		return nil, err
 	}
 	key := make([]byte, masterKeySize)

@@ -1,7 +1,12 @@
 package app
 
 import (
+	"context"
 	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
 	"net"
 	"os"
 	"path/filepath"
@@ -9,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/guarded-exchange/guarded-exchange/cli"
 )
 
 // readKeyOrHang runs readMasterKey with a safety net: a key file that
@@ -202,5 +209,145 @@ func TestShellQuote(t *testing.T) {
 		if got := shellQuote(in); got != want {
 			t.Errorf("shellQuote(%q) = %s, want %s", in, got, want)
 		}
+	}
+}
+
+// A master key file someone else wrote is refused, however private: as
+// root the file is handed to nobody (65534), the review's repro; as any
+// user the check runs for another uid.
+func TestMasterKeyMustBeOurs(t *testing.T) {
+	dir := t.TempDir()
+	keyHex := strings.Repeat("cd", masterKeySize)
+	p := filepath.Join(dir, "master.key")
+	if err := os.WriteFile(p, []byte(keyHex+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if key, err := readKeyOrHang(t, p); err != nil || hex.EncodeToString(key) != keyHex {
+		t.Fatalf("own key: %x, %v", key, err)
+	}
+	uid := os.Geteuid()
+	_, err := readMasterKeyAs(p, uid+1)
+	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("belongs to uid %d, not to uid %d", uid, uid+1)) ||
+		!strings.Contains(err.Error(), p) || strings.Contains(err.Error(), keyHex) {
+		t.Fatalf("key of uid %d read as uid %d: %v", uid, uid+1, err)
+	}
+	if uid != 0 {
+		return // only root can give a file away; the check above covers the rule
+	}
+	if err := os.Chown(p, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	key, err := readKeyOrHang(t, p)
+	if err == nil || !strings.Contains(err.Error(), "belongs to uid 65534, not to uid 0") || !strings.Contains(err.Error(), "chown 0 "+p) {
+		t.Fatalf("key of nobody read by root: %x, %v", key, err)
+	}
+
+	// The review's repro end to end: init as root must not adopt a key
+	// nobody chose, and must not create another one beside it.
+	root := t.TempDir()
+	shared := filepath.Join(root, "sh")
+	if err := os.Mkdir(shared, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	planted := filepath.Join(shared, "master.key")
+	if err := os.WriteFile(planted, []byte(keyHex+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{shared, planted} {
+		if err := os.Chown(f, 65534, 65534); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g := &cli.Globals{Home: filepath.Join(root, "home"), MasterKeyFile: planted, User: "local", Venue: "paper"}
+	r := &Runtime{Getenv: func(string) string { return "" }}
+	err = r.Init(context.Background(), g, cli.IO{Out: io.Discard, Err: io.Discard})
+	if err == nil || !strings.Contains(err.Error(), "belongs to uid 65534") {
+		t.Fatalf("init adopted a key of nobody: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(g.Home, installFileName)); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("init wrote an installation: %v", err)
+	}
+}
+
+// The directory of the master key: one others may write lets them put a
+// key of their choosing in its place, and is refused (sticky directories
+// excepted: there only the file's owner, checked to be us, can replace
+// it); so is one that belongs to someone other than us or root.
+func TestMasterKeyDirectory(t *testing.T) {
+	keyHex := strings.Repeat("ef", masterKeySize)
+	uid := os.Geteuid()
+	for _, c := range []struct {
+		name string
+		mode os.FileMode
+		want string // "" means accepted
+	}{
+		{"private", 0o700, ""},
+		{"readable", 0o755, ""},
+		{"world-writable", 0o777, "is writable by others (mode 0777), who can replace the key; run chmod 700 "},
+		{"group-writable", 0o770, "is writable by its group (mode 0770)"},
+		{"sticky world-writable", 0o777 | os.ModeSticky, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "cfg")
+			if err := os.Mkdir(dir, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			p := filepath.Join(dir, "master.key")
+			if err := os.WriteFile(p, []byte(keyHex+"\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chmod(dir, c.mode); err != nil {
+				t.Fatal(err)
+			}
+			key, err := readKeyOrHang(t, p)
+			if c.want == "" {
+				if err != nil || hex.EncodeToString(key) != keyHex {
+					t.Fatalf("refused: %v", err)
+				}
+			} else if err == nil || !strings.Contains(err.Error(), "directory "+dir+" of the master key file "+c.want) {
+				t.Fatalf("read = %x, %v; want an error containing %q", key, err, c.want)
+			}
+
+			// init must not create a key there either.
+			os.Remove(p)
+			key, err = createMasterKey(p)
+			if c.want == "" {
+				if err != nil || len(key) != masterKeySize {
+					t.Fatalf("create refused: %v", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("create = %v; want an error containing %q", err, c.want)
+			}
+			if _, err := os.Lstat(p); !errors.Is(err, fs.ErrNotExist) {
+				t.Fatalf("a refused create left a file: %v", err)
+			}
+		})
+	}
+
+	// A directory of another user (not root), private or not.
+	dir := t.TempDir()
+	p := filepath.Join(dir, "master.key")
+	if err := os.WriteFile(p, []byte(keyHex+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if uid == 0 {
+		// As root: the file is ours, the directory nobody's.
+		if err := os.Chown(dir, 65534, 65534); err != nil {
+			t.Fatal(err)
+		}
+		_, err := readKeyOrHang(t, p)
+		if err == nil || !strings.Contains(err.Error(), "directory "+dir+" of the master key file belongs to uid 65534") {
+			t.Fatalf("key in a directory of nobody: %v", err)
+		}
+		return
+	}
+	// As a user: a directory of root is fine, one of another user is not.
+	if err := checkMasterKeyDir("/master.key", uid); err != nil {
+		t.Fatalf("root's directory: %v", err)
+	}
+	if err := checkMasterKeyDir(p, uid+1); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("belongs to uid %d", uid)) {
+		t.Fatalf("directory of uid %d checked for uid %d: %v", uid, uid+1, err)
 	}
 }
