@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -33,7 +34,7 @@ func TestSendReportsARefusalSentBeforeTheRequest(t *testing.T) {
 		c.Close()
 		close(closed)
 	}()
-	client, err := DialControl(context.Background(), sock)
+	client, err := DialControl(context.Background(), sock, uint32(os.Getuid()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +65,7 @@ func TestSendRefusesAnotherVersion(t *testing.T) {
 		c.Read(buf)
 		c.Write([]byte(`{"v":2,"ok":true,"result":{}}` + "\n"))
 	}()
-	client, err := DialControl(context.Background(), sock)
+	client, err := DialControl(context.Background(), sock, uint32(os.Getuid()))
 	if err != nil {
 		t.Fatal(err)
 	}
