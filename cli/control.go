@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -25,23 +27,42 @@ type ControlClient struct {
 	conn net.Conn
 	r    *bufio.Reader
 	seq  atomic.Int64
+	// path is the socket; peer the uid the kernel reports for the
+	// listening process; self this process's uid.
+	path       string
+	peer, self uint32
 }
 
 // dialRetry bounds how long DialControl keeps retrying a server whose
 // accept queue is full (EAGAIN), e.g. while another process floods it.
 const dialRetry = 5 * time.Second
 
-// DialControl connects to the socket at path. A missing socket or a refused
-// connection is ErrNoServer. A full accept queue is retried for a few
-// seconds.
-func DialControl(ctx context.Context, path string) (*ControlClient, error) {
+// DialControl connects to the socket at path, where the caller expects
+// the server to run as uid server (derived from the socket's directory
+// before dialing, see control.Layout.ServerUID). The listening process's
+// uid (SO_PEERCRED) must be server or this process's own; anything else
+// is refused before a byte is written, and is not ErrNoServer, so the
+// caller does not fall back to running in-process either. A missing
+// socket or a refused connection is ErrNoServer. A full accept queue is
+// retried for a few seconds.
+func DialControl(ctx context.Context, path string, server uint32) (*ControlClient, error) {
 	var d net.Dialer
 	deadline := time.Now().Add(dialRetry)
 	wait := 5 * time.Millisecond
+	self := uint32(os.Getuid())
 	for {
 		conn, err := d.DialContext(ctx, "unix", path)
 		if err == nil {
-			return &ControlClient{conn: conn, r: bufio.NewReaderSize(conn, messages.MaxControlLine+1)}, nil
+			peer, err := peerUID(conn)
+			if err != nil {
+				conn.Close()
+				return nil, fmt.Errorf("control socket %s: cannot tell who listens: %w", path, err)
+			}
+			if peer != self && peer != server {
+				conn.Close()
+				return nil, fmt.Errorf("control socket %s: the process listening there runs as uid %d, but the server runs as uid %d (or yours, %d): nothing was sent", path, peer, server, self)
+			}
+			return &ControlClient{conn: conn, r: bufio.NewReaderSize(conn, messages.MaxControlLine+1), path: path, peer: peer, self: self}, nil
 		}
 		switch {
 		case errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED):
@@ -57,12 +78,45 @@ func DialControl(ctx context.Context, path string) (*ControlClient, error) {
 	}
 }
 
+// peerUID is the uid of the process that listens on conn's other end, as
+// the kernel recorded it when that process called listen.
+func peerUID(conn net.Conn) (uint32, error) {
+	uc, ok := conn.(*net.UnixConn)
+	if !ok {
+		return 0, errors.New("not a Unix socket")
+	}
+	raw, err := uc.SyscallConn()
+	if err != nil {
+		return 0, err
+	}
+	var cred *syscall.Ucred
+	var cerr error
+	if err := raw.Control(func(fd uintptr) {
+		cred, cerr = syscall.GetsockoptUcred(int(fd), syscall.SOL_SOCKET, syscall.SO_PEERCRED)
+	}); err != nil {
+		return 0, err
+	}
+	if cerr != nil {
+		return 0, cerr
+	}
+	return cred.Uid, nil
+}
+
+// ownerOnly reports whether cmd may go only to a server of the caller's
+// own uid: the key commands, one of which carries the exchange secret.
+func ownerOnly(cmd messages.Command) bool {
+	return strings.HasPrefix(cmd.CommandName(), "keys.")
+}
+
 // Close closes the connection.
 func (c *ControlClient) Close() error { return c.conn.Close() }
 
 // Send delivers cmd and returns the server's typed answer, or its refusal
 // as a *messages.Error.
 func (c *ControlClient) Send(ctx context.Context, cmd messages.Command) (any, error) {
+	if ownerOnly(cmd) && c.peer != c.self {
+		return nil, fmt.Errorf("control socket %s: the server runs as uid %d, not yours (%d); key commands go only to a server of your own uid: nothing was sent", c.path, c.peer, c.self)
+	}
 	body, err := messages.EncodeCommand(cmd)
 	if err != nil {
 		return nil, err

@@ -1,10 +1,12 @@
 package cli
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"net"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -33,7 +35,7 @@ func TestSendReportsARefusalSentBeforeTheRequest(t *testing.T) {
 		c.Close()
 		close(closed)
 	}()
-	client, err := DialControl(context.Background(), sock)
+	client, err := DialControl(context.Background(), sock, uint32(os.Getuid()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,12 +66,40 @@ func TestSendRefusesAnotherVersion(t *testing.T) {
 		c.Read(buf)
 		c.Write([]byte(`{"v":2,"ok":true,"result":{}}` + "\n"))
 	}()
-	client, err := DialControl(context.Background(), sock)
+	client, err := DialControl(context.Background(), sock, uint32(os.Getuid()))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer client.Close()
 	if _, err := client.Send(context.Background(), &messages.ShowPolicyRequest{User: "local"}); err == nil || !strings.Contains(err.Error(), "protocol version 2") {
 		t.Fatalf("an answer of version 2: %v", err)
+	}
+}
+
+// Key commands go only to a server of the caller's own uid: to a listener
+// of another uid (an approver's server) Send writes nothing and says why.
+// Other commands do go through.
+func TestSendKeepsKeyCommandsForTheOwnUID(t *testing.T) {
+	self := uint32(os.Getuid())
+	ours, theirs := net.Pipe()
+	defer theirs.Close()
+	got := make(chan []byte, 1)
+	go func() {
+		buf := make([]byte, 4096)
+		n, _ := theirs.Read(buf)
+		got <- buf[:n]
+		theirs.Write([]byte(`{"v":1,"id":"1","ok":true,"result":{}}` + "\n"))
+	}()
+	c := &ControlClient{conn: ours, r: bufio.NewReader(ours), path: "/run/gx/control.sock", peer: self + 1, self: self}
+	defer c.Close()
+	_, err := c.Send(context.Background(), &messages.AddCredentialRequest{User: "local", Environment: "bybit-demo", APIKey: "KEY", APISecret: messages.NewSecret("SECRET")})
+	if err == nil || !strings.Contains(err.Error(), "/run/gx/control.sock") || !strings.Contains(err.Error(), "key commands go only to a server of your own uid") {
+		t.Fatalf("keys.add to another uid: %v", err)
+	}
+	if _, err := c.Send(context.Background(), &messages.ShowPolicyRequest{User: "local"}); err != nil {
+		t.Fatalf("policy.show to another uid: %v", err)
+	}
+	if line := <-got; !strings.Contains(string(line), `"type":"policy.show"`) {
+		t.Fatalf("the first bytes written were %q", line)
 	}
 }

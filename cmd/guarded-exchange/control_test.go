@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -669,5 +670,299 @@ func TestControlSocketFloodAndSlots(t *testing.T) {
 	}
 	if counted != dials {
 		t.Fatalf("the records count %d refusals, the flooder made %d connections", counted, dials)
+	}
+}
+
+// impostorEnv makes the test binary a fake control server instead of
+// running tests (see TestMain): it listens on the socket, appends every
+// byte it receives to the file impostorCaptureEnv names and answers each
+// line as a server would; it prints "ready" once it listens and exits
+// when its stdin closes.
+const (
+	impostorEnv        = "GX_TEST_IMPOSTOR_SOCKET"
+	impostorCaptureEnv = "GX_TEST_IMPOSTOR_CAPTURE"
+)
+
+// impostor is the fake server's body.
+func impostor(sock, capture string) int {
+	os.Remove(sock)
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	os.Chmod(sock, 0o666)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				c.SetDeadline(time.Now().Add(10 * time.Second))
+				br := bufio.NewReader(c)
+				for {
+					line, err := br.ReadBytes('\n')
+					if len(line) > 0 {
+						f, ferr := os.OpenFile(capture, os.O_WRONLY|os.O_APPEND, 0)
+						if ferr == nil {
+							f.Write(line)
+							f.Close()
+						}
+					}
+					if err != nil {
+						return
+					}
+					var req struct {
+						ID string `json:"id"`
+					}
+					json.Unmarshal(line, &req)
+					fmt.Fprintf(c, `{"v":1,"id":%q,"ok":true,"result":{"user":"local","kill_switch":"user"}}`+"\n", req.ID)
+				}
+			}()
+		}
+	}()
+	fmt.Println("ready")
+	io.Copy(io.Discard, os.Stdin)
+	ln.Close()
+	return 0
+}
+
+// hostileBase is a root-owned directory (0755) for the impostor tests,
+// holding copies of the CLI and of the test binary that other uids may
+// run. It needs root, to run processes as other uids.
+func hostileBase(t *testing.T) (base, cliBin string) {
+	t.Helper()
+	if os.Getuid() != 0 {
+		t.Skip("needs root to run processes as other uids (SysProcAttr.Credential); CI runs as root")
+	}
+	base, err := os.MkdirTemp("", "gx-impostor-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(base) })
+	os.Chmod(base, 0o755)
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for from, to := range map[string]string{self: "impostor.test", bin: "guarded-exchange"} {
+		data, err := os.ReadFile(from)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(base, to), data, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return base, filepath.Join(base, "guarded-exchange")
+}
+
+// startImpostor runs the fake server as nobody on sock and returns what
+// it has received so far.
+func startImpostor(t *testing.T, base, sock string) (received func() string) {
+	t.Helper()
+	capture := filepath.Join(base, fmt.Sprintf("captured-%d", time.Now().UnixNano()))
+	if err := os.WriteFile(capture, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	os.Chown(capture, nobody, nobody)
+	cmd := exec.Command(filepath.Join(base, "impostor.test"))
+	cmd.Env = []string{impostorEnv + "=" + sock, impostorCaptureEnv + "=" + capture}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stdin.Close(); cmd.Wait() })
+	if line, err := bufio.NewReader(stdout).ReadString('\n'); err != nil || line != "ready\n" {
+		t.Fatalf("impostor: %q %v %s", line, err, stderr.String())
+	}
+	return func() string {
+		b, err := os.ReadFile(capture)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+}
+
+// mkdirAs makes dir with mode (sticky when asked) and gives it to uid.
+func mkdirAs(t *testing.T, dir string, mode os.FileMode, uid int) {
+	t.Helper()
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, mode); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(dir, uid, uid); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// killSwitchRecords counts the kill_switch_on records of the install.
+func killSwitchRecords(t *testing.T, in install) int {
+	t.Helper()
+	r := run(t, in.env(), "", "journal", "dump", "--type", "kill_switch_on")
+	if r.code != 0 {
+		t.Fatalf("journal dump: %q", r.stderr)
+	}
+	return strings.Count(r.stdout, "\n")
+}
+
+// Review finding A: with no server running, another uid (nobody) makes
+// the socket's directory in a directory everybody may write (sticky, like
+// /tmp) and listens there. The owner's CLI refuses before it connects:
+// keys add sends no secret, kill-switch on sends nothing and does not fall
+// back to running in-process; the error names the socket and the uid that
+// owns its directory; doctor reports the same.
+func TestCLIRefusesAnImpostorsDirectory(t *testing.T) {
+	base, _ := hostileBase(t)
+	in := newInstall(t)
+	sh := filepath.Join(base, "sh")
+	mkdirAs(t, sh, 0o777|os.ModeSticky, 0)
+	gx2 := filepath.Join(sh, "gx2")
+	mkdirAs(t, gx2, 0o755, nobody)
+	sock := filepath.Join(gx2, "control.sock")
+	received := startImpostor(t, base, sock)
+	env := in.env("GX_CONTROL_SOCKET="+sock, "GX_VENUE=bybit-demo")
+
+	r := run(t, env, "REALKEY2\nREALSECRET2\n", "keys", "add")
+	if r.code != 1 || !strings.Contains(r.stderr, sock) || !strings.Contains(r.stderr, "uid 65534") || strings.Contains(r.stderr, "REALSECRET2") {
+		t.Fatalf("keys add towards an impostor: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r = run(t, env, "", "kill-switch", "on")
+	if r.code != 1 || !strings.Contains(r.stderr, sock) || !strings.Contains(r.stderr, "uid 65534") || strings.Contains(r.stdout, "kill switch") {
+		t.Fatalf("kill-switch on towards an impostor: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if got := received(); got != "" {
+		t.Fatalf("the impostor received %q", got)
+	}
+	if n := killSwitchRecords(t, in); n != 0 {
+		t.Fatalf("the CLI fell back to running in-process: %d kill_switch_on records", n)
+	}
+	if r := run(t, env, "", "doctor"); r.code != 1 || !strings.Contains(r.stdout, gx2+" belongs to uid 65534") {
+		t.Fatalf("doctor: %d %q", r.code, r.stdout)
+	}
+}
+
+// A directory check cannot see a path swapped after it: the listener's
+// uid decides. Here the directory is root's throughout (so the server
+// must be root), and nobody's listening socket is moved into it, as a
+// race would. The CLI refuses once connected, before writing a byte.
+func TestCLIRefusesAListenerOfAnotherUID(t *testing.T) {
+	base, _ := hostileBase(t)
+	in := newInstall(t)
+	evil := filepath.Join(base, "evil")
+	mkdirAs(t, evil, 0o755, nobody)
+	ctl := filepath.Join(base, "ctl")
+	mkdirAs(t, ctl, 0o711, 0)
+	received := startImpostor(t, base, filepath.Join(evil, "control.sock"))
+	sock := filepath.Join(ctl, "control.sock")
+	if err := os.Rename(filepath.Join(evil, "control.sock"), sock); err != nil {
+		t.Fatal(err)
+	}
+	env := in.env("GX_CONTROL_SOCKET="+sock, "GX_VENUE=bybit-demo")
+	for _, c := range []struct {
+		stdin string
+		args  []string
+	}{{"REALKEY2\nREALSECRET2\n", []string{"keys", "add"}}, {"", []string{"kill-switch", "on"}}} {
+		r := run(t, env, c.stdin, c.args...)
+		if r.code != 1 || !strings.Contains(r.stderr, sock) || !strings.Contains(r.stderr, "runs as uid 65534") {
+			t.Fatalf("%v towards a listener of uid 65534: exit %d\n%s%s", c.args, r.code, r.stdout, r.stderr)
+		}
+	}
+	if got := received(); got != "" {
+		t.Fatalf("the impostor received %q", got)
+	}
+	if n := killSwitchRecords(t, in); n != 0 {
+		t.Fatalf("the CLI fell back to running in-process: %d kill_switch_on records", n)
+	}
+}
+
+// An approver trusts the owner of a directory that only root could have
+// given it (here nobody's directory in a root-owned 0755 one): a kill
+// switch goes through. A key command never goes to a server of another
+// uid, whoever it is.
+func TestApproverTrustsTheServersDirectoryButSendsItNoKeys(t *testing.T) {
+	base, cliBin := hostileBase(t)
+	ctl := filepath.Join(base, "ctl")
+	mkdirAs(t, ctl, 0o711, nobody)
+	sock := filepath.Join(ctl, "control.sock")
+	received := startImpostor(t, base, sock)
+	as := func(stdin string, args ...string) (string, error) {
+		cmd := exec.Command(cliBin, args...)
+		cmd.Env = []string{"HOME=" + base, "GX_HOME=" + filepath.Join(base, "nohome"), "GX_CONTROL_SOCKET=" + sock, "GX_VENUE=bybit-demo"}
+		cmd.Stdin = strings.NewReader(stdin)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: approver, Gid: approver}}
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	if out, err := as("", "kill-switch", "on"); err != nil || !strings.Contains(out, "kill switch: user") {
+		t.Fatalf("approver kill-switch on: %v\n%s", err, out)
+	}
+	if got := received(); !strings.Contains(got, `"type":"kill_switch.set"`) {
+		t.Fatalf("the server received %q", got)
+	}
+	out, err := as("REALKEY2\nREALSECRET2\n", "keys", "add")
+	if err == nil || !strings.Contains(out, "key commands go only to a server of your own uid") {
+		t.Fatalf("approver keys add: %v\n%s", err, out)
+	}
+	if got := received(); strings.Contains(got, "keys.") || strings.Contains(got, "REALSECRET2") {
+		t.Fatalf("a key command reached a server of another uid: %q", got)
+	}
+}
+
+// Review finding B: a symbolic link as the socket's directory (nobody's
+// link in a sticky directory, pointing at root's 0711 directory) is
+// refused by serve, doctor and the CLI, which never follow it: nobody
+// could later point it at a directory of their own and take the requests.
+func TestSymlinkedSocketDirectoryIsRefused(t *testing.T) {
+	base, _ := hostileBase(t)
+	in := newInstall(t)
+	sh := filepath.Join(base, "sh")
+	mkdirAs(t, sh, 0o777|os.ModeSticky, 0)
+	ctl := filepath.Join(base, "ctl")
+	mkdirAs(t, ctl, 0o711, 0)
+	evil := filepath.Join(sh, "evil")
+	mkdirAs(t, evil, 0o755, nobody)
+	link := filepath.Join(sh, "gx")
+	if err := os.Symlink(ctl, link); err != nil {
+		t.Fatal(err)
+	}
+	os.Lchown(link, nobody, nobody)
+	sock := filepath.Join(link, "control.sock")
+	env := in.env("GX_APPROVER_UIDS=65533", "GX_CONTROL_SOCKET="+sock)
+
+	if r := run(t, env, "", "serve"); r.code != 2 || !strings.Contains(r.stderr, link+" is a symbolic link") {
+		t.Fatalf("serve on a linked directory: %d %q", r.code, r.stderr)
+	}
+	if ents, _ := os.ReadDir(ctl); len(ents) != 0 {
+		t.Fatalf("serve created %v through the link", ents)
+	}
+	if r := run(t, env, "", "doctor"); r.code != 1 || !strings.Contains(r.stdout, link+" is a symbolic link") {
+		t.Fatalf("doctor on a linked directory: %d %q", r.code, r.stdout)
+	}
+	// nobody points the link at a directory of their own and listens.
+	received := startImpostor(t, base, filepath.Join(evil, "control.sock"))
+	os.Remove(link)
+	if err := os.Symlink(evil, link); err != nil {
+		t.Fatal(err)
+	}
+	os.Lchown(link, nobody, nobody)
+	r := run(t, env, "", "kill-switch", "on")
+	if r.code != 1 || !strings.Contains(r.stderr, sock) || !strings.Contains(r.stderr, "symbolic link") || strings.Contains(r.stdout, "kill switch") {
+		t.Fatalf("kill-switch on through a link: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if got := received(); got != "" {
+		t.Fatalf("the impostor received %q", got)
+	}
+	if n := killSwitchRecords(t, in); n != 0 {
+		t.Fatalf("the CLI fell back to running in-process: %d kill_switch_on records", n)
 	}
 }

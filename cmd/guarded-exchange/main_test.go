@@ -27,6 +27,9 @@ func TestMain(m *testing.M) {
 	if sock := os.Getenv(floodEnv); sock != "" {
 		os.Exit(floodPeer(sock))
 	}
+	if sock := os.Getenv(impostorEnv); sock != "" {
+		os.Exit(impostor(sock, os.Getenv(impostorCaptureEnv)))
+	}
 	dir, err := os.MkdirTemp("", "gx-bin-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"os"
 
 	"github.com/guarded-exchange/guarded-exchange/cli"
@@ -13,7 +14,7 @@ import (
 // Deliver sends cmd over the control socket when a server answers there;
 // otherwise it hosts the same actors in-process under the home lock,
 // applies the command, waits for the journal, and stops. One code path
-// either way: actors.System.Handle. The socket is tried first, so an
+// either way: actors.System.Submit. The socket is tried first, so an
 // approver uid, which cannot read the home, reaches the server through
 // GX_CONTROL_SOCKET alone.
 func (r *Runtime) Deliver(ctx context.Context, g *cli.Globals, cmd messages.Command) (any, error) {
@@ -21,17 +22,30 @@ func (r *Runtime) Deliver(ctx context.Context, g *cli.Globals, cmd messages.Comm
 	if err != nil {
 		return nil, cli.CannotStart("%v", err)
 	}
-	sock, err := control.SocketPath(p.Home, r.getenv)
+	// Before anything is sent, the socket's directory says which uid the
+	// server runs as (the rule of control.Layout.ServerUID); DialControl
+	// then talks only to a listener of that uid or the caller's own. A
+	// socket that fails the check is refused, never replaced by the
+	// in-process path: something is wrong with the installation.
+	l, err := control.ClientLayout(p.Home, uint32(os.Getuid()), r.getenv)
 	if err != nil {
 		return nil, cli.CannotStart("%v", err)
 	}
-	client, err := cli.DialControl(ctx, sock)
-	if err == nil {
-		defer client.Close()
-		return client.Send(ctx, cmd)
-	}
-	if !errors.Is(err, cli.ErrNoServer) {
-		return nil, cli.Refused("%v", err)
+	server, err := l.ServerUID()
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		// No directory, no server: host the actors here.
+	case err != nil:
+		return nil, cli.Refused("control socket %s: %v; nothing was sent (run doctor)", l.Path, err)
+	default:
+		client, err := cli.DialControl(ctx, l.Path, server)
+		if err == nil {
+			defer client.Close()
+			return client.Send(ctx, cmd)
+		}
+		if !errors.Is(err, cli.ErrNoServer) {
+			return nil, cli.Refused("%v", err)
+		}
 	}
 	key, err := checkInstallation(p)
 	if err != nil {

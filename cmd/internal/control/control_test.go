@@ -107,6 +107,107 @@ func TestCheckDir(t *testing.T) {
 	}
 }
 
+// TestCheckDirFollowsNoLink: a link as the socket's directory, or above
+// it, is refused by CheckDir, by prepareDir (which creates nothing through
+// it) and by ServerUID, the CLI's check.
+func TestCheckDirFollowsNoLink(t *testing.T) {
+	self := uint32(os.Getuid())
+	base := t.TempDir()
+	real := filepath.Join(base, "real")
+	os.Mkdir(real, 0o711)
+	os.Symlink(real, filepath.Join(base, "link"))
+	os.Symlink(base, filepath.Join(base, "uplink"))
+	// The socket's directory is a link; a directory above it is one.
+	for dir, link := range map[string]string{filepath.Join(base, "link"): filepath.Join(base, "link"), filepath.Join(base, "uplink", "real"): filepath.Join(base, "uplink")} {
+		l := Layout{Path: filepath.Join(dir, SocketName), Dir: dir, Explicit: true, Self: self, Approvers: []uint32{self + 1}}
+		for name, check := range map[string]func() error{"CheckDir": l.CheckDir, "prepareDir": l.prepareDir, "ServerUID": func() error { _, err := l.ServerUID(); return err }} {
+			if err := check(); err == nil || !strings.Contains(err.Error(), link+" is a symbolic link") {
+				t.Fatalf("%s on %s: %v", name, dir, err)
+			}
+		}
+	}
+	if ents, _ := os.ReadDir(real); len(ents) != 0 {
+		t.Fatalf("prepareDir created %v through a link", ents)
+	}
+	// run/ in the home may not be a link either.
+	home := filepath.Join(base, "home")
+	os.Mkdir(home, 0o700)
+	os.Symlink(real, filepath.Join(home, RunDirName))
+	l := Layout{Dir: filepath.Join(home, RunDirName), Self: self}
+	if err := l.prepareDir(); err == nil || !strings.Contains(err.Error(), "symbolic link") {
+		t.Fatalf("prepareDir on a linked run/: %v", err)
+	}
+	if st, _ := os.Stat(real); st.Mode().Perm() != 0o711 {
+		t.Fatalf("prepareDir changed the mode through the link to %04o", st.Mode().Perm())
+	}
+}
+
+// TestCheckDirWalksTheParents: every directory above the socket's belongs
+// to root or the server's uid and, unless sticky, nobody else may write
+// it. An approver trusts the owner of a directory only root could have
+// placed: not one in a sticky directory like /tmp, where anybody may make
+// one. Needs root, to hand directories to other uids.
+func TestCheckDirWalksTheParents(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("needs root to give directories to other uids; CI runs as root")
+	}
+	const srv, other = 65534, 4243
+	base, err := os.MkdirTemp("", "gx-walk-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(base) })
+	os.Chmod(base, 0o755)
+	mk := func(dir string, mode os.FileMode, uid int) {
+		os.MkdirAll(dir, 0o700)
+		os.Chmod(dir, mode)
+		os.Chown(dir, uid, uid)
+	}
+	check := func(name, dir string, l Layout, wantServe, wantClient string, wantUID uint32) {
+		t.Helper()
+		l.Path, l.Dir, l.Explicit = filepath.Join(dir, SocketName), dir, true
+		if err := l.CheckDir(); (wantServe == "") != (err == nil) || err != nil && !strings.Contains(err.Error(), wantServe) {
+			t.Errorf("%s: CheckDir: %v, want %q", name, err, wantServe)
+		}
+		cl := Layout{Path: l.Path, Dir: dir, Explicit: true, Self: other}
+		uid, err := cl.ServerUID()
+		if (wantClient == "") != (err == nil) || err != nil && !strings.Contains(err.Error(), wantClient) || err == nil && uid != wantUID {
+			t.Errorf("%s: ServerUID for uid %d: %d %v, want %d %q", name, other, uid, err, wantUID, wantClient)
+		}
+	}
+	srvLayout := Layout{Self: srv, Approvers: []uint32{other}}
+
+	// The server's directory in a root-owned 0755 one: right for all.
+	mk(filepath.Join(base, "a", "ctl"), 0o711, srv)
+	check("anchored", filepath.Join(base, "a", "ctl"), srvLayout, "", "", srv)
+	// Root's throughout: the server is root.
+	mk(filepath.Join(base, "r", "ctl"), 0o711, 0)
+	check("root", filepath.Join(base, "r", "ctl"), Layout{Self: 0, Approvers: []uint32{other}}, "", "", 0)
+	// In a sticky world-writable directory: the server's own socket is
+	// safe there, but an approver cannot tell who made the directory.
+	mk(filepath.Join(base, "s"), 0o777|os.ModeSticky, 0)
+	mk(filepath.Join(base, "s", "ctl"), 0o711, srv)
+	check("sticky, no approvers", filepath.Join(base, "s", "ctl"), Layout{Self: srv}, "", "nothing shows that uid 65534 runs the server", 0)
+	check("sticky, approvers", filepath.Join(base, "s", "ctl"), srvLayout, "approvers cannot trust", "lies in "+filepath.Join(base, "s")+", which others may write", 0)
+	// A parent others may write, not sticky: anybody could swap the
+	// directory.
+	mk(filepath.Join(base, "w", "ctl"), 0o711, srv)
+	os.Chmod(filepath.Join(base, "w"), 0o777)
+	check("open parent", filepath.Join(base, "w", "ctl"), srvLayout, filepath.Join(base, "w")+" is writable by others", "is writable by others", 0)
+	// A group-writable parent is as open.
+	mk(filepath.Join(base, "g", "ctl"), 0o711, srv)
+	os.Chmod(filepath.Join(base, "g"), 0o775)
+	check("group-writable parent", filepath.Join(base, "g", "ctl"), srvLayout, "is writable by others", "is writable by others", 0)
+	// A third uid's directory on the path.
+	mk(filepath.Join(base, "x", "ctl"), 0o711, srv)
+	os.Chown(filepath.Join(base, "x"), other, other)
+	os.Chmod(filepath.Join(base, "x"), 0o755)
+	check("two owners", filepath.Join(base, "x", "ctl"), srvLayout, "may pass from root to one other uid only", "may pass from root to one other uid only", 0)
+	// Another uid's directory, however placed, is not the server's.
+	mk(filepath.Join(base, "o", "ctl"), 0o711, other)
+	check("another owner", filepath.Join(base, "o", "ctl"), srvLayout, "belongs to uid 4243; it must belong to the server's uid 65534 or root", "", other)
+}
+
 // TestTally: the first refusal of a uid is reported at once, the rest of
 // an interval as one report with their count; a uid quiet for an interval
 // starts over; close reports what is left.
