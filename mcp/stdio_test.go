@@ -224,3 +224,62 @@ func BenchmarkStdioFilter(b *testing.B) {
 		})
 	}
 }
+
+// A client that stops reading stdout while the SDK waits to write an
+// answer it writes in line (a second initialize is refused that way) stops
+// the server reading stdin after MaxPendingNotifications notifications,
+// instead of letting them queue in the SDK without end; when it reads
+// again the session goes on, and the barrier that proved the SDK caught
+// up never reaches stdout.
+func TestStdioBoundsNotificationsWhileAnAnswerWaits(t *testing.T) {
+	e := newEnv(t)
+	waiting := make(chan struct{}, 1)
+	tr := &stdioTransport{maxInFlight: MaxInFlight, maxNotes: MaxPendingNotifications, waiting: func() {
+		select {
+		case waiting <- struct{}{}:
+		default:
+		}
+	}}
+	s := serveStdio(t, Options{Backend: e.sys, Principal: fixedPrincipal("alice", ProfileReadOnly)}, tr)
+
+	s.gate.mu.Lock() // the client stops reading
+	var reading sync.Once
+	readAgain := func() { reading.Do(s.gate.mu.Unlock) }
+	t.Cleanup(readAgain) // before the session's cleanup, which waits for Run
+	s.send(`{"jsonrpc":"2.0","id":"init2","method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}`)
+	const notifications = 50 * MaxPendingNotifications
+	var written atomic.Int64
+	writerDone := make(chan struct{})
+	go func() {
+		defer close(writerDone)
+		for i := 1; i <= notifications; i++ {
+			if _, err := fmt.Fprintf(s.in, `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"t","progress":%d,"message":"%s"}}`+"\n", i, strings.Repeat("A", 2000)); err != nil {
+				return
+			}
+			written.Add(1)
+		}
+	}()
+	select {
+	case <-waiting:
+	case <-writerDone:
+		t.Fatalf("the server read all %d notifications while an answer could not be written", notifications)
+	}
+	// MaxPendingNotifications handed over (the handshake's among them),
+	// one held behind the barrier, one in the line reader.
+	if n := written.Load(); n > MaxPendingNotifications+2 {
+		t.Fatalf("the server read %d notifications while an answer could not be written", n)
+	}
+	readAgain()
+	m := s.next()
+	if e, _ := m["error"].(map[string]any); m["id"] != "init2" || e == nil || e["code"] != float64(-32600) || e["message"] != msgInvalidRequest {
+		t.Fatalf("second initialize: %v", m)
+	}
+	<-writerDone
+	if n := written.Load(); n != notifications {
+		t.Fatalf("%d of %d notifications were read", n, notifications)
+	}
+	s.send(`{"jsonrpc":"2.0","id":"after","method":"tools/list","params":{}}`)
+	if m := s.next(); m["id"] != "after" || m["result"] == nil {
+		t.Fatalf("the answer after the flood is %v (a barrier's answer reached stdout?)", m)
+	}
+}
