@@ -53,9 +53,11 @@ const (
 // that is not JSON, -32600 for an invalid request, with its id when it has
 // a valid one; a malformed response is logged and dropped, as JSON-RPC
 // never answers a response), so no input line can end the session (SPEC
-// §5: never a dead session). At most MaxInFlight requests are read and unanswered at any
-// time. Error answers never repeat the request's params or method. out is
-// never closed.
+// §5: never a dead session). At most MaxInFlight requests are read and
+// unanswered at any time, and at most MaxPendingNotifications
+// notifications of MaxStdioNotification bytes wait in the SDK. Error
+// answers carry one fixed text per code and no data: they never repeat the
+// request. out is never closed.
 func StdioTransport(in io.Reader, out io.Writer, logger *slog.Logger) sdk.Transport {
 	return &stdioTransport{in: in, out: out, logger: logger, maxInFlight: MaxInFlight, maxNotes: MaxPendingNotifications}
 }
