@@ -34,6 +34,17 @@ const (
 	// answer has been written, so a client that stops reading stdout
 	// cannot make the server queue requests without end.
 	MaxInFlight = 64
+	// MaxStdioNotification bounds one notification line, in bytes. The
+	// notifications a client sends (initialized, cancelled, progress,
+	// roots/list_changed) are a few hundred bytes.
+	MaxStdioNotification = 4 << 10
+	// MaxPendingNotifications bounds the notifications handed to the SDK
+	// and not known to be handled. The SDK handles notifications one at a
+	// time, in order, in an unbounded queue that stops moving while an
+	// answer it writes synchronously (initialize's, a refused call's)
+	// waits for stdout; at the bound the transport stops reading stdin
+	// until the SDK has caught up.
+	MaxPendingNotifications = 16
 )
 
 // StdioTransport is the stdio transport of serve: newline-delimited
@@ -42,11 +53,13 @@ const (
 // that is not JSON, -32600 for an invalid request, with its id when it has
 // a valid one; a malformed response is logged and dropped, as JSON-RPC
 // never answers a response), so no input line can end the session (SPEC
-// §5: never a dead session). At most MaxInFlight requests are read and unanswered at any
-// time. Error answers never repeat the request's params or method. out is
-// never closed.
+// §5: never a dead session). At most MaxInFlight requests are read and
+// unanswered at any time, and at most MaxPendingNotifications
+// notifications of MaxStdioNotification bytes wait in the SDK. Error
+// answers carry one fixed text per code and no data: they never repeat the
+// request. out is never closed.
 func StdioTransport(in io.Reader, out io.Writer, logger *slog.Logger) sdk.Transport {
-	return &stdioTransport{in: in, out: out, logger: logger, maxInFlight: MaxInFlight}
+	return &stdioTransport{in: in, out: out, logger: logger, maxInFlight: MaxInFlight, maxNotes: MaxPendingNotifications}
 }
 
 type stdioTransport struct {
@@ -54,8 +67,10 @@ type stdioTransport struct {
 	out         io.Writer
 	logger      *slog.Logger
 	maxInFlight int
+	maxNotes    int
 	// waiting, when set, is called each time Read starts waiting for an
-	// answer to free a slot (tests observe the bound with it).
+	// answer to free a slot or for the SDK to catch up on notifications
+	// (tests observe the bounds with it).
 	waiting func()
 }
 
@@ -73,6 +88,7 @@ func (t *stdioTransport) Connect(context.Context) (sdk.Connection, error) {
 		slots:    make(chan struct{}, t.maxInFlight),
 		inFlight: map[jsonrpc.ID]struct{}{},
 		waiting:  t.waiting,
+		maxNotes: max(t.maxNotes, 1),
 	}
 	go c.readLines(bufio.NewReaderSize(t.in, 64<<10))
 	return c, nil
@@ -107,7 +123,26 @@ type stdioConn struct {
 	mu       sync.Mutex
 	inFlight map[jsonrpc.ID]struct{}
 	waiting  func()
+
+	// notes counts the notifications handed to the SDK since it last
+	// showed it had handled all of them; at maxNotes, Read hands it a
+	// barrier instead: a ping with an id no client can send. The SDK
+	// handles its queue in order, and notifications synchronously, so the
+	// ping's answer (swallowed by Write) means every notification before
+	// it is handled. Until then, Read keeps the notification in held and
+	// reads nothing more. notes, held and heldUntil belong to Read's
+	// goroutine; barrier, the channel Write closes on the answer, is
+	// under mu.
+	notes     int
+	maxNotes  int
+	held      jsonrpc.Message
+	heldUntil chan struct{}
+	barrier   chan struct{}
 }
+
+// barrierID is the id of the barrier ping: a string longer than
+// MaxStdioIDLength, which the filter never admits from the client.
+var barrierID, _ = jsonrpc.MakeID(strings.Repeat("barrier/", MaxStdioIDLength/8+1))
 
 // readLines reads stdin line by line, dropping the bytes of a line past
 // MaxStdioLine, and hands each line to Read.
@@ -152,6 +187,14 @@ func (c *stdioConn) readLines(r *bufio.Reader) {
 // Read implements sdk.Connection: it returns the next admitted message,
 // answering every other line itself.
 func (c *stdioConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	if c.held != nil {
+		if err := c.awaitBarrier(ctx); err != nil {
+			return nil, err
+		}
+		msg := c.held
+		c.held, c.heldUntil, c.notes = nil, nil, 1
+		return msg, nil
+	}
 	for {
 		var in inputLine
 		select {
@@ -177,8 +220,19 @@ func (c *stdioConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 			continue
 		}
 		req, ok := msg.(*jsonrpc.Request)
-		if !ok || !req.IsCall() {
+		if !ok {
 			return msg, nil
+		}
+		if !req.IsCall() {
+			if c.notes < c.maxNotes {
+				c.notes++
+				return req, nil
+			}
+			c.held, c.heldUntil = req, make(chan struct{})
+			c.mu.Lock()
+			c.barrier = c.heldUntil
+			c.mu.Unlock()
+			return &jsonrpc.Request{ID: barrierID, Method: "ping"}, nil
 		}
 		c.mu.Lock()
 		_, dup := c.inFlight[req.ID]
@@ -222,9 +276,39 @@ func (c *stdioConn) acquire(ctx context.Context) error {
 	}
 }
 
+// awaitBarrier waits until the barrier ping is answered.
+func (c *stdioConn) awaitBarrier(ctx context.Context) error {
+	done := c.heldUntil
+	select {
+	case <-done:
+		return nil
+	default:
+	}
+	if c.waiting != nil {
+		c.waiting()
+	}
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-c.closed:
+		return io.EOF
+	}
+}
+
 // Write implements sdk.Connection. An answer frees its request's slot once
 // it is written.
 func (c *stdioConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	if resp, ok := msg.(*jsonrpc.Response); ok && resp.ID == barrierID {
+		c.mu.Lock()
+		if c.barrier != nil {
+			close(c.barrier)
+			c.barrier = nil
+		}
+		c.mu.Unlock()
+		return nil
+	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -265,15 +349,43 @@ func (c *stdioConn) Close() error {
 // SessionID implements sdk.Connection; stdio has no session id.
 func (c *stdioConn) SessionID() string { return "" }
 
-// Fixed texts of the error answers that would otherwise repeat the request.
+// Fixed texts of the SDK's error answers: one per code.
 const (
 	msgMethodNotFound = "method not found"
 	msgInvalidParams  = "invalid params: they do not match the method's parameters"
+	msgInvalidRequest = "invalid request: the session cannot serve it now"
+	msgInternal       = "internal error"
+	msgOther          = "the request failed"
 )
 
-// withoutEcho returns resp, or a copy whose error no longer repeats the
-// request: the SDK's message for a params decoding failure quotes the whole
-// params, arguments included, and its "method not found" quotes the method.
+// MCP error codes the SDK answers with.
+const (
+	codeResourceNotFound           = -32002
+	codeUnsupportedProtocolVersion = -32022
+)
+
+var fixedMessages = map[int64]string{
+	jsonrpc.CodeParseError:         "parse error",
+	jsonrpc.CodeInvalidRequest:     msgInvalidRequest,
+	jsonrpc.CodeMethodNotFound:     msgMethodNotFound,
+	jsonrpc.CodeInvalidParams:      msgInvalidParams,
+	jsonrpc.CodeInternalError:      msgInternal,
+	codeResourceNotFound:           "resource not found",
+	codeUnsupportedProtocolVersion: "unsupported protocol version",
+}
+
+// ownMessage matches the JSON-RPC error texts this package's middleware
+// builds (server.go): they carry no request value, and the request_id ties
+// an answer to its log record.
+var ownMessage = regexp.MustCompile(`^(internal error \(request_id [0-9a-f]{16}\)|cannot identify the caller)$`)
+
+// withoutEcho returns resp, or a copy whose error repeats nothing of the
+// request: the SDK's error texts quote params, arguments, the method, a
+// prompt name or a protocol version, and its data the resource URI or the
+// version asked for. Every error becomes one fixed text per code, without
+// data; the middleware's own texts are kept. An error without a code (the
+// SDK's refusals of a request the session's state does not allow) gets
+// -32600, or -32602 when params could not be decoded.
 func withoutEcho(resp *jsonrpc.Response) *jsonrpc.Response {
 	if resp.Error == nil {
 		return resp
@@ -284,13 +396,21 @@ func withoutEcho(resp *jsonrpc.Response) *jsonrpc.Response {
 		code = we.Code
 	}
 	msg := resp.Error.Error()
-	switch {
-	case code == jsonrpc.CodeMethodNotFound:
-		msg = msgMethodNotFound
-	case strings.Contains(msg, "unmarshaling"):
-		code, msg = jsonrpc.CodeInvalidParams, msgInvalidParams
-	default:
-		return resp
+	if code == jsonrpc.CodeInternalError && ownMessage.MatchString(msg) {
+		if we.Data == nil && we.Message == msg {
+			return resp
+		}
+	} else {
+		if code == 0 {
+			code = jsonrpc.CodeInvalidRequest
+			if strings.Contains(msg, "unmarshaling") {
+				code = jsonrpc.CodeInvalidParams
+			}
+		}
+		var ok bool
+		if msg, ok = fixedMessages[code]; !ok {
+			msg = msgOther
+		}
 	}
 	out := *resp
 	out.Error = &jsonrpc.Error{Code: code, Message: msg}
@@ -353,12 +473,12 @@ func admit(line []byte, oversize bool) (jsonrpc.Message, *rejection) {
 	default:
 		return nil, invalid(nil, "a message must be a JSON object")
 	}
-	members, dup := topMembers(line)
+	members, _ := topMembers(line)
 	_, hasMethod := members["method"]
 	_, hasResult := members["result"]
 	_, hasError := members["error"]
 	if !hasMethod && (hasResult || hasError) {
-		return admitResponse(line, members, dup)
+		return admitResponse(line, members)
 	}
 
 	rawID, hasID := members["id"]
@@ -374,7 +494,7 @@ func admit(line []byte, oversize bool) (jsonrpc.Message, *rejection) {
 	switch {
 	case depth(line) > MaxStdioDepth:
 		return nil, invalid(answerID, "the message nests deeper than 64 levels")
-	case dup:
+	case duplicateMember(line):
 		return nil, invalid(answerID, "a member appears more than once")
 	case !isVersion(members["jsonrpc"]):
 		return nil, invalid(answerID, `"jsonrpc" must be "2.0"`)
@@ -393,18 +513,25 @@ func admit(line []byte, oversize bool) (jsonrpc.Message, *rejection) {
 	if hasParams && params[0] != '{' && params[0] != '[' {
 		return nil, invalid(answerID, `"params" must be an object`)
 	}
+	if !hasID && len(line) > MaxStdioNotification {
+		return nil, invalid(nil, "a notification is longer than 4096 bytes")
+	}
+	if method == "logging/setLevel" && !validLevel(params) {
+		// The SDK logs the level it is given.
+		return nil, &rejection{answer: true, id: answerID, code: jsonrpc.CodeInvalidParams, message: msgInvalidParams}
+	}
 	return &jsonrpc.Request{ID: id, Method: method, Params: params}, nil
 }
 
 // admitResponse admits a well-formed response (to a request of this
 // server) and drops anything else shaped like one, unanswered.
-func admitResponse(line []byte, members map[string]json.RawMessage, dup bool) (jsonrpc.Message, *rejection) {
+func admitResponse(line []byte, members map[string]json.RawMessage) (jsonrpc.Message, *rejection) {
 	drop := func(reason string) *rejection { return &rejection{code: jsonrpc.CodeInvalidRequest, message: reason} }
 	id, ok := parseID(members["id"])
 	switch {
 	case depth(line) > MaxStdioDepth:
 		return nil, drop("the message nests deeper than 64 levels")
-	case dup:
+	case duplicateMember(line):
 		return nil, drop("a member appears more than once")
 	case !isVersion(members["jsonrpc"]):
 		return nil, drop(`"jsonrpc" is not "2.0"`)
@@ -419,9 +546,9 @@ func admitResponse(line []byte, members map[string]json.RawMessage, dup bool) (j
 	if hasResult {
 		return &jsonrpc.Response{ID: id, Result: result}, nil
 	}
-	em, edup := topMembers(rawErr)
+	em, _ := topMembers(rawErr)
 	var werr jsonrpc.Error
-	if rawErr[0] != '{' || edup || !errorCode.Match(em["code"]) ||
+	if rawErr[0] != '{' || !errorCode.Match(em["code"]) ||
 		len(em["message"]) == 0 || em["message"][0] != '"' ||
 		json.Unmarshal(em["code"], &werr.Code) != nil || json.Unmarshal(em["message"], &werr.Message) != nil {
 		return nil, drop(`"error" must be an object with an integer "code" and a string "message"`)
@@ -487,6 +614,73 @@ func topMembers(obj []byte) (map[string]json.RawMessage, bool) {
 		members[name] = v
 	}
 	return members, dup
+}
+
+// logLevels are the levels logging/setLevel accepts (MCP, RFC 5424).
+var logLevels = map[string]bool{"debug": true, "info": true, "notice": true, "warning": true,
+	"error": true, "critical": true, "alert": true, "emergency": true}
+
+// validLevel reports whether params is an object whose "level" is one of
+// logLevels.
+func validLevel(params json.RawMessage) bool {
+	m, _ := topMembers(params)
+	var level string
+	return len(m["level"]) > 0 && m["level"][0] == '"' && json.Unmarshal(m["level"], &level) == nil && logLevels[level]
+}
+
+// duplicateMember reports whether an object anywhere in data (valid JSON,
+// nested at most MaxStdioDepth) names a member twice. Decoders keep the
+// last of two such members, and checks that read the first would pass
+// what the handler never sees. Names are compared as decoded, so "a" and
+// "\u0061" are the same name.
+func duplicateMember(data []byte) bool {
+	type frame struct {
+		object, wantName bool
+		names            map[string]struct{}
+	}
+	var stack []frame
+	for i := 0; i < len(data); i++ {
+		switch data[i] {
+		case '{':
+			stack = append(stack, frame{object: true, wantName: true})
+		case '[':
+			stack = append(stack, frame{})
+		case '}', ']':
+			stack = stack[:len(stack)-1]
+		case ',':
+			if n := len(stack); n > 0 && stack[n-1].object {
+				stack[n-1].wantName = true
+			}
+		case '"':
+			end := i + 1
+			plain := true
+			for ; data[end] != '"'; end++ {
+				if data[end] == '\\' {
+					end++
+					plain = false
+				} else if data[end] >= utf8.RuneSelf {
+					plain = false
+				}
+			}
+			if n := len(stack); n > 0 && stack[n-1].wantName {
+				f := &stack[n-1]
+				f.wantName = false
+				name := string(data[i+1 : end])
+				if !plain {
+					_ = json.Unmarshal(data[i:end+1], &name)
+				}
+				if _, seen := f.names[name]; seen {
+					return true
+				}
+				if f.names == nil {
+					f.names = map[string]struct{}{}
+				}
+				f.names[name] = struct{}{}
+			}
+			i = end
+		}
+	}
+	return false
 }
 
 // deepJSON reports whether line is one JSON value nested deeper than

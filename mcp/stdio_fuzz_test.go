@@ -30,7 +30,10 @@ func FuzzStdioFilter(f *testing.F) {
 		`{"jsonrpc":"2.0","id":"d","method":"ping","params":{"_meta":` + nestFuzz(10001) + `}}`,
 		`[{"jsonrpc":"2.0","id":1,"method":"ping"}]`, `"x"`, `not json`, ``, "\r\n",
 		`{"jsonrpc":"2.0","id":"\ud800","method":"ping"}`, `{"jsonrpc":"2\u002e0","id":1,"method":"ping"}`,
-		`{"jsonrpc":"2.0","ID":1,"Method":"ping"}`, `{"jsonrpc":"2.0","id":1,"method":"ping","params":null}`,
+		`{"jsonrpc":"2.0","ID":1,"Method":"ping"}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"get_ticker","arguments":{"a":[{"x":1,"\u0078":2}]}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"t","progress":1,"message":"` + strings.Repeat("A", 5000) + `"}}`,
+		`{"jsonrpc":"2.0","id":3,"method":"logging/setLevel","params":{"level":"loud"}}`, `{"jsonrpc":"2.0","id":1,"method":"ping","params":null}`,
 	} {
 		f.Add([]byte(seed))
 	}
@@ -75,8 +78,14 @@ func checkAdmitted(t *testing.T, line []byte, msg jsonrpc.Message) {
 	if err := json.Unmarshal(bytes.TrimSpace(line), &members); err != nil {
 		t.Fatalf("admitted %q: %v", line, err)
 	}
+	if repeatsAName(bytes.TrimSpace(line)) {
+		t.Fatalf("admitted %q, which names a member twice", line)
+	}
 	switch m := msg.(type) {
 	case *jsonrpc.Request:
+		if !m.IsCall() && len(bytes.TrimSpace(line)) > MaxStdioNotification {
+			t.Fatalf("admitted a notification of %d bytes", len(line))
+		}
 		g, ok := got.(*jsonrpc.Request)
 		if !ok || g.ID != m.ID || g.Method != m.Method || !bytes.Equal(g.Params, m.Params) {
 			t.Fatalf("admitted %q as %+v; the SDK reads %+v", line, m, got)
@@ -102,6 +111,51 @@ func checkAdmitted(t *testing.T, line []byte, msg jsonrpc.Message) {
 		}
 	default:
 		t.Fatalf("admitted %q as %T", line, msg)
+	}
+}
+
+// repeatsAName: an object anywhere in line (valid JSON) names a member
+// twice, read with encoding/json's tokenizer.
+func repeatsAName(line []byte) bool {
+	dec := json.NewDecoder(bytes.NewReader(line))
+	type frame struct {
+		object bool
+		names  map[string]bool
+		key    bool // the next token in this object is a name
+	}
+	var stack []*frame
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return false
+		}
+		top := (*frame)(nil)
+		if len(stack) > 0 {
+			top = stack[len(stack)-1]
+		}
+		if top != nil && top.object && top.key {
+			if tok == json.Delim('}') {
+				stack = stack[:len(stack)-1]
+				continue
+			}
+			name := tok.(string)
+			if top.names[name] {
+				return true
+			}
+			top.names[name], top.key = true, false
+			continue
+		}
+		if top != nil && top.object {
+			top.key = true // this token starts the member's value
+		}
+		switch tok {
+		case json.Delim('{'):
+			stack = append(stack, &frame{object: true, names: map[string]bool{}, key: true})
+		case json.Delim('['):
+			stack = append(stack, &frame{})
+		case json.Delim('}'), json.Delim(']'):
+			stack = stack[:len(stack)-1]
+		}
 	}
 }
 
@@ -137,11 +191,14 @@ func checkErrorAnswer(t *testing.T, line, answer []byte) {
 		a.JSONRPC != "2.0" || a.Error == nil || a.ID == nil {
 		t.Fatalf("answer to %q is not a JSON-RPC error: %s", line, answer)
 	}
-	if a.Error.Code != jsonrpc.CodeParseError && a.Error.Code != jsonrpc.CodeInvalidRequest {
-		t.Fatalf("answer to %q has code %d", line, a.Error.Code)
+	switch {
+	case a.Error.Code == jsonrpc.CodeParseError && strings.HasPrefix(a.Error.Message, "parse error: "):
+	case a.Error.Code == jsonrpc.CodeInvalidRequest && strings.HasPrefix(a.Error.Message, "invalid request: "):
+	case a.Error.Code == jsonrpc.CodeInvalidParams && a.Error.Message == msgInvalidParams:
+	default:
+		t.Fatalf("answer to %q: code %d, message %q", line, a.Error.Code, a.Error.Message)
 	}
-	if !strings.HasPrefix(a.Error.Message, "invalid request: ") && !strings.HasPrefix(a.Error.Message, "parse error: ") ||
-		len(a.Error.Message) > 120 {
+	if len(a.Error.Message) > 120 {
 		t.Fatalf("answer to %q: message %q", line, a.Error.Message)
 	}
 	if a.Error.Code == jsonrpc.CodeParseError && json.Valid(line) {

@@ -2,16 +2,36 @@ package mcp
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 )
+
+// syncBuffer is a bytes.Buffer safe for concurrent use.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
 
 // gateWriter passes writes to w unless the test holds mu.
 type gateWriter struct {
@@ -178,12 +198,15 @@ func TestStdioRefusesAnIDInUse(t *testing.T) {
 	}
 }
 
-// The SDK's error for params it cannot decode quotes them, arguments
-// included, and its "method not found" quotes the method: the transport
-// answers with fixed texts instead.
+// The SDK's errors quote what the request sent (params, the method, a
+// prompt name, a URI in data, a protocol version, a log level in its
+// logs): the transport answers with one fixed text per code and no data.
 func TestStdioErrorsDoNotEchoTheRequest(t *testing.T) {
 	e := newEnv(t)
-	s := serveStdio(t, Options{Backend: e.sys, Principal: fixedPrincipal("alice", ProfileReadOnly)}, &stdioTransport{maxInFlight: MaxInFlight})
+	var logs syncBuffer
+	logger := slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	s := serveStdio(t, Options{Backend: e.sys, Principal: fixedPrincipal("alice", ProfileReadOnly), Logger: logger},
+		&stdioTransport{maxInFlight: MaxInFlight, maxNotes: MaxPendingNotifications, logger: logger})
 	const secret = "hunter2-secret"
 	for _, c := range []struct {
 		line string
@@ -193,16 +216,33 @@ func TestStdioErrorsDoNotEchoTheRequest(t *testing.T) {
 		{`{"jsonrpc":"2.0","id":3,"method":"tools/list","params":{"cursor":{"k":"` + secret + `"}}}`, -32602},
 		{`{"jsonrpc":"2.0","id":4,"method":"` + secret + `","params":{}}`, -32601},
 		{`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":[1,"` + secret + `"]}`, -32602},
+		{`{"jsonrpc":"2.0","id":6,"method":"prompts/get","params":{"name":"` + secret + `"}}`, 0},
+		{`{"jsonrpc":"2.0","id":7,"method":"resources/read","params":{"uri":"` + secret + `"}}`, 0},
+		{`{"jsonrpc":"2.0","id":8,"method":"logging/setLevel","params":{"level":"` + secret + `"}}`, -32602},
+		{`{"jsonrpc":"2.0","id":9,"method":"completion/complete","params":{"ref":{"type":"` + secret + `","name":"` + secret + `"},"argument":{"name":"` + secret + `","value":"` + secret + `"}}}`, 0},
+		{`{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"get_ticker","arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"` + secret + `","io.modelcontextprotocol/clientCapabilities":{}}}}`, 0},
+		{`{"jsonrpc":"2.0","id":12,"method":"resources/unsubscribe","params":{"uri":"` + secret + `"}}`, 0},
 	} {
 		s.send(c.line)
 		m := s.next()
 		e, _ := m["error"].(map[string]any)
-		if e == nil || e["code"] != c.code {
+		if e == nil || (c.code != 0 && e["code"] != c.code) {
 			t.Fatalf("%s: %v", c.line, m)
 		}
-		if msg := e["message"].(string); strings.Contains(msg, secret) || strings.Contains(msg, "api_secret") || (msg != msgInvalidParams && msg != msgMethodNotFound) {
-			t.Fatalf("%s: message %q", c.line, msg)
+		code, _ := e["code"].(float64)
+		want, ok := fixedMessages[int64(code)]
+		if !ok {
+			want = msgOther
 		}
+		if msg := e["message"].(string); msg != want {
+			t.Fatalf("%s: message %q, want %q", c.line, msg, want)
+		}
+		if _, has := e["data"]; has {
+			t.Fatalf("%s: the error has data: %v", c.line, e)
+		}
+	}
+	if strings.Contains(logs.String(), secret) {
+		t.Fatalf("the logs repeat a rejected value:\n%s", logs.String())
 	}
 }
 
@@ -222,5 +262,64 @@ func BenchmarkStdioFilter(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// A client that stops reading stdout while the SDK waits to write an
+// answer it writes in line (a second initialize is refused that way) stops
+// the server reading stdin after MaxPendingNotifications notifications,
+// instead of letting them queue in the SDK without end; when it reads
+// again the session goes on, and the barrier that proved the SDK caught
+// up never reaches stdout.
+func TestStdioBoundsNotificationsWhileAnAnswerWaits(t *testing.T) {
+	e := newEnv(t)
+	waiting := make(chan struct{}, 1)
+	tr := &stdioTransport{maxInFlight: MaxInFlight, maxNotes: MaxPendingNotifications, waiting: func() {
+		select {
+		case waiting <- struct{}{}:
+		default:
+		}
+	}}
+	s := serveStdio(t, Options{Backend: e.sys, Principal: fixedPrincipal("alice", ProfileReadOnly)}, tr)
+
+	s.gate.mu.Lock() // the client stops reading
+	var reading sync.Once
+	readAgain := func() { reading.Do(s.gate.mu.Unlock) }
+	t.Cleanup(readAgain) // before the session's cleanup, which waits for Run
+	s.send(`{"jsonrpc":"2.0","id":"init2","method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}`)
+	const notifications = 50 * MaxPendingNotifications
+	var written atomic.Int64
+	writerDone := make(chan struct{})
+	go func() {
+		defer close(writerDone)
+		for i := 1; i <= notifications; i++ {
+			if _, err := fmt.Fprintf(s.in, `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"t","progress":%d,"message":"%s"}}`+"\n", i, strings.Repeat("A", 2000)); err != nil {
+				return
+			}
+			written.Add(1)
+		}
+	}()
+	select {
+	case <-waiting:
+	case <-writerDone:
+		t.Fatalf("the server read all %d notifications while an answer could not be written", notifications)
+	}
+	// MaxPendingNotifications handed over (the handshake's among them),
+	// one held behind the barrier, one in the line reader.
+	if n := written.Load(); n > MaxPendingNotifications+2 {
+		t.Fatalf("the server read %d notifications while an answer could not be written", n)
+	}
+	readAgain()
+	m := s.next()
+	if e, _ := m["error"].(map[string]any); m["id"] != "init2" || e == nil || e["code"] != float64(-32600) || e["message"] != msgInvalidRequest {
+		t.Fatalf("second initialize: %v", m)
+	}
+	<-writerDone
+	if n := written.Load(); n != notifications {
+		t.Fatalf("%d of %d notifications were read", n, notifications)
+	}
+	s.send(`{"jsonrpc":"2.0","id":"after","method":"tools/list","params":{}}`)
+	if m := s.next(); m["id"] != "after" || m["result"] == nil {
+		t.Fatalf("the answer after the flood is %v (a barrier's answer reached stdout?)", m)
 	}
 }

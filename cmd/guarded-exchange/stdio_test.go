@@ -29,7 +29,7 @@ type rawServe struct {
 func startRawServe(t *testing.T, in install) *rawServe {
 	t.Helper()
 	s := &rawServe{t: t, cmd: exec.Command(bin, "serve")}
-	s.cmd.Env = in.env("GX_LOG_LEVEL=warn")
+	s.cmd.Env = in.env("GX_LOG_LEVEL=debug")
 	s.stdin, _ = s.cmd.StdinPipe()
 	s.stdout, _ = s.cmd.StdoutPipe()
 	s.cmd.Stderr = &s.stderr
@@ -112,7 +112,7 @@ func TestServeSurvivesInvalidLines(t *testing.T) {
 	const secret = "s3cr3t-argument-value"
 	type attack struct {
 		name, line string
-		code       float64 // 0: no answer expected
+		code       float64 // 0: no answer expected; -1: any code
 		id         any     // the answer's id (nil: JSON null)
 	}
 	attacks := []attack{
@@ -139,6 +139,15 @@ func TestServeSurvivesInvalidLines(t *testing.T) {
 		{"oversize line", `{"jsonrpc":"2.0","id":"big","method":"ping","params":{"pad":"` + strings.Repeat("x", 2<<20) + `"}}`, -32600, nil},
 		{"tool name not a string", `{"jsonrpc":"2.0","id":"n5","method":"tools/call","params":{"name":5,"arguments":{"key":"` + secret + `"}}}`, -32602, "n5"},
 		{"unknown method", `{"jsonrpc":"2.0","id":"um","method":"` + secret + `"}`, -32601, "um"},
+		{"duplicate member in params", `{"jsonrpc":"2.0","id":"dp","method":"tools/call","params":{"name":"get_ticker","name":"get_balances","arguments":{}}}`, -32600, "dp"},
+		{"duplicate member escaped", `{"jsonrpc":"2.0","id":"de","method":"tools/call","params":{"name":"get_ticker","\u006eame":"get_balances","arguments":{}}}`, -32600, "de"},
+		{"duplicate argument", `{"jsonrpc":"2.0","id":"da","method":"tools/call","params":{"name":"get_ticker","arguments":{"symbol":"BTCUSDT","category":"linear","symbol":"ETHUSDT"}}}`, -32600, "da"},
+		{"duplicate member in _meta", `{"jsonrpc":"2.0","id":"dm","method":"tools/list","params":{"_meta":{"a":[{"k":1,"k":2}]}}}`, -32600, "dm"},
+		{"notification over 4 KiB", `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"t","progress":1,"message":"` + strings.Repeat("A", 1<<20-200) + `"}}`, -32600, nil},
+		{"prompt name", `{"jsonrpc":"2.0","id":"pg","method":"prompts/get","params":{"name":"` + secret + `"}}`, -1, "pg"},
+		{"resource uri", `{"jsonrpc":"2.0","id":"rr","method":"resources/read","params":{"uri":"` + secret + `"}}`, -1, "rr"},
+		{"log level", `{"jsonrpc":"2.0","id":"ll","method":"logging/setLevel","params":{"level":"` + secret + `"}}`, -32602, "ll"},
+		{"protocol version in _meta", `{"jsonrpc":"2.0","id":"pv","method":"tools/call","params":{"name":"get_ticker","arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"` + secret + `","io.modelcontextprotocol/clientCapabilities":{}}}}`, -1, "pv"},
 	}
 	for _, a := range attacks {
 		t.Run(a.name, func(t *testing.T) {
@@ -162,11 +171,14 @@ func TestServeSurvivesInvalidLines(t *testing.T) {
 					t.Fatalf("want one answer, got %v", got)
 				}
 				e, _ := got[0]["error"].(map[string]any)
-				if id, has := got[0]["id"]; e == nil || e["code"] != a.code || !has || id != a.id {
+				if id, has := got[0]["id"]; e == nil || (a.code != -1 && e["code"] != a.code) || !has || id != a.id {
 					t.Errorf("want error %v with id %v, got %v", a.code, a.id, got[0])
 				}
 				if msg, _ := e["message"].(string); strings.Contains(msg, secret) || strings.Contains(msg, "arguments") || len(msg) > 200 {
 					t.Errorf("the error repeats the request: %q", msg)
+				}
+				if _, has := e["data"]; has {
+					t.Errorf("the error carries data: %v", e)
 				}
 			}
 			if err := s.stdin.Close(); err != nil {
@@ -300,6 +312,133 @@ func TestServeMemoryIsBoundedWhenTheClientStopsReading(t *testing.T) {
 	}
 	s.stdin.Close()
 	io.Copy(io.Discard, br)
+	if err := s.cmd.Wait(); err != nil {
+		t.Fatalf("serve exit: %v\n%s", err, s.stderr.String())
+	}
+}
+
+// The SDK answers initialize (and a call it refuses at once) in line, and
+// handles notifications one at a time behind it in a queue of its own.
+// While such an answer cannot be written because the client stopped
+// reading, a client streaming notifications does not make serve grow:
+// serve stops reading stdin after a few, and resumes, losing nothing, when
+// the client reads again. Before the bound, serve queued every
+// notification and grew by their size (2.4 GiB after 1,500 of 1 MB).
+func TestServeMemoryIsBoundedWhileAnAnswerWaits(t *testing.T) {
+	if _, err := os.Stat("/proc/self/status"); err != nil {
+		t.Skip("needs /proc")
+	}
+	const (
+		pending       = 16    // mcp.MaxPendingNotifications
+		fill          = 40    // tools/list answers that fill the stdout pipe
+		notifications = 20000 // 3 KiB each: 60 MiB in all
+		growthBound   = 64 << 20
+	)
+	in := newInstall(t)
+	s := startRawServe(t, in)
+	br := bufio.NewReaderSize(s.stdout, 1<<20)
+	s.send(`{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}`)
+	if _, err := br.ReadBytes('\n'); err != nil {
+		t.Fatal(err)
+	}
+	s.send(`{"jsonrpc":"2.0","method":"notifications/initialized","params":{}}`)
+	baseline := vmHWM(t, s.cmd.Process.Pid)
+	// Nobody reads stdout from here on.
+	for i := 1; i <= fill; i++ {
+		s.send(`{"jsonrpc":"2.0","id":` + strconv.Itoa(i) + `,"method":"tools/list","params":{}}`)
+	}
+	s.send(`{"jsonrpc":"2.0","id":"init2","method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}`)
+	note := `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"t","progress":1,"message":"` + strings.Repeat("A", 3<<10) + `"}}` + "\n"
+	var written, stop atomic.Int64
+	writerDone := make(chan struct{})
+	go func() {
+		defer close(writerDone)
+		for i := 0; i < notifications && stop.Load() == 0; i++ {
+			if _, err := io.WriteString(s.stdin, note); err != nil {
+				return
+			}
+			written.Add(1)
+		}
+	}()
+	var peak int64
+	last, still := int64(-1), 0
+	for still < 20 {
+		select {
+		case <-writerDone:
+			still = 20
+		case <-time.After(100 * time.Millisecond):
+		}
+		peak = vmHWM(t, s.cmd.Process.Pid)
+		if peak-baseline > growthBound {
+			break
+		}
+		if n := written.Load(); n == last {
+			still++
+		} else {
+			last, still = n, 0
+		}
+	}
+	stop.Store(1)
+	n := written.Load()
+	t.Logf("stalled after %d notifications; peak RSS %d MiB, %d MiB over the idle server", n, peak>>20, (peak-baseline)>>20)
+	if peak-baseline > growthBound {
+		t.Fatalf("RSS grew by %d MiB while an answer waited (bound %d MiB)", (peak-baseline)>>20, growthBound>>20)
+	}
+	// pending handed to the SDK, one held, one in the line reader, what
+	// its 64 KiB buffer and the 64 KiB stdin pipe hold.
+	if max := int64(pending + 2 + 2*(64<<10)/len(note) + 2); n > max {
+		t.Fatalf("serve read %d notifications while an answer waited (bound %d)", n, max)
+	}
+	// The client reads again: every call is answered, in full.
+	answers := make(chan map[string]any, 64)
+	go func() {
+		defer close(answers)
+		for {
+			line, err := br.ReadBytes('\n')
+			if err != nil {
+				return
+			}
+			var m map[string]any
+			if json.Unmarshal(line, &m) != nil {
+				t.Errorf("stdout line is not JSON: %.200q", line)
+				return
+			}
+			answers <- m
+		}
+	}()
+	<-writerDone
+	s.send(`{"jsonrpc":"2.0","id":"after","method":"tools/list","params":{}}`)
+	lists, initRefused := 0, false
+	deadline := time.After(60 * time.Second) // only a hung server hits this
+	for done := false; !done; {
+		select {
+		case m, ok := <-answers:
+			if !ok {
+				t.Fatalf("stdout ended\n%s", s.stderr.String())
+			}
+			switch {
+			case m["id"] == "after":
+				done = m["result"] != nil
+				if !done {
+					t.Fatalf("answer after the flood: %v", m)
+				}
+			case m["id"] == "init2":
+				initRefused = m["error"] != nil
+			case m["result"] != nil:
+				lists++
+			default:
+				t.Fatalf("unexpected line: %v", m)
+			}
+		case <-deadline:
+			t.Fatal("no answer after the flood")
+		}
+	}
+	if lists != fill || !initRefused {
+		t.Fatalf("%d of %d tools/list answered; second initialize refused: %v", lists, fill, initRefused)
+	}
+	s.stdin.Close()
+	for range answers {
+	}
 	if err := s.cmd.Wait(); err != nil {
 		t.Fatalf("serve exit: %v\n%s", err, s.stderr.String())
 	}
