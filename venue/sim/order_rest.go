@@ -302,28 +302,40 @@ func findOrderLocked(l *ledger, cat, sym, id, link string) *simOrder {
 	return o
 }
 
+// orderTarget reads the body of an amend or a cancel: the fields that name
+// the order (category, symbol, orderId, orderLinkId) and those in extra. It
+// checks the category and the instrument, and that an order is named.
+func (s *Sim) orderTarget(c *call, extra ...string) (map[string]string, *instrument, *response) {
+	p, bad := parseParams(c.body)
+	if bad != nil {
+		return nil, nil, bad
+	}
+	f, bad := p.strings(append([]string{"category", "symbol", "orderId", "orderLinkId"}, extra...)...)
+	if bad != nil {
+		return nil, nil, bad
+	}
+	if r := orderCategory(f["category"]); r != nil {
+		return nil, nil, r
+	}
+	in, bad := s.orderInstrument(f["category"], f["symbol"])
+	if bad != nil {
+		return nil, nil, bad
+	}
+	if f["orderId"] == "" && f["orderLinkId"] == "" {
+		r := fail(codeParams, "params error: orderId or orderLinkId is required")
+		return nil, nil, &r
+	}
+	return f, in, nil
+}
+
 // POST /v5/order/amend
 
 func (s *Sim) orderAmend(c *call) response {
-	p, bad := parseParams(c.body)
-	if bad != nil {
-		return *bad
-	}
-	f, bad := p.strings("category", "symbol", "orderId", "orderLinkId", "qty", "price", "takeProfit", "stopLoss", "triggerPrice")
+	f, in, bad := s.orderTarget(c, "qty", "price", "takeProfit", "stopLoss", "triggerPrice")
 	if bad != nil {
 		return *bad
 	}
 	cat := f["category"]
-	if r := orderCategory(cat); r != nil {
-		return *r
-	}
-	in, bad := s.orderInstrument(cat, f["symbol"])
-	if bad != nil {
-		return *bad
-	}
-	if f["orderId"] == "" && f["orderLinkId"] == "" {
-		return fail(codeParams, "params error: orderId or orderLinkId is required")
-	}
 	if f["qty"] == "" && f["price"] == "" && f["takeProfit"] == "" && f["stopLoss"] == "" {
 		return fail(codeParams, "params error: nothing to amend: give qty, price, takeProfit or stopLoss")
 	}
@@ -406,25 +418,11 @@ func (s *Sim) orderAmend(c *call) response {
 // POST /v5/order/cancel
 
 func (s *Sim) orderCancel(c *call) response {
-	p, bad := parseParams(c.body)
-	if bad != nil {
-		return *bad
-	}
-	f, bad := p.strings("category", "symbol", "orderId", "orderLinkId", "orderFilter")
+	f, in, bad := s.orderTarget(c, "orderFilter")
 	if bad != nil {
 		return *bad
 	}
 	cat := f["category"]
-	if r := orderCategory(cat); r != nil {
-		return *r
-	}
-	in, bad := s.orderInstrument(cat, f["symbol"])
-	if bad != nil {
-		return *bad
-	}
-	if f["orderId"] == "" && f["orderLinkId"] == "" {
-		return fail(codeParams, "params error: orderId or orderLinkId is required")
-	}
 	nowMs := c.now.UnixMilli()
 
 	s.mu.Lock()
