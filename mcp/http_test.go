@@ -359,3 +359,15 @@ func TestHTTPBackendActsOnlyForTheTokensUser(t *testing.T) {
 		t.Fatalf("alice changed: %s", got)
 	}
 }
+
+// Which listen addresses count as loopback (the rest get the TLS warning).
+func TestIsLoopbackListen(t *testing.T) {
+	for addr, want := range map[string]bool{
+		"127.0.0.1:8000": true, "localhost:8000": true, "[::1]:8000": true, "127.1.2.3:0": true,
+		"0.0.0.0:8000": false, ":8000": false, "[::]:8000": false, "192.168.1.2:8000": false, "example.com:443": false, "127.0.0.1": false,
+	} {
+		if got := IsLoopbackListen(addr); got != want {
+			t.Errorf("%s: %v, want %v", addr, got, want)
+		}
+	}
+}

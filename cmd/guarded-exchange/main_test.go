@@ -243,9 +243,13 @@ func TestServeCannotStart(t *testing.T) {
 	}
 	os.Chmod(in.key, 0o600)
 
-	r = run(t, in.env(), "", "serve", "--transport", "http")
-	if r.code != 2 || !strings.Contains(r.stderr, "cannot start") {
-		t.Fatalf("http transport: %d %q", r.code, r.stderr)
+	r = run(t, in.env("GX_HTTP_ALLOWED_ORIGINS=evil.example/path"), "", "serve", "--transport", "http", "--listen", "127.0.0.1:0")
+	if r.code != 2 || !strings.Contains(r.stderr, "cannot start: GX_HTTP_ALLOWED_ORIGINS: entry 1 is not valid") || strings.Contains(r.stderr, "evil.example") {
+		t.Fatalf("http transport, bad origins: %d %q", r.code, r.stderr)
+	}
+	r = run(t, in.env(), "", "serve", "--transport", "http", "--listen", "127.0.0.1:99999")
+	if r.code != 2 || !strings.Contains(r.stderr, "cannot start: listen on") {
+		t.Fatalf("http transport, bad address: %d %q", r.code, r.stderr)
 	}
 
 	// A second serve on the same home names the holder's pid.

@@ -157,7 +157,11 @@ func policyPrincipal(sys *actors.System, user string) func(context.Context, sdk.
 
 // Serve runs the MCP server on stdio (SPEC §3).
 func (r *Runtime) Serve(ctx context.Context, g *cli.Globals, o cli.ServeOptions, _ cli.IO) error {
-	if o.Transport != "stdio" {
+	switch o.Transport {
+	case "stdio":
+	case "http":
+		return r.serveHTTP(ctx, g, o)
+	default:
 		return cli.CannotStart("the %s transport is not available in this version; use --transport stdio", o.Transport)
 	}
 	p, err := resolvePaths(g)
