@@ -62,7 +62,7 @@ func sysProfile(e *env) func(context.Context, string) (string, error) {
 	}
 }
 
-func newHTTPEnv(t testing.TB, o HTTPOptions) *httpEnv {
+func newHTTPEnv(t testing.TB, o HTTPOptions, extra ...*tool) *httpEnv {
 	t.Helper()
 	e := newEnv(t)
 	ctx := context.Background()
@@ -80,7 +80,7 @@ func newHTTPEnv(t testing.TB, o HTTPOptions) *httpEnv {
 	}
 	srv, err := NewServer(Options{
 		Backend: HTTPBackend(e.sys, e.sys.Submit), Principal: HTTPPrincipal(sysProfile(e)), Venue: "paper",
-		extraTools: []*tool{writeToolForTest()},
+		extraTools: append([]*tool{writeToolForTest()}, extra...),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -369,5 +369,45 @@ func TestIsLoopbackListen(t *testing.T) {
 		if got := IsLoopbackListen(addr); got != want {
 			t.Errorf("%s: %v, want %v", addr, got, want)
 		}
+	}
+}
+
+// A call whose answer stream is open when its token is revoked runs to its
+// end; the token's next request is refused.
+func TestHTTPRevokeLetsAnOpenStreamFinish(t *testing.T) {
+	for _, era := range eras {
+		t.Run("era="+era, func(t *testing.T) {
+			entered, release := make(chan struct{}), make(chan struct{})
+			slow := &tool{name: "test_slow", title: "slow", description: "test only", kind: KindRead, schema: objectSchema(nil, map[string]any{}),
+				handle: func(ctx context.Context, c *call) (any, error) {
+					close(entered)
+					<-release
+					return map[string]string{"done": "yes"}, nil
+				}}
+			h := newHTTPEnv(t, HTTPOptions{}, slow)
+			ctx := context.Background()
+			a := h.connect(t, h.tokens["alice"].Token, era, "c", nil)
+			type answer struct {
+				res *sdk.CallToolResult
+				err error
+			}
+			got := make(chan answer, 1)
+			go func() {
+				res, err := a.CallTool(ctx, &sdk.CallToolParams{Name: "test_slow", Arguments: map[string]any{}})
+				got <- answer{res, err}
+			}()
+			<-entered
+			if _, err := h.sys.Submit(ctx, &messages.RevokeTokenRequest{ID: h.tokens["alice"].ID}, adminSocket); err != nil {
+				t.Fatal(err)
+			}
+			close(release)
+			ans := <-got
+			if ans.err != nil || ans.res.IsError || !strings.Contains(ans.res.Content[0].(*sdk.TextContent).Text, "yes") {
+				t.Fatalf("the open call did not finish: %v %+v", ans.err, ans.res)
+			}
+			if _, err := a.CallTool(ctx, &sdk.CallToolParams{Name: "get_my_policy", Arguments: map[string]any{}}); err == nil {
+				t.Fatal("the revoked token's next request went through")
+			}
+		})
 	}
 }
