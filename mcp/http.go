@@ -251,8 +251,10 @@ func (h *httpFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		rc := http.NewResponseController(w)
 		_ = rc.SetReadDeadline(time.Now().Add(h.o.BodyTimeout))
 		body, err := io.ReadAll(http.MaxBytesReader(sw, r.Body, h.o.MaxBodyBytes))
-		_ = rc.SetReadDeadline(time.Time{})
 		if err != nil {
+			// The rest of the body is not read: the connection closes
+			// after the answer, and the deadline stays.
+			sw.Header().Set("Connection", "close")
 			var tooBig *http.MaxBytesError
 			if errors.As(err, &tooBig) {
 				http.Error(sw, "request body too large", http.StatusRequestEntityTooLarge)
@@ -261,6 +263,7 @@ func (h *httpFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			http.Error(sw, "request body not received in time", http.StatusRequestTimeout)
 			return
 		}
+		_ = rc.SetReadDeadline(time.Time{})
 		r.Body = io.NopCloser(bytes.NewReader(body))
 	}
 	h.next.ServeHTTP(sw, r.WithContext(context.WithValue(r.Context(), authKey{}, a)))

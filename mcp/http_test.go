@@ -1,15 +1,19 @@
 package mcp
 
 import (
+	"bufio"
 	"bytes"
+	"fmt"
 	"context"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -409,5 +413,89 @@ func TestHTTPRevokeLetsAnOpenStreamFinish(t *testing.T) {
 				t.Fatal("the revoked token's next request went through")
 			}
 		})
+	}
+}
+
+// Confirmation over real HTTP in both eras: a 2026-07-28 client (stateless
+// handler) gets input_required and calls again (MRTR); an older client
+// (stateful handler) is asked through elicitation/create on its session.
+// Either way the human is asked once and the handler sees the answer.
+func TestHTTPConfirmationBothEras(t *testing.T) {
+	h := newHTTPEnv(t, HTTPOptions{}, confirmTool())
+	ctx := context.Background()
+	for _, era := range eras {
+		t.Run("era="+era, func(t *testing.T) {
+			var asked atomic.Int32
+			copts := &sdk.ClientOptions{ElicitationHandler: func(context.Context, *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+				asked.Add(1)
+				return &sdk.ElicitResult{Action: "accept", Content: map[string]any{"approve": true}}, nil
+			}}
+			cs, err := sdk.NewClient(&sdk.Implementation{Name: "c"}, copts).Connect(ctx, &sdk.StreamableClientTransport{
+				Endpoint: h.url, HTTPClient: &http.Client{Transport: bearerRT{token: h.tokens["bob"].Token}}, MaxRetries: -1,
+			}, &sdk.ClientSessionOptions{ProtocolVersion: era})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cs.Close()
+			out, isErr := callJSON(t, cs, "test_confirm", map[string]any{})
+			if isErr || asked.Load() != 1 || out["approved"] != true {
+				t.Fatalf("asked %d times, answer %v", asked.Load(), out)
+			}
+		})
+	}
+}
+
+// A client that sends its body too slowly is answered 408 and does not
+// hold a handler; headers over the bound get 431 from the server itself.
+func TestHTTPSlowBodyAndLargeHeaders(t *testing.T) {
+	e := newEnv(t)
+	srv, err := NewServer(Options{Backend: HTTPBackend(e.sys, e.sys.Submit), Principal: HTTPPrincipal(sysProfile(e)), Venue: "paper"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.sys.Submit(context.Background(), &messages.IssueTokenRequest{User: "bob"}, adminSocket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	token := res.(*messages.TokenIssued).Token
+	handler, err := NewHTTPHandler(srv, HTTPOptions{Authenticate: e.sys.Authenticate, BodyTimeout: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := NewHTTPServer(handler, slog.New(slog.DiscardHandler))
+	go hs.Serve(ln)
+	t.Cleanup(func() { _ = hs.Close() })
+
+	conn, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"jsonrpc\"", token)
+	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	start := time.Now()
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("no answer to a stalled body: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestTimeout || time.Since(start) > 5*time.Second {
+		t.Fatalf("stalled body: %d after %v", resp.StatusCode, time.Since(start))
+	}
+
+	req, _ := http.NewRequest(http.MethodPost, "http://"+ln.Addr().String()+"/mcp", strings.NewReader(initBody))
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("X-Padding", strings.Repeat("a", MaxHeaderBytes+4096))
+	big, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	big.Body.Close()
+	if big.StatusCode != http.StatusRequestHeaderFieldsTooLarge {
+		t.Fatalf("large headers: %d", big.StatusCode)
 	}
 }
