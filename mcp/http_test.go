@@ -3,8 +3,8 @@ package mcp
 import (
 	"bufio"
 	"bytes"
-	"fmt"
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
