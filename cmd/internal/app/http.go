@@ -72,6 +72,11 @@ func (r *Runtime) serveHTTP(ctx context.Context, g *cli.Globals, o cli.ServeOpti
 		return cli.CannotStart("%v", err)
 	}
 	defer ctl.Close()
+	relay, err := r.startRelay(p, st, vc.Name, logger)
+	if err != nil {
+		return cli.CannotStart("%v", err)
+	}
+	defer relay.Close()
 	srv, err := mcp.NewServer(mcp.Options{
 		Backend:   mcp.HTTPBackend(st.sys, st.sys.Submit),
 		Principal: mcp.HTTPPrincipal(userProfile(st.sys)),

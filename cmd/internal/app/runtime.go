@@ -182,6 +182,10 @@ func (r *Runtime) Serve(ctx context.Context, g *cli.Globals, o cli.ServeOptions,
 	}
 	lock, err := lockHome(p)
 	if err != nil {
+		// An engine already serves this home: relay this session to it.
+		if rerr := r.relayStdio(ctx, p, g.User); !errors.Is(rerr, errNoRelay) {
+			return rerr
+		}
 		return cli.CannotStart("%v", err)
 	}
 	defer lock.release()
@@ -212,6 +216,11 @@ func (r *Runtime) Serve(ctx context.Context, g *cli.Globals, o cli.ServeOptions,
 		return cli.CannotStart("%v", err)
 	}
 	defer ctl.Close()
+	relay, err := r.startRelay(p, st, vc.Name, logger)
+	if err != nil {
+		return cli.CannotStart("%v", err)
+	}
+	defer relay.Close()
 	srv, err := mcp.NewServer(mcp.Options{
 		Backend:   st.sys,
 		Principal: policyPrincipal(st.sys, g.User),
