@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -291,9 +292,20 @@ func TestHTTPTwoUsersIsolated(t *testing.T) {
 			}
 		})
 	}
-	// The journal names the token of each change.
+	// The journal names the token of each change and of each tool call.
 	var found int
+	calls := map[string]int{}
 	for _, r := range h.records(t) {
+		if messages.RecordType(r.Type) == messages.RecordToolCall {
+			var tc messages.ToolCalled
+			if err := json.Unmarshal(r.Payload, &tc); err != nil {
+				t.Fatal(err)
+			}
+			if tc.User != r.User || tc.TokenID != h.tokens[r.User].ID {
+				t.Fatalf("tool_call of %s names token %q", r.User, tc.TokenID)
+			}
+			calls[r.User]++
+		}
 		if messages.RecordType(r.Type) != messages.RecordKillSwitchOn {
 			continue
 		}
@@ -304,6 +316,9 @@ func TestHTTPTwoUsersIsolated(t *testing.T) {
 	}
 	if found != len(eras) {
 		t.Fatalf("%d kill_switch_on records, want %d", found, len(eras))
+	}
+	if calls["alice"] != len(eras) || calls["bob"] != 3*len(eras) {
+		t.Fatalf("tool_call records per user: %v", calls)
 	}
 }
 
