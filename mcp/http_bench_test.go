@@ -51,15 +51,29 @@ func benchUsers(b *testing.B, h *httpEnv, n int) []string {
 }
 
 // BenchmarkHTTPGetTicker drives 1, 100 and 1,000 concurrent users, each
-// with their own bearer token and MCP session (2026-07-28, stateless),
+// with their own bearer token and MCP session (2026-07-28 on the stateless
+// handler; 2025-11-25 on the stateful one, each session holding its
+// standalone stream open),
 // through the real HTTP stack on loopback: front checks → SDK handler →
 // guard → market actor → venue client → simulator. It reports p50 and p99
 // latency per call and calls per second, and the heap each connected user
 // costs (heap-B/user, measured after all sessions connected and one call
 // each).
 func BenchmarkHTTPGetTicker(b *testing.B) {
-	for _, n := range []int{1, 100, 1000} {
-		b.Run(fmt.Sprintf("users=%d", n), func(b *testing.B) {
+	for _, era := range []string{"", "2025-11-25"} {
+		for _, n := range []int{1, 100, 1000} {
+			benchHTTPGetTicker(b, era, n)
+		}
+	}
+}
+
+func benchHTTPGetTicker(b *testing.B, era string, n int) {
+	name := "era=2026-07-28"
+	if era != "" {
+		name = "era=" + era
+	}
+	{
+		b.Run(fmt.Sprintf("%s/users=%d", name, n), func(b *testing.B) {
 			h := newHTTPEnv(b, HTTPOptions{RatePerSecond: 1e6, Burst: 1e6})
 			tokens := benchUsers(b, h, n)
 			ctx := context.Background()
@@ -73,7 +87,7 @@ func BenchmarkHTTPGetTicker(b *testing.B) {
 			for i, tok := range tokens {
 				cs, err := sdk.NewClient(&sdk.Implementation{Name: "bench"}, nil).Connect(ctx, &sdk.StreamableClientTransport{
 					Endpoint: h.url, HTTPClient: &http.Client{Transport: bearerTransport{tok, tr}}, MaxRetries: -1,
-				}, nil)
+				}, &sdk.ClientSessionOptions{ProtocolVersion: era})
 				if err != nil {
 					b.Fatalf("connect %d: %v", i, err)
 				}
