@@ -131,7 +131,7 @@ type CLI struct {
 	Journal    JournalCmd    `cmd:"" help:"Read the journal: dump, verify, head. Works on a copy, with no server, lock or master key."`
 	Policy     PolicyCmd     `cmd:"" help:"Show or tighten your own policy."`
 	KillSwitch KillSwitchCmd `cmd:"" name:"kill-switch" help:"Turn your kill switch on or off (only a human turns it off)."`
-	Admin      AdminCmd      `cmd:"" help:"Admin: ceilings, overrides, the admin kill switch, users."`
+	Admin      AdminCmd      `cmd:"" help:"Admin: ceilings, overrides, the admin kill switch, users, bearer tokens."`
 	Keys       KeysCmd       `cmd:"" help:"Your exchange key for --venue: add, show, replace, delete."`
 	Doctor     DoctorCmd     `cmd:"" help:"Check the installation and say what to fix."`
 	Version    VersionCmd    `cmd:"" help:"Print the version."`
