@@ -25,7 +25,8 @@ func originAllowed(ev Event, actor string) bool {
 	admin := actor == messages.ActorCLIAdmin
 	human := admin || actor == messages.ActorCLIUser
 	switch ev.Type {
-	case messages.RecordUserCreated, messages.RecordPolicyCeilingSet, messages.RecordPolicyOverridesReset, messages.RecordUserDisabled:
+	case messages.RecordUserCreated, messages.RecordPolicyCeilingSet, messages.RecordPolicyOverridesReset, messages.RecordUserDisabled,
+		messages.RecordTokenIssued, messages.RecordTokenRevoked:
 		return admin
 	case messages.RecordPolicyTightened, messages.RecordCredentialDeleted, messages.RecordCredentialRejected:
 		return human

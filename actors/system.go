@@ -67,6 +67,8 @@ type System struct {
 	stopWatcher chan struct{}
 	// registry names the running user actors.
 	registry *userRegistry
+	// tokens finds the user of a bearer token (tokens.go).
+	tokens *tokenIndex
 }
 
 // Start builds the actor system: the root supervisor and, under it, the
@@ -128,9 +130,11 @@ func Start(cfg Config) (*System, error) {
 		if err != nil {
 			return nil, fmt.Errorf("actors: rebuild users: %w", err)
 		}
+		s.tokens = newTokenIndex(holders)
 		deps := &userDeps{
 			venue: level, env: cfg.Environment, journal: s.journal, logger: logger, masterKey: cfg.MasterKey,
 			factory: cfg.Clients, timeout: s.timeout, now: s.now, mw: mw, health: s.health, registry: s.registry,
+			tokens: s.tokens,
 		}
 		if deps.env == "" {
 			deps.env = "paper"
@@ -324,6 +328,9 @@ func (s *System) Submit(ctx context.Context, cmd messages.Command, origin messag
 		return nil, messages.InvalidParams("type", "not a command this server handles")
 	}
 	if e := messages.Permit(origin, cmd); e != nil {
+		return nil, e
+	}
+	if e := s.prepareToken(cmd); e != nil {
 		return nil, e
 	}
 	msg := &userCommand{ctx: ctx, cmd: cmd, origin: origin}

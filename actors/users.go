@@ -99,6 +99,8 @@ type userDeps struct {
 	// registry maps each running user to its user actor (written by the
 	// users supervisor, read by System).
 	registry *userRegistry
+	// tokens finds the user of a bearer token (tokens.go).
+	tokens *tokenIndex
 }
 
 // userActor is the thin shell around one user's UserState: it decides,
@@ -152,6 +154,8 @@ func (u *userActor) handle(ctx actor.Context, msg any, sender *actor.PID) {
 		switch c := m.cmd.(type) {
 		case *messages.AddCredentialRequest:
 			u.addCredential(ctx, m, c, sender)
+		case *messages.IssueTokenRequest, *messages.RevokeTokenRequest, *messages.ListTokensRequest:
+			u.tokenCommand(ctx, m, sender)
 		case *messages.RecheckCredentialRequest:
 			if e := u.refuseCredentialCommand(c.Environment); e != nil {
 				u.reply(ctx, sender, e)
@@ -184,6 +188,7 @@ func (u *userActor) handle(ctx actor.Context, msg any, sender *actor.PID) {
 func (u *userActor) commit(ev Event) {
 	u.state.Apply(ev)
 	u.snap.store(u.state)
+	u.tokens.note(ev, u.state.User, u.snap)
 }
 
 func (u *userActor) reply(ctx actor.Context, to *actor.PID, v any) {

@@ -23,6 +23,8 @@ type UserState struct {
 	KillSwitch messages.KillSwitch
 	// Credentials are the user's exchange keys by environment, sealed.
 	Credentials map[string]Credential
+	// Tokens are the user's HTTP bearer tokens by id (tokens.go).
+	Tokens map[string]Token
 
 	// Order state rebuilt from event records (orders.go): the open
 	// attempts (order_attempt without an order_outcome), the 24 h
@@ -181,7 +183,7 @@ func (s *UserState) refuseDisabled() error {
 // Apply changes the state from a journaled event. It is the only code that
 // changes a UserState, live or during replay.
 func (s *UserState) Apply(ev Event) {
-	if s.applyCredential(ev) || s.applyOrder(ev) {
+	if s.applyCredential(ev) || s.applyOrder(ev) || s.applyToken(ev) {
 		return
 	}
 	switch p := ev.Payload.(type) {
@@ -209,6 +211,9 @@ func DecodeEvent(typ messages.RecordType, payload []byte) (Event, bool, error) {
 		return ev, ok, err
 	}
 	if ev, ok, err := decodeOrderEvent(typ, payload); ok {
+		return ev, ok, err
+	}
+	if ev, ok, err := decodeTokenEvent(typ, payload); ok {
 		return ev, ok, err
 	}
 	var p any

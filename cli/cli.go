@@ -125,13 +125,13 @@ type CLI struct {
 	Globals
 
 	Init       InitCmd       `cmd:"" help:"Create the home, the journal, the master key and the local user. Safe to re-run."`
-	Serve      ServeCmd      `cmd:"" help:"Run the MCP server (stdio)."`
+	Serve      ServeCmd      `cmd:"" help:"Run the MCP server (stdio, or HTTP with bearer tokens)."`
 	Demo       DemoCmd       `cmd:"" help:"A scripted walkthrough on the paper venue, in a throw-away home."`
 	Sim        SimCmd        `cmd:"" help:"Run the Bybit-compatible simulator alone and print its URLs as one JSON line."`
 	Journal    JournalCmd    `cmd:"" help:"Read the journal: dump, verify, head. Works on a copy, with no server, lock or master key."`
 	Policy     PolicyCmd     `cmd:"" help:"Show or tighten your own policy."`
 	KillSwitch KillSwitchCmd `cmd:"" name:"kill-switch" help:"Turn your kill switch on or off (only a human turns it off)."`
-	Admin      AdminCmd      `cmd:"" help:"Admin: ceilings, overrides, the admin kill switch, users."`
+	Admin      AdminCmd      `cmd:"" help:"Admin: ceilings, overrides, the admin kill switch, users, bearer tokens."`
 	Keys       KeysCmd       `cmd:"" help:"Your exchange key for --venue: add, show, replace, delete."`
 	Doctor     DoctorCmd     `cmd:"" help:"Check the installation and say what to fix."`
 	Version    VersionCmd    `cmd:"" help:"Print the version."`
@@ -147,7 +147,7 @@ func (c *InitCmd) Run(ctx context.Context, g *Globals, rt Runtime, io IO) error 
 
 // ServeCmd is `serve`.
 type ServeCmd struct {
-	Transport string `default:"stdio" enum:"stdio,http" help:"stdio, or http (remote mode, not available yet)"`
+	Transport string `default:"stdio" enum:"stdio,http" help:"stdio, or http (remote mode: MCP at /mcp, every request with a bearer token from admin token issue)"`
 	Listen    string `default:"127.0.0.1:8000" help:"address for --transport http"`
 }
 

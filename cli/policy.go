@@ -143,6 +143,7 @@ type AdminCmd struct {
 	Policy     AdminPolicyCmd     `cmd:"" help:"Set a user's ceiling or remove their own settings."`
 	KillSwitch AdminKillSwitchCmd `cmd:"" name:"kill-switch" help:"The admin's kill switch for a user: only an admin turns it off."`
 	User       AdminUserCmd       `cmd:"" help:"Create, list or disable users."`
+	Token      AdminTokenCmd      `cmd:"" help:"Bearer tokens for remote mode: issue, revoke, list."`
 }
 
 // AdminPolicyCmd is `admin policy`.

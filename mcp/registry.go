@@ -35,6 +35,8 @@ const (
 type Principal struct {
 	User    string
 	Profile string
+	// TokenID names the bearer token of an HTTP request; empty on stdio.
+	TokenID string
 }
 
 // call is one admitted tool call as a handler sees it.

@@ -165,6 +165,7 @@ func (s *server) guard(next sdk.MethodHandler) sdk.MethodHandler {
 				Profile:    p.Profile,
 				Tool:       "(unknown)",
 				ArgsSHA256: digest(creq.Params.Arguments),
+				TokenID:    p.TokenID,
 			}
 			if known {
 				rec.Tool = t.name

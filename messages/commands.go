@@ -35,6 +35,7 @@ var (
 
 func policyView() any     { return &PolicyView{} }
 func credentialView() any { return &CredentialView{} }
+func tokenList() any      { return &TokenList{} }
 
 // Commands is the command table: the commands sent through
 // actors.System.Submit (MCP tools, the CLI, the control socket). The action
@@ -56,6 +57,11 @@ var Commands = []CommandInfo{
 		Roles: []Role{RoleAdmin, RoleApprover, RoleSystem}, Users: true},
 	{Name: "admin.user.disable", New: func() Command { return &DisableUserRequest{} }, Result: policyView, Roles: admins,
 		Records: []RecordType{RecordUserDisabled}},
+	{Name: "admin.token.issue", New: func() Command { return &IssueTokenRequest{} }, Result: func() any { return &TokenIssued{} }, Roles: admins,
+		Records: []RecordType{RecordTokenIssued}},
+	{Name: "admin.token.revoke", New: func() Command { return &RevokeTokenRequest{} }, Result: tokenList, Roles: admins,
+		Records: []RecordType{RecordTokenRevoked}},
+	{Name: "admin.token.list", New: func() Command { return &ListTokensRequest{} }, Result: tokenList, Roles: admins},
 	{Name: "keys.add", New: func() Command { return &AddCredentialRequest{} }, Result: credentialView, Roles: humans,
 		Records: []RecordType{RecordCredentialAdded, RecordCredentialRejected}},
 	{Name: "keys.show", New: func() Command { return &ShowCredentialRequest{} }, Result: credentialView, Roles: readers},

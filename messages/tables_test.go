@@ -84,13 +84,16 @@ func TestPermitMatrix(t *testing.T) {
 		"keys_show":       &ShowCredentialRequest{User: "u"},
 		"keys_delete":     &DeleteCredentialRequest{User: "u"},
 		"keys_recheck":    &RecheckCredentialRequest{User: "u"},
+		"token_issue":     &IssueTokenRequest{User: "u"},
+		"token_revoke":    &RevokeTokenRequest{ID: "tok_1"},
+		"token_list":      &ListTokensRequest{User: "u"},
 	}
 	allowed := map[Role][]string{
 		RoleAgent:    {"show", "kill_on"},
 		RoleApprover: {"show", "kill_on", "list", "keys_show"},
 		RoleUser:     {"show", "tighten", "kill_on", "kill_off", "keys_add", "keys_show", "keys_delete", "keys_recheck"},
 		RoleAdmin: {"show", "tighten", "ceiling", "reset", "kill_on", "kill_off", "kill_admin_on", "kill_admin_off", "create", "list",
-			"disable", "keys_add", "keys_add_attest", "keys_show", "keys_delete", "keys_recheck"},
+			"disable", "keys_add", "keys_add_attest", "keys_show", "keys_delete", "keys_recheck", "token_issue", "token_revoke", "token_list"},
 		RoleSystem: {"show", "kill_on", "list", "keys_show", "keys_recheck"},
 	}
 	for role, ok := range allowed {

@@ -13,4 +13,6 @@ type ToolCalled struct {
 	ArgsSHA256 string `json:"args_sha256"`
 	// Admitted is false when the tool is hidden from the caller's profile or unknown.
 	Admitted bool `json:"admitted"`
+	// TokenID names the bearer token of a call over HTTP (never the token).
+	TokenID string `json:"token_id,omitempty"`
 }

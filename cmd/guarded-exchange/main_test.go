@@ -14,6 +14,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -246,16 +247,29 @@ func TestServeCannotStart(t *testing.T) {
 	}
 	os.Chmod(in.key, 0o600)
 
-	r = run(t, in.env(), "", "serve", "--transport", "http")
-	if r.code != 2 || !strings.Contains(r.stderr, "cannot start") {
-		t.Fatalf("http transport: %d %q", r.code, r.stderr)
+	r = run(t, in.env("GX_HTTP_ALLOWED_ORIGINS=evil.example/path"), "", "serve", "--transport", "http", "--listen", "127.0.0.1:0")
+	if r.code != 2 || !strings.Contains(r.stderr, "cannot start: GX_HTTP_ALLOWED_ORIGINS: entry 1 is not valid") || strings.Contains(r.stderr, "evil.example") {
+		t.Fatalf("http transport, bad origins: %d %q", r.code, r.stderr)
+	}
+	r = run(t, in.env(), "", "serve", "--transport", "http", "--listen", "127.0.0.1:99999")
+	if r.code != 2 || !strings.Contains(r.stderr, "cannot start: listen on") {
+		t.Fatalf("http transport, bad address: %d %q", r.code, r.stderr)
 	}
 
-	// A second serve on the same home names the holder's pid.
-	cs, _ := connectStdio(t, in, "")
-	defer cs.Close()
+	// A serve on a home locked by a process that is not an engine (no
+	// relay socket answers) names the holder's pid.
+	lf, err := os.OpenFile(filepath.Join(in.home, "lock"), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lf.Close()
+	if err := syscall.Flock(int(lf.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		t.Fatal(err)
+	}
+	lf.Truncate(0)
+	lf.WriteAt([]byte("4242\n"), 0)
 	r = run(t, in.env(), "", "serve")
-	if r.code != 2 || !regexp.MustCompile(`cannot start: another process \(pid \d+\) holds the lock`).MatchString(r.stderr) {
+	if r.code != 2 || !regexp.MustCompile(`cannot start: another process \(pid 4242\) holds the lock`).MatchString(r.stderr) {
 		t.Fatalf("second serve: %d %q", r.code, r.stderr)
 	}
 }

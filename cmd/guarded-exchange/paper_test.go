@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -99,10 +100,11 @@ func TestPaperVenueHasNoPort(t *testing.T) {
 		t.Fatalf("serve listens on TCP: %v", tcp)
 	}
 	unix := listeningSockets(t, pid, "unix")
-	// The control socket is bound under a temporary name in its own
-	// directory and renamed into place; /proc shows the name it was bound
-	// under.
-	if len(unix) != 1 || filepath.Dir(unix[0]) != filepath.Join(in.home, "run") {
+	// The control socket and the MCP relay socket are bound under
+	// temporary names in run/ and renamed into place; /proc shows the
+	// names they were bound under.
+	if len(unix) != 2 || filepath.Dir(unix[0]) != filepath.Join(in.home, "run") || filepath.Dir(unix[1]) != filepath.Join(in.home, "run") ||
+		!slices.ContainsFunc(unix, func(s string) bool { return strings.Contains(filepath.Base(s), "mcp.sock") }) {
 		t.Fatalf("serve's listening Unix sockets: %v", unix)
 	}
 

@@ -157,7 +157,11 @@ func policyPrincipal(sys *actors.System, user string) func(context.Context, sdk.
 
 // Serve runs the MCP server on stdio (SPEC §3).
 func (r *Runtime) Serve(ctx context.Context, g *cli.Globals, o cli.ServeOptions, _ cli.IO) error {
-	if o.Transport != "stdio" {
+	switch o.Transport {
+	case "stdio":
+	case "http":
+		return r.serveHTTP(ctx, g, o)
+	default:
 		return cli.CannotStart("the %s transport is not available in this version; use --transport stdio", o.Transport)
 	}
 	p, err := resolvePaths(g)
@@ -178,6 +182,10 @@ func (r *Runtime) Serve(ctx context.Context, g *cli.Globals, o cli.ServeOptions,
 	}
 	lock, err := lockHome(p)
 	if err != nil {
+		// An engine already serves this home: relay this session to it.
+		if rerr := r.relayStdio(ctx, p, g.User); !errors.Is(rerr, errNoRelay) {
+			return rerr
+		}
 		return cli.CannotStart("%v", err)
 	}
 	defer lock.release()
@@ -208,6 +216,11 @@ func (r *Runtime) Serve(ctx context.Context, g *cli.Globals, o cli.ServeOptions,
 		return cli.CannotStart("%v", err)
 	}
 	defer ctl.Close()
+	relay, err := r.startRelay(p, st, vc.Name, logger)
+	if err != nil {
+		return cli.CannotStart("%v", err)
+	}
+	defer relay.Close()
 	srv, err := mcp.NewServer(mcp.Options{
 		Backend:   st.sys,
 		Principal: policyPrincipal(st.sys, g.User),

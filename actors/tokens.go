@@ -1,0 +1,273 @@
+package actors
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/guarded-exchange/guarded-exchange/messages"
+	"github.com/guarded-exchange/guarded-exchange/wal"
+)
+
+// Token is one bearer token of a user, as the user's state keeps it: the
+// SHA-256 of the token, never the token.
+type Token struct {
+	Hash      [sha256.Size]byte
+	IssuedAt  time.Time
+	Revoked   bool
+	RevokedAt time.Time
+}
+
+// decideToken returns the event a token command would journal (nil when
+// it changes nothing), or a refusal. It never changes s.
+func (s *UserState) decideToken(cmd messages.Command, now time.Time) (*Event, error) {
+	if !s.Exists {
+		return nil, messages.Errorf(messages.CodeNotFound, "no such user")
+	}
+	switch c := cmd.(type) {
+	case *messages.ListTokensRequest:
+		return nil, nil
+	case *messages.IssueTokenRequest:
+		if err := s.refuseDisabled(); err != nil {
+			return nil, err
+		}
+		if c.ID == "" || !strings.HasPrefix(c.Token, messages.TokenPrefix) {
+			return nil, messages.Errorf(messages.CodeInternalError, "token issue: the server did not make a token")
+		}
+		if _, exists := s.Tokens[c.ID]; exists {
+			return nil, messages.Errorf(messages.CodeInternalError, "token issue: id already in use")
+		}
+		sum := sha256.Sum256([]byte(c.Token))
+		return &Event{messages.RecordTokenIssued, messages.TokenIssuedEvent{ID: c.ID, User: s.User, SHA256: hex.EncodeToString(sum[:]), At: now}}, nil
+	case *messages.RevokeTokenRequest:
+		t, ok := s.Tokens[c.ID]
+		if !ok {
+			return nil, messages.Errorf(messages.CodeNotFound, "no such token")
+		}
+		if t.Revoked {
+			return nil, nil
+		}
+		return &Event{messages.RecordTokenRevoked, messages.TokenRevokedEvent{ID: c.ID, User: s.User, At: now}}, nil
+	}
+	return nil, messages.Errorf(messages.CodeInternalError, "token: unexpected command")
+}
+
+// applyToken changes the tokens from a journaled event. The map is
+// replaced, never changed in place, so committed snapshots stay exact.
+func (s *UserState) applyToken(ev Event) bool {
+	switch p := ev.Payload.(type) {
+	case messages.TokenIssuedEvent:
+		var h [sha256.Size]byte
+		if b, err := hex.DecodeString(p.SHA256); err == nil && len(b) == len(h) {
+			copy(h[:], b)
+		}
+		m := maps.Clone(s.Tokens)
+		if m == nil {
+			m = map[string]Token{}
+		}
+		m[p.ID] = Token{Hash: h, IssuedAt: p.At}
+		s.Tokens = m
+	case messages.TokenRevokedEvent:
+		t, ok := s.Tokens[p.ID]
+		if !ok {
+			return true
+		}
+		t.Revoked, t.RevokedAt = true, p.At
+		m := maps.Clone(s.Tokens)
+		m[p.ID] = t
+		s.Tokens = m
+	default:
+		return false
+	}
+	return true
+}
+
+// decodeTokenEvent decodes the token record types.
+func decodeTokenEvent(typ messages.RecordType, payload []byte) (Event, bool, error) {
+	var p any
+	var err error
+	switch typ {
+	case messages.RecordTokenIssued:
+		var v messages.TokenIssuedEvent
+		err = json.Unmarshal(payload, &v)
+		p = v
+	case messages.RecordTokenRevoked:
+		var v messages.TokenRevokedEvent
+		err = json.Unmarshal(payload, &v)
+		p = v
+	default:
+		return Event{}, false, nil
+	}
+	if err != nil {
+		return Event{}, true, err
+	}
+	return Event{Type: typ, Payload: p}, true, nil
+}
+
+// tokenList is the user's tokens as lists show them, oldest first.
+func (s *UserState) tokenList(changed bool) *messages.TokenList {
+	out := &messages.TokenList{User: s.User, Tokens: []messages.TokenSummary{}, Changed: changed}
+	for id, t := range s.Tokens {
+		out.Tokens = append(out.Tokens, messages.TokenSummary{ID: id, IssuedAt: t.IssuedAt, Revoked: t.Revoked, RevokedAt: t.RevokedAt})
+	}
+	slices.SortFunc(out.Tokens, func(a, b messages.TokenSummary) int {
+		if c := a.IssuedAt.Compare(b.IssuedAt); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+	return out
+}
+
+// tokenCommand decides, journals, applies and answers a token command.
+func (u *userActor) tokenCommand(ctx actor.Context, m *userCommand, sender *actor.PID) {
+	ev, err := u.state.decideToken(m.cmd, u.now().UTC())
+	if err != nil {
+		u.reply(ctx, sender, messages.AsError(err))
+		return
+	}
+	if ev == nil {
+		u.reply(ctx, sender, u.state.tokenList(false))
+		return
+	}
+	u.write(ctx, *ev, m.origin, func(_ wal.Record, err error) {
+		if err != nil {
+			u.reply(ctx, sender, messages.AsError(err))
+			return
+		}
+		u.commit(*ev)
+		if c, ok := m.cmd.(*messages.IssueTokenRequest); ok {
+			u.reply(ctx, sender, &messages.TokenIssued{ID: c.ID, Token: c.Token, User: u.state.User})
+			return
+		}
+		u.reply(ctx, sender, u.state.tokenList(true))
+	})
+}
+
+// tokenIndex finds the user of a token hash or a token id. It only points
+// at the user's committed state, which decides: a revoked token or a
+// disabled user is refused from the state as it is at the request, so a
+// revoke or disable applies to the next request. It is written after each
+// durable token_issued (by the user actor) and read by any goroutine.
+type tokenIndex struct {
+	mu     sync.RWMutex
+	byHash map[[sha256.Size]byte]tokenRef
+	byID   map[string]tokenRef
+}
+
+type tokenRef struct {
+	id   string
+	user string
+	snap *committed
+}
+
+func newTokenIndex(holders map[string]*committed) *tokenIndex {
+	x := &tokenIndex{byHash: map[[sha256.Size]byte]tokenRef{}, byID: map[string]tokenRef{}}
+	for user, c := range holders {
+		for id, t := range c.p.Load().Tokens {
+			ref := tokenRef{id: id, user: user, snap: c}
+			x.byHash[t.Hash], x.byID[id] = ref, ref
+		}
+	}
+	return x
+}
+
+// note indexes a durable token_issued event of the user whose committed
+// state is snap. Other events need no index change: the state decides.
+func (x *tokenIndex) note(ev Event, user string, snap *committed) {
+	p, ok := ev.Payload.(messages.TokenIssuedEvent)
+	if x == nil || !ok {
+		return
+	}
+	b, err := hex.DecodeString(p.SHA256)
+	if err != nil || len(b) != sha256.Size {
+		return
+	}
+	ref := tokenRef{id: p.ID, user: user, snap: snap}
+	x.mu.Lock()
+	x.byHash[[sha256.Size]byte(b)], x.byID[p.ID] = ref, ref
+	x.mu.Unlock()
+}
+
+func (x *tokenIndex) userOf(id string) (string, bool) {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	ref, ok := x.byID[id]
+	return ref.user, ok
+}
+
+// errUnauthenticated is the one answer to every failed authentication:
+// which check failed is not told to the caller.
+var errUnauthenticated = &messages.Error{
+	Code:     messages.CodePermissionDenied,
+	Message:  "invalid or revoked bearer token",
+	NextStep: "ask the admin for a token (`guarded-exchange admin token issue --user U`)",
+}
+
+// Authenticate returns the user and token id of a bearer token, checked
+// against the user's committed state as it is now: the token must be
+// known, not revoked, and its user must exist and not be disabled. The
+// token is hashed first and only its SHA-256 is looked up, and the stored
+// hash is compared in constant time. It never journals or logs the token.
+func (s *System) Authenticate(token string) (user, tokenID string, err error) {
+	if s.tokens == nil || !strings.HasPrefix(token, messages.TokenPrefix) || len(token) > 256 {
+		return "", "", errUnauthenticated
+	}
+	sum := sha256.Sum256([]byte(token))
+	s.tokens.mu.RLock()
+	ref, ok := s.tokens.byHash[sum]
+	s.tokens.mu.RUnlock()
+	if !ok {
+		return "", "", errUnauthenticated
+	}
+	st := ref.snap.p.Load()
+	t, ok := st.Tokens[ref.id]
+	if !ok || subtle.ConstantTimeCompare(t.Hash[:], sum[:]) != 1 || t.Revoked || !st.Exists || st.Disabled {
+		return "", "", errUnauthenticated
+	}
+	return ref.user, ref.id, nil
+}
+
+// prepareToken fills in what the server, not the sender, decides in a
+// token command: a new id and token for an issue, the user of a revoke.
+func (s *System) prepareToken(cmd messages.Command) *messages.Error {
+	switch c := cmd.(type) {
+	case *messages.IssueTokenRequest:
+		if s.tokens == nil {
+			return messages.Errorf(messages.CodeInternalError, "no users supervisor in this process")
+		}
+		for {
+			c.ID = messages.TokenIDPrefix + hex.EncodeToString(randomBytes(8))
+			if _, taken := s.tokens.userOf(c.ID); !taken {
+				break
+			}
+		}
+		c.Token = messages.TokenPrefix + base64.RawURLEncoding.EncodeToString(randomBytes(32))
+	case *messages.RevokeTokenRequest:
+		if s.tokens == nil {
+			return messages.Errorf(messages.CodeInternalError, "no users supervisor in this process")
+		}
+		user, ok := s.tokens.userOf(c.ID)
+		if !ok {
+			return &messages.Error{Code: messages.CodeNotFound, Message: "no such token", NextStep: "see `guarded-exchange admin token list --user U`"}
+		}
+		c.User = user
+	}
+	return nil
+}
+
+func randomBytes(n int) []byte {
+	b := make([]byte, n)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails (Go 1.24+)
+	return b
+}

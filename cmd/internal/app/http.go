@@ -1,0 +1,162 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/guarded-exchange/guarded-exchange/actors"
+	"github.com/guarded-exchange/guarded-exchange/cli"
+	"github.com/guarded-exchange/guarded-exchange/cmd/internal/control"
+	"github.com/guarded-exchange/guarded-exchange/mcp"
+	"github.com/guarded-exchange/guarded-exchange/messages"
+)
+
+// Environment of remote mode.
+const (
+	envAllowedHosts   = "GX_HTTP_ALLOWED_HOSTS"
+	envAllowedOrigins = "GX_HTTP_ALLOWED_ORIGINS"
+)
+
+// serveHTTP runs remote mode: MCP over Streamable HTTP at /mcp on
+// o.Listen, every request authenticated by a bearer token, each user in
+// their own actors. The control socket runs beside it, as for stdio.
+func (r *Runtime) serveHTTP(ctx context.Context, g *cli.Globals, o cli.ServeOptions) error {
+	p, err := resolvePaths(g)
+	if err != nil {
+		return cli.CannotStart("%v", err)
+	}
+	key, err := checkInstallation(p)
+	if err != nil {
+		return cli.CannotStart("%v", err)
+	}
+	vc, err := resolveVenue(g, r.getenv)
+	if err != nil {
+		return cli.CannotStart("%v", err)
+	}
+	layout, err := control.ResolveLayout(p.Home, uint32(os.Getuid()), r.getenv)
+	if err != nil {
+		return cli.CannotStart("%v", err)
+	}
+	hosts, err := listEnv(r.getenv(envAllowedHosts), validHost)
+	if err != nil {
+		return cli.CannotStart("%s: %v", envAllowedHosts, err)
+	}
+	origins, err := listEnv(r.getenv(envAllowedOrigins), validOrigin)
+	if err != nil {
+		return cli.CannotStart("%s: %v", envAllowedOrigins, err)
+	}
+	lock, err := lockHome(p)
+	if err != nil {
+		return cli.CannotStart("%v", err)
+	}
+	defer lock.release()
+	logger := r.logger()
+	ln, err := net.Listen("tcp", o.Listen)
+	if err != nil {
+		return cli.CannotStart("listen on %s: %v", o.Listen, err)
+	}
+	defer ln.Close()
+	st, err := startStack(ctx, p, vc, key, logger, r.Release, "serve", nil)
+	if err != nil {
+		return cli.CannotStart("%v", err)
+	}
+	defer st.close()
+	ctl, err := control.Listen(layout, st.sys, logger.With("component", "control"), control.Limits{})
+	if err != nil {
+		return cli.CannotStart("%v", err)
+	}
+	defer ctl.Close()
+	relay, err := r.startRelay(p, st, vc.Name, logger)
+	if err != nil {
+		return cli.CannotStart("%v", err)
+	}
+	defer relay.Close()
+	srv, err := mcp.NewServer(mcp.Options{
+		Backend:   mcp.HTTPBackend(st.sys, st.sys.Submit),
+		Principal: mcp.HTTPPrincipal(userProfile(st.sys)),
+		Venue:     vc.Name,
+		Version:   r.Release,
+		Logger:    logger.With("component", "mcp"),
+	})
+	if err != nil {
+		return cli.CannotStart("%v", err)
+	}
+	httpLog := logger.With("component", "http")
+	h, err := mcp.NewHTTPHandler(srv, mcp.HTTPOptions{
+		Authenticate: st.sys.Authenticate, AllowedHosts: hosts, AllowedOrigins: origins, Logger: httpLog,
+	})
+	if err != nil {
+		return cli.CannotStart("%v", err)
+	}
+	if !mcp.IsLoopbackListen(o.Listen) {
+		logger.Warn("listening on a non-loopback address without TLS: bearer tokens and trading data cross the network in clear; put a TLS-terminating reverse proxy in front and listen on loopback",
+			"listen", ln.Addr().String())
+	}
+	hs := mcp.NewHTTPServer(h, httpLog)
+	done := make(chan error, 1)
+	go func() { done <- hs.Serve(ln) }()
+	logger.Info("serving MCP over HTTP", "addr", ln.Addr().String(), "path", "/mcp", "venue", vc.Name)
+	select {
+	case err := <-done:
+		if err != nil && !errors.Is(err, http.ErrServerClosed) {
+			return cli.Refused("serve: %v", err)
+		}
+		return nil
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := hs.Shutdown(sctx); err != nil {
+		_ = hs.Close()
+	}
+	return nil
+}
+
+// userProfile is the profile of a user's effective policy as the user
+// actor sees it now; "" for a disabled user (every tool hidden).
+func userProfile(sys *actors.System) func(context.Context, string) (string, error) {
+	return func(ctx context.Context, user string) (string, error) {
+		res, err := sys.Handle(ctx, &messages.ShowPolicyRequest{User: user}, messages.ActorAgent)
+		if err != nil {
+			return "", err
+		}
+		v := res.(*messages.PolicyView)
+		if v.Disabled {
+			return "", nil
+		}
+		return string(v.Effective.Profile), nil
+	}
+}
+
+// listEnv splits a comma-separated list and checks each entry.
+func listEnv(v string, check func(string) bool) ([]string, error) {
+	var out []string
+	for i, s := range strings.Split(v, ",") {
+		s = strings.TrimSpace(s)
+		if s == "" {
+			continue
+		}
+		if !check(s) {
+			return nil, fmt.Errorf("entry %d is not valid (hosts: a name without scheme or port; origins: scheme://host[:port])", i+1)
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// validHost: a host name or address without port or scheme.
+func validHost(s string) bool {
+	return !strings.ContainsAny(s, "/:@ *") || net.ParseIP(strings.Trim(s, "[]")) != nil
+}
+
+// validOrigin: scheme://host[:port], no path.
+func validOrigin(s string) bool {
+	scheme, rest, ok := strings.Cut(s, "://")
+	return ok && (scheme == "http" || scheme == "https") && rest != "" && !strings.ContainsAny(rest, "/@ *")
+}
