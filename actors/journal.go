@@ -211,7 +211,10 @@ func (j *journalActor) Receive(ctx actor.Context) {
 		j.deferred = false
 		j.flush(ctx)
 	case *flushRequest:
-		j.forced = true
+		// With nothing pending the record asked for is already in the
+		// batch being written: forcing would only make the next lazy
+		// record flush alone.
+		j.forced = len(j.pending) > 0
 		j.flush(ctx) // a no-op while a flush runs; flushDone starts the next
 	case *flushDone:
 		j.flushing = false
