@@ -90,7 +90,7 @@ func NewServer(o Options) (*sdk.Server, error) {
 	for _, t := range s.reg.tools {
 		srv.AddTool(t.sdkTool(), s.dispatch(t))
 	}
-	srv.AddReceivingMiddleware(s.recoverPanics, s.guard)
+	srv.AddReceivingMiddleware(s.protocolShape, s.recoverPanics, s.guard)
 	return srv, nil
 }
 
