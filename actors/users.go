@@ -88,9 +88,12 @@ type userDeps struct {
 	logger    *slog.Logger
 	masterKey []byte        // opens the sealed keys; never logged
 	factory   ClientFactory // builds the user's venue client
-	timeout   time.Duration // one venue call
-	now       func() time.Time
-	mw        actor.PropsOption
+	streams   StreamFactory // opens the user's private stream (nil: none)
+	// settleWait bounds the wait for an unknown outcome on the stream.
+	settleWait time.Duration
+	timeout    time.Duration // one venue call
+	now        func() time.Time
+	mw         actor.PropsOption
 	// health is the system's journal health: a journal that does not
 	// answer within journalTimeout is treated as failed for everyone, since
 	// the write may still become durable and the state could no longer be
@@ -138,6 +141,10 @@ func (u *userActor) Receive(ctx actor.Context) {
 		}
 	case *userCommand, *decideAsk, *accountAsk, *keyChecked, *orderLookedUp, *crashRequest:
 		u.handle(ctx, m, ctx.Sender())
+	default:
+		if isOrderMessage(m) {
+			u.handle(ctx, m, ctx.Sender())
+		}
 	}
 }
 
@@ -177,6 +184,8 @@ func (u *userActor) handle(ctx actor.Context, msg any, sender *actor.PID) {
 		u.onOrderLookedUp(ctx, m)
 	case *crashRequest:
 		panic("user: crash requested by test")
+	default:
+		u.handleOrder(ctx, msg, sender)
 	}
 }
 

@@ -1,0 +1,210 @@
+package actors
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/guarded-exchange/guarded-exchange/messages"
+	"github.com/guarded-exchange/guarded-exchange/venue"
+)
+
+// StreamFactory opens the private stream for one key on this process's
+// venue. Nil in Config: no stream (unknown outcomes are settled by REST
+// alone, and nothing triggers a reconcile after a reconnect).
+type StreamFactory func(apiKey, apiSecret string) (*venue.Stream, error)
+
+// DefaultSettleWait is how long an unknown outcome waits for its client
+// order id on the private stream before reading it back by REST.
+const DefaultSettleWait = 3 * time.Second
+
+// orderWriter is what the venue actor needs of a session to write.
+// *venue.Client implements it.
+type orderWriter interface {
+	CreateOrder(ctx context.Context, r messages.CreateOrderRequest) (*messages.OrderAck, error)
+	AmendOrder(ctx context.Context, r messages.AmendOrderRequest) (*messages.OrderAck, error)
+	CancelOrder(ctx context.Context, r messages.CancelOrderRequest) (*messages.OrderAck, error)
+	SetLeverage(ctx context.Context, r messages.SetLeverageRequest) (*messages.WriteAck, error)
+	SetTradingStop(ctx context.Context, r messages.TradingStopRequest) (*messages.WriteAck, error)
+}
+
+var _ orderWriter = (*venue.Client)(nil)
+
+// orderWrite asks the venue actor to send one write of an action whose
+// order_attempt is already durable. Exactly one request field is set. Its
+// outcome goes back to the user actor as *orderWritten. Only the user
+// actor's action path sends it (TestOnlyTheActionPathWrites).
+type orderWrite struct {
+	action uint64
+	// linkID names the order to settle on an unknown outcome (the client
+	// order id of a create, the order of an amend or cancel); empty for
+	// position writes, which have no client id.
+	linkID   string
+	category messages.Category
+	symbol   string
+
+	create   *messages.CreateOrderRequest
+	amend    *messages.AmendOrderRequest
+	cancel   *messages.CancelOrderRequest
+	leverage *messages.SetLeverageRequest
+	stop     *messages.TradingStopRequest
+}
+
+// orderWritten is the outcome of an orderWrite.
+type orderWritten struct {
+	action   uint64
+	ack      *messages.OrderAck // order writes that the venue accepted
+	writeAck *messages.WriteAck // position writes that the venue accepted
+	// settled is set when the write's outcome was unknown and the order
+	// was then found (result source "reconnaissance").
+	settled *venue.Settlement
+	// class is empty on success, else how the write failed.
+	class venue.WriteClass
+	err   *messages.Error
+}
+
+// streamEvent carries one event of the venue actor's stream to itself;
+// gen drops the events of a stream that was replaced.
+type streamEvent struct {
+	gen uint64
+	ev  messages.StreamEvent
+}
+
+// streamResync tells the user actor that the stream (re)connected or lost
+// updates: it reconciles its open attempts by REST before new writes.
+type streamResync struct{ reason string }
+
+// streamOrders carries the order rows the stream pushed to the user actor,
+// which journals them compactly as venue_update.
+type streamOrders struct {
+	at     time.Time
+	orders []messages.Order
+}
+
+// openStream replaces the user's private stream with one for the current
+// session's key. Its events come to this actor as *streamEvent.
+func (v *venueActor) openStream(ctx actor.Context) {
+	v.closeStream()
+	if v.session == nil || v.streams == nil {
+		return
+	}
+	s := v.snap.load()
+	c, ok := s.credentialFor(v.env)
+	if !ok {
+		return
+	}
+	apiKey, secret, err := openCredential(v.masterKey, s.User, c)
+	if err != nil {
+		return
+	}
+	st, serr := v.streams(apiKey, secret)
+	if serr != nil {
+		v.logger.Warn("private stream not started", "user", s.User, "code", string(messages.CodeOf(serr)))
+		return
+	}
+	v.streamGen++
+	v.stream = st
+	gen, self, root, logger := v.streamGen, ctx.Self(), ctx.ActorSystem().Root, v.logger
+	go func() {
+		defer func() {
+			if p := recover(); p != nil {
+				logger.Error("stream pump panic", "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+			}
+		}()
+		for ev := range st.Events() {
+			root.Send(self, &streamEvent{gen: gen, ev: ev})
+		}
+	}()
+}
+
+// closeStream stops the stream; its pump ends when the events close.
+func (v *venueActor) closeStream() {
+	if v.stream != nil {
+		_ = v.stream.Close()
+		v.stream = nil
+	}
+}
+
+// onStreamEvent hands the user actor what it must act on: a (re)connect or
+// a gap (reconcile by REST), and order rows (journal venue_update).
+// Executions, positions and wallet pushes are not journaled.
+func (v *venueActor) onStreamEvent(ctx actor.Context, m *streamEvent) {
+	if m.gen != v.streamGen {
+		return
+	}
+	switch m.ev.Kind {
+	case messages.StreamConnected, messages.StreamReconnected, messages.StreamGap:
+		ctx.Send(ctx.Parent(), &streamResync{reason: string(m.ev.Kind)})
+	case messages.StreamOrders:
+		if len(m.ev.Orders) > 0 {
+			ctx.Send(ctx.Parent(), &streamOrders{at: m.ev.At, orders: m.ev.Orders})
+		}
+	}
+}
+
+// write sends one write, off the mailbox. The write is bounded by the
+// request timeout and never by the caller's context: once its attempt is
+// durable, a caller that goes away must not turn it into an unknown
+// outcome. An unknown outcome is settled (stream, then REST); it is never
+// resent.
+func (v *venueActor) write(ctx actor.Context, m *orderWrite) {
+	userPID := ctx.Sender()
+	if userPID == nil {
+		return
+	}
+	w, ok := v.session.(orderWriter)
+	if v.session == nil || !ok {
+		err := v.keyErr
+		if err == nil {
+			err = noKeyError()
+		}
+		ctx.Send(userPID, &orderWritten{action: m.action, class: venue.WriteNotSent, err: err})
+		return
+	}
+	client, _ := v.session.(*venue.Client)
+	var waiter venue.OrderWaiter
+	if v.stream != nil {
+		waiter = v.stream
+	}
+	timeout, wait := v.timeout, v.settleWait
+	offMailbox(ctx, v.logger, nil, 2*timeout+wait, userPID, func(c context.Context) any {
+		out := &orderWritten{action: m.action}
+		wc, cancel := context.WithTimeout(c, timeout)
+		var err error
+		switch {
+		case m.create != nil:
+			out.ack, err = w.CreateOrder(wc, *m.create)
+		case m.amend != nil:
+			out.ack, err = w.AmendOrder(wc, *m.amend)
+		case m.cancel != nil:
+			out.ack, err = w.CancelOrder(wc, *m.cancel)
+		case m.leverage != nil:
+			out.writeAck, err = w.SetLeverage(wc, *m.leverage)
+		case m.stop != nil:
+			out.writeAck, err = w.SetTradingStop(wc, *m.stop)
+		default:
+			err = messages.Internal(errors.New("venue actor: an order write without a request"))
+		}
+		cancel()
+		if err == nil {
+			return out
+		}
+		out.class, out.err = venue.ClassifyWrite(err), messages.AsError(err)
+		if out.class != venue.WriteUnknown || m.linkID == "" || client == nil {
+			return out
+		}
+		s, serr := venue.Settle(c, client, waiter, m.category, m.symbol, m.linkID, wait)
+		if serr != nil {
+			out.err = messages.AsError(serr)
+			return out
+		}
+		out.settled = s
+		return out
+	}, func(err *messages.Error) any {
+		return &orderWritten{action: m.action, class: venue.WriteUnknown, err: err}
+	})
+}
