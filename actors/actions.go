@@ -38,8 +38,13 @@ type action struct {
 	started time.Time
 	// onKey continues the action when its key check comes back.
 	onKey func(*keyChecked)
-	// attempt is the open order attempt a reconcile action looks up.
+	// attempt is the open order attempt a reconcile action looks up, or
+	// the one an order action wrote.
 	attempt Attempt
+	// place carries a place_order call between its steps (place.go);
+	// answer is the planned answer an order action completes.
+	place  *placeStep
+	answer *messages.OrderAnswer
 }
 
 // actionKind says what an action does.

@@ -29,6 +29,7 @@ var allowedSites = map[string][]string{
 	"write call":     {"actors/venuestream.go:(*venueActor).write"},
 	"orderWrite":     {"actors/orderexec.go:(*userActor).execute"},
 	"execOrderAsk":   {},
+	"execute call":   {"actors/place.go:(*userActor).onMarketFetched", "actors/orderexec.go:(*userActor).handleOrder"},
 	"write endpoint": {"venue/"},
 }
 
@@ -127,6 +128,9 @@ func pathViolations(rel string, src []byte) ([]string, error) {
 			case *ast.CallExpr:
 				if sel, ok := x.Fun.(*ast.SelectorExpr); ok && writeMethods[sel.Sel.Name] && !inVenue {
 					check("write call", x.Pos())
+				}
+				if sel, ok := x.Fun.(*ast.SelectorExpr); ok && sel.Sel.Name == "execute" && f.Name.Name == "actors" {
+					check("execute call", x.Pos())
 				}
 			case *ast.CompositeLit:
 				if id, ok := x.Type.(*ast.Ident); ok && (id.Name == "orderWrite" || id.Name == "execOrderAsk") && f.Name.Name == "actors" {

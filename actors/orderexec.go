@@ -3,6 +3,7 @@ package actors
 import (
 	"crypto/rand"
 	"encoding/base32"
+	"encoding/json"
 	"strconv"
 	"strings"
 
@@ -90,7 +91,7 @@ func clientOrderID(action uint64) string {
 // isOrderMessage reports whether the user actor serves m in handleOrder.
 func isOrderMessage(m any) bool {
 	switch m.(type) {
-	case *execOrderAsk, *orderWritten, *streamResync, *streamOrders:
+	case *execOrderAsk, *orderWritten, *streamResync, *streamOrders, *placeAsk, *marketFetched:
 		return true
 	}
 	return false
@@ -111,13 +112,17 @@ func (u *userActor) handleOrder(ctx actor.Context, msg any, sender *actor.PID) {
 		u.startRecovery(ctx)
 	case *streamOrders:
 		u.journalVenueUpdate(ctx, m)
+	case *placeAsk:
+		u.place(ctx, m, sender)
+	case *marketFetched:
+		u.onMarketFetched(ctx, m)
 	}
 }
 
 // execute journals the attempt, then has the venue actor send the write.
 // The reservation holds the order against the limits until the attempt is
 // durable; from then on the attempt itself counts (RollingCounters).
-func (u *userActor) execute(ctx actor.Context, p orderPlan, origin messages.Origin, sender *actor.PID) {
+func (u *userActor) execute(ctx actor.Context, p orderPlan, origin messages.Origin, sender *actor.PID) *action {
 	a := u.begin(actionOrder, sender, origin, nil)
 	a.step = stepJournal
 	if p.riskIncreasing {
@@ -153,6 +158,7 @@ func (u *userActor) execute(ctx actor.Context, p orderPlan, origin messages.Orig
 			create: p.create, amend: p.amend, cancel: p.cancel, leverage: p.leverage, stop: p.stop,
 		}, ctx.Self())
 	})
+	return a
 }
 
 // onOrderWritten journals the outcome of a write, then answers. An
@@ -179,7 +185,11 @@ func (u *userActor) onOrderWritten(ctx actor.Context, m *orderWritten) {
 		res.ResultSource = messages.ResultSourceReconnaissance
 		if m.err.Details["reconnaissance"] != "not_found" {
 			delete(u.actions, a.id)
-			u.reply(ctx, a.waiter, res)
+			if a.answer != nil {
+				u.reply(ctx, a.waiter, orderAnswerOf(a.answer, res, m))
+			} else {
+				u.reply(ctx, a.waiter, res)
+			}
 			return
 		}
 		out.Status, out.ResultSource = messages.OutcomeNotFound, messages.ResultSourceReconnaissance
@@ -188,6 +198,14 @@ func (u *userActor) onOrderWritten(ctx actor.Context, m *orderWritten) {
 		out.Status = messages.OutcomeRejected
 	}
 	a.step = stepJournal
+	var answer any = res
+	if a.answer != nil {
+		answer = orderAnswerOf(a.answer, res, m)
+		out.Answer, _ = json.Marshal(answer)
+	}
+	// Nothing was decided when the write never left or the venue's rate
+	// limit refused it: the idempotency key is free again.
+	out.ReleaseKey = m.class == venue.WriteNotSent || (m.class == venue.WriteRefused && messages.CodeOf(m.err) == messages.CodeRateLimited)
 	ev := Event{messages.RecordOrderOutcome, out}
 	u.write(ctx, ev, a.origin, func(_ wal.Record, err error) {
 		if err != nil {
@@ -198,7 +216,7 @@ func (u *userActor) onOrderWritten(ctx actor.Context, m *orderWritten) {
 			return
 		}
 		u.commit(ev)
-		u.finish(ctx, a, res)
+		u.finish(ctx, a, answer)
 	})
 }
 

@@ -104,7 +104,7 @@ func holdsForRecovery(msg any) bool {
 			return !c.On
 		}
 		return true
-	case *decideAsk, *execOrderAsk:
+	case *decideAsk, *execOrderAsk, *placeAsk:
 		return true
 	}
 	return false

@@ -71,6 +71,8 @@ func (v *venueActor) Receive(ctx actor.Context) {
 		v.onStreamEvent(ctx, m)
 	case *orderWrite:
 		v.write(ctx, m)
+	case *marketFetch:
+		v.fetchMarket(ctx, m)
 	case *checkKeyRequest:
 		userPID, factory, timeout := ctx.Sender(), v.factory, v.timeout
 		if userPID == nil {

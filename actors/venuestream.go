@@ -62,6 +62,9 @@ type orderWritten struct {
 	// settled is set when the write's outcome was unknown and the order
 	// was then found (result source "reconnaissance").
 	settled *venue.Settlement
+	// readBack is an accepted create's order as read back at once (nil
+	// when it could not be read: its filled qty is then unknown).
+	readBack *messages.Order
 	// class is empty on success, else how the write failed.
 	class venue.WriteClass
 	err   *messages.Error
@@ -191,6 +194,11 @@ func (v *venueActor) write(ctx actor.Context, m *orderWrite) {
 		}
 		cancel()
 		if err == nil {
+			if m.create != nil && client != nil {
+				rc, rcancel := context.WithTimeout(c, timeout)
+				out.readBack, _, _ = client.OrderByLinkID(rc, m.category, m.symbol, m.linkID)
+				rcancel()
+			}
 			return out
 		}
 		out.class, out.err = venue.ClassifyWrite(err), messages.AsError(err)
@@ -207,4 +215,63 @@ func (v *venueActor) write(ctx actor.Context, m *orderWrite) {
 	}, func(err *messages.Error) any {
 		return &orderWritten{action: m.action, class: venue.WriteUnknown, err: err}
 	})
+}
+
+// marketFetch asks the venue actor for what a place_order decision needs:
+// the instrument's rules, the ticker and the price band. Its outcome goes
+// back to the user actor as *marketFetched.
+type marketFetch struct {
+	action   uint64
+	category messages.Category
+	symbol   string
+}
+
+// marketFetched is the outcome of a marketFetch.
+type marketFetched struct {
+	action uint64
+	market placeMarket
+	err    *messages.Error
+}
+
+// marketReader is what the venue actor needs of a session to read the
+// market. *venue.Client implements it.
+type marketReader interface {
+	Instrument(ctx context.Context, cat messages.Category, symbol string) (*messages.Instrument, error)
+	Ticker(ctx context.Context, cat messages.Category, symbol string) (*messages.Ticker, error)
+	PriceLimit(ctx context.Context, cat messages.Category, symbol string) (*messages.PriceLimit, error)
+}
+
+var _ marketReader = (*venue.Client)(nil)
+
+// fetchMarket reads the market for a decision, off the mailbox.
+func (v *venueActor) fetchMarket(ctx actor.Context, m *marketFetch) {
+	userPID := ctx.Sender()
+	if userPID == nil {
+		return
+	}
+	r, ok := v.session.(marketReader)
+	if v.session == nil || !ok {
+		err := v.keyErr
+		if err == nil {
+			err = noKeyError()
+		}
+		ctx.Send(userPID, &marketFetched{action: m.action, err: err})
+		return
+	}
+	offMailbox(ctx, v.logger, nil, v.timeout, userPID, func(c context.Context) any {
+		out := &marketFetched{action: m.action}
+		var err error
+		if out.market.instrument, err = r.Instrument(c, m.category, m.symbol); err != nil {
+			out.err = messages.AsError(err)
+			return out
+		}
+		if out.market.ticker, err = r.Ticker(c, m.category, m.symbol); err != nil {
+			out.err = messages.AsError(err)
+			return out
+		}
+		if out.market.band, err = r.PriceLimit(c, m.category, m.symbol); err != nil {
+			out.err = messages.AsError(err)
+		}
+		return out
+	}, func(err *messages.Error) any { return &marketFetched{action: m.action, err: err} })
 }

@@ -118,7 +118,7 @@ var RecordTypes = []RecordTypeInfo{
 	{RecordOrderRefused, "order_refused", WriterUser, ReplayNone},
 	{RecordOrderAttempt, "order_attempt", WriterUser, ReplayEvent},
 	{RecordOrderOutcome, "order_outcome", WriterUser, ReplayEvent},
-	{RecordOrderRepeat, "order_repeat", WriterLater, ReplayNone},
+	{RecordOrderRepeat, "order_repeat", WriterUser, ReplayNone},
 	{RecordConfirmationRequested, "confirmation_requested", WriterLater, ReplayNone},
 	{RecordConfirmationDecided, "confirmation_decided", WriterLater, ReplayNone},
 	{RecordConfirmationExecuted, "confirmation_executed", WriterLater, ReplayNone},

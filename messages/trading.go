@@ -1,0 +1,78 @@
+package messages
+
+import (
+	"regexp"
+
+	"github.com/shopspring/decimal"
+)
+
+// The trading tools' arguments and answers (SPEC §4, §8). Arguments are
+// typed and already parsed (decimals from JSON strings) by the MCP layer;
+// the user actor validates them again, since it is the one path.
+
+// IdempotencyKeyRE is the SPEC §8 step 6 rule for an idempotency key.
+var IdempotencyKeyRE = regexp.MustCompile(`^[A-Za-z0-9_.:-]{1,64}$`)
+
+// PlaceOrderArgs are place_order's arguments.
+type PlaceOrderArgs struct {
+	Category Category
+	Symbol   string
+	// Side is "Buy" or "Sell".
+	Side string
+	// OrderType is "Limit" or "Market".
+	OrderType string
+	Qty       decimal.Decimal
+	// Price is required for Limit and refused for Market.
+	Price          decimal.NullDecimal
+	ReduceOnly     bool
+	IdempotencyKey string
+	DryRun         bool
+}
+
+// Order answer statuses.
+const (
+	// AnswerAccepted: the venue accepted the order (accepted is not
+	// applied: see OrderStatus and FilledQty).
+	AnswerAccepted = "accepted"
+	// AnswerPreview: a dry run; nothing was journaled as an attempt or
+	// sent.
+	AnswerPreview = "preview"
+)
+
+// Result sources of an order answer (SPEC §8).
+const (
+	ResultSourceVenue  = "venue"
+	ResultSourceReplay = "replay"
+)
+
+// OrderAnswer is the answer of place_order: the server's own plan and what
+// the venue said. Decimals are strings on the wire.
+type OrderAnswer struct {
+	Status        string   `json:"status"`
+	ClientOrderID string   `json:"client_order_id,omitempty"`
+	OrderID       string   `json:"order_id,omitempty"`
+	Category      Category `json:"category"`
+	Symbol        string   `json:"symbol"`
+	Side          string   `json:"side"`
+	// OrderType is what was asked; SentAs is what is sent ("Limit IOC"
+	// for a market order).
+	OrderType   string `json:"order_type"`
+	SentAs      string `json:"sent_as"`
+	TimeInForce string `json:"time_in_force"`
+	// RequestedQty is the qty asked for; Qty is what is sent (rounded
+	// down to the instrument's step).
+	RequestedQty decimal.Decimal `json:"requested_qty"`
+	Qty          decimal.Decimal `json:"qty"`
+	Price        decimal.Decimal `json:"price"`
+	// NotionalUSDT is the order valued at the worst price it can fill at.
+	NotionalUSDT   decimal.Decimal `json:"notional_usdt"`
+	ReduceOnly     bool            `json:"reduce_only,omitempty"`
+	RiskIncreasing bool            `json:"risk_increasing"`
+	// OrderStatus is the venue's status when read back (exchange text).
+	OrderStatus  string    `json:"order_status,omitempty"`
+	FilledQty    FilledQty `json:"filled_qty"`
+	ResultSource string    `json:"result_source,omitempty"`
+	// Origin is always "system": this server placed it.
+	Origin         string `json:"origin"`
+	IdempotencyKey string `json:"idempotency_key,omitempty"`
+}
