@@ -164,6 +164,18 @@ func (u *userActor) repeat(ctx actor.Context, a messages.PlaceOrderArgs, hash st
 			answer, rep.Reason, rep.ClientOrderID = inProgress(x.attempt.ClientOrderID), "in_progress", x.attempt.ClientOrderID
 			break
 		}
+		// An identical attempt whose outcome is still unknown (its
+		// look-up failed; it is reconciled at the next reconnect or
+		// start) may exist on the venue: a second one is not sent.
+		for _, att := range u.state.Attempts {
+			if att.ArgsSHA256 == hash && att.IdempotencyKey == "" && att.RiskIncreasing {
+				answer, rep.Reason, rep.ClientOrderID = inProgress(att.ClientOrderID), "in_progress", att.ClientOrderID
+				break
+			}
+		}
+		if answer != nil {
+			break
+		}
 		for i := len(u.state.Recent) - 1; i >= 0; i-- {
 			r := u.state.Recent[i]
 			if r.ArgsSHA256 != hash {

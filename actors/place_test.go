@@ -275,7 +275,6 @@ func TestPlaceSafetyNet(t *testing.T) {
 	if n := countRecords(t, dir, messages.RecordOrderAttempt); n != 2 {
 		t.Fatalf("%d attempts, want 2", n)
 	}
-	_ = time.Second
 }
 
 // While the first call with a key is at the venue, the same call is
@@ -317,5 +316,26 @@ func TestPlaceInProgressAndReleasedKey(t *testing.T) {
 	ok, e := te.place(t, b)
 	if e != nil || ok.ResultSource != "venue" || te.simOrders(t, ok.ClientOrderID) != 1 {
 		t.Fatalf("retry after a released key: %+v %v", ok, e)
+	}
+}
+
+// An order whose outcome stayed unknown (the look-up failed too) blocks
+// an identical one without a key until it is reconciled.
+func TestPlaceSafetyNetHoldsOpenUnknown(t *testing.T) {
+	dir := t.TempDir()
+	te := newTradeEnv(t, dir)
+	te.tradeReady(t, messages.PolicySettings{})
+	te.fault(t, "http_5xx", "/v5/order/create")
+	te.simPost(t, "/sim/faults", `{"kind":"http_5xx","path":"/v5/order/realtime","count":50}`)
+	if _, e := te.place(t, limitArgs("0.01", "30000")); e == nil || e.Code != messages.CodeOutcomeUnknown || e.Details["reconnaissance"] != "failed" {
+		t.Fatalf("unknown outcome: %v", e)
+	}
+	te.clearFaults(t)
+	_, e := te.place(t, limitArgs("0.01", "30000"))
+	if e == nil || e.Details["reason"] != "in_progress" {
+		t.Fatalf("identical order while the first is unknown: %v", e)
+	}
+	if n := countRecords(t, dir, messages.RecordOrderAttempt); n != 1 {
+		t.Fatalf("%d attempts, want 1", n)
 	}
 }
