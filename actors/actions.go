@@ -41,10 +41,20 @@ type action struct {
 	// attempt is the open order attempt a reconcile action looks up, or
 	// the one an order action wrote.
 	attempt Attempt
-	// place carries a place_order call between its steps (place.go);
-	// answer is the planned answer an order action completes.
-	place  *placeStep
-	answer *messages.OrderAnswer
+	// claim is the idempotency claim of a trading call in flight; place
+	// and cancel carry the call between its steps (place.go, cancel.go);
+	// complete turns an order action's outcome into the tool's answer.
+	claim    *claim
+	place    *placeStep
+	cancel   *cancelStep
+	complete func(*orderResult, *orderWritten) any
+}
+
+// claim is what a trading call in flight holds in the idempotency table.
+type claim struct {
+	key    string
+	hash   string
+	dryRun bool
 }
 
 // actionKind says what an action does.

@@ -91,7 +91,7 @@ func clientOrderID(action uint64) string {
 // isOrderMessage reports whether the user actor serves m in handleOrder.
 func isOrderMessage(m any) bool {
 	switch m.(type) {
-	case *execOrderAsk, *orderWritten, *streamResync, *streamOrders, *placeAsk, *marketFetched:
+	case *execOrderAsk, *orderWritten, *streamResync, *streamOrders, *placeAsk, *marketFetched, *cancelAsk, *orderFetched:
 		return true
 	}
 	return false
@@ -116,6 +116,10 @@ func (u *userActor) handleOrder(ctx actor.Context, msg any, sender *actor.PID) {
 		u.place(ctx, m, sender)
 	case *marketFetched:
 		u.onMarketFetched(ctx, m)
+	case *cancelAsk:
+		u.cancelOrder(ctx, m, sender)
+	case *orderFetched:
+		u.onOrderFetched(ctx, m)
 	}
 }
 
@@ -185,8 +189,8 @@ func (u *userActor) onOrderWritten(ctx actor.Context, m *orderWritten) {
 		res.ResultSource = messages.ResultSourceReconnaissance
 		if m.err.Details["reconnaissance"] != "not_found" {
 			delete(u.actions, a.id)
-			if a.answer != nil {
-				u.reply(ctx, a.waiter, orderAnswerOf(a.answer, res, m))
+			if a.complete != nil {
+				u.reply(ctx, a.waiter, a.complete(res, m))
 			} else {
 				u.reply(ctx, a.waiter, res)
 			}
@@ -199,8 +203,8 @@ func (u *userActor) onOrderWritten(ctx actor.Context, m *orderWritten) {
 	}
 	a.step = stepJournal
 	var answer any = res
-	if a.answer != nil {
-		answer = orderAnswerOf(a.answer, res, m)
+	if a.complete != nil {
+		answer = a.complete(res, m)
 		out.Answer, _ = json.Marshal(answer)
 	}
 	// Nothing was decided when the write never left or the venue's rate

@@ -43,7 +43,7 @@ func (u *userActor) place(ctx actor.Context, m *placeAsk, sender *actor.PID) {
 	}
 	hash := placeArgsHash(a)
 	if !a.DryRun {
-		if done := u.repeat(ctx, a, hash, m.origin, sender); done {
+		if done := u.repeat(ctx, "place_order", a.IdempotencyKey, hash, !a.ReduceOnly, m.origin, sender); done {
 			return
 		}
 	}
@@ -53,6 +53,7 @@ func (u *userActor) place(ctx actor.Context, m *placeAsk, sender *actor.PID) {
 	}
 	act := u.begin(actionDecide, sender, m.origin, nil)
 	act.place = &placeStep{args: a, hash: hash}
+	act.claim = &claim{key: a.IdempotencyKey, hash: hash, dryRun: a.DryRun}
 	u.toVenue(ctx, &marketFetch{action: act.id, category: a.Category, symbol: a.Symbol}, ctx.Self())
 }
 
@@ -77,7 +78,7 @@ func (u *userActor) onMarketFetched(ctx actor.Context, m *marketFetched) {
 	}
 	// A same-key call that arrived while this one read the market is in
 	// progress, not a second order.
-	if !a.DryRun && u.repeat(ctx, a, act.place.hash, act.origin, act.waiter) {
+	if !a.DryRun && u.repeat(ctx, "place_order", a.IdempotencyKey, act.place.hash, !a.ReduceOnly, act.origin, act.waiter) {
 		return
 	}
 	plan, ans, e := u.state.decidePlace(a, u.venue, u.env, m.market, u.reserved(), u.now())
@@ -90,19 +91,25 @@ func (u *userActor) onMarketFetched(ctx actor.Context, m *marketFetched) {
 		return
 	}
 	ex := u.execute(ctx, plan, act.origin, act.waiter)
-	ex.answer, ex.place = ans, act.place
+	ex.claim = act.claim
+	ex.complete = func(r *orderResult, w *orderWritten) any { return orderAnswerOf(ans, r, w) }
 }
 
 // refuse journals order_refused (the tool, the instrument, the code and
 // its details; never the model's words) and answers the refusal. A dry
 // run's refusal is answered, not journaled.
 func (u *userActor) refuse(ctx actor.Context, a messages.PlaceOrderArgs, e *messages.Error, origin messages.Origin, to *actor.PID) {
-	if a.DryRun {
+	u.refuseTool(ctx, "place_order", a.Category, a.Symbol, a.DryRun, e, origin, to)
+}
+
+// refuseTool is refuse for any trading tool.
+func (u *userActor) refuseTool(ctx actor.Context, tool string, cat messages.Category, symbol string, dryRun bool, e *messages.Error, origin messages.Origin, to *actor.PID) {
+	if dryRun {
 		u.reply(ctx, to, e)
 		return
 	}
 	ev := Event{Type: messages.RecordOrderRefused, Payload: map[string]any{
-		"tool": "place_order", "category": a.Category, "symbol": a.Symbol, "code": e.Code, "details": e.Details,
+		"tool": tool, "category": cat, "symbol": symbol, "code": e.Code, "details": e.Details,
 	}}
 	u.write(ctx, ev, origin, func(_ wal.Record, err error) {
 		if err != nil {
@@ -120,13 +127,13 @@ func (u *userActor) refuse(ctx actor.Context, a messages.PlaceOrderArgs, e *mess
 // (in_progress); without a key, an identical risk-increasing order within
 // 30 s of the previous answer (10 min after an unknown outcome) gets that
 // answer. Reduce-only orders are never deduplicated without a key.
-func (u *userActor) repeat(ctx actor.Context, a messages.PlaceOrderArgs, hash string, origin messages.Origin, to *actor.PID) bool {
+func (u *userActor) repeat(ctx actor.Context, tool, idemKey, hash string, net bool, origin messages.Origin, to *actor.PID) bool {
 	var answer any
-	rep := messages.OrderRepeatEvent{Tool: "place_order", IdempotencyKey: a.IdempotencyKey}
+	rep := messages.OrderRepeatEvent{Tool: tool, IdempotencyKey: idemKey}
 	now := u.now()
 	inFlight := func(match func(*action) bool) *action {
 		for _, x := range u.actions {
-			if x.place != nil && x.place.args.DryRun {
+			if x.claim != nil && x.claim.dryRun {
 				continue
 			}
 			if match(x) {
@@ -136,8 +143,8 @@ func (u *userActor) repeat(ctx actor.Context, a messages.PlaceOrderArgs, hash st
 		return nil
 	}
 	switch {
-	case a.IdempotencyKey != "":
-		key := a.IdempotencyKey
+	case idemKey != "":
+		key := idemKey
 		if x := inFlight(func(x *action) bool { return x.keyOf() == key }); x != nil {
 			if x.hashOf() != hash {
 				answer, rep.Reason = conflict(), "conflict"
@@ -157,9 +164,9 @@ func (u *userActor) repeat(ctx actor.Context, a messages.PlaceOrderArgs, hash st
 		case e.Status == "":
 			answer, rep.Reason = inProgress(e.ClientOrderID), "in_progress"
 		default:
-			answer, rep.Reason = replayed(e.Answer), "replay"
+			answer, rep.Reason = replayed(tool, e.Answer), "replay"
 		}
-	case !a.ReduceOnly:
+	case net:
 		if x := inFlight(func(x *action) bool { return x.hashOf() == hash && x.keyOf() == "" }); x != nil {
 			answer, rep.Reason, rep.ClientOrderID = inProgress(x.attempt.ClientOrderID), "in_progress", x.attempt.ClientOrderID
 			break
@@ -182,7 +189,7 @@ func (u *userActor) repeat(ctx actor.Context, a messages.PlaceOrderArgs, hash st
 				continue
 			}
 			if age := now.Sub(r.At); age < safetyNet || (r.Unknown && age < safetyNetUnknown) {
-				answer, rep.Reason, rep.ClientOrderID = replayed(r.Answer), "safety_net", r.ClientOrderID
+				answer, rep.Reason, rep.ClientOrderID = replayed(tool, r.Answer), "safety_net", r.ClientOrderID
 			}
 			break
 		}
@@ -206,15 +213,15 @@ func (u *userActor) repeat(ctx actor.Context, a messages.PlaceOrderArgs, hash st
 // keyOf and hashOf are the idempotency key and argument hash of an order
 // action in flight ("" for other actions).
 func (x *action) keyOf() string {
-	if x.place != nil {
-		return x.place.args.IdempotencyKey
+	if x.claim != nil {
+		return x.claim.key
 	}
 	return x.attempt.IdempotencyKey
 }
 
 func (x *action) hashOf() string {
-	if x.place != nil {
-		return x.place.hash
+	if x.claim != nil {
+		return x.claim.hash
 	}
 	return x.attempt.ArgsSHA256
 }
@@ -234,7 +241,7 @@ func inProgress(clientOrderID string) *messages.Error {
 }
 
 // replayed is a stored answer given again with result_source "replay".
-func replayed(raw json.RawMessage) any {
+func replayed(tool string, raw json.RawMessage) any {
 	var probe struct {
 		Code string `json:"code"`
 	}
@@ -249,6 +256,14 @@ func replayed(raw json.RawMessage) any {
 			return &e
 		}
 	}
+	if tool == "cancel_order" {
+		var ans messages.CancelAnswer
+		if err := json.Unmarshal(raw, &ans); err != nil {
+			return messages.Internal(err)
+		}
+		ans.ResultSource = messages.ResultSourceReplay
+		return &ans
+	}
 	var ans messages.OrderAnswer
 	if err := json.Unmarshal(raw, &ans); err != nil {
 		return messages.Internal(err)
@@ -259,9 +274,6 @@ func replayed(raw json.RawMessage) any {
 
 // orderAnswerOf completes the planned answer with the write's outcome.
 func orderAnswerOf(planned *messages.OrderAnswer, r *orderResult, w *orderWritten) any {
-	if planned == nil {
-		return r
-	}
 	ans := *planned
 	ans.ClientOrderID, ans.ResultSource, ans.FilledQty = r.ClientOrderID, r.ResultSource, messages.FilledQty{}
 	if r.Err != nil {

@@ -73,6 +73,8 @@ func (v *venueActor) Receive(ctx actor.Context) {
 		v.write(ctx, m)
 	case *marketFetch:
 		v.fetchMarket(ctx, m)
+	case *orderFetch:
+		v.fetchOrder(ctx, m)
 	case *checkKeyRequest:
 		userPID, factory, timeout := ctx.Sender(), v.factory, v.timeout
 		if userPID == nil {

@@ -194,7 +194,7 @@ func (v *venueActor) write(ctx actor.Context, m *orderWrite) {
 		}
 		cancel()
 		if err == nil {
-			if m.create != nil && client != nil {
+			if (m.create != nil || m.cancel != nil) && client != nil && m.linkID != "" {
 				rc, rcancel := context.WithTimeout(c, timeout)
 				out.readBack, _, _ = client.OrderByLinkID(rc, m.category, m.symbol, m.linkID)
 				rcancel()

@@ -76,3 +76,36 @@ type OrderAnswer struct {
 	Origin         string `json:"origin"`
 	IdempotencyKey string `json:"idempotency_key,omitempty"`
 }
+
+// CancelOrderArgs are cancel_order's arguments.
+type CancelOrderArgs struct {
+	Category       Category
+	Symbol         string
+	OrderID        string
+	IdempotencyKey string
+	DryRun         bool
+}
+
+// OrderIDRE is the shape of a venue order id (Bybit: a UUID; the
+// simulator's likewise).
+var OrderIDRE = regexp.MustCompile(`^[A-Za-z0-9-]{1,64}$`)
+
+// CancelAnswer is the answer of cancel_order. Accepted is not applied:
+// Status is cancelled only when the order shows it.
+type CancelAnswer struct {
+	// Status is "cancelled", "cancel_requested", "filled" or "preview".
+	Status   string   `json:"status"`
+	OrderID  string   `json:"order_id"`
+	Category Category `json:"category"`
+	Symbol   string   `json:"symbol"`
+	// Origin is "system" for an order this server placed, else
+	// "external"; ClientOrderID is given only for the server's own.
+	Origin        string    `json:"origin"`
+	ClientOrderID string    `json:"client_order_id,omitempty"`
+	OrderStatus   string    `json:"order_status,omitempty"`
+	FilledQty     FilledQty `json:"filled_qty"`
+	ResultSource  string    `json:"result_source,omitempty"`
+	// ActionID names this cancel's attempt in the journal.
+	ActionClientID string `json:"action_client_id,omitempty"`
+	IdempotencyKey string `json:"idempotency_key,omitempty"`
+}
