@@ -24,6 +24,10 @@ type placeMarket struct {
 	// band is the venue's price band for new orders; nil when the venue
 	// gave none.
 	band *messages.PriceLimit
+	// position is the linear symbol's position row (nil when the venue
+	// shows none); positionRead says it was read.
+	position     *messages.Position
+	positionRead bool
 }
 
 var hundred = decimal.NewFromInt(100)
@@ -126,6 +130,30 @@ func (s *UserState) decidePlace(a messages.PlaceOrderArgs, venue messages.VenueL
 		return none, nil, ruleViolation("the quantity is below the instrument's minimum", "order at least min_qty",
 			map[string]any{"rule": "min_qty", "min_qty": in.MinOrderQty.String(), "qty_step": in.QtyStep.String()})
 	}
+	buy := a.Side == "Buy"
+	if a.ReduceOnly {
+		// A reduce-only order needs an opposite position and is cut to
+		// its size.
+		pos := m.position
+		if pos == nil || !pos.Size.IsPositive() || pos.Side == a.Side {
+			return none, nil, &messages.Error{Code: messages.CodeNotFound, Message: "there is no position this reduce-only order could reduce",
+				NextStep: "check get_positions; a reduce-only Sell reduces a long, a Buy a short", Details: map[string]any{"reason": "position_not_found"}}
+		}
+		if qty.GreaterThan(pos.Size) {
+			qty = pos.Size
+		}
+	} else if a.Category == messages.CategoryLinear {
+		// The order takes the symbol's current leverage: it must not
+		// exceed max_leverage. Unknown leverage fails closed.
+		if !m.positionRead || m.position == nil || !m.position.Leverage.IsPositive() {
+			return none, nil, limitExceeded("max_leverage", p.MaxLeverage.String(), "the symbol's current leverage could not be read, so the order cannot be checked against max_leverage",
+				"set the leverage (set_leverage) and try again", map[string]any{"reason": "leverage_unknown"})
+		}
+		if m.position.Leverage.GreaterThan(p.MaxLeverage) {
+			return none, nil, limitExceeded("max_leverage", p.MaxLeverage.String(), "the symbol's current leverage exceeds max_leverage",
+				"lower the leverage first", map[string]any{"leverage": m.position.Leverage.String()})
+		}
+	}
 	maxQty := in.MaxOrderQty
 	if a.OrderType == "Market" && in.MaxMarketQty.IsPositive() {
 		maxQty = in.MaxMarketQty
@@ -134,7 +162,6 @@ func (s *UserState) decidePlace(a messages.PlaceOrderArgs, venue messages.VenueL
 		return none, nil, ruleViolation("the quantity is above the instrument's maximum", "make the order smaller",
 			map[string]any{"rule": "max_qty", "max_qty": maxQty.String()})
 	}
-	buy := a.Side == "Buy"
 	var price decimal.Decimal
 	tif := "GTC"
 	if a.OrderType == "Limit" {
@@ -175,8 +202,15 @@ func (s *UserState) decidePlace(a messages.PlaceOrderArgs, venue messages.VenueL
 	if e := priceBand(price, buy, in, m.band); e != nil {
 		return none, nil, e
 	}
+	// The most the order can be worth: the limit price, the worst price
+	// of a market buy, or the best bid for a market sell (it fills down
+	// to its bound, but never above the bid). The venue's minimum value
+	// is checked on the order's own price.
 	notional := qty.Mul(price)
-	if in.MinNotional.IsPositive() && notional.LessThan(in.MinNotional) {
+	if a.OrderType == "Market" && !buy && m.ticker.Bid1Price.GreaterThan(price) {
+		notional = qty.Mul(m.ticker.Bid1Price)
+	}
+	if in.MinNotional.IsPositive() && qty.Mul(price).LessThan(in.MinNotional) {
 		return none, nil, ruleViolation("the order value is below the instrument's minimum", "make the order larger",
 			map[string]any{"rule": "min_notional", "min_notional": in.MinNotional.String()})
 	}
@@ -203,7 +237,7 @@ func (s *UserState) decidePlace(a messages.PlaceOrderArgs, venue messages.VenueL
 		e.RetryAfterS = 3600
 		return none, nil, e
 	}
-	if slices.Contains(p.ConfirmActions, "place_order") || (p.ConfirmAboveNotionalUSDT.IsPositive() && notional.GreaterThan(p.ConfirmAboveNotionalUSDT)) {
+	if slices.Contains(p.ConfirmActions, "place_order") || (p.ConfirmAboveNotionalUSDT.IsPositive() && notional.GreaterThanOrEqual(p.ConfirmAboveNotionalUSDT)) {
 		// Until confirmations exist, an action that needs one is never
 		// executed unconfirmed.
 		return none, nil, &messages.Error{Code: messages.CodeConfirmationChannelUnavailable,

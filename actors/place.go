@@ -302,3 +302,17 @@ func orderAnswerOf(planned *messages.OrderAnswer, r *orderResult, w *orderWritte
 	ans.FilledQty = venue.FilledOf(o)
 	return &ans
 }
+
+// tradingCommand runs a trading tool's command through the action path;
+// false for other commands.
+func (u *userActor) tradingCommand(ctx actor.Context, m *userCommand, sender *actor.PID) bool {
+	switch c := m.cmd.(type) {
+	case *messages.PlaceOrderCommand:
+		u.place(ctx, &placeAsk{ctx: m.ctx, args: c.Args, origin: m.origin}, sender)
+	case *messages.CancelOrderCommand:
+		u.cancelOrder(ctx, &cancelAsk{ctx: m.ctx, args: c.Args, origin: m.origin}, sender)
+	default:
+		return false
+	}
+	return true
+}

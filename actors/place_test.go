@@ -156,19 +156,25 @@ func TestPlaceKillSwitchByRiskDirection(t *testing.T) {
 	dir := t.TempDir()
 	te := newTradeEnv(t, dir)
 	te.tradeReady(t, messages.PolicySettings{})
+	long, e := te.place(t, marketArgs("Buy", "0.002"))
+	if e != nil || long.FilledQty.String() != "0.002" {
+		t.Fatalf("open a long: %+v %v", long, e)
+	}
 	te.must(t, &messages.SetKillSwitchRequest{User: te.user, On: true, Level: messages.KillSwitchUser}, messages.ActorAgent)
 	if _, e := te.place(t, limitArgs("0.01", "30000")); e == nil || e.Code != messages.CodeKillSwitchActive {
 		t.Fatalf("risk-increasing under the kill switch: %v", e)
 	}
-	reduce := limitArgs("0.01", "30000")
+	reduce := limitArgs("0.01", "90000")
 	reduce.Side, reduce.ReduceOnly = "Sell", true
-	reduce.Price = decimal.NewNullDecimal(decimal.RequireFromString("90000"))
-	_, e := te.place(t, reduce)
-	if e != nil && e.Code == messages.CodeKillSwitchActive {
-		t.Fatalf("reduce-only blocked by the kill switch: %v", e)
+	ans, e := te.place(t, reduce)
+	if e != nil || ans.Qty.String() != "0.002" || ans.RequestedQty.String() != "0.01" || ans.RiskIncreasing {
+		t.Fatalf("reduce-only under the kill switch, cut to the position: %+v %v", ans, e)
 	}
-	if countRecords(t, dir, messages.RecordOrderAttempt) != 1 {
-		t.Fatal("the reduce-only order was not attempted")
+	wrongSide := reduce
+	wrongSide.Side = "Buy"
+	wrongSide.Price = decimal.NewNullDecimal(decimal.RequireFromString("30000"))
+	if _, e := te.place(t, wrongSide); e == nil || e.Details["reason"] != "position_not_found" {
+		t.Fatalf("reduce-only on the side of the position: %v", e)
 	}
 	spot := reduce
 	spot.Category = messages.CategorySpot
@@ -177,34 +183,50 @@ func TestPlaceKillSwitchByRiskDirection(t *testing.T) {
 	}
 }
 
+func marketArgs(side, qty string) messages.PlaceOrderArgs {
+	return messages.PlaceOrderArgs{Category: messages.CategoryLinear, Symbol: "BTCUSDT", Side: side, OrderType: "Market", Qty: decimal.RequireFromString(qty)}
+}
+
 // Splitting a large order into small ones hits the rolling daily cap; the
 // refusal names the limit and the allowed value. The per-order limit and
 // the per-minute rate are enforced the same way.
 func TestPlaceLimitsHoldAgainstSplitting(t *testing.T) {
 	dir := t.TempDir()
 	te := newTradeEnv(t, dir)
-	te.tradeReady(t, messages.PolicySettings{DailyNotionalCapUSDT: dec("1000"), MaxOrderNotionalUSDT: dec("400"), MaxOrdersPerMinute: intp(5)})
+	// The symbol's leverage on the venue (10) is above max_leverage.
+	te.tradeReady(t, messages.PolicySettings{MaxLeverage: dec("5")})
+	if _, e := te.place(t, limitArgs("0.01", "30000")); e == nil || e.Details["limit"] != "max_leverage" || e.Details["allowed"] != "5" {
+		t.Fatalf("order at a leverage above max_leverage: %v", e)
+	}
+	te.tradeReady(t, messages.PolicySettings{MaxLeverage: dec("10"), DailyNotionalCapUSDT: dec("1000"), MaxOrderNotionalUSDT: dec("400"), MaxOrdersPerMinute: intp(5)})
 	if _, e := te.place(t, limitArgs("0.02", "30000")); e == nil || e.Details["limit"] != "max_order_notional_usdt" || e.Details["allowed"] != "400" {
 		t.Fatalf("one large order: %v", e)
 	}
-	for i, p := range []string{"30000", "30000.1", "30000.2"} {
+	long, e := te.place(t, marketArgs("Buy", "0.002"))
+	if e != nil {
+		t.Fatal(e)
+	}
+	for i, p := range []string{"30000", "30000.1"} {
 		if _, e := te.place(t, limitArgs("0.01", p)); e != nil {
 			t.Fatalf("split order %d: %v", i, e)
 		}
 	}
-	_, e := te.place(t, limitArgs("0.01", "30000.3"))
+	_, e = te.place(t, limitArgs("0.01", "30000.3"))
 	if e == nil || e.Code != messages.CodeLimitExceeded || e.Details["limit"] != "daily_notional_cap_usdt" || e.Details["allowed"] != "1000" {
-		t.Fatalf("fourth split order: %v", e)
+		t.Fatalf("third split order after %s of market buy: %v", long.NotionalUSDT, e)
 	}
 	// Reduce-only orders do not count against the daily cap, but every
 	// order counts against the rate.
 	reduce := limitArgs("0.001", "90000")
 	reduce.Side, reduce.ReduceOnly = "Sell", true
-	te.place(t, reduce)
-	_, e = te.place(t, reduce)
-	if e != nil && e.Details["limit"] == "daily_notional_cap_usdt" {
-		t.Fatalf("reduce-only refused by the daily cap: %v", e)
+	if _, e := te.place(t, reduce); e != nil {
+		t.Fatalf("reduce-only after the daily cap: %v", e)
 	}
+	reduce.Price = decimal.NewNullDecimal(decimal.RequireFromString("90000.1"))
+	if _, e := te.place(t, reduce); e != nil {
+		t.Fatalf("second reduce-only: %v", e)
+	}
+	reduce.Price = decimal.NewNullDecimal(decimal.RequireFromString("90000.2"))
 	_, e = te.place(t, reduce)
 	if e == nil || e.Details["limit"] != "max_orders_per_minute" {
 		t.Fatalf("sixth order in a minute: %v", e)
@@ -274,6 +296,17 @@ func TestPlaceSafetyNet(t *testing.T) {
 	}
 	if n := countRecords(t, dir, messages.RecordOrderAttempt); n != 2 {
 		t.Fatalf("%d attempts, want 2", n)
+	}
+	// Reduce-only orders are never deduplicated without a key.
+	if _, e := te.place(t, marketArgs("Buy", "0.002")); e != nil {
+		t.Fatal(e)
+	}
+	reduce := limitArgs("0.001", "90000")
+	reduce.Side, reduce.ReduceOnly = "Sell", true
+	r1, e1 := te.place(t, reduce)
+	r2, e2 := te.place(t, reduce)
+	if e1 != nil || e2 != nil || r2.ResultSource == messages.ResultSourceReplay || r1.ClientOrderID == r2.ClientOrderID {
+		t.Fatalf("identical reduce-only orders: %+v %v / %+v %v", r1, e1, r2, e2)
 	}
 }
 

@@ -172,7 +172,9 @@ func (u *userActor) handle(ctx actor.Context, msg any, sender *actor.PID) {
 				u.finish(ctx, a, u.state.credentialView(u.env))
 			})
 		default:
-			u.command(ctx, m, sender)
+			if !u.tradingCommand(ctx, m, sender) {
+				u.command(ctx, m, sender)
+			}
 		}
 	case *decideAsk:
 		u.decide(ctx, m, sender)

@@ -239,6 +239,7 @@ type marketReader interface {
 	Instrument(ctx context.Context, cat messages.Category, symbol string) (*messages.Instrument, error)
 	Ticker(ctx context.Context, cat messages.Category, symbol string) (*messages.Ticker, error)
 	PriceLimit(ctx context.Context, cat messages.Category, symbol string) (*messages.PriceLimit, error)
+	Positions(ctx context.Context, q venue.PositionQuery) (messages.Page[messages.Position], error)
 }
 
 var _ marketReader = (*venue.Client)(nil)
@@ -271,6 +272,21 @@ func (v *venueActor) fetchMarket(ctx actor.Context, m *marketFetch) {
 		}
 		if out.market.band, err = r.PriceLimit(c, m.category, m.symbol); err != nil {
 			out.err = messages.AsError(err)
+			return out
+		}
+		if m.category == messages.CategoryLinear {
+			page, err := r.Positions(c, venue.PositionQuery{Category: messages.CategoryLinear, Symbol: m.symbol})
+			if err != nil {
+				out.err = messages.AsError(err)
+				return out
+			}
+			out.market.positionRead = true
+			for i := range page.Items {
+				if page.Items[i].Symbol == m.symbol {
+					p := page.Items[i]
+					out.market.position = &p
+				}
+			}
 		}
 		return out
 	}, func(err *messages.Error) any { return &marketFetched{action: m.action, err: err} })

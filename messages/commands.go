@@ -63,6 +63,11 @@ var Commands = []CommandInfo{
 		Records: []RecordType{RecordCredentialDeleted}},
 	{Name: "keys.recheck", New: func() Command { return &RecheckCredentialRequest{} }, Result: credentialView,
 		Roles: []Role{RoleUser, RoleAdmin, RoleSystem}, Records: []RecordType{RecordCredentialChecked}},
+	// The trading tools: only the agent trades, through the action path.
+	{Name: "trade.place_order", New: func() Command { return &PlaceOrderCommand{} }, Result: func() any { return &OrderAnswer{} },
+		Roles: []Role{RoleAgent}, Records: tradeRecords},
+	{Name: "trade.cancel_order", New: func() Command { return &CancelOrderCommand{} }, Result: func() any { return &CancelAnswer{} },
+		Roles: []Role{RoleAgent}, Records: tradeRecords},
 }
 
 // CommandByName returns the table entry of a wire name.

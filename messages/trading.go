@@ -109,3 +109,25 @@ type CancelAnswer struct {
 	ActionClientID string `json:"action_client_id,omitempty"`
 	IdempotencyKey string `json:"idempotency_key,omitempty"`
 }
+
+// PlaceOrderCommand is place_order from the agent: one action through
+// the user actor's action path. Answer: *OrderAnswer.
+type PlaceOrderCommand struct {
+	User string         `json:"user"`
+	Args PlaceOrderArgs `json:"args"`
+}
+
+// CancelOrderCommand is cancel_order from the agent. Answer:
+// *CancelAnswer.
+type CancelOrderCommand struct {
+	User string          `json:"user"`
+	Args CancelOrderArgs `json:"args"`
+}
+
+func (*PlaceOrderCommand) CommandName() string   { return "trade.place_order" }
+func (c *PlaceOrderCommand) TargetUser() string  { return c.User }
+func (*CancelOrderCommand) CommandName() string  { return "trade.cancel_order" }
+func (c *CancelOrderCommand) TargetUser() string { return c.User }
+
+// tradeRecords are the records a trading command may cause.
+var tradeRecords = []RecordType{RecordOrderRefused, RecordOrderAttempt, RecordOrderOutcome, RecordOrderRepeat}
