@@ -9,7 +9,7 @@ import (
 	"github.com/guarded-exchange/guarded-exchange/messages"
 )
 
-func (te *tradeEnv) cancel(t *testing.T, a messages.CancelOrderArgs) (*messages.CancelAnswer, *messages.Error) {
+func (te *tradeEnv) cancel(t testing.TB, a messages.CancelOrderArgs) (*messages.CancelAnswer, *messages.Error) {
 	t.Helper()
 	res, err := te.askUser(context.Background(), te.user, &cancelAsk{ctx: context.Background(), args: a, origin: agentOrigin})
 	if err != nil {

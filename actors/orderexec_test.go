@@ -25,10 +25,10 @@ type tradeEnv struct {
 	srv  *sim.Server
 	ann  sim.Announcement
 	user string
-	t    *testing.T
+	t    testing.TB
 }
 
-func newTradeEnv(t *testing.T, dir string) *tradeEnv {
+func newTradeEnv(t testing.TB, dir string) *tradeEnv {
 	t.Helper()
 	srv, err := sim.Start(sim.Config{Seed: 7}, "127.0.0.1:0")
 	if err != nil {
@@ -51,7 +51,7 @@ func newTradeEnv(t *testing.T, dir string) *tradeEnv {
 // connects in the background after the key is stored, and a push sent
 // before it subscribed is not replayed. It places outside orders (far
 // from the market) until one shows as a venue_update.
-func (te *tradeEnv) waitStream(t *testing.T) {
+func (te *tradeEnv) waitStream(t testing.TB) {
 	t.Helper()
 	c := te.outside(t)
 	deadline := time.Now().Add(10 * time.Second)
@@ -72,7 +72,7 @@ func (te *tradeEnv) waitStream(t *testing.T) {
 
 // outside is a client of the same account that is not this server (a
 // person trading by hand).
-func (te *tradeEnv) outside(t *testing.T) *venue.Client {
+func (te *tradeEnv) outside(t testing.TB) *venue.Client {
 	t.Helper()
 	c, err := venue.NewClient(venue.Config{BaseURL: te.ann.REST, APIKey: te.ann.APIKey, APISecret: te.ann.APISecret})
 	if err != nil {
@@ -83,7 +83,7 @@ func (te *tradeEnv) outside(t *testing.T) *venue.Client {
 
 var tradeMaster = make([]byte, 32)
 
-func (te *tradeEnv) start(t *testing.T, dir string) *testSystem {
+func (te *tradeEnv) start(t testing.TB, dir string) *testSystem {
 	return startUsersWith(t, dir, func(c *Config) {
 		c.Environment, c.MasterKey = "paper", tradeMaster
 		c.RequestTimeout, c.SettleWait = 2*time.Second, 500*time.Millisecond
@@ -97,7 +97,7 @@ func (te *tradeEnv) start(t *testing.T, dir string) *testSystem {
 	})
 }
 
-func (te *tradeEnv) simPost(t *testing.T, path, body string) {
+func (te *tradeEnv) simPost(t testing.TB, path, body string) {
 	t.Helper()
 	resp, err := http.Post(te.ann.REST+path, "application/json", strings.NewReader(body))
 	if err != nil {
@@ -109,12 +109,12 @@ func (te *tradeEnv) simPost(t *testing.T, path, body string) {
 	}
 }
 
-func (te *tradeEnv) fault(t *testing.T, kind, path string) {
+func (te *tradeEnv) fault(t testing.TB, kind, path string) {
 	t.Helper()
 	te.simPost(t, "/sim/faults", `{"kind":"`+kind+`","path":"`+path+`","count":1}`)
 }
 
-func (te *tradeEnv) clearFaults(t *testing.T) {
+func (te *tradeEnv) clearFaults(t testing.TB) {
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodDelete, te.ann.REST+"/sim/faults", nil)
 	resp, err := http.DefaultClient.Do(req)
@@ -125,7 +125,7 @@ func (te *tradeEnv) clearFaults(t *testing.T) {
 }
 
 // simOrders returns the simulator's orders with the client order id.
-func (te *tradeEnv) simOrders(t *testing.T, id string) int {
+func (te *tradeEnv) simOrders(t testing.TB, id string) int {
 	t.Helper()
 	resp, err := http.Get(te.ann.REST + "/sim/orders")
 	if err != nil {
@@ -147,7 +147,7 @@ func (te *tradeEnv) simOrders(t *testing.T, id string) int {
 	return n
 }
 
-func (te *tradeEnv) exec(t *testing.T, p orderPlan) *orderResult {
+func (te *tradeEnv) exec(t testing.TB, p orderPlan) *orderResult {
 	t.Helper()
 	res, err := te.askUser(context.Background(), te.user, &execOrderAsk{plan: p, origin: agentOrigin})
 	if err != nil {
@@ -169,7 +169,7 @@ func limitPlan(price string) orderPlan {
 
 // journalOf lists "type:client_order_id:status" of the order records in
 // journal order, and the venue_update rows as "venue_update:id:origin".
-func journalOf(t *testing.T, dir string) []string {
+func journalOf(t testing.TB, dir string) []string {
 	var out []string
 	for _, r := range scanAll(t, dir) {
 		switch messages.RecordType(r.Type) {
@@ -193,7 +193,7 @@ func journalOf(t *testing.T, dir string) []string {
 }
 
 // waitJournal polls the journal until it holds want (a record line).
-func waitJournal(t *testing.T, dir, want string) []string {
+func waitJournal(t testing.TB, dir, want string) []string {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -335,7 +335,7 @@ func TestStreamReconnectReconcilesOpenAttempts(t *testing.T) {
 }
 
 // snapshot is the user's committed state.
-func (te *tradeEnv) snapshot(t *testing.T) *UserState {
+func (te *tradeEnv) snapshot(t testing.TB) *UserState {
 	t.Helper()
 	st, err := te.UserState(te.user)
 	if err != nil {
@@ -355,7 +355,7 @@ func contains(list []string, s string) bool {
 
 // scanAll reads every record of the journal in dir, on a snapshot (the
 // server may be writing).
-func scanAll(t *testing.T, dir string) []wal.Record {
+func scanAll(t testing.TB, dir string) []wal.Record {
 	t.Helper()
 	cp, cleanup, err := wal.Snapshot(dir)
 	if err != nil {

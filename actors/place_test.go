@@ -14,7 +14,7 @@ import (
 
 // tradeReady lets the user trade BTCUSDT on linear and spot without
 // confirmation, with the limits given.
-func (te *tradeEnv) tradeReady(t *testing.T, extra messages.PolicySettings) {
+func (te *tradeEnv) tradeReady(t testing.TB, extra messages.PolicySettings) {
 	t.Helper()
 	base := messages.PolicySettings{Profile: prof(messages.ProfileTrade), Allow: strs("linear:BTCUSDT", "spot:BTCUSDT"),
 		ConfirmActions: strs(), VenueCeiling: venueLevel(messages.VenuePaper)}
@@ -23,7 +23,7 @@ func (te *tradeEnv) tradeReady(t *testing.T, extra messages.PolicySettings) {
 
 func venueLevel(v messages.VenueLevel) *messages.VenueLevel { return &v }
 
-func (te *tradeEnv) place(t *testing.T, a messages.PlaceOrderArgs) (*messages.OrderAnswer, *messages.Error) {
+func (te *tradeEnv) place(t testing.TB, a messages.PlaceOrderArgs) (*messages.OrderAnswer, *messages.Error) {
 	t.Helper()
 	res, err := te.askUser(context.Background(), te.user, &placeAsk{ctx: context.Background(), args: a, origin: agentOrigin})
 	if err != nil {
@@ -46,7 +46,7 @@ func limitArgs(qty, price string) messages.PlaceOrderArgs {
 }
 
 // countRecords counts the journal's records of a type.
-func countRecords(t *testing.T, dir string, typ messages.RecordType) int {
+func countRecords(t testing.TB, dir string, typ messages.RecordType) int {
 	n := 0
 	for _, r := range scanAll(t, dir) {
 		if messages.RecordType(r.Type) == typ {
@@ -370,5 +370,50 @@ func TestPlaceSafetyNetHoldsOpenUnknown(t *testing.T) {
 	}
 	if n := countRecords(t, dir, messages.RecordOrderAttempt); n != 1 {
 		t.Fatalf("%d attempts, want 1", n)
+	}
+}
+
+// BenchmarkPlaceOrder measures one place_order through the whole path
+// (market read, decision, attempt fsync, venue write and read-back over
+// loopback, outcome fsync) against the simulator.
+func BenchmarkPlaceOrder(b *testing.B) {
+	te := newTradeEnv(b, b.TempDir())
+	te.tradeReady(b, messages.PolicySettings{MaxOrdersPerMinute: intp(100000), MaxUnconfirmedActionsPerHour: intp(100000),
+		DailyNotionalCapUSDT: dec("1000000000")})
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		p := decimal.NewFromInt(20000).Add(decimal.New(int64(i%10000), -1))
+		placeUnlimited(b, te, limitArgs("0.001", p.String()))
+	}
+}
+
+// placeUnlimited places a, waiting out the simulator's per-key rate
+// limits (Bybit's) with the benchmark timer stopped, so that the number
+// measures the server's path, not the venue's limit.
+func placeUnlimited(b *testing.B, te *tradeEnv, a messages.PlaceOrderArgs) {
+	for {
+		_, e := te.place(b, a)
+		if e == nil {
+			return
+		}
+		if e.Code != messages.CodeRateLimited {
+			b.Fatal(e)
+		}
+		b.StopTimer()
+		time.Sleep(200 * time.Millisecond)
+		b.StartTimer()
+	}
+}
+
+// BenchmarkPlaceOrderDryRun measures a preview: market read and decision,
+// nothing journaled or sent.
+func BenchmarkPlaceOrderDryRun(b *testing.B) {
+	te := newTradeEnv(b, b.TempDir())
+	te.tradeReady(b, messages.PolicySettings{})
+	a := limitArgs("0.001", "30000")
+	a.DryRun = true
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		placeUnlimited(b, te, a)
 	}
 }
