@@ -47,6 +47,7 @@ type action struct {
 	claim    *claim
 	place    *placeStep
 	cancel   *cancelStep
+	leverage *leverageStep
 	complete func(*orderResult, *orderWritten) any
 }
 

@@ -185,6 +185,9 @@ func (u *userActor) onOrderWritten(ctx actor.Context, m *orderWritten) {
 	case m.settled != nil:
 		res.Err, res.ResultSource = nil, messages.ResultSourceReconnaissance
 		out.Status, out.VenueStatus, out.ResultSource = messages.OutcomeFound, m.settled.Order.Status, messages.ResultSourceReconnaissance
+	case m.class == venue.WriteUnknown && m.positionShows:
+		res.Err, res.ResultSource = nil, messages.ResultSourceReconnaissance
+		out.Status, out.ResultSource = messages.OutcomeFound, messages.ResultSourceReconnaissance
 	case m.class == venue.WriteUnknown:
 		res.ResultSource = messages.ResultSourceReconnaissance
 		if m.err.Details["reconnaissance"] != "not_found" {

@@ -67,6 +67,10 @@ type placeStep struct {
 // as it is now.
 func (u *userActor) onMarketFetched(ctx actor.Context, m *marketFetched) {
 	act, ok := u.actions[m.action]
+	if ok && act.leverage != nil {
+		u.onLeverageMarket(ctx, act, m)
+		return
+	}
 	if !ok || act.place == nil {
 		return
 	}
@@ -256,6 +260,14 @@ func replayed(tool string, raw json.RawMessage) any {
 			return &e
 		}
 	}
+	if tool == "set_leverage" {
+		var ans messages.LeverageAnswer
+		if err := json.Unmarshal(raw, &ans); err != nil {
+			return messages.Internal(err)
+		}
+		ans.ResultSource = messages.ResultSourceReplay
+		return &ans
+	}
 	if tool == "cancel_order" {
 		var ans messages.CancelAnswer
 		if err := json.Unmarshal(raw, &ans); err != nil {
@@ -311,6 +323,8 @@ func (u *userActor) tradingCommand(ctx actor.Context, m *userCommand, sender *ac
 		u.place(ctx, &placeAsk{ctx: m.ctx, args: c.Args, origin: m.origin}, sender)
 	case *messages.CancelOrderCommand:
 		u.cancelOrder(ctx, &cancelAsk{ctx: m.ctx, args: c.Args, origin: m.origin}, sender)
+	case *messages.SetLeverageCommand:
+		u.setLeverage(ctx, c.Args, m.origin, sender)
 	default:
 		return false
 	}

@@ -65,6 +65,11 @@ type orderWritten struct {
 	// readBack is an accepted create's order as read back at once (nil
 	// when it could not be read: its filled qty is then unknown).
 	readBack *messages.Order
+	// position is a set-leverage's position as read back after the write
+	// (nil when it could not be read); positionShows says it shows the
+	// requested leverage, which settles an unknown outcome.
+	position      *messages.Position
+	positionShows bool
 	// class is empty on success, else how the write failed.
 	class venue.WriteClass
 	err   *messages.Error
@@ -193,6 +198,35 @@ func (v *venueActor) write(ctx actor.Context, m *orderWrite) {
 			err = messages.Internal(errors.New("venue actor: an order write without a request"))
 		}
 		cancel()
+		if m.leverage != nil && client != nil {
+			// No client order id: the position says what happened.
+			rc, rcancel := context.WithTimeout(c, timeout)
+			page, perr := client.Positions(rc, venue.PositionQuery{Category: messages.CategoryLinear, Symbol: m.symbol})
+			rcancel()
+			for i := range page.Items {
+				if perr == nil && page.Items[i].Symbol == m.symbol {
+					p := page.Items[i]
+					out.position = &p
+					out.positionShows = p.Leverage.Equal(m.leverage.Leverage)
+				}
+			}
+			if err != nil && venue.ClassifyWrite(err) == venue.WriteUnknown {
+				out.class, out.err = venue.WriteUnknown, messages.AsError(err)
+				recon := "failed"
+				if perr == nil {
+					recon = "not_found"
+				}
+				d := map[string]any{"reconnaissance": recon}
+				for k, v := range out.err.Details {
+					if k != "reconnaissance" {
+						d[k] = v
+					}
+				}
+				out.err.Details = d
+				out.err.NextStep = "do not resend blindly; read get_positions for the leverage (setting it again is safe: it is an absolute value)"
+				return out
+			}
+		}
 		if err == nil {
 			if (m.create != nil || m.cancel != nil) && client != nil && m.linkID != "" {
 				rc, rcancel := context.WithTimeout(c, timeout)

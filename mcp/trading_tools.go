@@ -18,7 +18,7 @@ import (
 // journal before and after the venue. Nothing here talks to the venue.
 //
 // Only tools whose every SPEC §8 check is enforced in the user actor are
-// registered: place_order and cancel_order for now.
+// registered: place_order, cancel_order and set_leverage for now.
 
 // decimalPattern is a plain positive decimal: digits, an optional point
 // and fraction; no sign, exponent or spaces.
@@ -102,7 +102,41 @@ func (s *server) tradingTools() []*tool {
 			}),
 			handle: s.cancelOrder,
 		},
+		{
+			name:  "set_leverage",
+			title: "Set leverage",
+			description: "Set a linear symbol's leverage (one-way mode). Raising it increases risk: the kill switch blocks it and " +
+				"max_leverage applies; lowering it always goes through. status is set when the position shows it, unchanged when " +
+				"it already was, else requested. Spot is invalid_params (linear_only)." + tradeDoc,
+			kind: KindTrade,
+			schema: objectSchema([]string{"symbol", "category", "leverage"}, map[string]any{
+				"symbol": symbolSchema, "category": categorySchema, "leverage": decimalSchema("leverage, e.g. \"3\""),
+				"idempotency_key": idempotencyKeySchema, "dry_run": dryRunSchema,
+			}),
+			handle: s.setLeverage,
+		},
 	}
+}
+
+func (s *server) setLeverage(ctx context.Context, c *call) (any, error) {
+	a := c.args
+	args := messages.SetLeverageArgs{Symbol: a.symbol(), Category: a.category()}
+	lev := a.decimal("leverage", true)
+	args.IdempotencyKey = a.str("idempotency_key", false, messages.IdempotencyKeyRE, "must be 1-64 of A-Z, a-z, 0-9, '_', '.', ':' and '-'")
+	args.DryRun = a.boolean("dry_run")
+	if err := a.done(); err != nil {
+		return nil, err
+	}
+	args.Leverage = lev.Decimal
+	res, err := s.opts.Backend.Handle(ctx, &messages.SetLeverageCommand{User: c.principal.User, Args: args}, messages.ActorAgent)
+	if err != nil {
+		return nil, err
+	}
+	ans, ok := res.(*messages.LeverageAnswer)
+	if !ok {
+		return nil, messages.Internal(fmt.Errorf("unexpected answer %T", res))
+	}
+	return ans, nil
 }
 
 func (s *server) placeOrder(ctx context.Context, c *call) (any, error) {

@@ -42,15 +42,15 @@ func TestTradingToolsOnlyForTrade(t *testing.T) {
 	}
 	seen := 0
 	for _, tl := range res.Tools {
-		if tl.Name == "place_order" || tl.Name == "cancel_order" {
+		if tl.Name == "place_order" || tl.Name == "cancel_order" || tl.Name == "set_leverage" {
 			seen++
 			if tl.Annotations == nil || tl.Annotations.DestructiveHint == nil || !*tl.Annotations.DestructiveHint || tl.Annotations.ReadOnlyHint {
 				t.Fatalf("%s annotations %+v", tl.Name, tl.Annotations)
 			}
 		}
 	}
-	if seen != 2 {
-		t.Fatalf("trade profile sees %d of the 2 trading tools", seen)
+	if seen != 3 {
+		t.Fatalf("trade profile sees %d of the 3 trading tools", seen)
 	}
 }
 
@@ -147,3 +147,30 @@ func TestHostileAgentTrading(t *testing.T) {
 func mustString(v any) string { return string(mustJSON(v)) }
 
 func decp(s string) *decimal.Decimal { d := decimal.RequireFromString(s); return &d }
+
+// set_leverage over MCP: lowering goes through the kill switch; spot is
+// linear_only; a number is invalid_params.
+func TestSetLeverageOverMCP(t *testing.T) {
+	e := newEnv(t)
+	e.tradeUser(t, "alice", messages.PolicySettings{})
+	cs := connect(t, Options{Backend: e.sys, Principal: fixedPrincipal("alice", ProfileTrade)}, "")
+	if out, isErr := callJSON(t, cs, "activate_kill_switch", map[string]any{}); isErr {
+		t.Fatal(out)
+	}
+	out, isErr := callJSON(t, cs, "set_leverage", map[string]any{"symbol": "BTCUSDT", "category": "linear", "leverage": "2"})
+	if isErr || out["status"] != "set" || out["leverage"] != "2" || out["risk_increasing"] != false {
+		t.Fatalf("lowering: %v", out)
+	}
+	out, isErr = callJSON(t, cs, "set_leverage", map[string]any{"symbol": "BTCUSDT", "category": "linear", "leverage": "5"})
+	if !isErr || out["code"] != "kill_switch_active" {
+		t.Fatalf("raising under the kill switch: %v", out)
+	}
+	out, _ = callJSON(t, cs, "set_leverage", map[string]any{"symbol": "BTCUSDT", "category": "spot", "leverage": "2"})
+	if d, _ := out["details"].(map[string]any); out["code"] != "invalid_params" || d["reason"] != "linear_only" {
+		t.Fatalf("spot: %v", out)
+	}
+	out, _ = callJSON(t, cs, "set_leverage", map[string]any{"symbol": "BTCUSDT", "category": "linear", "leverage": 2})
+	if out["code"] != "invalid_params" {
+		t.Fatalf("a number: %v", out)
+	}
+}

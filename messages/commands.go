@@ -68,6 +68,8 @@ var Commands = []CommandInfo{
 		Roles: []Role{RoleAgent}, Records: tradeRecords},
 	{Name: "trade.cancel_order", New: func() Command { return &CancelOrderCommand{} }, Result: func() any { return &CancelAnswer{} },
 		Roles: []Role{RoleAgent}, Records: tradeRecords},
+	{Name: "trade.set_leverage", New: func() Command { return &SetLeverageCommand{} }, Result: func() any { return &LeverageAnswer{} },
+		Roles: []Role{RoleAgent}, Records: tradeRecords},
 }
 
 // CommandByName returns the table entry of a wire name.

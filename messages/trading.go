@@ -131,3 +131,37 @@ func (c *CancelOrderCommand) TargetUser() string { return c.User }
 
 // tradeRecords are the records a trading command may cause.
 var tradeRecords = []RecordType{RecordOrderRefused, RecordOrderAttempt, RecordOrderOutcome, RecordOrderRepeat}
+
+// SetLeverageArgs are set_leverage's arguments (linear only).
+type SetLeverageArgs struct {
+	Category       Category
+	Symbol         string
+	Leverage       decimal.Decimal
+	IdempotencyKey string
+	DryRun         bool
+}
+
+// LeverageAnswer is the answer of set_leverage. Status is "set" when the
+// position shows the leverage, "unchanged" when it already was, "requested"
+// when the venue accepted it but the position does not show it yet, or
+// "preview".
+type LeverageAnswer struct {
+	Status         string          `json:"status"`
+	Category       Category        `json:"category"`
+	Symbol         string          `json:"symbol"`
+	Leverage       decimal.Decimal `json:"leverage"`
+	Previous       decimal.Decimal `json:"previous_leverage"`
+	RiskIncreasing bool            `json:"risk_increasing"`
+	ResultSource   string          `json:"result_source,omitempty"`
+	IdempotencyKey string          `json:"idempotency_key,omitempty"`
+}
+
+// SetLeverageCommand is set_leverage from the agent. Answer:
+// *LeverageAnswer.
+type SetLeverageCommand struct {
+	User string          `json:"user"`
+	Args SetLeverageArgs `json:"args"`
+}
+
+func (*SetLeverageCommand) CommandName() string  { return "trade.set_leverage" }
+func (c *SetLeverageCommand) TargetUser() string { return c.User }
