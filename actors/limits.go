@@ -64,7 +64,7 @@ func validatePlace(a messages.PlaceOrderArgs) *messages.Error {
 // placeArgsHash is the idempotency fingerprint of the arguments: decimals
 // in their shortest spelling ("0.10" = "0.1"), the key and dry_run left
 // out.
-func placeArgsHash(a messages.PlaceOrderArgs) string {
+func placeArgsHash(tool string, a messages.PlaceOrderArgs) string {
 	price := ""
 	if a.Price.Valid {
 		price = a.Price.Decimal.String()
@@ -73,7 +73,7 @@ func placeArgsHash(a messages.PlaceOrderArgs) string {
 	if a.ReduceOnly {
 		reduce = "1"
 	}
-	sum := sha256.Sum256([]byte(strings.Join([]string{"place_order", string(a.Category), a.Symbol, a.Side, a.OrderType, a.Qty.String(), price, reduce}, "|")))
+	sum := sha256.Sum256([]byte(strings.Join([]string{tool, string(a.Category), a.Symbol, a.Side, a.OrderType, a.Qty.String(), price, reduce}, "|")))
 	return hex.EncodeToString(sum[:])
 }
 
@@ -109,12 +109,12 @@ func roundToTick(p, tick decimal.Decimal, up bool) decimal.Decimal {
 // (buy) or bid (sell) moved by slippage_pct, rounded to the tick on the
 // safe side (a buy never above, a sell never below that price) and kept
 // inside the venue's price band; the order is valued at that worst price.
-func (s *UserState) decidePlace(a messages.PlaceOrderArgs, venue messages.VenueLevel, env string, m placeMarket, reserved Reservation, now time.Time) (orderPlan, *messages.OrderAnswer, *messages.Error) {
+func (s *UserState) decidePlace(tool string, a messages.PlaceOrderArgs, venue messages.VenueLevel, env string, m placeMarket, reserved Reservation, now time.Time) (orderPlan, *messages.OrderAnswer, *messages.Error) {
 	var none orderPlan
 	risk := !a.ReduceOnly
 	// Kill switch, profile, arming, key and allowlist first: they need
 	// no market data and must refuse whatever the instrument says.
-	if e := s.DecideAction(&messages.DecideActionRequest{Tool: "place_order", Category: a.Category, Symbol: a.Symbol, RiskIncreasing: risk}, venue, env); e != nil {
+	if e := s.DecideAction(&messages.DecideActionRequest{Tool: tool, Category: a.Category, Symbol: a.Symbol, RiskIncreasing: risk}, venue, env); e != nil {
 		return none, nil, e
 	}
 	p := s.effective(venue, env)
@@ -237,7 +237,7 @@ func (s *UserState) decidePlace(a messages.PlaceOrderArgs, venue messages.VenueL
 		e.RetryAfterS = 3600
 		return none, nil, e
 	}
-	if slices.Contains(p.ConfirmActions, "place_order") || (p.ConfirmAboveNotionalUSDT.IsPositive() && notional.GreaterThanOrEqual(p.ConfirmAboveNotionalUSDT)) {
+	if slices.Contains(p.ConfirmActions, tool) || (p.ConfirmAboveNotionalUSDT.IsPositive() && notional.GreaterThanOrEqual(p.ConfirmAboveNotionalUSDT)) {
 		// Until confirmations exist, an action that needs one is never
 		// executed unconfirmed.
 		return none, nil, &messages.Error{Code: messages.CodeConfirmationChannelUnavailable,
@@ -247,8 +247,8 @@ func (s *UserState) decidePlace(a messages.PlaceOrderArgs, venue messages.VenueL
 	}
 	req := &messages.CreateOrderRequest{Category: a.Category, Symbol: a.Symbol, Side: a.Side, OrderType: "Limit", Qty: qty, Price: price,
 		TimeInForce: tif, ReduceOnly: a.ReduceOnly}
-	plan := orderPlan{tool: "place_order", category: a.Category, symbol: a.Symbol, create: req, notional: notional, riskIncreasing: risk,
-		idempotencyKey: a.IdempotencyKey, argsSHA256: placeArgsHash(a)}
+	plan := orderPlan{tool: tool, category: a.Category, symbol: a.Symbol, create: req, notional: notional, riskIncreasing: risk,
+		idempotencyKey: a.IdempotencyKey, argsSHA256: placeArgsHash(tool, a)}
 	sentAs := "Limit " + tif
 	ans := &messages.OrderAnswer{Status: messages.AnswerPreview, Category: a.Category, Symbol: a.Symbol, Side: a.Side, OrderType: a.OrderType,
 		SentAs: sentAs, TimeInForce: tif, RequestedQty: a.Qty, Qty: qty, Price: price, NotionalUSDT: notional, ReduceOnly: a.ReduceOnly,

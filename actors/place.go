@@ -32,6 +32,8 @@ type placeAsk struct {
 	origin messages.Origin
 }
 
+const toolPlaceOrder = "place_order"
+
 // actionDecide is a decision waiting for the market read.
 const actionDecide actionKind = actionOrder + 1
 
@@ -41,9 +43,9 @@ func (u *userActor) place(ctx actor.Context, m *placeAsk, sender *actor.PID) {
 		u.reply(ctx, sender, e)
 		return
 	}
-	hash := placeArgsHash(a)
+	hash := placeArgsHash(toolPlaceOrder, a)
 	if !a.DryRun {
-		if done := u.repeat(ctx, "place_order", a.IdempotencyKey, hash, !a.ReduceOnly, m.origin, sender); done {
+		if done := u.repeat(ctx, toolPlaceOrder, a.IdempotencyKey, hash, !a.ReduceOnly, m.origin, sender); done {
 			return
 		}
 	}
@@ -52,7 +54,7 @@ func (u *userActor) place(ctx actor.Context, m *placeAsk, sender *actor.PID) {
 		return
 	}
 	act := u.begin(actionDecide, sender, m.origin, nil)
-	act.place = &placeStep{args: a, hash: hash}
+	act.place = &placeStep{args: a, hash: hash, tool: toolPlaceOrder}
 	act.claim = &claim{key: a.IdempotencyKey, hash: hash, dryRun: a.DryRun}
 	u.toVenue(ctx, &marketFetch{action: act.id, category: a.Category, symbol: a.Symbol}, ctx.Self())
 }
@@ -61,6 +63,9 @@ func (u *userActor) place(ctx actor.Context, m *placeAsk, sender *actor.PID) {
 type placeStep struct {
 	args messages.PlaceOrderArgs
 	hash string
+	tool string
+	// close: the side and qty come from the position (close_position).
+	close bool
 }
 
 // onMarketFetched decides with the market the venue showed, on the state
@@ -75,19 +80,34 @@ func (u *userActor) onMarketFetched(ctx actor.Context, m *marketFetched) {
 		return
 	}
 	delete(u.actions, act.id)
-	a := act.place.args
+	a, tool := act.place.args, act.place.tool
 	if m.err != nil {
 		u.reply(ctx, act.waiter, m.err)
 		return
 	}
 	// A same-key call that arrived while this one read the market is in
 	// progress, not a second order.
-	if !a.DryRun && u.repeat(ctx, "place_order", a.IdempotencyKey, act.place.hash, !a.ReduceOnly, act.origin, act.waiter) {
+	if !a.DryRun && u.repeat(ctx, tool, a.IdempotencyKey, act.place.hash, !a.ReduceOnly, act.origin, act.waiter) {
 		return
 	}
-	plan, ans, e := u.state.decidePlace(a, u.venue, u.env, m.market, u.reserved(), u.now())
+	if act.place.close {
+		pos := m.market.position
+		if pos == nil || !pos.Size.IsPositive() || (pos.Side != "Buy" && pos.Side != "Sell") {
+			u.refuseTool(ctx, tool, a.Category, a.Symbol, a.DryRun, &messages.Error{Code: messages.CodeNotFound, Message: "there is no open position on this symbol",
+				NextStep: "check get_positions", Details: map[string]any{"reason": "position_not_found"}}, act.origin, act.waiter)
+			return
+		}
+		a.Side = "Sell"
+		if pos.Side == "Sell" {
+			a.Side = "Buy"
+		}
+		if !a.Qty.IsPositive() {
+			a.Qty = pos.Size // all; a larger qty is cut by decidePlace
+		}
+	}
+	plan, ans, e := u.state.decidePlace(tool, a, u.venue, u.env, m.market, u.reserved(), u.now())
 	if e != nil {
-		u.refuse(ctx, a, e, act.origin, act.waiter)
+		u.refuseTool(ctx, tool, a.Category, a.Symbol, a.DryRun, e, act.origin, act.waiter)
 		return
 	}
 	if a.DryRun {
@@ -103,7 +123,7 @@ func (u *userActor) onMarketFetched(ctx actor.Context, m *marketFetched) {
 // its details; never the model's words) and answers the refusal. A dry
 // run's refusal is answered, not journaled.
 func (u *userActor) refuse(ctx actor.Context, a messages.PlaceOrderArgs, e *messages.Error, origin messages.Origin, to *actor.PID) {
-	u.refuseTool(ctx, "place_order", a.Category, a.Symbol, a.DryRun, e, origin, to)
+	u.refuseTool(ctx, toolPlaceOrder, a.Category, a.Symbol, a.DryRun, e, origin, to)
 }
 
 // refuseTool is refuse for any trading tool.
@@ -325,6 +345,8 @@ func (u *userActor) tradingCommand(ctx actor.Context, m *userCommand, sender *ac
 		u.cancelOrder(ctx, &cancelAsk{ctx: m.ctx, args: c.Args, origin: m.origin}, sender)
 	case *messages.SetLeverageCommand:
 		u.setLeverage(ctx, c.Args, m.origin, sender)
+	case *messages.ClosePositionCommand:
+		u.closePosition(ctx, c.Args, m.origin, sender)
 	default:
 		return false
 	}

@@ -18,7 +18,8 @@ import (
 // journal before and after the venue. Nothing here talks to the venue.
 //
 // Only tools whose every SPEC §8 check is enforced in the user actor are
-// registered: place_order, cancel_order and set_leverage for now.
+// registered: place_order, cancel_order, close_position and set_leverage
+// for now.
 
 // decimalPattern is a plain positive decimal: digits, an optional point
 // and fraction; no sign, exponent or spaces.
@@ -103,6 +104,18 @@ func (s *server) tradingTools() []*tool {
 			handle: s.cancelOrder,
 		},
 		{
+			name:  "close_position",
+			title: "Close position",
+			description: "Close a linear position fully (no qty) or partly: a reduce-only market order (Limit IOC at the worst price " +
+				"within slippage_pct), cut to the position. Goes through the kill switch. Answers like place_order." + tradeDoc,
+			kind: KindTrade,
+			schema: objectSchema([]string{"symbol", "category"}, map[string]any{
+				"symbol": symbolSchema, "category": categorySchema, "qty": decimalSchema("how much to close; absent closes all"),
+				"idempotency_key": idempotencyKeySchema, "dry_run": dryRunSchema,
+			}),
+			handle: s.closePosition,
+		},
+		{
 			name:  "set_leverage",
 			title: "Set leverage",
 			description: "Set a linear symbol's leverage (one-way mode). Raising it increases risk: the kill switch blocks it and " +
@@ -179,6 +192,30 @@ func (s *server) cancelOrder(ctx context.Context, c *call) (any, error) {
 		return nil, err
 	}
 	ans, ok := res.(*messages.CancelAnswer)
+	if !ok {
+		return nil, messages.Internal(fmt.Errorf("unexpected answer %T", res))
+	}
+	return ans, nil
+}
+
+func (s *server) closePosition(ctx context.Context, c *call) (any, error) {
+	a := c.args
+	args := messages.ClosePositionArgs{Symbol: a.symbol(), Category: a.category()}
+	qty := a.decimal("qty", false)
+	args.IdempotencyKey = a.str("idempotency_key", false, messages.IdempotencyKeyRE, "must be 1-64 of A-Z, a-z, 0-9, '_', '.', ':' and '-'")
+	args.DryRun = a.boolean("dry_run")
+	if err := a.done(); err != nil {
+		return nil, err
+	}
+	if qty.Valid && !qty.Decimal.IsPositive() {
+		return nil, messages.InvalidParams("qty", "must be positive; leave it out to close all")
+	}
+	args.Qty = qty.Decimal
+	res, err := s.opts.Backend.Handle(ctx, &messages.ClosePositionCommand{User: c.principal.User, Args: args}, messages.ActorAgent)
+	if err != nil {
+		return nil, err
+	}
+	ans, ok := res.(*messages.OrderAnswer)
 	if !ok {
 		return nil, messages.Internal(fmt.Errorf("unexpected answer %T", res))
 	}

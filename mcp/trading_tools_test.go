@@ -42,15 +42,15 @@ func TestTradingToolsOnlyForTrade(t *testing.T) {
 	}
 	seen := 0
 	for _, tl := range res.Tools {
-		if tl.Name == "place_order" || tl.Name == "cancel_order" || tl.Name == "set_leverage" {
+		if tl.Name == "place_order" || tl.Name == "cancel_order" || tl.Name == "set_leverage" || tl.Name == "close_position" {
 			seen++
 			if tl.Annotations == nil || tl.Annotations.DestructiveHint == nil || !*tl.Annotations.DestructiveHint || tl.Annotations.ReadOnlyHint {
 				t.Fatalf("%s annotations %+v", tl.Name, tl.Annotations)
 			}
 		}
 	}
-	if seen != 3 {
-		t.Fatalf("trade profile sees %d of the 3 trading tools", seen)
+	if seen != 4 {
+		t.Fatalf("trade profile sees %d of the 4 trading tools", seen)
 	}
 }
 
@@ -172,5 +172,26 @@ func TestSetLeverageOverMCP(t *testing.T) {
 	out, _ = callJSON(t, cs, "set_leverage", map[string]any{"symbol": "BTCUSDT", "category": "linear", "leverage": 2})
 	if out["code"] != "invalid_params" {
 		t.Fatalf("a number: %v", out)
+	}
+}
+
+// close_position over MCP: a market buy opens a position, close_position
+// closes it under the kill switch, and a second close finds nothing.
+func TestClosePositionOverMCP(t *testing.T) {
+	e := newEnv(t)
+	e.tradeUser(t, "alice", messages.PolicySettings{})
+	cs := connect(t, Options{Backend: e.sys, Principal: fixedPrincipal("alice", ProfileTrade)}, "")
+	out, isErr := callJSON(t, cs, "place_order", map[string]any{"symbol": "BTCUSDT", "category": "linear", "side": "Buy", "order_type": "Market", "qty": "0.002"})
+	if isErr || out["filled_qty"] != "0.002" || out["sent_as"] != "Limit IOC" {
+		t.Fatalf("market buy: %v", out)
+	}
+	callJSON(t, cs, "activate_kill_switch", map[string]any{})
+	out, isErr = callJSON(t, cs, "close_position", map[string]any{"symbol": "BTCUSDT", "category": "linear"})
+	if isErr || out["side"] != "Sell" || out["filled_qty"] != "0.002" || out["reduce_only"] != true {
+		t.Fatalf("close: %v", out)
+	}
+	out, _ = callJSON(t, cs, "close_position", map[string]any{"symbol": "BTCUSDT", "category": "linear"})
+	if d, _ := out["details"].(map[string]any); out["code"] != "not_found" || d["reason"] != "position_not_found" {
+		t.Fatalf("nothing to close: %v", out)
 	}
 }

@@ -68,6 +68,8 @@ var Commands = []CommandInfo{
 		Roles: []Role{RoleAgent}, Records: tradeRecords},
 	{Name: "trade.cancel_order", New: func() Command { return &CancelOrderCommand{} }, Result: func() any { return &CancelAnswer{} },
 		Roles: []Role{RoleAgent}, Records: tradeRecords},
+	{Name: "trade.close_position", New: func() Command { return &ClosePositionCommand{} }, Result: func() any { return &OrderAnswer{} },
+		Roles: []Role{RoleAgent}, Records: tradeRecords},
 	{Name: "trade.set_leverage", New: func() Command { return &SetLeverageCommand{} }, Result: func() any { return &LeverageAnswer{} },
 		Roles: []Role{RoleAgent}, Records: tradeRecords},
 }

@@ -165,3 +165,24 @@ type SetLeverageCommand struct {
 
 func (*SetLeverageCommand) CommandName() string  { return "trade.set_leverage" }
 func (c *SetLeverageCommand) TargetUser() string { return c.User }
+
+// ClosePositionArgs are close_position's arguments (linear only): a
+// reduce-only market order against the position, cut to its size.
+type ClosePositionArgs struct {
+	Category Category
+	Symbol   string
+	// Qty is how much to close; zero closes all.
+	Qty            decimal.Decimal
+	IdempotencyKey string
+	DryRun         bool
+}
+
+// ClosePositionCommand is close_position from the agent. Answer:
+// *OrderAnswer.
+type ClosePositionCommand struct {
+	User string            `json:"user"`
+	Args ClosePositionArgs `json:"args"`
+}
+
+func (*ClosePositionCommand) CommandName() string  { return "trade.close_position" }
+func (c *ClosePositionCommand) TargetUser() string { return c.User }
