@@ -30,7 +30,7 @@ type tradeEnv struct {
 
 func newTradeEnv(t testing.TB, dir string) *tradeEnv {
 	t.Helper()
-	srv, err := sim.Start(sim.Config{Seed: 7}, "127.0.0.1:0")
+	srv, err := sim.Start(sim.Config{Seed: 7, NoPublicRateLimit: true}, "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
