@@ -48,6 +48,7 @@ type action struct {
 	place    *placeStep
 	cancel   *cancelStep
 	leverage *leverageStep
+	stop     *stopStep
 	complete func(*orderResult, *orderWritten) any
 }
 

@@ -76,6 +76,10 @@ func (u *userActor) onMarketFetched(ctx actor.Context, m *marketFetched) {
 		u.onLeverageMarket(ctx, act, m)
 		return
 	}
+	if ok && act.stop != nil {
+		u.onStopMarket(ctx, act, m)
+		return
+	}
 	if !ok || act.place == nil {
 		return
 	}
@@ -280,6 +284,14 @@ func replayed(tool string, raw json.RawMessage) any {
 			return &e
 		}
 	}
+	if tool == toolTradingStop {
+		var ans messages.TradingStopAnswer
+		if err := json.Unmarshal(raw, &ans); err != nil {
+			return messages.Internal(err)
+		}
+		ans.ResultSource = messages.ResultSourceReplay
+		return &ans
+	}
 	if tool == "set_leverage" {
 		var ans messages.LeverageAnswer
 		if err := json.Unmarshal(raw, &ans); err != nil {
@@ -347,6 +359,8 @@ func (u *userActor) tradingCommand(ctx actor.Context, m *userCommand, sender *ac
 		u.setLeverage(ctx, c.Args, m.origin, sender)
 	case *messages.ClosePositionCommand:
 		u.closePosition(ctx, c.Args, m.origin, sender)
+	case *messages.TradingStopCommand:
+		u.setTradingStop(ctx, c.Args, m.origin, sender)
 	default:
 		return false
 	}

@@ -198,7 +198,7 @@ func (v *venueActor) write(ctx actor.Context, m *orderWrite) {
 			err = messages.Internal(errors.New("venue actor: an order write without a request"))
 		}
 		cancel()
-		if m.leverage != nil && client != nil {
+		if (m.leverage != nil || m.stop != nil) && client != nil {
 			// No client order id: the position says what happened.
 			rc, rcancel := context.WithTimeout(c, timeout)
 			page, perr := client.Positions(rc, venue.PositionQuery{Category: messages.CategoryLinear, Symbol: m.symbol})
@@ -207,7 +207,7 @@ func (v *venueActor) write(ctx actor.Context, m *orderWrite) {
 				if perr == nil && page.Items[i].Symbol == m.symbol {
 					p := page.Items[i]
 					out.position = &p
-					out.positionShows = p.Leverage.Equal(m.leverage.Leverage)
+					out.positionShows = positionShows(&p, m)
 				}
 			}
 			if err != nil && venue.ClassifyWrite(err) == venue.WriteUnknown {
@@ -223,7 +223,7 @@ func (v *venueActor) write(ctx actor.Context, m *orderWrite) {
 					}
 				}
 				out.err.Details = d
-				out.err.NextStep = "do not resend blindly; read get_positions for the leverage (setting it again is safe: it is an absolute value)"
+				out.err.NextStep = "do not resend blindly; read get_positions (setting it again is safe: the values are absolute)"
 				return out
 			}
 		}
@@ -324,4 +324,17 @@ func (v *venueActor) fetchMarket(ctx actor.Context, m *marketFetch) {
 		}
 		return out
 	}, func(err *messages.Error) any { return &marketFetched{action: m.action, err: err} })
+}
+
+// positionShows reports whether a position shows what a position write
+// asked for: the leverage, or every TP/SL level it set.
+func positionShows(p *messages.Position, m *orderWrite) bool {
+	if m.leverage != nil {
+		return p.Leverage.Equal(m.leverage.Leverage)
+	}
+	if m.stop != nil {
+		return (!m.stop.TakeProfit.Valid || p.TakeProfit.Equal(m.stop.TakeProfit.Decimal)) &&
+			(!m.stop.StopLoss.Valid || p.StopLoss.Equal(m.stop.StopLoss.Decimal))
+	}
+	return false
 }

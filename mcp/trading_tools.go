@@ -18,8 +18,8 @@ import (
 // journal before and after the venue. Nothing here talks to the venue.
 //
 // Only tools whose every SPEC §8 check is enforced in the user actor are
-// registered: place_order, cancel_order, close_position and set_leverage
-// for now.
+// registered: place_order, cancel_order, close_position, set_trading_stop
+// and set_leverage for now.
 
 // decimalPattern is a plain positive decimal: digits, an optional point
 // and fraction; no sign, exponent or spaces.
@@ -114,6 +114,19 @@ func (s *server) tradingTools() []*tool {
 				"idempotency_key": idempotencyKeySchema, "dry_run": dryRunSchema,
 			}),
 			handle: s.closePosition,
+		},
+		{
+			name:  "set_trading_stop",
+			title: "Set trading stop",
+			description: "Set or move the take-profit and/or stop-loss of a linear position (whole position). Goes through the " +
+				"kill switch. Prices must be on the tick. status is set when the position shows them, else requested." + tradeDoc,
+			kind: KindTrade,
+			schema: objectSchema([]string{"symbol", "category"}, map[string]any{
+				"symbol": symbolSchema, "category": categorySchema,
+				"take_profit": decimalSchema("take-profit price"), "stop_loss": decimalSchema("stop-loss price"),
+				"idempotency_key": idempotencyKeySchema, "dry_run": dryRunSchema,
+			}),
+			handle: s.setTradingStop,
 		},
 		{
 			name:  "set_leverage",
@@ -216,6 +229,27 @@ func (s *server) closePosition(ctx context.Context, c *call) (any, error) {
 		return nil, err
 	}
 	ans, ok := res.(*messages.OrderAnswer)
+	if !ok {
+		return nil, messages.Internal(fmt.Errorf("unexpected answer %T", res))
+	}
+	return ans, nil
+}
+
+func (s *server) setTradingStop(ctx context.Context, c *call) (any, error) {
+	a := c.args
+	args := messages.TradingStopArgs{Symbol: a.symbol(), Category: a.category()}
+	args.TakeProfit = a.decimal("take_profit", false)
+	args.StopLoss = a.decimal("stop_loss", false)
+	args.IdempotencyKey = a.str("idempotency_key", false, messages.IdempotencyKeyRE, "must be 1-64 of A-Z, a-z, 0-9, '_', '.', ':' and '-'")
+	args.DryRun = a.boolean("dry_run")
+	if err := a.done(); err != nil {
+		return nil, err
+	}
+	res, err := s.opts.Backend.Handle(ctx, &messages.TradingStopCommand{User: c.principal.User, Args: args}, messages.ActorAgent)
+	if err != nil {
+		return nil, err
+	}
+	ans, ok := res.(*messages.TradingStopAnswer)
 	if !ok {
 		return nil, messages.Internal(fmt.Errorf("unexpected answer %T", res))
 	}

@@ -42,15 +42,15 @@ func TestTradingToolsOnlyForTrade(t *testing.T) {
 	}
 	seen := 0
 	for _, tl := range res.Tools {
-		if tl.Name == "place_order" || tl.Name == "cancel_order" || tl.Name == "set_leverage" || tl.Name == "close_position" {
+		if tl.Name == "place_order" || tl.Name == "cancel_order" || tl.Name == "set_leverage" || tl.Name == "close_position" || tl.Name == "set_trading_stop" {
 			seen++
 			if tl.Annotations == nil || tl.Annotations.DestructiveHint == nil || !*tl.Annotations.DestructiveHint || tl.Annotations.ReadOnlyHint {
 				t.Fatalf("%s annotations %+v", tl.Name, tl.Annotations)
 			}
 		}
 	}
-	if seen != 4 {
-		t.Fatalf("trade profile sees %d of the 4 trading tools", seen)
+	if seen != 5 {
+		t.Fatalf("trade profile sees %d of the 5 trading tools", seen)
 	}
 }
 
@@ -186,6 +186,14 @@ func TestClosePositionOverMCP(t *testing.T) {
 		t.Fatalf("market buy: %v", out)
 	}
 	callJSON(t, cs, "activate_kill_switch", map[string]any{})
+	out, isErr = callJSON(t, cs, "set_trading_stop", map[string]any{"symbol": "BTCUSDT", "category": "linear", "stop_loss": "1000"})
+	if isErr || out["status"] != "set" || out["stop_loss"] != "1000" || out["position_side"] != "Buy" {
+		t.Fatalf("stop loss under the kill switch: %v", out)
+	}
+	out, _ = callJSON(t, cs, "set_trading_stop", map[string]any{"symbol": "BTCUSDT", "category": "linear"})
+	if out["code"] != "invalid_params" {
+		t.Fatalf("no level: %v", out)
+	}
 	out, isErr = callJSON(t, cs, "close_position", map[string]any{"symbol": "BTCUSDT", "category": "linear"})
 	if isErr || out["side"] != "Sell" || out["filled_qty"] != "0.002" || out["reduce_only"] != true {
 		t.Fatalf("close: %v", out)

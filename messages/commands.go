@@ -70,6 +70,8 @@ var Commands = []CommandInfo{
 		Roles: []Role{RoleAgent}, Records: tradeRecords},
 	{Name: "trade.close_position", New: func() Command { return &ClosePositionCommand{} }, Result: func() any { return &OrderAnswer{} },
 		Roles: []Role{RoleAgent}, Records: tradeRecords},
+	{Name: "trade.set_trading_stop", New: func() Command { return &TradingStopCommand{} }, Result: func() any { return &TradingStopAnswer{} },
+		Roles: []Role{RoleAgent}, Records: tradeRecords},
 	{Name: "trade.set_leverage", New: func() Command { return &SetLeverageCommand{} }, Result: func() any { return &LeverageAnswer{} },
 		Roles: []Role{RoleAgent}, Records: tradeRecords},
 }

@@ -186,3 +186,39 @@ type ClosePositionCommand struct {
 
 func (*ClosePositionCommand) CommandName() string  { return "trade.close_position" }
 func (c *ClosePositionCommand) TargetUser() string { return c.User }
+
+// TradingStopArgs are set_trading_stop's arguments (linear only): at
+// least one of TakeProfit and StopLoss.
+type TradingStopArgs struct {
+	Category       Category
+	Symbol         string
+	TakeProfit     decimal.NullDecimal
+	StopLoss       decimal.NullDecimal
+	IdempotencyKey string
+	DryRun         bool
+}
+
+// TradingStopAnswer is the answer of set_trading_stop. Status is "set"
+// when the position shows the levels, "unchanged" when it already did,
+// "requested" when the venue accepted them but the position does not show
+// them yet, or "preview".
+type TradingStopAnswer struct {
+	Status         string           `json:"status"`
+	Category       Category         `json:"category"`
+	Symbol         string           `json:"symbol"`
+	TakeProfit     *decimal.Decimal `json:"take_profit,omitempty"`
+	StopLoss       *decimal.Decimal `json:"stop_loss,omitempty"`
+	PositionSide   string           `json:"position_side"`
+	ResultSource   string           `json:"result_source,omitempty"`
+	IdempotencyKey string           `json:"idempotency_key,omitempty"`
+}
+
+// TradingStopCommand is set_trading_stop from the agent. Answer:
+// *TradingStopAnswer.
+type TradingStopCommand struct {
+	User string          `json:"user"`
+	Args TradingStopArgs `json:"args"`
+}
+
+func (*TradingStopCommand) CommandName() string  { return "trade.set_trading_stop" }
+func (c *TradingStopCommand) TargetUser() string { return c.User }
