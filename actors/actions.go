@@ -49,6 +49,7 @@ type action struct {
 	cancel   *cancelStep
 	leverage *leverageStep
 	stop     *stopStep
+	amend    *amendStep
 	complete func(*orderResult, *orderWritten) any
 }
 

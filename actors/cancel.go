@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"slices"
 	"strings"
 
@@ -38,6 +39,9 @@ type orderFetch struct {
 	category messages.Category
 	symbol   string
 	orderID  string
+	// withMarket also reads what a decision on the order's new values
+	// needs (amend_order): instrument, ticker, band, position.
+	withMarket bool
 }
 
 // orderFetched is the outcome of an orderFetch: order is nil when the
@@ -45,6 +49,7 @@ type orderFetch struct {
 type orderFetched struct {
 	action uint64
 	order  *messages.Order
+	market placeMarket
 	err    *messages.Error
 }
 
@@ -90,6 +95,10 @@ func (u *userActor) cancelOrder(ctx actor.Context, m *cancelAsk, sender *actor.P
 // onOrderFetched decides the cancel on the state as it is now.
 func (u *userActor) onOrderFetched(ctx actor.Context, m *orderFetched) {
 	act, ok := u.actions[m.action]
+	if ok && act.amend != nil {
+		u.onAmendFetched(ctx, act, m)
+		return
+	}
 	if !ok || act.cancel == nil {
 		return
 	}
@@ -176,8 +185,21 @@ func (v *venueActor) fetchOrder(ctx actor.Context, m *orderFetch) {
 		return
 	}
 	s := v.session
+	r, _ := v.session.(marketReader)
 	offMailbox(ctx, v.logger, nil, v.timeout, userPID, func(c context.Context) any {
 		out := &orderFetched{action: m.action}
+		if m.withMarket {
+			if r == nil {
+				out.err = messages.Internal(errors.New("venue actor: the session cannot read the market"))
+				return out
+			}
+			mk, err := readMarket(c, r, m.category, m.symbol)
+			if err != nil {
+				out.err = messages.AsError(err)
+				return out
+			}
+			out.market = mk
+		}
 		page, err := s.OpenOrders(c, venue.OrderQuery{Category: m.category, Symbol: m.symbol, OrderID: m.orderID})
 		if err != nil {
 			out.err = messages.AsError(err)

@@ -284,6 +284,14 @@ func replayed(tool string, raw json.RawMessage) any {
 			return &e
 		}
 	}
+	if tool == toolAmendOrder {
+		var ans messages.AmendAnswer
+		if err := json.Unmarshal(raw, &ans); err != nil {
+			return messages.Internal(err)
+		}
+		ans.ResultSource = messages.ResultSourceReplay
+		return &ans
+	}
 	if tool == toolTradingStop {
 		var ans messages.TradingStopAnswer
 		if err := json.Unmarshal(raw, &ans); err != nil {
@@ -361,6 +369,8 @@ func (u *userActor) tradingCommand(ctx actor.Context, m *userCommand, sender *ac
 		u.closePosition(ctx, c.Args, m.origin, sender)
 	case *messages.TradingStopCommand:
 		u.setTradingStop(ctx, c.Args, m.origin, sender)
+	case *messages.AmendOrderCommand:
+		u.amendOrder(ctx, c.Args, m.origin, sender)
 	default:
 		return false
 	}

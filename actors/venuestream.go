@@ -228,7 +228,7 @@ func (v *venueActor) write(ctx actor.Context, m *orderWrite) {
 			}
 		}
 		if err == nil {
-			if (m.create != nil || m.cancel != nil) && client != nil && m.linkID != "" {
+			if (m.create != nil || m.cancel != nil || m.amend != nil) && client != nil && m.linkID != "" {
 				rc, rcancel := context.WithTimeout(c, timeout)
 				out.readBack, _, _ = client.OrderByLinkID(rc, m.category, m.symbol, m.linkID)
 				rcancel()
@@ -294,35 +294,8 @@ func (v *venueActor) fetchMarket(ctx actor.Context, m *marketFetch) {
 		return
 	}
 	offMailbox(ctx, v.logger, nil, v.timeout, userPID, func(c context.Context) any {
-		out := &marketFetched{action: m.action}
-		var err error
-		if out.market.instrument, err = r.Instrument(c, m.category, m.symbol); err != nil {
-			out.err = messages.AsError(err)
-			return out
-		}
-		if out.market.ticker, err = r.Ticker(c, m.category, m.symbol); err != nil {
-			out.err = messages.AsError(err)
-			return out
-		}
-		if out.market.band, err = r.PriceLimit(c, m.category, m.symbol); err != nil {
-			out.err = messages.AsError(err)
-			return out
-		}
-		if m.category == messages.CategoryLinear {
-			page, err := r.Positions(c, venue.PositionQuery{Category: messages.CategoryLinear, Symbol: m.symbol})
-			if err != nil {
-				out.err = messages.AsError(err)
-				return out
-			}
-			out.market.positionRead = true
-			for i := range page.Items {
-				if page.Items[i].Symbol == m.symbol {
-					p := page.Items[i]
-					out.market.position = &p
-				}
-			}
-		}
-		return out
+		mk, err := readMarket(c, r, m.category, m.symbol)
+		return &marketFetched{action: m.action, market: mk, err: messages.AsError(err)}
 	}, func(err *messages.Error) any { return &marketFetched{action: m.action, err: err} })
 }
 
@@ -337,4 +310,34 @@ func positionShows(p *messages.Position, m *orderWrite) bool {
 			(!m.stop.StopLoss.Valid || p.StopLoss.Equal(m.stop.StopLoss.Decimal))
 	}
 	return false
+}
+
+// readMarket reads what a decision needs: the instrument's rules, the
+// ticker, the price band and, on linear, the symbol's position.
+func readMarket(c context.Context, r marketReader, cat messages.Category, symbol string) (placeMarket, error) {
+	var out placeMarket
+	var err error
+	if out.instrument, err = r.Instrument(c, cat, symbol); err != nil {
+		return out, err
+	}
+	if out.ticker, err = r.Ticker(c, cat, symbol); err != nil {
+		return out, err
+	}
+	if out.band, err = r.PriceLimit(c, cat, symbol); err != nil {
+		return out, err
+	}
+	if cat == messages.CategoryLinear {
+		page, err := r.Positions(c, venue.PositionQuery{Category: messages.CategoryLinear, Symbol: symbol})
+		if err != nil {
+			return out, err
+		}
+		out.positionRead = true
+		for i := range page.Items {
+			if page.Items[i].Symbol == symbol {
+				p := page.Items[i]
+				out.position = &p
+			}
+		}
+	}
+	return out, nil
 }

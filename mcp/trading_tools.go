@@ -18,8 +18,8 @@ import (
 // journal before and after the venue. Nothing here talks to the venue.
 //
 // Only tools whose every SPEC §8 check is enforced in the user actor are
-// registered: place_order, cancel_order, close_position, set_trading_stop
-// and set_leverage for now.
+// registered: place_order, cancel_order, amend_order, close_position,
+// set_trading_stop and set_leverage (cancel_all_orders is not yet).
 
 // decimalPattern is a plain positive decimal: digits, an optional point
 // and fraction; no sign, exponent or spaces.
@@ -102,6 +102,22 @@ func (s *server) tradingTools() []*tool {
 				"idempotency_key": idempotencyKeySchema, "dry_run": dryRunSchema,
 			}),
 			handle: s.cancelOrder,
+		},
+		{
+			name:  "amend_order",
+			title: "Amend order",
+			description: "Change the qty and/or price of one open order by its order_id. A larger size or a worse price " +
+				"(higher for a buy, lower for a sell) is risk-increasing: the kill switch blocks it and the limits apply to the whole " +
+				"order. status is amended only when the order shows the new values, else amend_requested (check again), filled or " +
+				"order_closed." + tradeDoc,
+			kind: KindTrade,
+			schema: objectSchema([]string{"symbol", "category", "order_id"}, map[string]any{
+				"symbol": symbolSchema, "category": categorySchema,
+				"order_id": map[string]any{"type": "string", "pattern": messages.OrderIDRE.String(), "description": "the order_id of get_open_orders"},
+				"qty":      decimalSchema("new quantity"), "price": decimalSchema("new limit price"),
+				"idempotency_key": idempotencyKeySchema, "dry_run": dryRunSchema,
+			}),
+			handle: s.amendOrder,
 		},
 		{
 			name:  "close_position",
@@ -250,6 +266,28 @@ func (s *server) setTradingStop(ctx context.Context, c *call) (any, error) {
 		return nil, err
 	}
 	ans, ok := res.(*messages.TradingStopAnswer)
+	if !ok {
+		return nil, messages.Internal(fmt.Errorf("unexpected answer %T", res))
+	}
+	return ans, nil
+}
+
+func (s *server) amendOrder(ctx context.Context, c *call) (any, error) {
+	a := c.args
+	args := messages.AmendOrderArgs{Symbol: a.symbol(), Category: a.category()}
+	args.OrderID = a.str("order_id", true, messages.OrderIDRE, "must be the order_id of get_open_orders")
+	args.Qty = a.decimal("qty", false)
+	args.Price = a.decimal("price", false)
+	args.IdempotencyKey = a.str("idempotency_key", false, messages.IdempotencyKeyRE, "must be 1-64 of A-Z, a-z, 0-9, '_', '.', ':' and '-'")
+	args.DryRun = a.boolean("dry_run")
+	if err := a.done(); err != nil {
+		return nil, err
+	}
+	res, err := s.opts.Backend.Handle(ctx, &messages.AmendOrderCommand{User: c.principal.User, Args: args}, messages.ActorAgent)
+	if err != nil {
+		return nil, err
+	}
+	ans, ok := res.(*messages.AmendAnswer)
 	if !ok {
 		return nil, messages.Internal(fmt.Errorf("unexpected answer %T", res))
 	}

@@ -72,6 +72,8 @@ var Commands = []CommandInfo{
 		Roles: []Role{RoleAgent}, Records: tradeRecords},
 	{Name: "trade.set_trading_stop", New: func() Command { return &TradingStopCommand{} }, Result: func() any { return &TradingStopAnswer{} },
 		Roles: []Role{RoleAgent}, Records: tradeRecords},
+	{Name: "trade.amend_order", New: func() Command { return &AmendOrderCommand{} }, Result: func() any { return &AmendAnswer{} },
+		Roles: []Role{RoleAgent}, Records: tradeRecords},
 	{Name: "trade.set_leverage", New: func() Command { return &SetLeverageCommand{} }, Result: func() any { return &LeverageAnswer{} },
 		Roles: []Role{RoleAgent}, Records: tradeRecords},
 }

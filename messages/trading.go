@@ -222,3 +222,46 @@ type TradingStopCommand struct {
 
 func (*TradingStopCommand) CommandName() string  { return "trade.set_trading_stop" }
 func (c *TradingStopCommand) TargetUser() string { return c.User }
+
+// AmendOrderArgs are amend_order's arguments: at least one of Qty and
+// Price.
+type AmendOrderArgs struct {
+	Category       Category
+	Symbol         string
+	OrderID        string
+	Qty            decimal.NullDecimal
+	Price          decimal.NullDecimal
+	IdempotencyKey string
+	DryRun         bool
+}
+
+// AmendAnswer is the answer of amend_order. Accepted is not applied:
+// Status is "amended" only when the order shows the new values, else
+// "amend_requested", "filled", "order_closed", or "preview".
+type AmendAnswer struct {
+	Status        string          `json:"status"`
+	OrderID       string          `json:"order_id"`
+	Category      Category        `json:"category"`
+	Symbol        string          `json:"symbol"`
+	Origin        string          `json:"origin"`
+	ClientOrderID string          `json:"client_order_id,omitempty"`
+	RequestedQty  decimal.Decimal `json:"requested_qty"`
+	Qty           decimal.Decimal `json:"qty"`
+	Price         decimal.Decimal `json:"price"`
+	// NotionalUSDT is the whole order at its new qty and price.
+	NotionalUSDT   decimal.Decimal `json:"notional_usdt"`
+	RiskIncreasing bool            `json:"risk_increasing"`
+	OrderStatus    string          `json:"order_status,omitempty"`
+	FilledQty      FilledQty       `json:"filled_qty"`
+	ResultSource   string          `json:"result_source,omitempty"`
+	IdempotencyKey string          `json:"idempotency_key,omitempty"`
+}
+
+// AmendOrderCommand is amend_order from the agent. Answer: *AmendAnswer.
+type AmendOrderCommand struct {
+	User string         `json:"user"`
+	Args AmendOrderArgs `json:"args"`
+}
+
+func (*AmendOrderCommand) CommandName() string  { return "trade.amend_order" }
+func (c *AmendOrderCommand) TargetUser() string { return c.User }
