@@ -50,6 +50,10 @@ type action struct {
 	leverage *leverageStep
 	stop     *stopStep
 	amend    *amendStep
+	all      *cancelAllStep
+	// after runs once an order action's outcome is durable and answered
+	// (cancel_all_orders chains its cancels with it).
+	after    func()
 	complete func(*orderResult, *orderWritten) any
 }
 

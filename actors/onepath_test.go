@@ -29,7 +29,7 @@ var allowedSites = map[string][]string{
 	"write call":     {"actors/venuestream.go:(*venueActor).write"},
 	"orderWrite":     {"actors/orderexec.go:(*userActor).execute"},
 	"execOrderAsk":   {},
-	"execute call":   {"actors/place.go:(*userActor).onMarketFetched", "actors/cancel.go:(*userActor).onOrderFetched", "actors/leverage.go:(*userActor).onLeverageMarket", "actors/tradingstop.go:(*userActor).onStopMarket", "actors/amend.go:(*userActor).onAmendFetched", "actors/orderexec.go:(*userActor).handleOrder"},
+	"execute call":   {"actors/place.go:(*userActor).onMarketFetched", "actors/cancel.go:(*userActor).onOrderFetched", "actors/leverage.go:(*userActor).onLeverageMarket", "actors/tradingstop.go:(*userActor).onStopMarket", "actors/amend.go:(*userActor).onAmendFetched", "actors/cancelall.go:(*userActor).runCancelAll", "actors/orderexec.go:(*userActor).handleOrder"},
 	"write endpoint": {"venue/"},
 }
 

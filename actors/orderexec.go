@@ -91,7 +91,7 @@ func clientOrderID(action uint64) string {
 // isOrderMessage reports whether the user actor serves m in handleOrder.
 func isOrderMessage(m any) bool {
 	switch m.(type) {
-	case *execOrderAsk, *orderWritten, *streamResync, *streamOrders, *placeAsk, *marketFetched, *cancelAsk, *orderFetched:
+	case *execOrderAsk, *orderWritten, *streamResync, *streamOrders, *placeAsk, *marketFetched, *cancelAsk, *orderFetched, *openOrdersFetched:
 		return true
 	}
 	return false
@@ -120,6 +120,8 @@ func (u *userActor) handleOrder(ctx actor.Context, msg any, sender *actor.PID) {
 		u.cancelOrder(ctx, m, sender)
 	case *orderFetched:
 		u.onOrderFetched(ctx, m)
+	case *openOrdersFetched:
+		u.onOpenOrdersFetched(ctx, m)
 	}
 }
 
@@ -151,6 +153,9 @@ func (u *userActor) execute(ctx actor.Context, p orderPlan, origin messages.Orig
 		if err != nil {
 			// Nothing was sent: the attempt is not durable.
 			u.finish(ctx, a, messages.AsError(err))
+			if a.after != nil {
+				a.after()
+			}
 			return
 		}
 		u.commit(ev)
@@ -197,6 +202,9 @@ func (u *userActor) onOrderWritten(ctx actor.Context, m *orderWritten) {
 			} else {
 				u.reply(ctx, a.waiter, res)
 			}
+			if a.after != nil {
+				a.after()
+			}
 			return
 		}
 		out.Status, out.ResultSource = messages.OutcomeNotFound, messages.ResultSourceReconnaissance
@@ -220,10 +228,16 @@ func (u *userActor) onOrderWritten(ctx actor.Context, m *orderWritten) {
 			// reconciled at the next start; the caller learns the write
 			// may exist.
 			u.finish(ctx, a, messages.AsError(err))
+			if a.after != nil {
+				a.after()
+			}
 			return
 		}
 		u.commit(ev)
 		u.finish(ctx, a, answer)
+		if a.after != nil {
+			a.after()
+		}
 	})
 }
 

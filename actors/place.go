@@ -270,6 +270,12 @@ func inProgress(clientOrderID string) *messages.Error {
 
 // replayed is a stored answer given again with result_source "replay".
 func replayed(tool string, raw json.RawMessage) any {
+	if len(raw) == 0 || string(raw) == "null" {
+		// The first call's answer was never journaled (the server
+		// stopped while it ran; the recovery phase closed it).
+		return &messages.Error{Code: messages.CodeOutcomeUnknown, Message: "the first call with this idempotency key did not finish; its outcome is not known",
+			NextStep: "check get_open_orders and get_order_history before acting again", Details: map[string]any{"result_source": messages.ResultSourceReplay}}
+	}
 	var probe struct {
 		Code string `json:"code"`
 	}
@@ -283,6 +289,14 @@ func replayed(tool string, raw json.RawMessage) any {
 			e.Details["result_source"] = messages.ResultSourceReplay
 			return &e
 		}
+	}
+	if tool == toolCancelAll {
+		var ans messages.CancelAllAnswer
+		if err := json.Unmarshal(raw, &ans); err != nil {
+			return messages.Internal(err)
+		}
+		ans.ResultSource = messages.ResultSourceReplay
+		return &ans
 	}
 	if tool == toolAmendOrder {
 		var ans messages.AmendAnswer
@@ -371,6 +385,8 @@ func (u *userActor) tradingCommand(ctx actor.Context, m *userCommand, sender *ac
 		u.setTradingStop(ctx, c.Args, m.origin, sender)
 	case *messages.AmendOrderCommand:
 		u.amendOrder(ctx, c.Args, m.origin, sender)
+	case *messages.CancelAllCommand:
+		u.cancelAll(ctx, c.Args, m.origin, sender)
 	default:
 		return false
 	}

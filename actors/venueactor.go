@@ -75,6 +75,8 @@ func (v *venueActor) Receive(ctx actor.Context) {
 		v.fetchMarket(ctx, m)
 	case *orderFetch:
 		v.fetchOrder(ctx, m)
+	case *openOrdersFetch:
+		v.fetchOpenOrders(ctx, m)
 	case *checkKeyRequest:
 		userPID, factory, timeout := ctx.Sender(), v.factory, v.timeout
 		if userPID == nil {

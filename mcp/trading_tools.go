@@ -18,8 +18,7 @@ import (
 // journal before and after the venue. Nothing here talks to the venue.
 //
 // Only tools whose every SPEC §8 check is enforced in the user actor are
-// registered: place_order, cancel_order, amend_order, close_position,
-// set_trading_stop and set_leverage (cancel_all_orders is not yet).
+// registered: all seven trading tools of SPEC §4.
 
 // decimalPattern is a plain positive decimal: digits, an optional point
 // and fraction; no sign, exponent or spaces.
@@ -118,6 +117,18 @@ func (s *server) tradingTools() []*tool {
 				"idempotency_key": idempotencyKeySchema, "dry_run": dryRunSchema,
 			}),
 			handle: s.amendOrder,
+		},
+		{
+			name:  "cancel_all_orders",
+			title: "Cancel all orders",
+			description: "Cancel the plain open orders of one symbol: the server reads them, then cancels each by its id " +
+				"(at most 20 per call; has_more says to call again). Goes through the kill switch. Each row says its origin " +
+				"(system: placed by this server; external: anything else); external_count counts the latter." + tradeDoc,
+			kind: KindTrade,
+			schema: objectSchema([]string{"symbol", "category"}, map[string]any{
+				"symbol": symbolSchema, "category": categorySchema, "idempotency_key": idempotencyKeySchema, "dry_run": dryRunSchema,
+			}),
+			handle: s.cancelAllOrders,
 		},
 		{
 			name:  "close_position",
@@ -288,6 +299,25 @@ func (s *server) amendOrder(ctx context.Context, c *call) (any, error) {
 		return nil, err
 	}
 	ans, ok := res.(*messages.AmendAnswer)
+	if !ok {
+		return nil, messages.Internal(fmt.Errorf("unexpected answer %T", res))
+	}
+	return ans, nil
+}
+
+func (s *server) cancelAllOrders(ctx context.Context, c *call) (any, error) {
+	a := c.args
+	args := messages.CancelAllArgs{Symbol: a.symbol(), Category: a.category()}
+	args.IdempotencyKey = a.str("idempotency_key", false, messages.IdempotencyKeyRE, "must be 1-64 of A-Z, a-z, 0-9, '_', '.', ':' and '-'")
+	args.DryRun = a.boolean("dry_run")
+	if err := a.done(); err != nil {
+		return nil, err
+	}
+	res, err := s.opts.Backend.Handle(ctx, &messages.CancelAllCommand{User: c.principal.User, Args: args}, messages.ActorAgent)
+	if err != nil {
+		return nil, err
+	}
+	ans, ok := res.(*messages.CancelAllAnswer)
 	if !ok {
 		return nil, messages.Internal(fmt.Errorf("unexpected answer %T", res))
 	}

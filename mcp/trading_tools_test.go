@@ -42,15 +42,15 @@ func TestTradingToolsOnlyForTrade(t *testing.T) {
 	}
 	seen := 0
 	for _, tl := range res.Tools {
-		if tl.Name == "place_order" || tl.Name == "cancel_order" || tl.Name == "set_leverage" || tl.Name == "close_position" || tl.Name == "set_trading_stop" || tl.Name == "amend_order" {
+		if tl.Name == "place_order" || tl.Name == "cancel_order" || tl.Name == "set_leverage" || tl.Name == "close_position" || tl.Name == "set_trading_stop" || tl.Name == "amend_order" || tl.Name == "cancel_all_orders" {
 			seen++
 			if tl.Annotations == nil || tl.Annotations.DestructiveHint == nil || !*tl.Annotations.DestructiveHint || tl.Annotations.ReadOnlyHint {
 				t.Fatalf("%s annotations %+v", tl.Name, tl.Annotations)
 			}
 		}
 	}
-	if seen != 6 {
-		t.Fatalf("trade profile sees %d of the 6 trading tools", seen)
+	if seen != 7 {
+		t.Fatalf("trade profile sees %d of the 7 trading tools", seen)
 	}
 }
 
@@ -76,6 +76,10 @@ func TestPlaceAndCancelOverMCP(t *testing.T) {
 	amended, isErr := callJSON(t, cs, "amend_order", map[string]any{"symbol": "BTCUSDT", "category": "linear", "order_id": placed["order_id"], "price": "29500"})
 	if isErr || amended["status"] != "amended" || amended["price"] != "29500" || amended["risk_increasing"] != false {
 		t.Fatalf("amend: %v", amended)
+	}
+	preview, isErr := callJSON(t, cs, "cancel_all_orders", map[string]any{"symbol": "BTCUSDT", "category": "linear", "dry_run": true})
+	if isErr || preview["status"] != "preview" || preview["count"] != float64(1) || preview["external_count"] != float64(0) {
+		t.Fatalf("cancel_all preview: %v", preview)
 	}
 	cancelled, isErr := callJSON(t, cs, "cancel_order", map[string]any{"symbol": "BTCUSDT", "category": "linear", "order_id": placed["order_id"]})
 	if isErr || cancelled["status"] != "cancelled" || cancelled["origin"] != "system" || cancelled["client_order_id"] != placed["client_order_id"] {

@@ -74,6 +74,8 @@ var Commands = []CommandInfo{
 		Roles: []Role{RoleAgent}, Records: tradeRecords},
 	{Name: "trade.amend_order", New: func() Command { return &AmendOrderCommand{} }, Result: func() any { return &AmendAnswer{} },
 		Roles: []Role{RoleAgent}, Records: tradeRecords},
+	{Name: "trade.cancel_all_orders", New: func() Command { return &CancelAllCommand{} }, Result: func() any { return &CancelAllAnswer{} },
+		Roles: []Role{RoleAgent}, Records: tradeRecords},
 	{Name: "trade.set_leverage", New: func() Command { return &SetLeverageCommand{} }, Result: func() any { return &LeverageAnswer{} },
 		Roles: []Role{RoleAgent}, Records: tradeRecords},
 }

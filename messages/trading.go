@@ -265,3 +265,47 @@ type AmendOrderCommand struct {
 
 func (*AmendOrderCommand) CommandName() string  { return "trade.amend_order" }
 func (c *AmendOrderCommand) TargetUser() string { return c.User }
+
+// CancelAllArgs are cancel_all_orders's arguments.
+type CancelAllArgs struct {
+	Category       Category
+	Symbol         string
+	IdempotencyKey string
+	DryRun         bool
+}
+
+// CancelAllRow is one order a cancel_all_orders touched.
+type CancelAllRow struct {
+	OrderID       string `json:"order_id"`
+	Origin        string `json:"origin"`
+	ClientOrderID string `json:"client_order_id,omitempty"`
+	// Status is cancelled, cancel_requested or filled; an error code when
+	// the cancel failed; "planned" in a preview.
+	Status string `json:"status"`
+}
+
+// CancelAllAnswer is the answer of cancel_all_orders: the plain open
+// orders it read (at most 20), each cancelled one by one by its id.
+type CancelAllAnswer struct {
+	// Status is "done" or "preview".
+	Status        string         `json:"status"`
+	Category      Category       `json:"category"`
+	Symbol        string         `json:"symbol"`
+	Orders        []CancelAllRow `json:"orders"`
+	Count         int            `json:"count"`
+	ExternalCount int            `json:"external_count"`
+	// HasMore is true when more open orders remain: call again.
+	HasMore        bool   `json:"has_more"`
+	ResultSource   string `json:"result_source,omitempty"`
+	IdempotencyKey string `json:"idempotency_key,omitempty"`
+}
+
+// CancelAllCommand is cancel_all_orders from the agent. Answer:
+// *CancelAllAnswer.
+type CancelAllCommand struct {
+	User string        `json:"user"`
+	Args CancelAllArgs `json:"args"`
+}
+
+func (*CancelAllCommand) CommandName() string  { return "trade.cancel_all_orders" }
+func (c *CancelAllCommand) TargetUser() string { return c.User }
