@@ -28,8 +28,7 @@ var writePaths = []string{"/v5/order/create", "/v5/order/amend", "/v5/order/canc
 var allowedSites = map[string][]string{
 	"write call":     {"actors/venuestream.go:(*venueActor).write"},
 	"orderWrite":     {"actors/orderexec.go:(*userActor).execute"},
-	"execOrderAsk":   {},
-	"execute call":   {"actors/place.go:(*userActor).onMarketFetched", "actors/cancel.go:(*userActor).onOrderFetched", "actors/leverage.go:(*userActor).onLeverageMarket", "actors/tradingstop.go:(*userActor).onStopMarket", "actors/amend.go:(*userActor).onAmendFetched", "actors/cancelall.go:(*userActor).runCancelAll", "actors/orderexec.go:(*userActor).handleOrder"},
+	"execute call":   {"actors/place.go:(*userActor).onMarketFetched", "actors/cancel.go:(*userActor).onOrderFetched", "actors/leverage.go:(*userActor).onLeverageMarket", "actors/tradingstop.go:(*userActor).onStopMarket", "actors/amend.go:(*userActor).onAmendFetched", "actors/cancelall.go:(*userActor).runCancelAll"},
 	"write endpoint": {"venue/"},
 }
 
@@ -133,7 +132,7 @@ func pathViolations(rel string, src []byte) ([]string, error) {
 					check("execute call", x.Pos())
 				}
 			case *ast.CompositeLit:
-				if id, ok := x.Type.(*ast.Ident); ok && (id.Name == "orderWrite" || id.Name == "execOrderAsk") && f.Name.Name == "actors" {
+				if id, ok := x.Type.(*ast.Ident); ok && id.Name == "orderWrite" && f.Name.Name == "actors" {
 					check(id.Name, x.Pos())
 				}
 			case *ast.BasicLit:

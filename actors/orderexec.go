@@ -63,13 +63,6 @@ type orderResult struct {
 	Err *messages.Error
 }
 
-// execOrderAsk runs a decided plan. It is unexported: only the decision
-// half of the path (and this package's tests) reach execute.
-type execOrderAsk struct {
-	plan   orderPlan
-	origin messages.Origin
-}
-
 // clientIDPrefix makes the client order ids of this process unique across
 // restarts: action ids restart at 1 with the process, so each process adds
 // 40 random bits. A restarted server can therefore never reuse an id that
@@ -91,7 +84,7 @@ func clientOrderID(action uint64) string {
 // isOrderMessage reports whether the user actor serves m in handleOrder.
 func isOrderMessage(m any) bool {
 	switch m.(type) {
-	case *execOrderAsk, *orderWritten, *streamResync, *streamOrders, *placeAsk, *marketFetched, *cancelAsk, *orderFetched, *openOrdersFetched:
+	case *orderWritten, *streamResync, *streamOrders, *placeAsk, *marketFetched, *cancelAsk, *orderFetched, *openOrdersFetched:
 		return true
 	}
 	return false
@@ -101,8 +94,6 @@ func isOrderMessage(m any) bool {
 // the private stream.
 func (u *userActor) handleOrder(ctx actor.Context, msg any, sender *actor.PID) {
 	switch m := msg.(type) {
-	case *execOrderAsk:
-		u.execute(ctx, m.plan, m.origin, sender)
 	case *orderWritten:
 		u.onOrderWritten(ctx, m)
 	case *streamResync:

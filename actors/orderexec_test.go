@@ -147,24 +147,23 @@ func (te *tradeEnv) simOrders(t testing.TB, id string) int {
 	return n
 }
 
-func (te *tradeEnv) exec(t testing.TB, p orderPlan) *orderResult {
-	t.Helper()
-	res, err := te.askUser(context.Background(), te.user, &execOrderAsk{plan: p, origin: agentOrigin})
-	if err != nil {
-		t.Fatalf("execute: %v", err)
-	}
-	r, ok := res.(*orderResult)
-	if !ok {
-		t.Fatalf("answer %T", res)
-	}
-	return r
+// execResult is what a test needs of a place_order answer or refusal.
+type execResult struct {
+	ClientOrderID string
+	OrderID       string
+	ResultSource  string
+	Err           *messages.Error
 }
 
-func limitPlan(price string) orderPlan {
-	return orderPlan{tool: "place_order", category: messages.CategoryLinear, symbol: "BTCUSDT",
-		create: &messages.CreateOrderRequest{Category: messages.CategoryLinear, Symbol: "BTCUSDT", Side: "Buy", OrderType: "Limit",
-			Qty: decimal.RequireFromString("0.010"), Price: decimal.RequireFromString(price)},
-		notional: decimal.RequireFromString("300"), riskIncreasing: true}
+// exec places a through the whole action path and flattens the answer.
+func (te *tradeEnv) exec(t testing.TB, a messages.PlaceOrderArgs) *execResult {
+	t.Helper()
+	ans, e := te.place(t, a)
+	if e != nil {
+		id, _ := e.Details["client_order_id"].(string)
+		return &execResult{ClientOrderID: id, Err: e}
+	}
+	return &execResult{ClientOrderID: ans.ClientOrderID, OrderID: ans.OrderID, ResultSource: ans.ResultSource}
 }
 
 // journalOf lists "type:client_order_id:status" of the order records in
@@ -217,13 +216,14 @@ func waitJournal(t testing.TB, dir, want string) []string {
 func TestExecuteJournalsAttemptThenOutcome(t *testing.T) {
 	dir := t.TempDir()
 	te := newTradeEnv(t, dir)
-	r := te.exec(t, limitPlan("30000"))
-	if r.Err != nil || r.Ack == nil || r.ResultSource != "venue" {
+	te.tradeReady(t, messages.PolicySettings{})
+	r := te.exec(t, limitArgs("0.010", "30000"))
+	if r.Err != nil || r.OrderID == "" || r.ResultSource != "venue" {
 		t.Fatalf("result %+v err %v", r, r.Err)
 	}
 	id := r.ClientOrderID
-	if !strings.HasPrefix(id, "gx-"+clientIDPrefix+"-") || len(id) > 36 || r.Ack.OrderLinkID != id {
-		t.Fatalf("client order id %q, ack %+v", id, r.Ack)
+	if !strings.HasPrefix(id, "gx-"+clientIDPrefix+"-") || len(id) > 36 {
+		t.Fatalf("client order id %q", id)
 	}
 	if n := te.simOrders(t, id); n != 1 {
 		t.Fatalf("%d orders on the venue for %s", n, id)
@@ -252,11 +252,11 @@ func TestExecuteJournalsAttemptThenOutcome(t *testing.T) {
 func TestExecuteSettlesUnknownOutcomes(t *testing.T) {
 	dir := t.TempDir()
 	te := newTradeEnv(t, dir)
+	te.tradeReady(t, messages.PolicySettings{})
 
 	te.fault(t, "drop_response", venue.PathOrderCreate)
-	found := te.exec(t, limitPlan("30001"))
-	if found.Err != nil || found.Settled == nil || found.ResultSource != messages.ResultSourceReconnaissance ||
-		found.Settled.Order.OrderLinkID != found.ClientOrderID {
+	found := te.exec(t, limitArgs("0.010", "30001"))
+	if found.Err != nil || found.ResultSource != messages.ResultSourceReconnaissance || found.OrderID == "" {
 		t.Fatalf("dropped answer: %+v err %v", found, found.Err)
 	}
 	if n := te.simOrders(t, found.ClientOrderID); n != 1 {
@@ -264,8 +264,8 @@ func TestExecuteSettlesUnknownOutcomes(t *testing.T) {
 	}
 
 	te.fault(t, "http_5xx", venue.PathOrderCreate)
-	lost := te.exec(t, limitPlan("30002"))
-	if messages.CodeOf(lost.Err) != messages.CodeOutcomeUnknown || lost.Err.Details["client_order_id"] != lost.ClientOrderID ||
+	lost := te.exec(t, limitArgs("0.010", "30002"))
+	if messages.CodeOf(lost.Err) != messages.CodeOutcomeUnknown || !strings.HasPrefix(lost.ClientOrderID, "gx-") ||
 		lost.Err.Details["reconnaissance"] != "not_found" || lost.Err.NextStep == "" {
 		t.Fatalf("5xx not applied: %+v err %+v", lost, lost.Err)
 	}
@@ -274,8 +274,8 @@ func TestExecuteSettlesUnknownOutcomes(t *testing.T) {
 	}
 
 	te.fault(t, "rate_limit", venue.PathOrderCreate)
-	refused := te.exec(t, limitPlan("30003"))
-	if messages.CodeOf(refused.Err) != messages.CodeRateLimited || refused.ResultSource != "venue" {
+	refused := te.exec(t, limitArgs("0.010", "30003"))
+	if messages.CodeOf(refused.Err) != messages.CodeRateLimited || !strings.HasPrefix(refused.ClientOrderID, "gx-") {
 		t.Fatalf("rate limited: %+v err %v", refused, refused.Err)
 	}
 	got := journalOf(t, dir)
@@ -291,8 +291,8 @@ func TestExecuteSettlesUnknownOutcomes(t *testing.T) {
 	}
 	// The refused order does not count against the daily notional.
 	daily, _, _ := te.snapshot(t).Counters.Window(time.Now())
-	if !daily.Equal(decimal.NewFromInt(600)) {
-		t.Fatalf("daily notional %s, want 600 (found + unknown)", daily)
+	if !daily.Equal(decimal.RequireFromString("600.03")) {
+		t.Fatalf("daily notional %s, want 600.03 (found + unknown)", daily)
 	}
 }
 
@@ -302,11 +302,12 @@ func TestExecuteSettlesUnknownOutcomes(t *testing.T) {
 func TestStreamReconnectReconcilesOpenAttempts(t *testing.T) {
 	dir := t.TempDir()
 	te := newTradeEnv(t, dir)
+	te.tradeReady(t, messages.PolicySettings{})
 	te.fault(t, "http_5xx", venue.PathOrderCreate)
 	te.simPost(t, "/sim/faults", `{"kind":"http_5xx","path":"/v5/order/realtime","count":50}`)
-	open := te.exec(t, limitPlan("29001"))
+	open := te.exec(t, limitArgs("0.010", "29001"))
 	te.clearFaults(t)
-	if messages.CodeOf(open.Err) != messages.CodeOutcomeUnknown || open.Err.Details["reconnaissance"] != "failed" {
+	if messages.CodeOf(open.Err) != messages.CodeOutcomeUnknown || open.Err.Details["reconnaissance"] != "failed" || open.ClientOrderID == "" {
 		t.Fatalf("look-up failure: %+v err %+v", open, open.Err)
 	}
 	if st := te.snapshot(t); len(st.Attempts) != 1 {

@@ -22,7 +22,7 @@ import (
 //	→ refusal: order_refused, answered; dry_run: the plan, answered
 //	→ execute: order_attempt durable, send once, order_outcome durable, answer.
 //
-// Only this file builds an execOrderAsk-free execute call
+// Only the decision functions call execute
 // (TestOnlyTheActionPathWrites).
 
 // placeAsk is one place_order call with its structured origin.

@@ -104,7 +104,7 @@ func holdsForRecovery(msg any) bool {
 			return !c.On
 		}
 		return true
-	case *decideAsk, *execOrderAsk, *placeAsk, *cancelAsk:
+	case *decideAsk, *placeAsk, *cancelAsk:
 		return true
 	}
 	return false
