@@ -1,0 +1,223 @@
+package actors
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/guarded-exchange/guarded-exchange/messages"
+	"github.com/guarded-exchange/guarded-exchange/venue"
+	"github.com/guarded-exchange/guarded-exchange/wal"
+)
+
+// cancel_all_orders through the one action path: a snapshot of the plain
+// open orders (New, PartiallyFilled) it has just read, at most 20,
+// cancelled one by one by id; never the venue's cancel-all endpoint, so
+// nothing placed after the snapshot is touched. It reduces risk: the kill
+// switch lets it through. The call is one parent attempt (which claims the
+// idempotency key and, in its outcome, keeps the whole answer) around one
+// cancel attempt per order.
+
+const (
+	toolCancelAll = "cancel_all_orders"
+	// cancelAllMax is how many orders one call cancels.
+	cancelAllMax = 20
+)
+
+// cancelAllStep carries a cancel_all_orders call between its steps.
+type cancelAllStep struct {
+	args messages.CancelAllArgs
+	hash string
+}
+
+// openOrdersFetch asks the venue actor for the open orders of a symbol.
+type openOrdersFetch struct {
+	action   uint64
+	category messages.Category
+	symbol   string
+}
+
+// openOrdersFetched is the outcome of an openOrdersFetch.
+type openOrdersFetched struct {
+	action  uint64
+	orders  []messages.Order
+	hasMore bool
+	err     *messages.Error
+}
+
+func (v *venueActor) fetchOpenOrders(ctx actor.Context, m *openOrdersFetch) {
+	userPID := ctx.Sender()
+	if userPID == nil {
+		return
+	}
+	if v.session == nil {
+		err := v.keyErr
+		if err == nil {
+			err = noKeyError()
+		}
+		ctx.Send(userPID, &openOrdersFetched{action: m.action, err: err})
+		return
+	}
+	s := v.session
+	offMailbox(ctx, v.logger, nil, v.timeout, userPID, func(c context.Context) any {
+		page, err := s.OpenOrders(c, venue.OrderQuery{Category: m.category, Symbol: m.symbol, Limit: 50})
+		if err != nil {
+			return &openOrdersFetched{action: m.action, err: messages.AsError(err)}
+		}
+		return &openOrdersFetched{action: m.action, orders: page.Items, hasMore: page.NextCursor != ""}
+	}, func(err *messages.Error) any { return &openOrdersFetched{action: m.action, err: err} })
+}
+
+func (u *userActor) cancelAll(ctx actor.Context, a messages.CancelAllArgs, origin messages.Origin, sender *actor.PID) {
+	switch {
+	case a.Category != messages.CategoryLinear && a.Category != messages.CategorySpot:
+		u.reply(ctx, sender, messages.InvalidParams("category", "must be spot or linear"))
+		return
+	case !messages.SymbolRE.MatchString(a.Symbol):
+		u.reply(ctx, sender, messages.InvalidParams("symbol", "must be 2-30 of A-Z and 0-9"))
+		return
+	case a.IdempotencyKey != "" && !messages.IdempotencyKeyRE.MatchString(a.IdempotencyKey):
+		u.reply(ctx, sender, messages.InvalidParams("idempotency_key", "must be 1-64 of A-Z, a-z, 0-9, '_', '.', ':' and '-'"))
+		return
+	}
+	sum := sha256.Sum256([]byte(strings.Join([]string{toolCancelAll, string(a.Category), a.Symbol}, "|")))
+	hash := hex.EncodeToString(sum[:])
+	if !a.DryRun && u.repeat(ctx, toolCancelAll, a.IdempotencyKey, hash, false, origin, sender) {
+		return
+	}
+	if e := u.state.DecideAction(&messages.DecideActionRequest{Tool: toolCancelAll, Category: a.Category, Symbol: a.Symbol}, u.venue, u.env); e != nil {
+		u.refuseTool(ctx, toolCancelAll, a.Category, a.Symbol, a.DryRun, e, origin, sender)
+		return
+	}
+	act := u.begin(actionDecide, sender, origin, nil)
+	act.all = &cancelAllStep{args: a, hash: hash}
+	act.claim = &claim{key: a.IdempotencyKey, hash: hash, dryRun: a.DryRun}
+	u.toVenue(ctx, &openOrdersFetch{action: act.id, category: a.Category, symbol: a.Symbol}, ctx.Self())
+}
+
+// onOpenOrdersFetched plans the cancels from the snapshot and runs them
+// one by one.
+func (u *userActor) onOpenOrdersFetched(ctx actor.Context, m *openOrdersFetched) {
+	act, ok := u.actions[m.action]
+	if !ok || act.all == nil {
+		return
+	}
+	delete(u.actions, act.id)
+	a := act.all.args
+	if m.err != nil {
+		u.reply(ctx, act.waiter, m.err)
+		return
+	}
+	if !a.DryRun && u.repeat(ctx, toolCancelAll, a.IdempotencyKey, act.all.hash, false, act.origin, act.waiter) {
+		return
+	}
+	e := u.state.DecideAction(&messages.DecideActionRequest{Tool: toolCancelAll, Category: a.Category, Symbol: a.Symbol}, u.venue, u.env)
+	p := u.state.effective(u.venue, u.env)
+	if e == nil && slices.Contains(p.ConfirmActions, toolCancelAll) {
+		e = &messages.Error{Code: messages.CodeConfirmationChannelUnavailable,
+			Message:  "the policy requires a human to confirm this action, and no confirmation channel is available; nothing was sent",
+			NextStep: "a human can change confirm_actions outside the chat", Details: map[string]any{"limit": "confirm_actions", "allowed": p.ConfirmActions}}
+	}
+	if e != nil {
+		u.refuseTool(ctx, toolCancelAll, a.Category, a.Symbol, a.DryRun, e, act.origin, act.waiter)
+		return
+	}
+	var plain []messages.Order
+	for _, o := range m.orders {
+		if o.Symbol == a.Symbol && (o.Status == "New" || o.Status == "PartiallyFilled") {
+			plain = append(plain, o)
+		}
+	}
+	ans := &messages.CancelAllAnswer{Status: messages.AnswerPreview, Category: a.Category, Symbol: a.Symbol, HasMore: m.hasMore || len(plain) > cancelAllMax,
+		IdempotencyKey: a.IdempotencyKey, Orders: []messages.CancelAllRow{}}
+	if len(plain) > cancelAllMax {
+		plain = plain[:cancelAllMax]
+	}
+	for _, o := range plain {
+		row := messages.CancelAllRow{OrderID: o.OrderID, Origin: u.state.orderOrigin(o.OrderLinkID), Status: "planned"}
+		if row.Origin == messages.OriginSystem {
+			row.ClientOrderID = o.OrderLinkID
+		} else {
+			ans.ExternalCount++
+		}
+		ans.Orders = append(ans.Orders, row)
+	}
+	ans.Count = len(ans.Orders)
+	if a.DryRun {
+		u.reply(ctx, act.waiter, ans)
+		return
+	}
+	u.runCancelAll(ctx, act, a, plain, ans)
+}
+
+// runCancelAll journals the parent attempt (it claims the key), cancels
+// each order with its own attempt, then journals the parent's outcome with
+// the whole answer and answers.
+func (u *userActor) runCancelAll(ctx actor.Context, act *action, a messages.CancelAllArgs, plain []messages.Order, ans *messages.CancelAllAnswer) {
+	parent := u.begin(actionOrder, act.waiter, act.origin, nil)
+	parent.claim = act.claim
+	parent.step = stepJournal
+	id := clientOrderID(parent.id)
+	att := messages.OrderAttemptEvent{ActionID: strconv.FormatUint(parent.id, 36), ClientOrderID: id, Tool: toolCancelAll,
+		Category: a.Category, Symbol: a.Symbol, At: u.now().UTC(), IdempotencyKey: a.IdempotencyKey, ArgsSHA256: act.all.hash}
+	ev := Event{messages.RecordOrderAttempt, att}
+	u.write(ctx, ev, act.origin, func(_ wal.Record, err error) {
+		if err != nil {
+			u.finish(ctx, parent, messages.AsError(err))
+			return
+		}
+		u.commit(ev)
+		parent.attempt = u.state.Attempts[id]
+		ans.Status, ans.ResultSource = "done", messages.ResultSourceVenue
+		var next func(i int)
+		next = func(i int) {
+			if i == len(plain) {
+				u.closeCancelAll(ctx, parent, ans)
+				return
+			}
+			o := plain[i]
+			plan := orderPlan{tool: toolCancelAll, category: a.Category, symbol: a.Symbol, settleLinkID: o.OrderLinkID,
+				cancel: &messages.CancelOrderRequest{Category: a.Category, Symbol: a.Symbol, OrderID: o.OrderID}}
+			child := u.execute(ctx, plan, act.origin, nil)
+			child.complete = func(r *orderResult, w *orderWritten) any {
+				if r.Err != nil {
+					ans.Orders[i].Status = string(r.Err.Code)
+					return nil
+				}
+				var read *messages.Order
+				switch {
+				case w.settled != nil:
+					read = &w.settled.Order
+				case w.readBack != nil:
+					read = w.readBack
+				}
+				ans.Orders[i].Status = string(venue.CancelResult(read).Status)
+				return nil
+			}
+			child.after = func() { next(i + 1) }
+		}
+		next(0)
+	})
+}
+
+// closeCancelAll journals the parent's outcome with the whole answer, then
+// answers.
+func (u *userActor) closeCancelAll(ctx actor.Context, parent *action, ans *messages.CancelAllAnswer) {
+	raw, _ := json.Marshal(ans)
+	ev := Event{messages.RecordOrderOutcome, messages.OrderOutcomeEvent{ActionID: parent.attempt.ActionID, ClientOrderID: parent.attempt.ClientOrderID,
+		At: u.now().UTC(), Status: messages.OutcomeAccepted, ResultSource: messages.ResultSourceVenue, Answer: raw}}
+	u.write(ctx, ev, parent.origin, func(_ wal.Record, err error) {
+		if err != nil {
+			u.finish(ctx, parent, messages.AsError(err))
+			return
+		}
+		u.commit(ev)
+		u.finish(ctx, parent, ans)
+	})
+}
