@@ -164,7 +164,7 @@ func (u *userActor) runCancelAll(ctx actor.Context, act *action, a messages.Canc
 	parent.claim = act.claim
 	parent.step = stepJournal
 	id := clientOrderID(parent.id)
-	att := messages.OrderAttemptEvent{ActionID: strconv.FormatUint(parent.id, 36), ClientOrderID: id, Tool: toolCancelAll,
+	att := messages.OrderAttemptEvent{ActionID: strconv.FormatUint(parent.id, 36), ClientOrderID: id, Environment: u.env, Tool: toolCancelAll,
 		Category: a.Category, Symbol: a.Symbol, At: u.now().UTC(), IdempotencyKey: a.IdempotencyKey, ArgsSHA256: act.all.hash}
 	ev := Event{messages.RecordOrderAttempt, att}
 	u.write(ctx, ev, act.origin, func(_ wal.Record, err error) {

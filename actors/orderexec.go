@@ -135,7 +135,7 @@ func (u *userActor) execute(ctx actor.Context, p orderPlan, origin messages.Orig
 		settle = id
 	}
 	att := messages.OrderAttemptEvent{
-		ActionID: strconv.FormatUint(a.id, 36), ClientOrderID: id, Tool: p.tool, Category: p.category, Symbol: p.symbol,
+		ActionID: strconv.FormatUint(a.id, 36), ClientOrderID: id, Environment: u.env, Tool: p.tool, Category: p.category, Symbol: p.symbol,
 		At: u.now().UTC(), NotionalUSDT: p.notional, RiskIncreasing: p.riskIncreasing,
 		IdempotencyKey: p.idempotencyKey, ArgsSHA256: p.argsSHA256,
 	}

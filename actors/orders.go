@@ -25,6 +25,7 @@ const (
 type Attempt struct {
 	ActionID       string
 	ClientOrderID  string
+	Environment    string // the venue it was sent to; "" in older records
 	Category       messages.Category
 	Symbol         string
 	At             time.Time
@@ -109,7 +110,7 @@ func (s *UserState) applyOrder(ev Event) bool {
 			att = map[string]Attempt{}
 		}
 		att[p.ClientOrderID] = Attempt{
-			ActionID: p.ActionID, ClientOrderID: p.ClientOrderID, Category: p.Category, Symbol: p.Symbol, At: p.At,
+			ActionID: p.ActionID, ClientOrderID: p.ClientOrderID, Environment: p.Environment, Category: p.Category, Symbol: p.Symbol, At: p.At,
 			NotionalUSDT: p.NotionalUSDT, RiskIncreasing: p.RiskIncreasing, IdempotencyKey: p.IdempotencyKey, ArgsSHA256: p.ArgsSHA256,
 		}
 		s.Attempts = att

@@ -86,6 +86,18 @@ func (u *userActor) startRecovery(ctx actor.Context) {
 		if u.ownsAttempt(att.ClientOrderID) {
 			continue // its write or an earlier reconcile is under way
 		}
+		if att.Environment != "" && att.Environment != u.env {
+			// Sent to another venue: looking it up here would find
+			// nothing and close an order that may be live there. It stays
+			// open (and its reservation counts) until a process of that
+			// venue reconciles it.
+			if !u.foreignAttemptsLogged {
+				u.foreignAttemptsLogged = true
+				u.logger.Warn("open order attempts of another venue stay open until a server of that venue starts",
+					"user", u.state.User, "venue", att.Environment)
+			}
+			continue
+		}
 		a := u.begin(actionReconcile, nil, systemOrigin, nil)
 		a.attempt = att
 		u.recovering++

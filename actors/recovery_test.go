@@ -41,11 +41,13 @@ func TestRecoveryReconcilesOpenAttemptsBeforeNewWrites(t *testing.T) {
 	if _, err := ts.Handle(context.Background(), &messages.AddCredentialRequest{User: "rae", Environment: "paper", APIKey: key.APIKey, APISecret: messages.NewSecret(key.APISecret)}, messages.ActorCLIUser); err != nil {
 		t.Fatal(err)
 	}
-	// Two attempts were journaled, then the process died: one order
-	// reached the venue, the other never left.
+	// Three attempts were journaled, then the process died: one order
+	// reached the venue, one never left, and one went to another venue
+	// (a server started with another GX_VENUE): this process must not
+	// close it by looking for it on its own venue.
 	now := time.Now().UTC()
-	for _, id := range []string{"gx-found", "gx-lost"} {
-		payload, _ := json.Marshal(messages.OrderAttemptEvent{ActionID: id, ClientOrderID: id, Tool: "place_order", Category: messages.CategoryLinear,
+	for id, env := range map[string]string{"gx-found": "paper", "gx-lost": "", "gx-demo": "bybit-demo"} {
+		payload, _ := json.Marshal(messages.OrderAttemptEvent{ActionID: id, ClientOrderID: id, Environment: env, Tool: "place_order", Category: messages.CategoryLinear,
 			Symbol: "BTCUSDT", At: now, NotionalUSDT: decimal.NewFromInt(100), RiskIncreasing: true})
 		if _, err := ts.log.Append([]wal.Entry{{Time: now, Type: uint16(messages.RecordOrderAttempt), User: "rae", Actor: messages.ActorAgent, Payload: payload}}); err != nil {
 			t.Fatal(err)
@@ -96,7 +98,8 @@ func TestRecoveryReconcilesOpenAttemptsBeforeNewWrites(t *testing.T) {
 		!strings.Contains(joined, "order_outcome:gx-lost:not_found::system:server") {
 		t.Fatalf("journal after recovery: %s", joined)
 	}
-	// Replayed again, nothing is open and the counters remember both.
+	// Replayed again, only the other venue's attempt is open, and the
+	// counters remember all three.
 	replay := NewUserReplay()
 	l, _, err := wal.Open(dir, wal.Options{OnRecord: replay.OnRecord})
 	if err != nil {
@@ -109,7 +112,7 @@ func TestRecoveryReconcilesOpenAttemptsBeforeNewWrites(t *testing.T) {
 	}
 	st := states["rae"]
 	daily, perMinute, _ := st.Counters.Window(time.Now())
-	if len(st.Attempts) != 0 || perMinute != 2 || !daily.Equal(decimal.NewFromInt(200)) {
+	if _, open := st.Attempts["gx-demo"]; !open || len(st.Attempts) != 1 || perMinute != 3 || !daily.Equal(decimal.NewFromInt(300)) {
 		t.Fatalf("after recovery: %d open attempts, %d orders this minute, daily notional %s", len(st.Attempts), perMinute, daily)
 	}
 }

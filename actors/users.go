@@ -122,6 +122,9 @@ type userActor struct {
 	// recovering counts the open attempts still being reconciled at start;
 	// while it is above zero, writes wait (recovery.go).
 	recovering int
+	// foreignAttemptsLogged: the warning about open attempts of another
+	// venue was logged once.
+	foreignAttemptsLogged bool
 	serial
 }
 

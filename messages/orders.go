@@ -22,11 +22,15 @@ type OrderAttemptEvent struct {
 	// ActionID identifies the action; the client order id derives from it.
 	ActionID string `json:"action_id"`
 	// ClientOrderID is the orderLinkId sent to the venue ("gx-...").
-	ClientOrderID string    `json:"client_order_id"`
-	Tool          string    `json:"tool"`
-	Category      Category  `json:"category"`
-	Symbol        string    `json:"symbol"`
-	At            time.Time `json:"at"`
+	ClientOrderID string `json:"client_order_id"`
+	// Environment is the venue the order was sent to (paper, bybit-demo,
+	// ...): only a process serving that venue can reconcile it. Empty in
+	// records written before it existed, which mean this process's venue.
+	Environment string    `json:"environment,omitempty"`
+	Tool        string    `json:"tool"`
+	Category    Category  `json:"category"`
+	Symbol      string    `json:"symbol"`
+	At          time.Time `json:"at"`
 	// NotionalUSDT is the order's value; it counts against the rolling
 	// daily cap when RiskIncreasing.
 	NotionalUSDT   decimal.Decimal `json:"notional_usdt"`
