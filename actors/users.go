@@ -186,6 +186,7 @@ func (u *userActor) handle(ctx actor.Context, msg any, sender *actor.PID) {
 
 // commit applies a durable event and records the new committed state.
 func (u *userActor) commit(ev Event) {
+	u.state.prune(u.now())
 	u.state.Apply(ev)
 	u.snap.store(u.state)
 	u.tokens.note(ev, u.state.User, u.snap)
@@ -557,10 +558,12 @@ type UserReplay struct {
 type replayUser struct {
 	parts  [numStateParts]*replayRecord
 	events []*replayRecord
+	guard  replayGuard
 }
 
 type replayRecord struct {
 	seq     uint64
+	at      time.Time // the record's time, written by the journal
 	typ     messages.RecordType
 	payload []byte
 }
@@ -595,9 +598,17 @@ func statePart(t messages.RecordType) (int, bool) {
 func NewUserReplay() *UserReplay { return &UserReplay{users: map[string]*replayUser{}} }
 
 // OnRecord notes one journal record. Records of other types are skipped
-// without decoding.
+// without decoding. A record the server could not have written refuses
+// start, naming its seq: a type not in the record table, a user that is
+// not a valid name or differs from the payload's, a record whose actor may
+// not cause it, a kill switch or own-settings change that does not follow
+// from the records before it, a payload time after the record's own
+// (replaycheck.go).
 func (r *UserReplay) OnRecord(rec wal.Record) error {
 	typ := messages.RecordType(rec.Type)
+	if !knownRecord(typ) {
+		return errEditedJournal(rec.Seq, typ, "the record type is not one this server writes")
+	}
 	part, ok := statePart(typ)
 	if typ == messages.RecordUserCreated {
 		part, ok = partCreated, true
@@ -611,14 +622,20 @@ func (r *UserReplay) OnRecord(rec wal.Record) error {
 	}
 	u := r.users[rec.User]
 	if u == nil {
-		u = &replayUser{}
+		if err := checkUserName(rec, typ); err != nil {
+			return err
+		}
+		u = &replayUser{guard: replayGuard{kill: messages.KillSwitchNone}}
 		r.users[rec.User] = u
 	}
+	if err := u.guard.check(rec, typ); err != nil {
+		return err
+	}
 	if full {
-		u.events = append(u.events, &replayRecord{seq: rec.Seq, typ: typ, payload: append([]byte(nil), rec.Payload...)})
+		u.events = append(u.events, &replayRecord{seq: rec.Seq, at: rec.Time, typ: typ, payload: append([]byte(nil), rec.Payload...)})
 		return nil
 	}
-	u.parts[part] = &replayRecord{seq: rec.Seq, typ: typ, payload: append([]byte(nil), rec.Payload...)}
+	u.parts[part] = &replayRecord{seq: rec.Seq, at: rec.Time, typ: typ, payload: append([]byte(nil), rec.Payload...)}
 	if typ == messages.RecordUserCreated {
 		// user_created also sets the ceiling.
 		u.parts[partCeiling] = u.parts[partCreated]
@@ -664,6 +681,11 @@ func (r *UserReplay) states(now time.Time) (map[string]*UserState, error) {
 			if err != nil {
 				return nil, fmt.Errorf("replay seq %d (%s): %w", rr.seq, rr.typ, err)
 			}
+			if err := checkPayloadUser(rr, name, ev); err != nil {
+				return nil, err
+			}
+			// The windows move with the journal's time, never a payload's.
+			s.prune(rr.at)
 			s.Apply(ev)
 		}
 		if s.Exists {
