@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"path"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -149,6 +148,10 @@ func (u *userActor) handle(ctx actor.Context, msg any, sender *actor.PID) {
 		u.queue = append(u.queue, queued{msg, sender})
 		return
 	}
+	if e := refuseCancelled(msg); e != nil {
+		u.reply(ctx, sender, e)
+		return
+	}
 	switch m := msg.(type) {
 	case *userCommand:
 		switch c := m.cmd.(type) {
@@ -181,6 +184,30 @@ func (u *userActor) handle(ctx actor.Context, msg any, sender *actor.PID) {
 		u.onOrderLookedUp(ctx, m)
 	case *crashRequest:
 		panic("user: crash requested by test")
+	}
+}
+
+// refuseCancelled refuses a command or decision whose caller has stopped
+// waiting (its context is done), typically one held in the queue behind a
+// journal write or the recovery phase: the caller was told it failed, so it
+// must never take effect later.
+func refuseCancelled(msg any) *messages.Error {
+	var c context.Context
+	switch m := msg.(type) {
+	case *userCommand:
+		c = m.ctx
+	case *decideAsk:
+		c = m.ctx
+	}
+	if c == nil || c.Err() == nil {
+		return nil
+	}
+	return &messages.Error{
+		Code:     messages.CodeInternalError,
+		Message:  "cancelled before it was applied; nothing journaled",
+		NextStep: "check the state (policy show) and send the command again if it is still wanted",
+		Details:  map[string]any{"reason": "cancelled"},
+		Err:      c.Err(),
 	}
 }
 
@@ -395,6 +422,9 @@ type usersActor struct {
 	holders map[string]*committed
 
 	running map[string]*actor.PID
+	// userOf maps a running user supervisor's PID id back to its user, for
+	// Terminated (a PID's id is never parsed for the name).
+	userOf map[string]string
 	serial
 }
 
@@ -418,6 +448,7 @@ func (us *usersActor) ensure(ctx actor.Context, user string) (*actor.PID, *messa
 		return nil, messages.Internal(err)
 	}
 	us.running[user] = sup
+	us.userOf[sup.Id] = user
 	return sup, nil
 }
 
@@ -425,15 +456,22 @@ func (us *usersActor) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		us.running = map[string]*actor.PID{}
+		us.userOf = map[string]string{}
 	case *ensureUserRequest:
 		pid, err := us.ensure(ctx, m.user)
 		ctx.Respond(&ensureUserResponse{pid: pid, err: err})
 	case *userCommand:
 		us.handle(ctx, m, ctx.Sender())
 	case *actor.Terminated:
-		user := path.Base(m.Who.Id)
-		delete(us.running, user)
-		us.registry.remove(user)
+		user, ok := us.userOf[m.Who.Id]
+		if !ok {
+			return
+		}
+		delete(us.userOf, m.Who.Id)
+		if pid := us.running[user]; pid != nil && pid.Id == m.Who.Id {
+			delete(us.running, user)
+			us.registry.remove(user)
+		}
 		us.logger.Debug("user actors stopped", "actor", m.Who.Id)
 	}
 }
@@ -447,6 +485,10 @@ func (us *usersActor) handle(ctx actor.Context, m *userCommand, sender *actor.PI
 		if sender != nil {
 			ctx.Send(sender, v)
 		}
+	}
+	if e := refuseCancelled(m); e != nil {
+		reply(e)
+		return
 	}
 	switch c := m.cmd.(type) {
 	case *messages.ListUsersRequest:
