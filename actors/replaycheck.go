@@ -23,9 +23,14 @@ const replayClockSkew = 5 * time.Minute
 // settings. Both are cheap to keep while scanning; only the small records
 // that change them are decoded.
 type replayGuard struct {
-	kill       messages.KillSwitch
+	kill messages.KillSwitch
+	// ownRaw is the payload of the record that set the own settings (nil:
+	// none yet, the own settings are empty). It is decoded only when a
+	// later tighten with another payload must be compared with it; own
+	// holds it once decoded.
+	ownRaw     []byte
 	own        messages.PolicySettings
-	ownPayload []byte // the payload that set own, to skip decoding repeats
+	ownDecoded bool
 }
 
 // errEditedJournal is the start refusal for a record the server could not
@@ -119,21 +124,34 @@ func (g *replayGuard) check(rec wal.Record, typ messages.RecordType) error {
 		}
 		g.kill = p.After
 	case messages.RecordPolicyTightened, messages.RecordPolicyOverridesReset:
-		if bytes.Equal(rec.Payload, g.ownPayload) {
+		if g.ownRaw != nil && bytes.Equal(rec.Payload, g.ownRaw) {
 			return nil // the same after as the record that set own
 		}
-		var p struct {
-			After messages.PolicySettings `json:"after"`
-		}
-		if err := decode(&p); err != nil {
-			return err
-		}
-		if typ == messages.RecordPolicyTightened {
-			if looser := looserOwn(g.own, p.After); len(looser) > 0 {
+		// Nothing is looser than empty own settings, and a reset is the
+		// admin's: only a tighten over set own settings is compared.
+		decoded := g.ownDecoded
+		g.ownDecoded = false
+		if typ == messages.RecordPolicyTightened && g.ownRaw != nil {
+			type after struct {
+				After messages.PolicySettings `json:"after"`
+			}
+			if !decoded {
+				var before after
+				if err := json.Unmarshal(g.ownRaw, &before); err != nil {
+					return fmt.Errorf("journal seq %d (%s): %w", rec.Seq, typ, err)
+				}
+				g.own = before.After
+			}
+			var next after
+			if err := decode(&next); err != nil {
+				return err
+			}
+			if looser := looserOwn(g.own, next.After); len(looser) > 0 {
 				return fail("a tighten may not loosen the user's own settings (" + joinFields(looser) + ")")
 			}
+			g.own, g.ownDecoded = next.After, true
 		}
-		g.own, g.ownPayload = p.After, slices.Clone(rec.Payload)
+		g.ownRaw = slices.Clone(rec.Payload)
 	case messages.RecordOrderAttempt, messages.RecordOrderOutcome:
 		var p struct {
 			At time.Time `json:"at"`
