@@ -26,11 +26,8 @@ type replayGuard struct {
 	kill messages.KillSwitch
 	// ownRaw is the payload of the record that set the own settings (nil:
 	// none yet, the own settings are empty). It is decoded only when a
-	// later tighten with another payload must be compared with it; own
-	// holds it once decoded.
-	ownRaw     []byte
-	own        messages.PolicySettings
-	ownDecoded bool
+	// later tighten with another payload must be compared with it.
+	ownRaw []byte
 }
 
 // errEditedJournal is the start refusal for a record the server could not
@@ -129,27 +126,20 @@ func (g *replayGuard) check(rec wal.Record, typ messages.RecordType) error {
 		}
 		// Nothing is looser than empty own settings, and a reset is the
 		// admin's: only a tighten over set own settings is compared.
-		decoded := g.ownDecoded
-		g.ownDecoded = false
 		if typ == messages.RecordPolicyTightened && g.ownRaw != nil {
 			type after struct {
 				After messages.PolicySettings `json:"after"`
 			}
-			if !decoded {
-				var before after
-				if err := json.Unmarshal(g.ownRaw, &before); err != nil {
-					return fmt.Errorf("journal seq %d (%s): %w", rec.Seq, typ, err)
-				}
-				g.own = before.After
+			var before, next after
+			if err := json.Unmarshal(g.ownRaw, &before); err != nil {
+				return fmt.Errorf("journal seq %d (%s): %w", rec.Seq, typ, err)
 			}
-			var next after
 			if err := decode(&next); err != nil {
 				return err
 			}
-			if looser := looserOwn(g.own, next.After); len(looser) > 0 {
+			if looser := looserOwn(before.After, next.After); len(looser) > 0 {
 				return fail("a tighten may not loosen the user's own settings (" + joinFields(looser) + ")")
 			}
-			g.own, g.ownDecoded = next.After, true
 		}
 		g.ownRaw = slices.Clone(rec.Payload)
 	case messages.RecordOrderAttempt, messages.RecordOrderOutcome:

@@ -727,7 +727,9 @@ func (r *UserReplay) states(now time.Time) (map[string]*UserState, error) {
 				return nil, err
 			}
 			// The windows move with the journal's time, never a payload's.
-			s.prune(rr.at)
+			if isEventRecord(rr.typ) {
+				s.prune(rr.at)
+			}
 			s.Apply(ev)
 		}
 		if s.Exists {
