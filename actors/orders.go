@@ -101,10 +101,11 @@ func (c RollingCounters) Window(now time.Time) (dailyNotional decimal.Decimal, p
 
 // applyOrder applies the order event records. Every change builds new maps
 // and slices (copy on write), so a committed snapshot is never changed.
+// The windows are pruned by the caller, with the journal's time (the live
+// clock, or the record's time at replay), never a payload's own time.
 func (s *UserState) applyOrder(ev Event) bool {
 	switch p := ev.Payload.(type) {
 	case messages.OrderAttemptEvent:
-		s.prune(p.At)
 		att := maps.Clone(s.Attempts)
 		if att == nil {
 			att = map[string]Attempt{}
@@ -124,7 +125,6 @@ func (s *UserState) applyOrder(ev Event) bool {
 			s.Idempotency = idem
 		}
 	case messages.OrderOutcomeEvent:
-		s.prune(p.At)
 		a, open := s.Attempts[p.ClientOrderID]
 		if !open {
 			return true

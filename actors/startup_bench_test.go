@@ -33,7 +33,6 @@ func buildJournal(tb testing.TB, dir string, users, total int) {
 		}
 		batch = batch[:0]
 	}
-	created, _ := json.Marshal(NewUserEvent("x", messages.PolicySettings{}).Payload)
 	tightened, _ := json.Marshal(messages.PolicyChangedEvent{Fields: []string{"max_leverage"},
 		After: messages.PolicySettings{MaxPending: intp(3)}})
 	toolCall, _ := json.Marshal(messages.ToolCalled{User: "u", Profile: "read_only", Tool: "get_ticker", ArgsSHA256: fmt.Sprintf("%064d", 0), Admitted: true})
@@ -41,7 +40,8 @@ func buildJournal(tb testing.TB, dir string, users, total int) {
 		e := wal.Entry{Time: now, Actor: messages.ActorCLIAdmin}
 		switch {
 		case i < users:
-			e.Type, e.User, e.Payload = uint16(messages.RecordUserCreated), fmt.Sprintf("user%06d", i), created
+			e.Type, e.User = uint16(messages.RecordUserCreated), fmt.Sprintf("user%06d", i)
+			e.Payload, _ = json.Marshal(NewUserEvent(e.User, messages.PolicySettings{}).Payload)
 		case i%2 == 0:
 			e.Type, e.User, e.Actor, e.Payload = uint16(messages.RecordPolicyTightened), fmt.Sprintf("user%06d", i%users), messages.ActorCLIUser, tightened
 		default:

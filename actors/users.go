@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"path"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -159,6 +158,10 @@ func (u *userActor) handle(ctx actor.Context, msg any, sender *actor.PID) {
 		u.queue = append(u.queue, queued{msg, sender})
 		return
 	}
+	if e := refuseCancelled(msg); e != nil {
+		u.reply(ctx, sender, e)
+		return
+	}
 	switch m := msg.(type) {
 	case *userCommand:
 		switch c := m.cmd.(type) {
@@ -198,8 +201,33 @@ func (u *userActor) handle(ctx actor.Context, msg any, sender *actor.PID) {
 	}
 }
 
+// refuseCancelled refuses a command or decision whose caller has stopped
+// waiting (its context is done), typically one held in the queue behind a
+// journal write or the recovery phase: the caller was told it failed, so it
+// must never take effect later.
+func refuseCancelled(msg any) *messages.Error {
+	var c context.Context
+	switch m := msg.(type) {
+	case *userCommand:
+		c = m.ctx
+	case *decideAsk:
+		c = m.ctx
+	}
+	if c == nil || c.Err() == nil {
+		return nil
+	}
+	return &messages.Error{
+		Code:     messages.CodeInternalError,
+		Message:  "cancelled before it was applied; nothing journaled",
+		NextStep: "check the state (policy show) and send the command again if it is still wanted",
+		Details:  map[string]any{"reason": "cancelled"},
+		Err:      c.Err(),
+	}
+}
+
 // commit applies a durable event and records the new committed state.
 func (u *userActor) commit(ev Event) {
+	u.state.prune(u.now())
 	u.state.Apply(ev)
 	u.snap.store(u.state)
 	u.tokens.note(ev, u.state.User, u.snap)
@@ -408,6 +436,9 @@ type usersActor struct {
 	holders map[string]*committed
 
 	running map[string]*actor.PID
+	// userOf maps a running user supervisor's PID id back to its user, for
+	// Terminated (a PID's id is never parsed for the name).
+	userOf map[string]string
 	serial
 }
 
@@ -431,6 +462,7 @@ func (us *usersActor) ensure(ctx actor.Context, user string) (*actor.PID, *messa
 		return nil, messages.Internal(err)
 	}
 	us.running[user] = sup
+	us.userOf[sup.Id] = user
 	return sup, nil
 }
 
@@ -438,15 +470,22 @@ func (us *usersActor) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		us.running = map[string]*actor.PID{}
+		us.userOf = map[string]string{}
 	case *ensureUserRequest:
 		pid, err := us.ensure(ctx, m.user)
 		ctx.Respond(&ensureUserResponse{pid: pid, err: err})
 	case *userCommand:
 		us.handle(ctx, m, ctx.Sender())
 	case *actor.Terminated:
-		user := path.Base(m.Who.Id)
-		delete(us.running, user)
-		us.registry.remove(user)
+		user, ok := us.userOf[m.Who.Id]
+		if !ok {
+			return
+		}
+		delete(us.userOf, m.Who.Id)
+		if pid := us.running[user]; pid != nil && pid.Id == m.Who.Id {
+			delete(us.running, user)
+			us.registry.remove(user)
+		}
 		us.logger.Debug("user actors stopped", "actor", m.Who.Id)
 	}
 }
@@ -460,6 +499,10 @@ func (us *usersActor) handle(ctx actor.Context, m *userCommand, sender *actor.PI
 		if sender != nil {
 			ctx.Send(sender, v)
 		}
+	}
+	if e := refuseCancelled(m); e != nil {
+		reply(e)
+		return
 	}
 	switch c := m.cmd.(type) {
 	case *messages.ListUsersRequest:
@@ -571,10 +614,12 @@ type UserReplay struct {
 type replayUser struct {
 	parts  [numStateParts]*replayRecord
 	events []*replayRecord
+	guard  replayGuard
 }
 
 type replayRecord struct {
 	seq     uint64
+	at      time.Time // the record's time, written by the journal
 	typ     messages.RecordType
 	payload []byte
 }
@@ -609,9 +654,17 @@ func statePart(t messages.RecordType) (int, bool) {
 func NewUserReplay() *UserReplay { return &UserReplay{users: map[string]*replayUser{}} }
 
 // OnRecord notes one journal record. Records of other types are skipped
-// without decoding.
+// without decoding. A record the server could not have written refuses
+// start, naming its seq: a type not in the record table, a user that is
+// not a valid name or differs from the payload's, a record whose actor may
+// not cause it, a kill switch or own-settings change that does not follow
+// from the records before it, a payload time after the record's own
+// (replaycheck.go).
 func (r *UserReplay) OnRecord(rec wal.Record) error {
 	typ := messages.RecordType(rec.Type)
+	if !knownRecord(typ) {
+		return errEditedJournal(rec.Seq, typ, "the record type is not one this server writes")
+	}
 	part, ok := statePart(typ)
 	if typ == messages.RecordUserCreated {
 		part, ok = partCreated, true
@@ -625,14 +678,20 @@ func (r *UserReplay) OnRecord(rec wal.Record) error {
 	}
 	u := r.users[rec.User]
 	if u == nil {
-		u = &replayUser{}
+		if err := checkUserName(rec, typ); err != nil {
+			return err
+		}
+		u = &replayUser{guard: replayGuard{kill: messages.KillSwitchNone}}
 		r.users[rec.User] = u
 	}
+	if err := u.guard.check(rec, typ); err != nil {
+		return err
+	}
 	if full {
-		u.events = append(u.events, &replayRecord{seq: rec.Seq, typ: typ, payload: append([]byte(nil), rec.Payload...)})
+		u.events = append(u.events, &replayRecord{seq: rec.Seq, at: rec.Time, typ: typ, payload: append([]byte(nil), rec.Payload...)})
 		return nil
 	}
-	u.parts[part] = &replayRecord{seq: rec.Seq, typ: typ, payload: append([]byte(nil), rec.Payload...)}
+	u.parts[part] = &replayRecord{seq: rec.Seq, at: rec.Time, typ: typ, payload: append([]byte(nil), rec.Payload...)}
 	if typ == messages.RecordUserCreated {
 		// user_created also sets the ceiling.
 		u.parts[partCeiling] = u.parts[partCreated]
@@ -677,6 +736,13 @@ func (r *UserReplay) states(now time.Time) (map[string]*UserState, error) {
 			ev, _, err := DecodeEvent(rr.typ, rr.payload)
 			if err != nil {
 				return nil, fmt.Errorf("replay seq %d (%s): %w", rr.seq, rr.typ, err)
+			}
+			if err := checkPayloadUser(rr, name, ev); err != nil {
+				return nil, err
+			}
+			// The windows move with the journal's time, never a payload's.
+			if isEventRecord(rr.typ) {
+				s.prune(rr.at)
 			}
 			s.Apply(ev)
 		}

@@ -485,7 +485,7 @@ func TestCompactedReplayEqualsFullReplay(t *testing.T) {
 			if ev.Type == messages.RecordOrderAttempt || ev.Type == messages.RecordOrderOutcome {
 				actor = messages.ActorAgent
 			}
-			if err := replay.OnRecord(wal.Record{Seq: seq, Type: uint16(ev.Type), User: user, Actor: actor, Payload: payload}); err != nil {
+			if err := replay.OnRecord(wal.Record{Seq: seq, Time: at, Type: uint16(ev.Type), User: user, Actor: actor, Payload: payload}); err != nil {
 				t.Fatal(err)
 			}
 			back, _, err := DecodeEvent(ev.Type, payload)
@@ -542,13 +542,21 @@ func TestCompactedReplayEqualsFullReplay(t *testing.T) {
 			case 0:
 				emit(u, Event{messages.RecordPolicyCeilingSet, messages.PolicyChangedEvent{After: settings}})
 			case 1:
-				emit(u, Event{messages.RecordPolicyTightened, messages.PolicyChangedEvent{After: settings}})
+				// Replay refuses a tighten that loosens the own settings.
+				if after := full[u].Own.Merge(settings); len(looserOwn(full[u].Own, after)) == 0 {
+					emit(u, Event{messages.RecordPolicyTightened, messages.PolicyChangedEvent{Before: full[u].Own, After: after}})
+				}
 			case 2:
 				emit(u, Event{messages.RecordPolicyOverridesReset, messages.PolicyChangedEvent{After: messages.PolicySettings{}}})
 			case 3:
-				emit(u, Event{messages.RecordKillSwitchOn, messages.KillSwitchEvent{After: levels[1+rng.IntN(2)]}})
+				// Only a stricter switch is journaled (decideKillSwitch).
+				if ks, to := full[u].KillSwitch, levels[1+rng.IntN(2)]; killRank(to) > killRank(ks) {
+					emit(u, Event{messages.RecordKillSwitchOn, messages.KillSwitchEvent{Before: ks, After: to}})
+				}
 			case 4:
-				emit(u, Event{messages.RecordKillSwitchOff, messages.KillSwitchEvent{After: levels[0]}})
+				if ks := full[u].KillSwitch; ks != messages.KillSwitchNone {
+					emit(u, Event{messages.RecordKillSwitchOff, messages.KillSwitchEvent{Before: ks, After: levels[0]}})
+				}
 			case 5:
 				if rng.IntN(4) == 0 {
 					emit(u, Event{messages.RecordUserDisabled, messages.UserDisabledEvent{User: u}})

@@ -64,7 +64,9 @@ var Commands = []CommandInfo{
 	{Name: "admin.token.list", New: func() Command { return &ListTokensRequest{} }, Result: tokenList, Roles: admins},
 	{Name: "keys.add", New: func() Command { return &AddCredentialRequest{} }, Result: credentialView, Roles: humans,
 		Records: []RecordType{RecordCredentialAdded, RecordCredentialRejected}},
-	{Name: "keys.show", New: func() Command { return &ShowCredentialRequest{} }, Result: credentialView, Roles: readers},
+	// An approver uid does not read keys: the CLI refuses keys.* for a
+	// foreign uid, and the server agrees.
+	{Name: "keys.show", New: func() Command { return &ShowCredentialRequest{} }, Result: credentialView, Roles: []Role{RoleUser, RoleAdmin, RoleSystem}},
 	{Name: "keys.delete", New: func() Command { return &DeleteCredentialRequest{} }, Result: credentialView, Roles: humans,
 		Records: []RecordType{RecordCredentialDeleted}},
 	{Name: "keys.recheck", New: func() Command { return &RecheckCredentialRequest{} }, Result: credentialView,

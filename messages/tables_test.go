@@ -90,7 +90,7 @@ func TestPermitMatrix(t *testing.T) {
 	}
 	allowed := map[Role][]string{
 		RoleAgent:    {"show", "kill_on"},
-		RoleApprover: {"show", "kill_on", "list", "keys_show"},
+		RoleApprover: {"show", "kill_on", "list"},
 		RoleUser:     {"show", "tighten", "kill_on", "kill_off", "keys_add", "keys_show", "keys_delete", "keys_recheck"},
 		RoleAdmin: {"show", "tighten", "ceiling", "reset", "kill_on", "kill_off", "kill_admin_on", "kill_admin_off", "create", "list",
 			"disable", "keys_add", "keys_add_attest", "keys_show", "keys_delete", "keys_recheck", "token_issue", "token_revoke", "token_list"},

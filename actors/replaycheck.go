@@ -1,0 +1,190 @@
+package actors
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/guarded-exchange/guarded-exchange/messages"
+	"github.com/guarded-exchange/guarded-exchange/wal"
+)
+
+// replayClockSkew is how far a payload's own time (an attempt's at, a
+// key check's checked_at) may lie after the time the journal gave its
+// record. Both come from the same clock, a moment apart; a later payload
+// time is a record written outside the server.
+const replayClockSkew = 5 * time.Minute
+
+// replayGuard is what replay keeps per user, beyond the records, to
+// refuse a record that the live user actor could never have journaled
+// after the records before it: the running kill switch and the last own
+// settings. Both are cheap to keep while scanning; only the small records
+// that change them are decoded.
+type replayGuard struct {
+	kill messages.KillSwitch
+	// ownRaw is the payload of the record that set the own settings (nil:
+	// none yet, the own settings are empty). It is decoded only when a
+	// later tighten with another payload must be compared with it.
+	ownRaw []byte
+}
+
+// errEditedJournal is the start refusal for a record the server could not
+// have written.
+func errEditedJournal(seq uint64, typ messages.RecordType, why string) error {
+	return fmt.Errorf("journal seq %d (%s): %s; the journal was edited outside the server (inspect it with `guarded-exchange journal dump`)", seq, typ, why)
+}
+
+// knownRecord reports whether t is in the record table.
+func knownRecord(t messages.RecordType) bool {
+	return int(t) < len(inTable) && inTable[t]
+}
+
+// inTable is the record table's types by number, read for every record at
+// start.
+var inTable = func() []bool {
+	var out []bool
+	for _, info := range messages.RecordTypes {
+		for int(info.Type) >= len(out) {
+			out = append(out, false)
+		}
+		out[info.Type] = true
+	}
+	return out
+}()
+
+// checkPayloadUser refuses a surviving record whose payload names another
+// user than the record (user_created, user_disabled: they are decoded by
+// the final apply anyway, so the check costs nothing while scanning).
+func checkPayloadUser(rr *replayRecord, user string, ev Event) error {
+	var named string
+	switch p := ev.Payload.(type) {
+	case messages.UserCreatedEvent:
+		named = p.User
+	case messages.UserDisabledEvent:
+		named = p.User
+	default:
+		return nil
+	}
+	if named != user {
+		return errEditedJournal(rr.seq, rr.typ, "the payload's user differs from the record's user")
+	}
+	return nil
+}
+
+// killRank orders kill switch levels: none < user < admin; -1 is not a level.
+func killRank(k messages.KillSwitch) int {
+	return slices.Index([]messages.KillSwitch{messages.KillSwitchNone, messages.KillSwitchUser, messages.KillSwitchAdmin}, k)
+}
+
+// checkUserName refuses a record whose user the server could never have
+// created (a user is an actor name and a path element).
+func checkUserName(rec wal.Record, typ messages.RecordType) error {
+	if !messages.UserNamePattern.MatchString(rec.User) {
+		return errEditedJournal(rec.Seq, typ, "the record's user is not a valid user name")
+	}
+	return nil
+}
+
+// check refuses a record whose content the live user actor could not have
+// journaled given the records before it, and advances the running state.
+// Only the record types it names are decoded.
+func (g *replayGuard) check(rec wal.Record, typ messages.RecordType) error {
+	fail := func(why string) error { return errEditedJournal(rec.Seq, typ, why) }
+	decode := func(v any) error {
+		if err := json.Unmarshal(rec.Payload, v); err != nil {
+			return fmt.Errorf("journal seq %d (%s): %w", rec.Seq, typ, err)
+		}
+		return nil
+	}
+	switch typ {
+	case messages.RecordKillSwitchOn, messages.RecordKillSwitchOff:
+		var p messages.KillSwitchEvent
+		if err := decode(&p); err != nil {
+			return err
+		}
+		if p.Before != g.kill {
+			return fail("its before is not the kill switch at that point")
+		}
+		if typ == messages.RecordKillSwitchOn {
+			if killRank(p.After) <= killRank(g.kill) {
+				return fail("turning the kill switch on must make it stricter")
+			}
+		} else {
+			if p.After != messages.KillSwitchNone || g.kill == messages.KillSwitchNone {
+				return fail("turning the kill switch off must turn an on switch to none")
+			}
+			if g.kill == messages.KillSwitchAdmin && rec.Actor != messages.ActorCLIAdmin {
+				return fail("only the admin turns off the admin's kill switch")
+			}
+		}
+		g.kill = p.After
+	case messages.RecordPolicyTightened, messages.RecordPolicyOverridesReset:
+		if g.ownRaw != nil && bytes.Equal(rec.Payload, g.ownRaw) {
+			return nil // the same after as the record that set own
+		}
+		// Nothing is looser than empty own settings, and a reset is the
+		// admin's: only a tighten over set own settings is compared.
+		if typ == messages.RecordPolicyTightened && g.ownRaw != nil {
+			type after struct {
+				After messages.PolicySettings `json:"after"`
+			}
+			var before, next after
+			if err := json.Unmarshal(g.ownRaw, &before); err != nil {
+				return fmt.Errorf("journal seq %d (%s): %w", rec.Seq, typ, err)
+			}
+			if err := decode(&next); err != nil {
+				return err
+			}
+			if looser := looserOwn(before.After, next.After); len(looser) > 0 {
+				return fail("a tighten may not loosen the user's own settings (" + joinFields(looser) + ")")
+			}
+		}
+		g.ownRaw = slices.Clone(rec.Payload)
+	case messages.RecordOrderAttempt, messages.RecordOrderOutcome:
+		var p struct {
+			At time.Time `json:"at"`
+		}
+		if err := decode(&p); err != nil {
+			return err
+		}
+		if p.At.After(rec.Time.Add(replayClockSkew)) {
+			return fail("its at is later than the record's own time")
+		}
+	case messages.RecordCredentialAdded, messages.RecordCredentialChecked:
+		var p struct {
+			CheckedAt time.Time `json:"checked_at"`
+		}
+		if err := decode(&p); err != nil {
+			return err
+		}
+		if p.CheckedAt.After(rec.Time.Add(replayClockSkew)) {
+			return fail("its checked_at is later than the record's own time")
+		}
+	}
+	return nil
+}
+
+// looserOwn lists the fields in which after is looser than before: a field
+// set in before and unset in after, or set to a looser value.
+func looserOwn(before, after messages.PolicySettings) []string {
+	set := before.Fields()
+	var out []string
+	for _, f := range set {
+		if !slices.Contains(after.Fields(), f) {
+			out = append(out, f)
+		}
+	}
+	var others []string
+	for _, f := range after.Fields() {
+		if !slices.Contains(set, f) {
+			others = append(others, f)
+		}
+	}
+	// Policy.Looser compares the fields set in its argument with the
+	// policy's; overlaying before on any defaults puts before's values in
+	// every field before sets.
+	base := messages.DefaultPolicy(messages.VenueDemo).Overlay(before)
+	return append(out, base.Looser(after.Without(others))...)
+}
