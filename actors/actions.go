@@ -38,8 +38,26 @@ type action struct {
 	started time.Time
 	// onKey continues the action when its key check comes back.
 	onKey func(*keyChecked)
-	// attempt is the open order attempt a reconcile action looks up.
+	// attempt is the open order attempt a reconcile action looks up, or
+	// the one an order action wrote.
 	attempt Attempt
+	// claim is the idempotency claim of a trading call in flight; place
+	// and cancel carry the call between its steps (place.go, cancel.go);
+	// complete turns an order action's outcome into the tool's answer.
+	claim    *claim
+	place    *placeStep
+	cancel   *cancelStep
+	leverage *leverageStep
+	stop     *stopStep
+	amend    *amendStep
+	complete func(*orderResult, *orderWritten) any
+}
+
+// claim is what a trading call in flight holds in the idempotency table.
+type claim struct {
+	key    string
+	hash   string
+	dryRun bool
 }
 
 // actionKind says what an action does.

@@ -43,7 +43,26 @@ type IdempotencyEntry struct {
 	// Status is empty while the action runs ("in_progress"), else the
 	// order_outcome status.
 	Status string
+	// Answer is the first answer, given again to a repeat.
+	Answer json.RawMessage
 }
+
+// RecentOrder is one answered risk-increasing order sent without an
+// idempotency key: an identical one within safetyNet of its answer (or
+// safetyNetUnknown after an unknown outcome) is a repeat.
+type RecentOrder struct {
+	ArgsSHA256    string
+	ClientOrderID string
+	At            time.Time
+	Unknown       bool
+	Answer        json.RawMessage
+}
+
+// The safety net for identical risk-increasing orders without a key.
+const (
+	safetyNet        = 30 * time.Second
+	safetyNetUnknown = 10 * time.Minute
+)
 
 // OrderMark is one order in the rolling counters.
 type OrderMark struct {
@@ -126,9 +145,17 @@ func (s *UserState) applyOrder(ev Event) bool {
 		}
 		if e, ok := s.Idempotency[a.IdempotencyKey]; ok && a.IdempotencyKey != "" && e.ClientOrderID == p.ClientOrderID {
 			idem := maps.Clone(s.Idempotency)
-			e.Status = p.Status
-			idem[a.IdempotencyKey] = e
+			if p.ReleaseKey {
+				delete(idem, a.IdempotencyKey)
+			} else {
+				e.Status, e.Answer = p.Status, p.Answer
+				idem[a.IdempotencyKey] = e
+			}
 			s.Idempotency = idem
+		}
+		if a.IdempotencyKey == "" && a.RiskIncreasing && a.ArgsSHA256 != "" && !p.ReleaseKey && len(p.Answer) > 0 {
+			s.Recent = append(slices.Clip(s.Recent), RecentOrder{ArgsSHA256: a.ArgsSHA256, ClientOrderID: a.ClientOrderID, At: p.At,
+				Unknown: p.Status == messages.OutcomeNotFound, Answer: p.Answer})
 		}
 	default:
 		return false
@@ -146,6 +173,13 @@ func (s *UserState) prune(now time.Time) {
 			i++
 		}
 		s.Counters.Orders = slices.Clone(s.Counters.Orders[i:])
+	}
+	if n := len(s.Recent); n > 0 && now.Sub(s.Recent[0].At) >= safetyNetUnknown {
+		i := 0
+		for i < n && now.Sub(s.Recent[i].At) >= safetyNetUnknown {
+			i++
+		}
+		s.Recent = slices.Clone(s.Recent[i:])
 	}
 	var stale []string
 	for k, e := range s.Idempotency {

@@ -56,6 +56,10 @@ func originAllowed(ev Event, actor string) bool {
 		return actor == messages.ActorAgent || actor == messages.ActorExecutor
 	case messages.RecordOrderOutcome:
 		return slices.Contains([]string{messages.ActorAgent, messages.ActorExecutor, messages.ActorVenue, messages.ActorSystem}, actor)
+	case messages.RecordOrderRepeat:
+		return actor == messages.ActorAgent || actor == messages.ActorExecutor
+	case messages.RecordVenueUpdate:
+		return actor == messages.ActorSystem || actor == messages.ActorVenue
 	case messages.RecordOrderRefused:
 		return slices.Contains([]string{messages.ActorAgent, messages.ActorCLIUser, messages.ActorCLIAdmin, messages.ActorExecutor}, actor)
 	}

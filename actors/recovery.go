@@ -83,6 +83,9 @@ func findOrder(items []messages.Order, clientOrderID string) *messages.Order {
 // on, are served meanwhile.
 func (u *userActor) startRecovery(ctx actor.Context) {
 	for _, att := range u.state.Attempts {
+		if u.ownsAttempt(att.ClientOrderID) {
+			continue // its write or an earlier reconcile is under way
+		}
 		a := u.begin(actionReconcile, nil, systemOrigin, nil)
 		a.attempt = att
 		u.recovering++
@@ -101,7 +104,7 @@ func holdsForRecovery(msg any) bool {
 			return !c.On
 		}
 		return true
-	case *decideAsk:
+	case *decideAsk, *execOrderAsk, *placeAsk, *cancelAsk:
 		return true
 	}
 	return false

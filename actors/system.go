@@ -47,6 +47,12 @@ type Config struct {
 	// Clients builds a user's REST client for this venue. Nil: every
 	// account read and key check fails closed.
 	Clients ClientFactory
+	// Streams opens a user's private stream for this venue. Nil: no
+	// stream.
+	Streams StreamFactory
+	// SettleWait bounds the wait for an unknown outcome's client order id
+	// on the stream (default DefaultSettleWait).
+	SettleWait time.Duration
 }
 
 // System is a running actor system. Its methods are safe for concurrent use;
@@ -134,7 +140,10 @@ func Start(cfg Config) (*System, error) {
 		deps := &userDeps{
 			venue: level, env: cfg.Environment, journal: s.journal, logger: logger, masterKey: cfg.MasterKey,
 			factory: cfg.Clients, timeout: s.timeout, now: s.now, mw: mw, health: s.health, registry: s.registry,
-			tokens: s.tokens,
+			tokens: s.tokens, streams: cfg.Streams, settleWait: cfg.SettleWait,
+		}
+		if deps.settleWait <= 0 {
+			deps.settleWait = DefaultSettleWait
 		}
 		if deps.env == "" {
 			deps.env = "paper"

@@ -88,9 +88,12 @@ type userDeps struct {
 	logger    *slog.Logger
 	masterKey []byte        // opens the sealed keys; never logged
 	factory   ClientFactory // builds the user's venue client
-	timeout   time.Duration // one venue call
-	now       func() time.Time
-	mw        actor.PropsOption
+	streams   StreamFactory // opens the user's private stream (nil: none)
+	// settleWait bounds the wait for an unknown outcome on the stream.
+	settleWait time.Duration
+	timeout    time.Duration // one venue call
+	now        func() time.Time
+	mw         actor.PropsOption
 	// health is the system's journal health: a journal that does not
 	// answer within journalTimeout is treated as failed for everyone, since
 	// the write may still become durable and the state could no longer be
@@ -140,6 +143,10 @@ func (u *userActor) Receive(ctx actor.Context) {
 		}
 	case *userCommand, *decideAsk, *accountAsk, *keyChecked, *orderLookedUp, *crashRequest:
 		u.handle(ctx, m, ctx.Sender())
+	default:
+		if isOrderMessage(m) {
+			u.handle(ctx, m, ctx.Sender())
+		}
 	}
 }
 
@@ -169,7 +176,9 @@ func (u *userActor) handle(ctx actor.Context, msg any, sender *actor.PID) {
 				u.finish(ctx, a, u.state.credentialView(u.env))
 			})
 		default:
-			u.command(ctx, m, sender)
+			if !u.tradingCommand(ctx, m, sender) {
+				u.command(ctx, m, sender)
+			}
 		}
 	case *decideAsk:
 		u.decide(ctx, m, sender)
@@ -181,6 +190,8 @@ func (u *userActor) handle(ctx actor.Context, msg any, sender *actor.PID) {
 		u.onOrderLookedUp(ctx, m)
 	case *crashRequest:
 		panic("user: crash requested by test")
+	default:
+		u.handleOrder(ctx, msg, sender)
 	}
 }
 

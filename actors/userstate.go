@@ -33,6 +33,9 @@ type UserState struct {
 	Attempts    map[string]Attempt
 	Idempotency map[string]IdempotencyEntry
 	Counters    RollingCounters
+	// Recent are the answered risk-increasing orders without a key of the
+	// last 10 minutes: the 30 s safety net (limits.go).
+	Recent []RecentOrder
 }
 
 // Event is one journaled change: its record type and typed payload.

@@ -54,12 +54,27 @@ type venueActor struct {
 	snap    *committed
 	session venue.Session   // nil until the user has a key
 	keyErr  *messages.Error // why session is nil although a key is stored
+	// stream is the user's private stream (venuestream.go); streamGen
+	// numbers it so that events of a replaced stream are dropped.
+	stream    *venue.Stream
+	streamGen uint64
 }
 
 func (v *venueActor) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started, *rekey:
 		v.openSession()
+		v.openStream(ctx)
+	case *actor.Stopping, *actor.Restarting:
+		v.closeStream()
+	case *streamEvent:
+		v.onStreamEvent(ctx, m)
+	case *orderWrite:
+		v.write(ctx, m)
+	case *marketFetch:
+		v.fetchMarket(ctx, m)
+	case *orderFetch:
+		v.fetchOrder(ctx, m)
 	case *checkKeyRequest:
 		userPID, factory, timeout := ctx.Sender(), v.factory, v.timeout
 		if userPID == nil {

@@ -69,6 +69,19 @@ var Commands = []CommandInfo{
 		Records: []RecordType{RecordCredentialDeleted}},
 	{Name: "keys.recheck", New: func() Command { return &RecheckCredentialRequest{} }, Result: credentialView,
 		Roles: []Role{RoleUser, RoleAdmin, RoleSystem}, Records: []RecordType{RecordCredentialChecked}},
+	// The trading tools: only the agent trades, through the action path.
+	{Name: "trade.place_order", New: func() Command { return &PlaceOrderCommand{} }, Result: func() any { return &OrderAnswer{} },
+		Roles: []Role{RoleAgent}, Records: tradeRecords},
+	{Name: "trade.cancel_order", New: func() Command { return &CancelOrderCommand{} }, Result: func() any { return &CancelAnswer{} },
+		Roles: []Role{RoleAgent}, Records: tradeRecords},
+	{Name: "trade.close_position", New: func() Command { return &ClosePositionCommand{} }, Result: func() any { return &OrderAnswer{} },
+		Roles: []Role{RoleAgent}, Records: tradeRecords},
+	{Name: "trade.set_trading_stop", New: func() Command { return &TradingStopCommand{} }, Result: func() any { return &TradingStopAnswer{} },
+		Roles: []Role{RoleAgent}, Records: tradeRecords},
+	{Name: "trade.amend_order", New: func() Command { return &AmendOrderCommand{} }, Result: func() any { return &AmendAnswer{} },
+		Roles: []Role{RoleAgent}, Records: tradeRecords},
+	{Name: "trade.set_leverage", New: func() Command { return &SetLeverageCommand{} }, Result: func() any { return &LeverageAnswer{} },
+		Roles: []Role{RoleAgent}, Records: tradeRecords},
 }
 
 // CommandByName returns the table entry of a wire name.

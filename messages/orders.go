@@ -1,6 +1,7 @@
 package messages
 
 import (
+	"encoding/json"
 	"time"
 
 	"github.com/shopspring/decimal"
@@ -62,4 +63,20 @@ type OrderOutcomeEvent struct {
 	VenueStatus string `json:"venue_status,omitempty"`
 	// ResultSource is "venue" or "reconnaissance" (SPEC §8 step 8).
 	ResultSource string `json:"result_source,omitempty"`
+	// Answer is the answer given (an OrderAnswer or an Error), kept so
+	// that a repeat of the same call, after a restart too, gets it again.
+	Answer json.RawMessage `json:"answer,omitempty"`
+	// ReleaseKey frees the attempt's idempotency key: nothing was
+	// decided (not sent, or refused by the venue's rate limit).
+	ReleaseKey bool `json:"release_key,omitempty"`
+}
+
+// OrderRepeatEvent is journaled as order_repeat when a call is answered
+// from an earlier one (SPEC §8 step 6) instead of acting again.
+type OrderRepeatEvent struct {
+	Tool           string `json:"tool"`
+	IdempotencyKey string `json:"idempotency_key,omitempty"`
+	ClientOrderID  string `json:"client_order_id,omitempty"`
+	// Reason is "replay", "in_progress", "conflict" or "safety_net".
+	Reason string `json:"reason"`
 }

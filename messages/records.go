@@ -64,6 +64,9 @@ const (
 	// permissions are checked again (at start, or before a state change when
 	// the last check is over an hour old).
 	RecordCredentialChecked RecordType = 24
+	// A venue_update record is journaled when the private stream pushes
+	// updates of the user's orders: compact rows, exchange text untrusted.
+	RecordVenueUpdate RecordType = 25
 )
 
 // RecordTypeInfo is one entry of the record type table: its SPEC §12 name,
@@ -115,7 +118,7 @@ var RecordTypes = []RecordTypeInfo{
 	{RecordOrderRefused, "order_refused", WriterUser, ReplayNone},
 	{RecordOrderAttempt, "order_attempt", WriterUser, ReplayEvent},
 	{RecordOrderOutcome, "order_outcome", WriterUser, ReplayEvent},
-	{RecordOrderRepeat, "order_repeat", WriterLater, ReplayNone},
+	{RecordOrderRepeat, "order_repeat", WriterUser, ReplayNone},
 	{RecordConfirmationRequested, "confirmation_requested", WriterLater, ReplayNone},
 	{RecordConfirmationDecided, "confirmation_decided", WriterLater, ReplayNone},
 	{RecordConfirmationExecuted, "confirmation_executed", WriterLater, ReplayNone},
@@ -135,6 +138,7 @@ var RecordTypes = []RecordTypeInfo{
 	{RecordUserDisabled, "user_disabled", WriterUser, ReplayWhole},
 	{RecordCredentialRejected, "credential_rejected", WriterUser, ReplayNone},
 	{RecordCredentialChecked, "credential_checked", WriterUser, ReplayEvent},
+	{RecordVenueUpdate, "venue_update", WriterUser, ReplayNone},
 }
 
 // RecordInfo returns the table entry of t.

@@ -536,7 +536,8 @@ func TestDemo(t *testing.T) {
 	if r.code != 0 || !strings.Contains(r.stdout, "demo finished") {
 		t.Fatalf("demo: %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
-	for _, want := range []string{"get_ticker", "invalid_params", "journal verify", "ok: "} {
+	for _, want := range []string{"get_ticker", "invalid_params", "journal verify", "ok: ",
+		"resting as Limit GTC (order_status New)", "amended: price", "cancelled (order_status Cancelled)", "order_status Filled, filled 0.001"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("demo output lacks %q", want)
 		}

@@ -13,8 +13,10 @@ import (
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/shopspring/decimal"
 
 	"github.com/guarded-exchange/guarded-exchange/cli"
+	"github.com/guarded-exchange/guarded-exchange/messages"
 )
 
 // Demo is the scripted walkthrough of SPEC §3 on the paper venue, in a
@@ -59,6 +61,15 @@ func (r *Runtime) Demo(ctx context.Context, _ *cli.Globals, out cli.IO) error {
 	if err := quiet.Init(ctx, g, cli.IO{Out: indent(w), Err: out.Err}); err != nil {
 		return err
 	}
+
+	say("admin: let `local` trade BTCUSDT on paper, without confirmation (none exists yet)")
+	paper, none := messages.VenuePaper, []string{}
+	tradeProfile, allow := messages.ProfileTrade, []string{"linear:BTCUSDT"}
+	if _, err := quiet.Deliver(ctx, g, &messages.SetCeilingRequest{User: g.User, Settings: messages.PolicySettings{
+		Profile: &tradeProfile, Allow: &allow, ConfirmActions: &none, VenueCeiling: &paper}}); err != nil {
+		return err
+	}
+	fmt.Fprintln(w, "   profile trade, allowlist [linear:BTCUSDT], confirm_actions none")
 
 	say("start `guarded-exchange serve` as a child over a real stdio pipe")
 	exe, err := os.Executable()
@@ -174,7 +185,7 @@ func (r *Runtime) Demo(ctx context.Context, _ *cli.Globals, out cli.IO) error {
 		return err
 	}
 	if len(pos.Positions) == 0 {
-		fmt.Fprintln(w, "   no open positions (orders come in a later release)")
+		fmt.Fprintln(w, "   no open positions yet")
 	}
 	for _, p := range pos.Positions {
 		fmt.Fprintf(w, "   %s %s %s @ %s\n", p.Symbol, p.Side, p.Size, p.AvgPrice)
@@ -195,6 +206,10 @@ func (r *Runtime) Demo(ctx context.Context, _ *cli.Globals, out cli.IO) error {
 	}
 	fmt.Fprintf(w, "   profile %s, allowlist %v, max order %s USDT, max leverage x%s, kill switch %s\n",
 		pol.Effective.Profile, pol.Effective.Allow, pol.Effective.MaxOrderNotional, pol.Effective.MaxLeverage, pol.KillSwitch)
+
+	if err := demoTrading(cctx, cs, w, say, tk.Bid); err != nil {
+		return err
+	}
 
 	say("a bad call is refused with a stable code (a number where a string is required)")
 	res, err := cs.CallTool(cctx, &sdk.CallToolParams{Name: "get_ticker", Arguments: map[string]any{"symbol": 42, "category": "linear"}})
@@ -282,4 +297,58 @@ func (i *indenter) Write(p []byte) (int, error) {
 		return 0, err
 	}
 	return len(p), nil
+}
+
+// demoTrading places a resting limit order, amends it, cancels it, and
+// fills a small market order, through the one action path.
+func demoTrading(ctx context.Context, cs *sdk.ClientSession, w io.Writer, say func(string, ...any), bid string) error {
+	b, err := decimal.NewFromString(bid)
+	if err != nil || !b.IsPositive() {
+		return cli.Refused("demo: no bid price to place a resting order below")
+	}
+	rest := b.Mul(decimal.RequireFromString("0.9")).Floor()
+	type orderOut struct {
+		Status        string `json:"status"`
+		OrderID       string `json:"order_id"`
+		ClientOrderID string `json:"client_order_id"`
+		OrderStatus   string `json:"order_status"`
+		Qty           string `json:"qty"`
+		Price         string `json:"price"`
+		SentAs        string `json:"sent_as"`
+		FilledQty     string `json:"filled_qty"`
+		Origin        string `json:"origin"`
+	}
+	say("place_order: a Limit buy of 0.01 BTCUSDT at %s, 10%% under the bid: it rests", rest)
+	var placed orderOut
+	if err := callTool(ctx, cs, "place_order", map[string]any{"symbol": "BTCUSDT", "category": "linear", "side": "Buy",
+		"order_type": "Limit", "qty": "0.01", "price": rest.String(), "idempotency_key": "demo-1"}, &placed); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "   %s, resting as %s (order_status %s), client order id %s, origin %s\n",
+		placed.Status, placed.SentAs, placed.OrderStatus, placed.ClientOrderID, placed.Origin)
+
+	lower := rest.Sub(decimal.NewFromInt(100))
+	say("amend_order: move it down to %s (a better price: not risk-increasing)", lower)
+	var amended orderOut
+	if err := callTool(ctx, cs, "amend_order", map[string]any{"symbol": "BTCUSDT", "category": "linear", "order_id": placed.OrderID,
+		"price": lower.String()}, &amended); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "   %s: price %s, order_status %s\n", amended.Status, amended.Price, amended.OrderStatus)
+
+	say("cancel_order: cancel it by its order id")
+	var cancelled orderOut
+	if err := callTool(ctx, cs, "cancel_order", map[string]any{"symbol": "BTCUSDT", "category": "linear", "order_id": placed.OrderID}, &cancelled); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "   %s (order_status %s), origin %s\n", cancelled.Status, cancelled.OrderStatus, cancelled.Origin)
+
+	say("place_order: a Market buy of 0.001, sent as Limit IOC at the ask + slippage_pct")
+	var market orderOut
+	if err := callTool(ctx, cs, "place_order", map[string]any{"symbol": "BTCUSDT", "category": "linear", "side": "Buy",
+		"order_type": "Market", "qty": "0.001"}, &market); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "   %s as %s at worst %s: order_status %s, filled %s\n", market.Status, market.SentAs, market.Price, market.OrderStatus, market.FilledQty)
+	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/gorilla/websocket"
 	"github.com/shopspring/decimal"
 
 	"github.com/guarded-exchange/guarded-exchange/actors"
@@ -122,6 +123,7 @@ func startStack(ctx context.Context, p paths, vc venueConfig, masterKey []byte, 
 
 	var market actors.MarketSource
 	var clients actors.ClientFactory
+	var streams actors.StreamFactory
 	if !vc.NoMarket {
 		client, err := st.venueClient(vc, logger)
 		if err != nil {
@@ -136,10 +138,11 @@ func startStack(ctx context.Context, p paths, vc venueConfig, masterKey []byte, 
 		}
 		market = marketSource{Client: client, cache: venue.NewInstrumentCache(client, instrumentTTL, nil)}
 		clients = st.clientFactory(logger)
+		streams = st.streamFactory(logger)
 	}
 	st.sys, err = actors.Start(actors.Config{
 		Journal: l, Market: market, Logger: logger, Users: replay, Venue: vc.level(),
-		Environment: vc.Name, MasterKey: masterKey, Clients: clients,
+		Environment: vc.Name, MasterKey: masterKey, Clients: clients, Streams: streams,
 	})
 	if err != nil {
 		st.close()
@@ -227,6 +230,21 @@ func (st *stack) clientFactory(logger *slog.Logger) actors.ClientFactory {
 			}
 		}
 		return venue.NewClient(venue.Config{BaseURL: base, HTTPClient: hc, APIKey: apiKey, APISecret: apiSecret, Logger: logger})
+	}
+}
+
+// streamFactory opens a user's private stream. Only the embedded paper
+// venue has one for now (reached through its in-process dialer); on the
+// Bybit venues the stream is started with the trading tools, so nil there:
+// unknown outcomes are then settled by REST alone.
+func (st *stack) streamFactory(logger *slog.Logger) actors.StreamFactory {
+	paper := st.paper
+	if paper == nil {
+		return nil
+	}
+	return func(apiKey, apiSecret string) (*venue.Stream, error) {
+		return venue.NewStream(venue.StreamConfig{URL: paper.WSPrivateURL(), APIKey: apiKey, APISecret: apiSecret, Logger: logger,
+			Dialer: &websocket.Dialer{NetDialContext: paper.DialContext, HandshakeTimeout: venue.DefaultHandshakeTimeout}})
 	}
 }
 

@@ -1,0 +1,279 @@
+package actors
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/shopspring/decimal"
+
+	"github.com/guarded-exchange/guarded-exchange/messages"
+)
+
+// The decision half of the action path for place_order (SPEC §8 steps 1
+// to 5): pure functions of the user's state, the market as the venue
+// showed it, and what the actions in flight reserve. They change nothing;
+// the user actor journals what they decide.
+
+// placeMarket is what the decision needs from the venue.
+type placeMarket struct {
+	instrument *messages.Instrument
+	ticker     *messages.Ticker
+	// band is the venue's price band for new orders; nil when the venue
+	// gave none.
+	band *messages.PriceLimit
+	// position is the linear symbol's position row (nil when the venue
+	// shows none); positionRead says it was read.
+	position     *messages.Position
+	positionRead bool
+}
+
+var hundred = decimal.NewFromInt(100)
+
+// validatePlace is step 1: the arguments alone. Its refusals are
+// invalid_params, not journaled, and never echo a value.
+func validatePlace(a messages.PlaceOrderArgs) *messages.Error {
+	switch {
+	case a.Category != messages.CategoryLinear && a.Category != messages.CategorySpot:
+		return messages.InvalidParams("category", "must be spot or linear")
+	case !messages.SymbolRE.MatchString(a.Symbol):
+		return messages.InvalidParams("symbol", "must be 2-30 of A-Z and 0-9")
+	case a.Side != "Buy" && a.Side != "Sell":
+		return messages.InvalidParams("side", "must be Buy or Sell")
+	case a.OrderType != "Limit" && a.OrderType != "Market":
+		return messages.InvalidParams("order_type", "must be Limit or Market")
+	case !a.Qty.IsPositive():
+		return messages.InvalidParams("qty", "must be a positive decimal string")
+	case a.OrderType == "Limit" && (!a.Price.Valid || !a.Price.Decimal.IsPositive()):
+		return messages.InvalidParams("price", "a Limit order needs a positive price")
+	case a.OrderType == "Market" && a.Price.Valid:
+		return messages.InvalidParams("price", "a Market order takes no price; the server sets the worst price from slippage_pct")
+	case a.IdempotencyKey != "" && !messages.IdempotencyKeyRE.MatchString(a.IdempotencyKey):
+		return messages.InvalidParams("idempotency_key", "must be 1-64 of A-Z, a-z, 0-9, '_', '.', ':' and '-'")
+	}
+	if a.ReduceOnly && a.Category != messages.CategoryLinear {
+		e := messages.InvalidParams("reduce_only", "reduce-only orders exist on linear only")
+		e.Details["reason"] = "linear_only"
+		return e
+	}
+	return nil
+}
+
+// placeArgsHash is the idempotency fingerprint of the arguments: decimals
+// in their shortest spelling ("0.10" = "0.1"), the key and dry_run left
+// out.
+func placeArgsHash(tool string, a messages.PlaceOrderArgs) string {
+	price := ""
+	if a.Price.Valid {
+		price = a.Price.Decimal.String()
+	}
+	reduce := "0"
+	if a.ReduceOnly {
+		reduce = "1"
+	}
+	sum := sha256.Sum256([]byte(strings.Join([]string{tool, string(a.Category), a.Symbol, a.Side, a.OrderType, a.Qty.String(), price, reduce}, "|")))
+	return hex.EncodeToString(sum[:])
+}
+
+// ruleViolation is an instrument_rule_violation naming the rule.
+func ruleViolation(msg, next string, details map[string]any) *messages.Error {
+	return &messages.Error{Code: messages.CodeInstrumentRuleViolation, Message: msg, NextStep: next, Details: details}
+}
+
+// limitExceeded names the limit and the allowed value.
+func limitExceeded(limit, allowed, msg, next string, extra map[string]any) *messages.Error {
+	d := map[string]any{"limit": limit, "allowed": allowed}
+	for k, v := range extra {
+		d[k] = v
+	}
+	return &messages.Error{Code: messages.CodeLimitExceeded, Message: msg, NextStep: next, Details: d}
+}
+
+// roundToTick rounds p to a multiple of tick, down or up.
+func roundToTick(p, tick decimal.Decimal, up bool) decimal.Decimal {
+	if !tick.IsPositive() {
+		return p
+	}
+	q := p.Div(tick)
+	if up {
+		return q.Ceil().Mul(tick)
+	}
+	return q.Floor().Mul(tick)
+}
+
+// decidePlace is steps 2 to 5 for a validated place_order: the plan to
+// execute and the answer it will give, or the refusal (to journal as
+// order_refused). A market order is sent as Limit IOC at the best ask
+// (buy) or bid (sell) moved by slippage_pct, rounded to the tick on the
+// safe side (a buy never above, a sell never below that price) and kept
+// inside the venue's price band; the order is valued at that worst price.
+func (s *UserState) decidePlace(tool string, a messages.PlaceOrderArgs, venue messages.VenueLevel, env string, m placeMarket, reserved Reservation, now time.Time) (orderPlan, *messages.OrderAnswer, *messages.Error) {
+	var none orderPlan
+	risk := !a.ReduceOnly
+	// Kill switch, profile, arming, key and allowlist first: they need
+	// no market data and must refuse whatever the instrument says.
+	if e := s.DecideAction(&messages.DecideActionRequest{Tool: tool, Category: a.Category, Symbol: a.Symbol, RiskIncreasing: risk}, venue, env); e != nil {
+		return none, nil, e
+	}
+	p := s.effective(venue, env)
+	in := m.instrument
+	if in == nil || in.Status != "Trading" {
+		return none, nil, ruleViolation("the instrument is not trading", "choose an instrument that trades (get_instrument)", map[string]any{"rule": "status"})
+	}
+	qty := a.Qty
+	if in.QtyStep.IsPositive() {
+		qty = a.Qty.Div(in.QtyStep).Floor().Mul(in.QtyStep)
+	}
+	if !qty.IsPositive() || qty.LessThan(in.MinOrderQty) {
+		return none, nil, ruleViolation("the quantity is below the instrument's minimum", "order at least min_qty",
+			map[string]any{"rule": "min_qty", "min_qty": in.MinOrderQty.String(), "qty_step": in.QtyStep.String()})
+	}
+	buy := a.Side == "Buy"
+	if a.ReduceOnly {
+		// A reduce-only order needs an opposite position and is cut to
+		// its size.
+		pos := m.position
+		if pos == nil || !pos.Size.IsPositive() || pos.Side == a.Side {
+			return none, nil, &messages.Error{Code: messages.CodeNotFound, Message: "there is no position this reduce-only order could reduce",
+				NextStep: "check get_positions; a reduce-only Sell reduces a long, a Buy a short", Details: map[string]any{"reason": "position_not_found"}}
+		}
+		if qty.GreaterThan(pos.Size) {
+			qty = pos.Size
+		}
+	} else if a.Category == messages.CategoryLinear {
+		// The order takes the symbol's current leverage: it must not
+		// exceed max_leverage. Unknown leverage fails closed.
+		if !m.positionRead || m.position == nil || !m.position.Leverage.IsPositive() {
+			return none, nil, limitExceeded("max_leverage", p.MaxLeverage.String(), "the symbol's current leverage could not be read, so the order cannot be checked against max_leverage",
+				"set the leverage (set_leverage) and try again", map[string]any{"reason": "leverage_unknown"})
+		}
+		if m.position.Leverage.GreaterThan(p.MaxLeverage) {
+			return none, nil, limitExceeded("max_leverage", p.MaxLeverage.String(), "the symbol's current leverage exceeds max_leverage",
+				"lower the leverage first", map[string]any{"leverage": m.position.Leverage.String()})
+		}
+	}
+	maxQty := in.MaxOrderQty
+	if a.OrderType == "Market" && in.MaxMarketQty.IsPositive() {
+		maxQty = in.MaxMarketQty
+	}
+	if maxQty.IsPositive() && qty.GreaterThan(maxQty) {
+		return none, nil, ruleViolation("the quantity is above the instrument's maximum", "make the order smaller",
+			map[string]any{"rule": "max_qty", "max_qty": maxQty.String()})
+	}
+	var price decimal.Decimal
+	tif := "GTC"
+	if a.OrderType == "Limit" {
+		price = a.Price.Decimal
+		if in.TickSize.IsPositive() && !price.Mod(in.TickSize).IsZero() {
+			lo, hi := roundToTick(price, in.TickSize, false), roundToTick(price, in.TickSize, true)
+			return none, nil, ruleViolation("the price is not on the instrument's tick", "use one of the nearest valid prices",
+				map[string]any{"rule": "tick_size", "tick_size": in.TickSize.String(), "nearest_prices": []string{lo.String(), hi.String()}})
+		}
+	} else {
+		tif = "IOC"
+		best := decimal.Zero
+		if m.ticker != nil {
+			best = m.ticker.Bid1Price
+			if buy {
+				best = m.ticker.Ask1Price
+			}
+		}
+		if !best.IsPositive() {
+			return none, nil, &messages.Error{Code: messages.CodeExchangeUnavailable, Message: "the venue shows no best price for this side; a market order cannot be bounded",
+				NextStep: "try again later, or place a Limit order", Details: map[string]any{"reason": "no_quote"}}
+		}
+		slip := p.SlippagePct.Div(hundred)
+		if buy {
+			price = roundToTick(best.Mul(decimal.NewFromInt(1).Add(slip)), in.TickSize, false)
+		} else {
+			price = roundToTick(best.Mul(decimal.NewFromInt(1).Sub(slip)), in.TickSize, true)
+		}
+		if m.band != nil {
+			if buy && m.band.BuyLimit.IsPositive() && price.GreaterThan(m.band.BuyLimit) {
+				price = roundToTick(m.band.BuyLimit, in.TickSize, false)
+			}
+			if !buy && m.band.SellLimit.IsPositive() && price.LessThan(m.band.SellLimit) {
+				price = roundToTick(m.band.SellLimit, in.TickSize, true)
+			}
+		}
+	}
+	if e := priceBand(price, buy, in, m.band); e != nil {
+		return none, nil, e
+	}
+	// The most the order can be worth: the limit price, the worst price
+	// of a market buy, or the best bid for a market sell (it fills down
+	// to its bound, but never above the bid). The venue's minimum value
+	// is checked on the order's own price.
+	notional := qty.Mul(price)
+	if a.OrderType == "Market" && !buy && m.ticker.Bid1Price.GreaterThan(price) {
+		notional = qty.Mul(m.ticker.Bid1Price)
+	}
+	if in.MinNotional.IsPositive() && qty.Mul(price).LessThan(in.MinNotional) {
+		return none, nil, ruleViolation("the order value is below the instrument's minimum", "make the order larger",
+			map[string]any{"rule": "min_notional", "min_notional": in.MinNotional.String()})
+	}
+	if risk && notional.GreaterThan(p.MaxOrderNotionalUSDT) {
+		return none, nil, limitExceeded("max_order_notional_usdt", p.MaxOrderNotionalUSDT.String(), "the order value (at the worst price it can fill at) exceeds max_order_notional_usdt",
+			"make the order smaller", map[string]any{"notional_usdt": notional.String()})
+	}
+	daily, perMinute, unconfirmed := s.Counters.Window(now)
+	if risk {
+		used := daily.Add(reserved.NotionalUSDT)
+		if used.Add(notional).GreaterThan(p.DailyNotionalCapUSDT) {
+			return none, nil, limitExceeded("daily_notional_cap_usdt", p.DailyNotionalCapUSDT.String(),
+				"the risk-increasing orders of the last 24 h would exceed daily_notional_cap_usdt", "wait until earlier orders leave the 24 h window; splitting does not help",
+				map[string]any{"used_usdt": used.String(), "remaining_usdt": decimal.Max(decimal.Zero, p.DailyNotionalCapUSDT.Sub(used)).String()})
+		}
+	}
+	if perMinute+reserved.Orders+1 > p.MaxOrdersPerMinute {
+		e := limitExceeded("max_orders_per_minute", itoa(p.MaxOrdersPerMinute), "too many orders in the last minute", "wait a minute", nil)
+		e.RetryAfterS = 60
+		return none, nil, e
+	}
+	if unconfirmed+reserved.Orders+1 > p.MaxUnconfirmedActionsPerHour {
+		e := limitExceeded("max_unconfirmed_actions_per_hour", itoa(p.MaxUnconfirmedActionsPerHour), "too many unconfirmed actions in the last hour", "wait, or ask a human to lower the need for confirmation", nil)
+		e.RetryAfterS = 3600
+		return none, nil, e
+	}
+	if slices.Contains(p.ConfirmActions, tool) || (p.ConfirmAboveNotionalUSDT.IsPositive() && notional.GreaterThanOrEqual(p.ConfirmAboveNotionalUSDT)) {
+		// Until confirmations exist, an action that needs one is never
+		// executed unconfirmed.
+		return none, nil, &messages.Error{Code: messages.CodeConfirmationChannelUnavailable,
+			Message:  "the policy requires a human to confirm this action, and no confirmation channel is available; nothing was sent",
+			NextStep: "a human can change confirm_actions or confirm_above_notional_usdt outside the chat",
+			Details:  map[string]any{"limit": "confirm_actions", "allowed": p.ConfirmActions}}
+	}
+	req := &messages.CreateOrderRequest{Category: a.Category, Symbol: a.Symbol, Side: a.Side, OrderType: "Limit", Qty: qty, Price: price,
+		TimeInForce: tif, ReduceOnly: a.ReduceOnly}
+	plan := orderPlan{tool: tool, category: a.Category, symbol: a.Symbol, create: req, notional: notional, riskIncreasing: risk,
+		idempotencyKey: a.IdempotencyKey, argsSHA256: placeArgsHash(tool, a)}
+	sentAs := "Limit " + tif
+	ans := &messages.OrderAnswer{Status: messages.AnswerPreview, Category: a.Category, Symbol: a.Symbol, Side: a.Side, OrderType: a.OrderType,
+		SentAs: sentAs, TimeInForce: tif, RequestedQty: a.Qty, Qty: qty, Price: price, NotionalUSDT: notional, ReduceOnly: a.ReduceOnly,
+		RiskIncreasing: risk, Origin: messages.OriginSystem, IdempotencyKey: a.IdempotencyKey}
+	return plan, ans, nil
+}
+
+// priceBand checks the instrument's price limits and the venue's band.
+func priceBand(price decimal.Decimal, buy bool, in *messages.Instrument, band *messages.PriceLimit) *messages.Error {
+	if in.MinPrice.IsPositive() && price.LessThan(in.MinPrice) || in.MaxPrice.IsPositive() && price.GreaterThan(in.MaxPrice) {
+		return ruleViolation("the price is outside the instrument's price limits", "choose a price within them",
+			map[string]any{"rule": "price_limits", "min_price": in.MinPrice.String(), "max_price": in.MaxPrice.String()})
+	}
+	if band == nil {
+		return nil
+	}
+	if buy && band.BuyLimit.IsPositive() && price.GreaterThan(band.BuyLimit) {
+		return ruleViolation("a buy at this price is above the venue's price band", "buy at or below the band",
+			map[string]any{"rule": "price_band", "max_buy_price": band.BuyLimit.String()})
+	}
+	if !buy && band.SellLimit.IsPositive() && price.LessThan(band.SellLimit) {
+		return ruleViolation("a sell at this price is below the venue's price band", "sell at or above the band",
+			map[string]any{"rule": "price_band", "min_sell_price": band.SellLimit.String()})
+	}
+	return nil
+}
+
+func itoa(v int) string { return decimal.NewFromInt(int64(v)).String() }

@@ -1,0 +1,277 @@
+package actors
+
+import (
+	"crypto/rand"
+	"encoding/base32"
+	"encoding/json"
+	"strconv"
+	"strings"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/shopspring/decimal"
+
+	"github.com/guarded-exchange/guarded-exchange/messages"
+	"github.com/guarded-exchange/guarded-exchange/venue"
+	"github.com/guarded-exchange/guarded-exchange/wal"
+)
+
+// The execution half of the action path (SPEC §8 steps 7 to 9), in the
+// user actor: journal order_attempt (durable) → the venue actor sends →
+// its outcome comes back as *orderWritten → journal order_outcome
+// (durable) → answer. The decision half (every check of SPEC §8, the
+// idempotency table) runs before execute and is the only caller of it;
+// nothing else in the server asks the venue actor to write
+// (TestOnlyTheActionPathWrites).
+
+// actionOrder is an order action: a write of the trading path.
+const actionOrder actionKind = actionReconcile + 1
+
+// orderPlan is a decided write: the request to send and what its attempt
+// journals. Exactly one request is set. For a create, OrderLinkID is
+// filled in by execute.
+type orderPlan struct {
+	tool     string
+	category messages.Category
+	symbol   string
+	// settleLinkID names the order an amend or cancel changes (its client
+	// order id), to settle an unknown outcome; a create settles its own.
+	settleLinkID string
+
+	create   *messages.CreateOrderRequest
+	amend    *messages.AmendOrderRequest
+	cancel   *messages.CancelOrderRequest
+	leverage *messages.SetLeverageRequest
+	stop     *messages.TradingStopRequest
+
+	notional       decimal.Decimal
+	riskIncreasing bool
+	idempotencyKey string
+	argsSHA256     string
+}
+
+// orderResult is what the action path knows once a write's outcome is
+// durable.
+type orderResult struct {
+	ClientOrderID string
+	// ResultSource is "venue" (the venue's own answer) or
+	// "reconnaissance" (an unknown outcome, found afterwards).
+	ResultSource string
+	Ack          *messages.OrderAck
+	WriteAck     *messages.WriteAck
+	Settled      *venue.Settlement
+	// Err is the refusal or the outcome_unknown; nil when accepted.
+	Err *messages.Error
+}
+
+// execOrderAsk runs a decided plan. It is unexported: only the decision
+// half of the path (and this package's tests) reach execute.
+type execOrderAsk struct {
+	plan   orderPlan
+	origin messages.Origin
+}
+
+// clientIDPrefix makes the client order ids of this process unique across
+// restarts: action ids restart at 1 with the process, so each process adds
+// 40 random bits. A restarted server can therefore never reuse an id that
+// an earlier one sent.
+var clientIDPrefix = func() string {
+	var b [5]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic("actors: no randomness for client order ids: " + err.Error())
+	}
+	return strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b[:]))
+}()
+
+// clientOrderID is "gx-<action id>": the process prefix and the action's
+// number, at most 3+8+1+13 = 25 characters of [a-z0-9-].
+func clientOrderID(action uint64) string {
+	return "gx-" + clientIDPrefix + "-" + strconv.FormatUint(action, 36)
+}
+
+// isOrderMessage reports whether the user actor serves m in handleOrder.
+func isOrderMessage(m any) bool {
+	switch m.(type) {
+	case *execOrderAsk, *orderWritten, *streamResync, *streamOrders, *placeAsk, *marketFetched, *cancelAsk, *orderFetched:
+		return true
+	}
+	return false
+}
+
+// handleOrder serves the messages of the action path's execution and of
+// the private stream.
+func (u *userActor) handleOrder(ctx actor.Context, msg any, sender *actor.PID) {
+	switch m := msg.(type) {
+	case *execOrderAsk:
+		u.execute(ctx, m.plan, m.origin, sender)
+	case *orderWritten:
+		u.onOrderWritten(ctx, m)
+	case *streamResync:
+		// Nothing pushed while the stream was away is replayed: every
+		// attempt without an outcome is looked up by REST, and writes
+		// wait until that is done.
+		u.startRecovery(ctx)
+	case *streamOrders:
+		u.journalVenueUpdate(ctx, m)
+	case *placeAsk:
+		u.place(ctx, m, sender)
+	case *marketFetched:
+		u.onMarketFetched(ctx, m)
+	case *cancelAsk:
+		u.cancelOrder(ctx, m, sender)
+	case *orderFetched:
+		u.onOrderFetched(ctx, m)
+	}
+}
+
+// execute journals the attempt, then has the venue actor send the write.
+// The reservation holds the order against the limits until the attempt is
+// durable; from then on the attempt itself counts (RollingCounters).
+func (u *userActor) execute(ctx actor.Context, p orderPlan, origin messages.Origin, sender *actor.PID) *action {
+	a := u.begin(actionOrder, sender, origin, nil)
+	a.step = stepJournal
+	if p.riskIncreasing {
+		a.reserve.NotionalUSDT = p.notional
+	}
+	a.reserve.Orders = 1
+	id := clientOrderID(a.id)
+	settle := p.settleLinkID
+	if p.create != nil {
+		c := *p.create
+		c.OrderLinkID = id
+		p.create = &c
+		settle = id
+	}
+	att := messages.OrderAttemptEvent{
+		ActionID: strconv.FormatUint(a.id, 36), ClientOrderID: id, Tool: p.tool, Category: p.category, Symbol: p.symbol,
+		At: u.now().UTC(), NotionalUSDT: p.notional, RiskIncreasing: p.riskIncreasing,
+		IdempotencyKey: p.idempotencyKey, ArgsSHA256: p.argsSHA256,
+	}
+	ev := Event{messages.RecordOrderAttempt, att}
+	u.write(ctx, ev, origin, func(_ wal.Record, err error) {
+		if err != nil {
+			// Nothing was sent: the attempt is not durable.
+			u.finish(ctx, a, messages.AsError(err))
+			return
+		}
+		u.commit(ev)
+		a.reserve = Reservation{}
+		a.attempt = u.state.Attempts[id]
+		a.step = stepVenue
+		u.toVenue(ctx, &orderWrite{
+			action: a.id, linkID: settle, category: p.category, symbol: p.symbol,
+			create: p.create, amend: p.amend, cancel: p.cancel, leverage: p.leverage, stop: p.stop,
+		}, ctx.Self())
+	})
+	return a
+}
+
+// onOrderWritten journals the outcome of a write, then answers. An
+// unknown outcome whose look-up failed (the venue could not be read)
+// journals nothing: the attempt stays open and is reconciled at the next
+// reconnect or start.
+func (u *userActor) onOrderWritten(ctx actor.Context, m *orderWritten) {
+	a, ok := u.actions[m.action]
+	if !ok || a.kind != actionOrder {
+		// An outcome for an incarnation that crashed: its attempt is open
+		// in the committed state and was reconciled at restart.
+		u.logger.Warn("order outcome for an action that is not in flight", "user", u.state.User, "action", m.action)
+		return
+	}
+	res := &orderResult{ClientOrderID: a.attempt.ClientOrderID, Ack: m.ack, WriteAck: m.writeAck, Settled: m.settled, Err: m.err, ResultSource: "venue"}
+	out := messages.OrderOutcomeEvent{ActionID: a.attempt.ActionID, ClientOrderID: a.attempt.ClientOrderID, At: u.now().UTC(), ResultSource: "venue"}
+	switch {
+	case m.err == nil:
+		out.Status = messages.OutcomeAccepted
+	case m.settled != nil:
+		res.Err, res.ResultSource = nil, messages.ResultSourceReconnaissance
+		out.Status, out.VenueStatus, out.ResultSource = messages.OutcomeFound, m.settled.Order.Status, messages.ResultSourceReconnaissance
+	case m.class == venue.WriteUnknown && m.positionShows:
+		res.Err, res.ResultSource = nil, messages.ResultSourceReconnaissance
+		out.Status, out.ResultSource = messages.OutcomeFound, messages.ResultSourceReconnaissance
+	case m.class == venue.WriteUnknown:
+		res.ResultSource = messages.ResultSourceReconnaissance
+		if m.err.Details["reconnaissance"] != "not_found" {
+			delete(u.actions, a.id)
+			if a.complete != nil {
+				u.reply(ctx, a.waiter, a.complete(res, m))
+			} else {
+				u.reply(ctx, a.waiter, res)
+			}
+			return
+		}
+		out.Status, out.ResultSource = messages.OutcomeNotFound, messages.ResultSourceReconnaissance
+	default:
+		// not_sent or a definite refusal: nothing was placed.
+		out.Status = messages.OutcomeRejected
+	}
+	a.step = stepJournal
+	var answer any = res
+	if a.complete != nil {
+		answer = a.complete(res, m)
+		out.Answer, _ = json.Marshal(answer)
+	}
+	// Nothing was decided when the write never left or the venue's rate
+	// limit refused it: the idempotency key is free again.
+	out.ReleaseKey = m.class == venue.WriteNotSent || (m.class == venue.WriteRefused && messages.CodeOf(m.err) == messages.CodeRateLimited)
+	ev := Event{messages.RecordOrderOutcome, out}
+	u.write(ctx, ev, a.origin, func(_ wal.Record, err error) {
+		if err != nil {
+			// The outcome is not durable: the attempt stays open and is
+			// reconciled at the next start; the caller learns the write
+			// may exist.
+			u.finish(ctx, a, messages.AsError(err))
+			return
+		}
+		u.commit(ev)
+		u.finish(ctx, a, answer)
+	})
+}
+
+// ownsAttempt reports whether an action in flight owns the attempt (its
+// write or its reconcile is under way).
+func (u *userActor) ownsAttempt(clientOrderID string) bool {
+	for _, a := range u.actions {
+		if a.attempt.ClientOrderID == clientOrderID {
+			return true
+		}
+	}
+	return false
+}
+
+// journalVenueUpdate journals the stream's order rows compactly.
+func (u *userActor) journalVenueUpdate(ctx actor.Context, m *streamOrders) {
+	at := m.at
+	if at.IsZero() {
+		at = u.now()
+	}
+	ev := messages.VenueUpdateEvent{At: at.UTC(), Orders: make([]messages.VenueOrderMark, 0, len(m.orders))}
+	for _, o := range m.orders {
+		ev.Orders = append(ev.Orders, messages.VenueOrderMark{
+			ClientOrderID: o.OrderLinkID, OrderID: o.OrderID, Category: o.Category, Symbol: o.Symbol, Side: o.Side,
+			Status: o.Status, Qty: o.Qty, CumExecQty: o.CumExecQty, AvgPrice: o.AvgPrice, Origin: u.state.orderOrigin(o.OrderLinkID),
+		})
+	}
+	u.write(ctx, Event{messages.RecordVenueUpdate, ev}, systemOrigin, func(_ wal.Record, err error) {
+		if err != nil {
+			u.logger.Warn("could not journal a venue update", "user", u.state.User, "code", string(messages.CodeOf(err)))
+		}
+	})
+}
+
+// orderOrigin is "system" for an order this server placed for the user: a
+// "gx-" client order id among the user's own attempts (open, or in the
+// last 24 h); anything else is "external", whatever its id says.
+func (s *UserState) orderOrigin(clientOrderID string) string {
+	if !strings.HasPrefix(clientOrderID, "gx-") {
+		return messages.OriginExternal
+	}
+	if _, ok := s.Attempts[clientOrderID]; ok {
+		return messages.OriginSystem
+	}
+	for _, m := range s.Counters.Orders {
+		if m.ClientOrderID == clientOrderID {
+			return messages.OriginSystem
+		}
+	}
+	return messages.OriginExternal
+}

@@ -1,0 +1,386 @@
+package actors
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+	"github.com/shopspring/decimal"
+
+	"github.com/guarded-exchange/guarded-exchange/messages"
+	"github.com/guarded-exchange/guarded-exchange/venue"
+	"github.com/guarded-exchange/guarded-exchange/venue/sim"
+	"github.com/guarded-exchange/guarded-exchange/wal"
+)
+
+// tradeEnv is a user with a funded key on a loopback simulator (with its
+// /sim/ test API), and a system whose venue actors own a private stream.
+type tradeEnv struct {
+	*testSystem
+	srv  *sim.Server
+	ann  sim.Announcement
+	user string
+	t    testing.TB
+}
+
+func newTradeEnv(t testing.TB, dir string) *tradeEnv {
+	t.Helper()
+	srv, err := sim.Start(sim.Config{Seed: 7, NoPublicRateLimit: true}, "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Close() })
+	te := &tradeEnv{srv: srv, ann: srv.Announcement(), user: "tess", t: t}
+	te.simPost(t, "/sim/accounts/"+te.ann.APIKey+"/balances", `{"USDT":"100000","BTC":"2"}`)
+	te.testSystem = te.start(t, dir)
+	te.must(t, &messages.CreateUserRequest{User: te.user}, messages.ActorCLIAdmin)
+	if _, err := te.Handle(context.Background(), &messages.AddCredentialRequest{User: te.user, Environment: "paper",
+		APIKey: te.ann.APIKey, APISecret: messages.NewSecret(te.ann.APISecret)}, messages.ActorCLIUser); err != nil {
+		t.Fatal(err)
+	}
+	te.waitStream(t)
+	return te
+}
+
+// waitStream returns once the user's private stream delivers: the stream
+// connects in the background after the key is stored, and a push sent
+// before it subscribed is not replayed. It places outside orders (far
+// from the market) until one shows as a venue_update.
+func (te *tradeEnv) waitStream(t testing.TB) {
+	t.Helper()
+	c := te.outside(t)
+	deadline := time.Now().Add(10 * time.Second)
+	for i := 0; time.Now().Before(deadline); i++ {
+		id := fmt.Sprintf("probe-%d", i)
+		if _, err := c.CreateOrder(context.Background(), messages.CreateOrderRequest{Category: messages.CategoryLinear, Symbol: "BTCUSDT",
+			Side: "Buy", OrderType: "Limit", Qty: decimal.RequireFromString("0.001"), Price: decimal.RequireFromString("20000"), OrderLinkID: id}); err != nil {
+			t.Fatal(err)
+		}
+		for wait := time.Now().Add(200 * time.Millisecond); time.Now().Before(wait); time.Sleep(10 * time.Millisecond) {
+			if contains(journalOf(t, te.dir), "venue_update:"+id+":external") {
+				return
+			}
+		}
+	}
+	t.Fatal("the private stream never delivered")
+}
+
+// outside is a client of the same account that is not this server (a
+// person trading by hand).
+func (te *tradeEnv) outside(t testing.TB) *venue.Client {
+	t.Helper()
+	c, err := venue.NewClient(venue.Config{BaseURL: te.ann.REST, APIKey: te.ann.APIKey, APISecret: te.ann.APISecret})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+var tradeMaster = make([]byte, 32)
+
+func (te *tradeEnv) start(t testing.TB, dir string) *testSystem {
+	return startUsersWith(t, dir, func(c *Config) {
+		c.Environment, c.MasterKey = "paper", tradeMaster
+		c.RequestTimeout, c.SettleWait = 2*time.Second, 500*time.Millisecond
+		c.Clients = func(k, s string) (*venue.Client, error) {
+			return venue.NewClient(venue.Config{BaseURL: te.ann.REST, APIKey: k, APISecret: s, Backoff: func(int) time.Duration { return 0 }})
+		}
+		c.Streams = func(k, s string) (*venue.Stream, error) {
+			return venue.NewStream(venue.StreamConfig{URL: te.ann.WSPrivate, APIKey: k, APISecret: s,
+				Dialer: &websocket.Dialer{HandshakeTimeout: 2 * time.Second}, Backoff: func(int) time.Duration { return 20 * time.Millisecond }})
+		}
+	})
+}
+
+func (te *tradeEnv) simPost(t testing.TB, path, body string) {
+	t.Helper()
+	resp, err := http.Post(te.ann.REST+path, "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("POST %s: %d", path, resp.StatusCode)
+	}
+}
+
+func (te *tradeEnv) fault(t testing.TB, kind, path string) {
+	t.Helper()
+	te.simPost(t, "/sim/faults", `{"kind":"`+kind+`","path":"`+path+`","count":1}`)
+}
+
+func (te *tradeEnv) clearFaults(t testing.TB) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodDelete, te.ann.REST+"/sim/faults", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+}
+
+// simOrders returns the simulator's orders with the client order id.
+func (te *tradeEnv) simOrders(t testing.TB, id string) int {
+	t.Helper()
+	resp, err := http.Get(te.ann.REST + "/sim/orders")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var all []struct {
+		OrderLinkID string `json:"orderLinkId"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&all); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, o := range all {
+		if o.OrderLinkID == id {
+			n++
+		}
+	}
+	return n
+}
+
+func (te *tradeEnv) exec(t testing.TB, p orderPlan) *orderResult {
+	t.Helper()
+	res, err := te.askUser(context.Background(), te.user, &execOrderAsk{plan: p, origin: agentOrigin})
+	if err != nil {
+		t.Fatalf("execute: %v", err)
+	}
+	r, ok := res.(*orderResult)
+	if !ok {
+		t.Fatalf("answer %T", res)
+	}
+	return r
+}
+
+func limitPlan(price string) orderPlan {
+	return orderPlan{tool: "place_order", category: messages.CategoryLinear, symbol: "BTCUSDT",
+		create: &messages.CreateOrderRequest{Category: messages.CategoryLinear, Symbol: "BTCUSDT", Side: "Buy", OrderType: "Limit",
+			Qty: decimal.RequireFromString("0.010"), Price: decimal.RequireFromString(price)},
+		notional: decimal.RequireFromString("300"), riskIncreasing: true}
+}
+
+// journalOf lists "type:client_order_id:status" of the order records in
+// journal order, and the venue_update rows as "venue_update:id:origin".
+func journalOf(t testing.TB, dir string) []string {
+	var out []string
+	for _, r := range scanAll(t, dir) {
+		switch messages.RecordType(r.Type) {
+		case messages.RecordOrderAttempt:
+			var a messages.OrderAttemptEvent
+			json.Unmarshal(r.Payload, &a)
+			out = append(out, "order_attempt:"+a.ClientOrderID)
+		case messages.RecordOrderOutcome:
+			var o messages.OrderOutcomeEvent
+			json.Unmarshal(r.Payload, &o)
+			out = append(out, "order_outcome:"+o.ClientOrderID+":"+o.Status+":"+o.ResultSource)
+		case messages.RecordVenueUpdate:
+			var v messages.VenueUpdateEvent
+			json.Unmarshal(r.Payload, &v)
+			for _, o := range v.Orders {
+				out = append(out, "venue_update:"+o.ClientOrderID+":"+o.Origin)
+			}
+		}
+	}
+	return out
+}
+
+// waitJournal polls the journal until it holds want (a record line).
+func waitJournal(t testing.TB, dir, want string) []string {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		got := journalOf(t, dir)
+		for _, g := range got {
+			if g == want {
+				return got
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("journal never held %q: %v", want, got)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// The attempt is durable before the order leaves, the outcome after the
+// venue answered, the answer after that; the client order id is
+// "gx-<process prefix>-<action>"; the stream's push of the order is
+// journaled as a venue_update that marks it ours.
+func TestExecuteJournalsAttemptThenOutcome(t *testing.T) {
+	dir := t.TempDir()
+	te := newTradeEnv(t, dir)
+	r := te.exec(t, limitPlan("30000"))
+	if r.Err != nil || r.Ack == nil || r.ResultSource != "venue" {
+		t.Fatalf("result %+v err %v", r, r.Err)
+	}
+	id := r.ClientOrderID
+	if !strings.HasPrefix(id, "gx-"+clientIDPrefix+"-") || len(id) > 36 || r.Ack.OrderLinkID != id {
+		t.Fatalf("client order id %q, ack %+v", id, r.Ack)
+	}
+	if n := te.simOrders(t, id); n != 1 {
+		t.Fatalf("%d orders on the venue for %s", n, id)
+	}
+	var orderRecs []string
+	for _, g := range waitJournal(t, dir, "venue_update:"+id+":system") {
+		if strings.HasPrefix(g, "order_") {
+			orderRecs = append(orderRecs, g)
+		}
+	}
+	if len(orderRecs) != 2 || orderRecs[0] != "order_attempt:"+id || orderRecs[1] != "order_outcome:"+id+":accepted:venue" {
+		t.Fatalf("order records %v", orderRecs)
+	}
+	// Nothing is open, and the order counts in the rolling window.
+	st := te.snapshot(t)
+	daily, perMinute, _ := st.Counters.Window(time.Now())
+	if len(st.Attempts) != 0 || perMinute != 1 || !daily.Equal(decimal.NewFromInt(300)) {
+		t.Fatalf("state: %d open, %d per minute, daily %s", len(st.Attempts), perMinute, daily)
+	}
+}
+
+// An unknown outcome is settled, never resent: a lost answer to an order
+// the venue placed is found (result source reconnaissance); a 5xx for an
+// order it never placed is outcome_unknown with the client order id, and
+// the venue holds no order for it.
+func TestExecuteSettlesUnknownOutcomes(t *testing.T) {
+	dir := t.TempDir()
+	te := newTradeEnv(t, dir)
+
+	te.fault(t, "drop_response", venue.PathOrderCreate)
+	found := te.exec(t, limitPlan("30001"))
+	if found.Err != nil || found.Settled == nil || found.ResultSource != messages.ResultSourceReconnaissance ||
+		found.Settled.Order.OrderLinkID != found.ClientOrderID {
+		t.Fatalf("dropped answer: %+v err %v", found, found.Err)
+	}
+	if n := te.simOrders(t, found.ClientOrderID); n != 1 {
+		t.Fatalf("%d orders for the dropped answer", n)
+	}
+
+	te.fault(t, "http_5xx", venue.PathOrderCreate)
+	lost := te.exec(t, limitPlan("30002"))
+	if messages.CodeOf(lost.Err) != messages.CodeOutcomeUnknown || lost.Err.Details["client_order_id"] != lost.ClientOrderID ||
+		lost.Err.Details["reconnaissance"] != "not_found" || lost.Err.NextStep == "" {
+		t.Fatalf("5xx not applied: %+v err %+v", lost, lost.Err)
+	}
+	if n := te.simOrders(t, lost.ClientOrderID); n != 0 {
+		t.Fatalf("%d orders for an order the venue never placed", n)
+	}
+
+	te.fault(t, "rate_limit", venue.PathOrderCreate)
+	refused := te.exec(t, limitPlan("30003"))
+	if messages.CodeOf(refused.Err) != messages.CodeRateLimited || refused.ResultSource != "venue" {
+		t.Fatalf("rate limited: %+v err %v", refused, refused.Err)
+	}
+	got := journalOf(t, dir)
+	want := []string{
+		"order_outcome:" + found.ClientOrderID + ":found:reconnaissance",
+		"order_outcome:" + lost.ClientOrderID + ":not_found:reconnaissance",
+		"order_outcome:" + refused.ClientOrderID + ":rejected:venue",
+	}
+	for _, w := range want {
+		if !contains(got, w) {
+			t.Fatalf("journal %v lacks %s", got, w)
+		}
+	}
+	// The refused order does not count against the daily notional.
+	daily, _, _ := te.snapshot(t).Counters.Window(time.Now())
+	if !daily.Equal(decimal.NewFromInt(600)) {
+		t.Fatalf("daily notional %s, want 600 (found + unknown)", daily)
+	}
+}
+
+// An unknown outcome whose look-up also fails stays open; after the
+// stream reconnects, the attempt is reconciled by REST and its outcome
+// journaled, and an order placed by someone else shows as external.
+func TestStreamReconnectReconcilesOpenAttempts(t *testing.T) {
+	dir := t.TempDir()
+	te := newTradeEnv(t, dir)
+	te.fault(t, "http_5xx", venue.PathOrderCreate)
+	te.simPost(t, "/sim/faults", `{"kind":"http_5xx","path":"/v5/order/realtime","count":50}`)
+	open := te.exec(t, limitPlan("29001"))
+	te.clearFaults(t)
+	if messages.CodeOf(open.Err) != messages.CodeOutcomeUnknown || open.Err.Details["reconnaissance"] != "failed" {
+		t.Fatalf("look-up failure: %+v err %+v", open, open.Err)
+	}
+	if st := te.snapshot(t); len(st.Attempts) != 1 {
+		t.Fatalf("%d open attempts, want 1", len(st.Attempts))
+	}
+	if contains(journalOf(t, dir), "order_outcome:"+open.ClientOrderID+":not_found:reconnaissance") {
+		t.Fatal("an outcome was journaled although nothing could be looked up")
+	}
+	// Drop the stream: the next push (an order placed outside this
+	// server) closes the connection instead.
+	te.simPost(t, "/sim/faults", `{"kind":"ws_disconnect","path":"/v5/private","count":1}`)
+	c := te.outside(t)
+	if _, err := c.CreateOrder(context.Background(), messages.CreateOrderRequest{Category: messages.CategoryLinear, Symbol: "BTCUSDT",
+		Side: "Buy", OrderType: "Limit", Qty: decimal.RequireFromString("0.01"), Price: decimal.RequireFromString("28000"), OrderLinkID: "manual-1"}); err != nil {
+		t.Fatal(err)
+	}
+	waitJournal(t, dir, "order_outcome:"+open.ClientOrderID+":not_found:reconnaissance")
+	if st := te.snapshot(t); len(st.Attempts) != 0 {
+		t.Fatalf("%d open attempts after the reconcile", len(st.Attempts))
+	}
+	// After the reconnect, a later push of the outside order is external.
+	if _, err := c.CancelOrder(context.Background(), messages.CancelOrderRequest{Category: messages.CategoryLinear, Symbol: "BTCUSDT", OrderLinkID: "manual-1"}); err != nil {
+		t.Fatal(err)
+	}
+	waitJournal(t, dir, "venue_update:manual-1:external")
+}
+
+// snapshot is the user's committed state.
+func (te *tradeEnv) snapshot(t testing.TB) *UserState {
+	t.Helper()
+	st, err := te.UserState(te.user)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// scanAll reads every record of the journal in dir, on a snapshot (the
+// server may be writing).
+func scanAll(t testing.TB, dir string) []wal.Record {
+	t.Helper()
+	cp, cleanup, err := wal.Snapshot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cleanup()
+	var out []wal.Record
+	if err := wal.Scan(cp, func(r wal.Record) error { out = append(out, r); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// UserState rebuilds the user's state from what the journal holds now,
+// through the same replay as start-up.
+func (te *tradeEnv) UserState(user string) (*UserState, error) {
+	replay := NewUserReplay()
+	for _, r := range scanAll(te.t, te.dir) {
+		if err := replay.OnRecord(r); err != nil {
+			return nil, err
+		}
+	}
+	states, err := replay.states(time.Now())
+	if err != nil {
+		return nil, err
+	}
+	return states[user], nil
+}

@@ -1,0 +1,378 @@
+package actors
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/guarded-exchange/guarded-exchange/messages"
+	"github.com/guarded-exchange/guarded-exchange/venue"
+	"github.com/guarded-exchange/guarded-exchange/wal"
+)
+
+// place_order through the one action path, in the user actor:
+//
+//	validate (invalid_params, not journaled)
+//	→ repeat? (idempotency key, or the 30 s safety net): order_repeat, the first answer
+//	→ gate (kill switch, profile, arming, key, allowlist), before any venue call
+//	→ market read by the venue actor (an action step: the mailbox flows)
+//	→ decidePlace on the state as it is then (rules, notional, limits with
+//	  the reservations of the actions in flight, confirmation)
+//	→ refusal: order_refused, answered; dry_run: the plan, answered
+//	→ execute: order_attempt durable, send once, order_outcome durable, answer.
+//
+// Only this file builds an execOrderAsk-free execute call
+// (TestOnlyTheActionPathWrites).
+
+// placeAsk is one place_order call with its structured origin.
+type placeAsk struct {
+	ctx    context.Context
+	args   messages.PlaceOrderArgs
+	origin messages.Origin
+}
+
+const toolPlaceOrder = "place_order"
+
+// actionDecide is a decision waiting for the market read.
+const actionDecide actionKind = actionOrder + 1
+
+func (u *userActor) place(ctx actor.Context, m *placeAsk, sender *actor.PID) {
+	a := m.args
+	if e := validatePlace(a); e != nil {
+		u.reply(ctx, sender, e)
+		return
+	}
+	hash := placeArgsHash(toolPlaceOrder, a)
+	if !a.DryRun {
+		if done := u.repeat(ctx, toolPlaceOrder, a.IdempotencyKey, hash, !a.ReduceOnly, m.origin, sender); done {
+			return
+		}
+	}
+	if e := u.state.DecideAction(&messages.DecideActionRequest{Tool: "place_order", Category: a.Category, Symbol: a.Symbol, RiskIncreasing: !a.ReduceOnly}, u.venue, u.env); e != nil {
+		u.refuse(ctx, a, e, m.origin, sender)
+		return
+	}
+	act := u.begin(actionDecide, sender, m.origin, nil)
+	act.place = &placeStep{args: a, hash: hash, tool: toolPlaceOrder}
+	act.claim = &claim{key: a.IdempotencyKey, hash: hash, dryRun: a.DryRun}
+	u.toVenue(ctx, &marketFetch{action: act.id, category: a.Category, symbol: a.Symbol}, ctx.Self())
+}
+
+// placeStep is what a place_order action carries between its steps.
+type placeStep struct {
+	args messages.PlaceOrderArgs
+	hash string
+	tool string
+	// close: the side and qty come from the position (close_position).
+	close bool
+}
+
+// onMarketFetched decides with the market the venue showed, on the state
+// as it is now.
+func (u *userActor) onMarketFetched(ctx actor.Context, m *marketFetched) {
+	act, ok := u.actions[m.action]
+	if ok && act.leverage != nil {
+		u.onLeverageMarket(ctx, act, m)
+		return
+	}
+	if ok && act.stop != nil {
+		u.onStopMarket(ctx, act, m)
+		return
+	}
+	if !ok || act.place == nil {
+		return
+	}
+	delete(u.actions, act.id)
+	a, tool := act.place.args, act.place.tool
+	if m.err != nil {
+		u.reply(ctx, act.waiter, m.err)
+		return
+	}
+	// A same-key call that arrived while this one read the market is in
+	// progress, not a second order.
+	if !a.DryRun && u.repeat(ctx, tool, a.IdempotencyKey, act.place.hash, !a.ReduceOnly, act.origin, act.waiter) {
+		return
+	}
+	if act.place.close {
+		pos := m.market.position
+		if pos == nil || !pos.Size.IsPositive() || (pos.Side != "Buy" && pos.Side != "Sell") {
+			u.refuseTool(ctx, tool, a.Category, a.Symbol, a.DryRun, &messages.Error{Code: messages.CodeNotFound, Message: "there is no open position on this symbol",
+				NextStep: "check get_positions", Details: map[string]any{"reason": "position_not_found"}}, act.origin, act.waiter)
+			return
+		}
+		a.Side = "Sell"
+		if pos.Side == "Sell" {
+			a.Side = "Buy"
+		}
+		if !a.Qty.IsPositive() {
+			a.Qty = pos.Size // all; a larger qty is cut by decidePlace
+		}
+	}
+	plan, ans, e := u.state.decidePlace(tool, a, u.venue, u.env, m.market, u.reserved(), u.now())
+	if e != nil {
+		u.refuseTool(ctx, tool, a.Category, a.Symbol, a.DryRun, e, act.origin, act.waiter)
+		return
+	}
+	if a.DryRun {
+		u.reply(ctx, act.waiter, ans)
+		return
+	}
+	ex := u.execute(ctx, plan, act.origin, act.waiter)
+	ex.claim = act.claim
+	ex.complete = func(r *orderResult, w *orderWritten) any { return orderAnswerOf(ans, r, w) }
+}
+
+// refuse journals order_refused (the tool, the instrument, the code and
+// its details; never the model's words) and answers the refusal. A dry
+// run's refusal is answered, not journaled.
+func (u *userActor) refuse(ctx actor.Context, a messages.PlaceOrderArgs, e *messages.Error, origin messages.Origin, to *actor.PID) {
+	u.refuseTool(ctx, toolPlaceOrder, a.Category, a.Symbol, a.DryRun, e, origin, to)
+}
+
+// refuseTool is refuse for any trading tool.
+func (u *userActor) refuseTool(ctx actor.Context, tool string, cat messages.Category, symbol string, dryRun bool, e *messages.Error, origin messages.Origin, to *actor.PID) {
+	if dryRun {
+		u.reply(ctx, to, e)
+		return
+	}
+	ev := Event{Type: messages.RecordOrderRefused, Payload: map[string]any{
+		"tool": tool, "category": cat, "symbol": symbol, "code": e.Code, "details": e.Details,
+	}}
+	u.write(ctx, ev, origin, func(_ wal.Record, err error) {
+		if err != nil {
+			u.reply(ctx, to, messages.AsError(err))
+			return
+		}
+		u.reply(ctx, to, e)
+	})
+}
+
+// repeat answers a call that repeats an earlier one, and journals
+// order_repeat: the same idempotency key with the same arguments gets the
+// first answer (result_source "replay"), with other arguments
+// idempotency_conflict, while the first runs outcome_unknown
+// (in_progress); without a key, an identical risk-increasing order within
+// 30 s of the previous answer (10 min after an unknown outcome) gets that
+// answer. Reduce-only orders are never deduplicated without a key.
+func (u *userActor) repeat(ctx actor.Context, tool, idemKey, hash string, net bool, origin messages.Origin, to *actor.PID) bool {
+	var answer any
+	rep := messages.OrderRepeatEvent{Tool: tool, IdempotencyKey: idemKey}
+	now := u.now()
+	inFlight := func(match func(*action) bool) *action {
+		for _, x := range u.actions {
+			if x.claim != nil && x.claim.dryRun {
+				continue
+			}
+			if match(x) {
+				return x
+			}
+		}
+		return nil
+	}
+	switch {
+	case idemKey != "":
+		key := idemKey
+		if x := inFlight(func(x *action) bool { return x.keyOf() == key }); x != nil {
+			if x.hashOf() != hash {
+				answer, rep.Reason = conflict(), "conflict"
+			} else {
+				answer, rep.Reason, rep.ClientOrderID = inProgress(x.attempt.ClientOrderID), "in_progress", x.attempt.ClientOrderID
+			}
+			break
+		}
+		e, ok := u.state.Idempotency[key]
+		if !ok || now.Sub(e.At) >= idempotencyWindow {
+			return false
+		}
+		rep.ClientOrderID = e.ClientOrderID
+		switch {
+		case e.ArgsSHA256 != hash:
+			answer, rep.Reason = conflict(), "conflict"
+		case e.Status == "":
+			answer, rep.Reason = inProgress(e.ClientOrderID), "in_progress"
+		default:
+			answer, rep.Reason = replayed(tool, e.Answer), "replay"
+		}
+	case net:
+		if x := inFlight(func(x *action) bool { return x.hashOf() == hash && x.keyOf() == "" }); x != nil {
+			answer, rep.Reason, rep.ClientOrderID = inProgress(x.attempt.ClientOrderID), "in_progress", x.attempt.ClientOrderID
+			break
+		}
+		// An identical attempt whose outcome is still unknown (its
+		// look-up failed; it is reconciled at the next reconnect or
+		// start) may exist on the venue: a second one is not sent.
+		for _, att := range u.state.Attempts {
+			if att.ArgsSHA256 == hash && att.IdempotencyKey == "" && att.RiskIncreasing {
+				answer, rep.Reason, rep.ClientOrderID = inProgress(att.ClientOrderID), "in_progress", att.ClientOrderID
+				break
+			}
+		}
+		if answer != nil {
+			break
+		}
+		for i := len(u.state.Recent) - 1; i >= 0; i-- {
+			r := u.state.Recent[i]
+			if r.ArgsSHA256 != hash {
+				continue
+			}
+			if age := now.Sub(r.At); age < safetyNet || (r.Unknown && age < safetyNetUnknown) {
+				answer, rep.Reason, rep.ClientOrderID = replayed(tool, r.Answer), "safety_net", r.ClientOrderID
+			}
+			break
+		}
+		if answer == nil {
+			return false
+		}
+	default:
+		return false
+	}
+	ev := Event{messages.RecordOrderRepeat, rep}
+	u.write(ctx, ev, origin, func(_ wal.Record, err error) {
+		if err != nil {
+			u.reply(ctx, to, messages.AsError(err))
+			return
+		}
+		u.reply(ctx, to, answer)
+	})
+	return true
+}
+
+// keyOf and hashOf are the idempotency key and argument hash of an order
+// action in flight ("" for other actions).
+func (x *action) keyOf() string {
+	if x.claim != nil {
+		return x.claim.key
+	}
+	return x.attempt.IdempotencyKey
+}
+
+func (x *action) hashOf() string {
+	if x.claim != nil {
+		return x.claim.hash
+	}
+	return x.attempt.ArgsSHA256
+}
+
+func conflict() *messages.Error {
+	return &messages.Error{Code: messages.CodeIdempotencyConflict, Message: "this idempotency key was used in the last 24 h with other arguments",
+		NextStep: "use a new idempotency key for a different order", Details: map[string]any{"limit": "idempotency_key"}}
+}
+
+func inProgress(clientOrderID string) *messages.Error {
+	d := map[string]any{"reason": "in_progress"}
+	if clientOrderID != "" {
+		d["client_order_id"] = clientOrderID
+	}
+	return &messages.Error{Code: messages.CodeOutcomeUnknown, Message: "the same order is still being handled",
+		NextStep: "wait for the first call's answer, then check get_open_orders; do not send it again", Details: d}
+}
+
+// replayed is a stored answer given again with result_source "replay".
+func replayed(tool string, raw json.RawMessage) any {
+	var probe struct {
+		Code string `json:"code"`
+	}
+	_ = json.Unmarshal(raw, &probe)
+	if probe.Code != "" {
+		var e messages.Error
+		if json.Unmarshal(raw, &e) == nil {
+			if e.Details == nil {
+				e.Details = map[string]any{}
+			}
+			e.Details["result_source"] = messages.ResultSourceReplay
+			return &e
+		}
+	}
+	if tool == toolAmendOrder {
+		var ans messages.AmendAnswer
+		if err := json.Unmarshal(raw, &ans); err != nil {
+			return messages.Internal(err)
+		}
+		ans.ResultSource = messages.ResultSourceReplay
+		return &ans
+	}
+	if tool == toolTradingStop {
+		var ans messages.TradingStopAnswer
+		if err := json.Unmarshal(raw, &ans); err != nil {
+			return messages.Internal(err)
+		}
+		ans.ResultSource = messages.ResultSourceReplay
+		return &ans
+	}
+	if tool == "set_leverage" {
+		var ans messages.LeverageAnswer
+		if err := json.Unmarshal(raw, &ans); err != nil {
+			return messages.Internal(err)
+		}
+		ans.ResultSource = messages.ResultSourceReplay
+		return &ans
+	}
+	if tool == "cancel_order" {
+		var ans messages.CancelAnswer
+		if err := json.Unmarshal(raw, &ans); err != nil {
+			return messages.Internal(err)
+		}
+		ans.ResultSource = messages.ResultSourceReplay
+		return &ans
+	}
+	var ans messages.OrderAnswer
+	if err := json.Unmarshal(raw, &ans); err != nil {
+		return messages.Internal(err)
+	}
+	ans.ResultSource = messages.ResultSourceReplay
+	return &ans
+}
+
+// orderAnswerOf completes the planned answer with the write's outcome.
+func orderAnswerOf(planned *messages.OrderAnswer, r *orderResult, w *orderWritten) any {
+	ans := *planned
+	ans.ClientOrderID, ans.ResultSource, ans.FilledQty = r.ClientOrderID, r.ResultSource, messages.FilledQty{}
+	if r.Err != nil {
+		e := *r.Err
+		d := map[string]any{"client_order_id": r.ClientOrderID}
+		for k, v := range r.Err.Details {
+			d[k] = v
+		}
+		e.Details = d
+		return &e
+	}
+	ans.Status = messages.AnswerAccepted
+	var o *messages.Order
+	switch {
+	case w.settled != nil:
+		o = &w.settled.Order
+	case w.readBack != nil:
+		o = w.readBack
+	}
+	if w.ack != nil {
+		ans.OrderID = w.ack.OrderID
+	}
+	if o != nil {
+		ans.OrderID, ans.OrderStatus = o.OrderID, o.Status
+	}
+	ans.FilledQty = venue.FilledOf(o)
+	return &ans
+}
+
+// tradingCommand runs a trading tool's command through the action path;
+// false for other commands.
+func (u *userActor) tradingCommand(ctx actor.Context, m *userCommand, sender *actor.PID) bool {
+	switch c := m.cmd.(type) {
+	case *messages.PlaceOrderCommand:
+		u.place(ctx, &placeAsk{ctx: m.ctx, args: c.Args, origin: m.origin}, sender)
+	case *messages.CancelOrderCommand:
+		u.cancelOrder(ctx, &cancelAsk{ctx: m.ctx, args: c.Args, origin: m.origin}, sender)
+	case *messages.SetLeverageCommand:
+		u.setLeverage(ctx, c.Args, m.origin, sender)
+	case *messages.ClosePositionCommand:
+		u.closePosition(ctx, c.Args, m.origin, sender)
+	case *messages.TradingStopCommand:
+		u.setTradingStop(ctx, c.Args, m.origin, sender)
+	case *messages.AmendOrderCommand:
+		u.amendOrder(ctx, c.Args, m.origin, sender)
+	default:
+		return false
+	}
+	return true
+}

@@ -1,0 +1,343 @@
+package actors
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/guarded-exchange/guarded-exchange/messages"
+	"github.com/guarded-exchange/guarded-exchange/venue"
+)
+
+// StreamFactory opens the private stream for one key on this process's
+// venue. Nil in Config: no stream (unknown outcomes are settled by REST
+// alone, and nothing triggers a reconcile after a reconnect).
+type StreamFactory func(apiKey, apiSecret string) (*venue.Stream, error)
+
+// DefaultSettleWait is how long an unknown outcome waits for its client
+// order id on the private stream before reading it back by REST.
+const DefaultSettleWait = 3 * time.Second
+
+// orderWriter is what the venue actor needs of a session to write.
+// *venue.Client implements it.
+type orderWriter interface {
+	CreateOrder(ctx context.Context, r messages.CreateOrderRequest) (*messages.OrderAck, error)
+	AmendOrder(ctx context.Context, r messages.AmendOrderRequest) (*messages.OrderAck, error)
+	CancelOrder(ctx context.Context, r messages.CancelOrderRequest) (*messages.OrderAck, error)
+	SetLeverage(ctx context.Context, r messages.SetLeverageRequest) (*messages.WriteAck, error)
+	SetTradingStop(ctx context.Context, r messages.TradingStopRequest) (*messages.WriteAck, error)
+}
+
+var _ orderWriter = (*venue.Client)(nil)
+
+// orderWrite asks the venue actor to send one write of an action whose
+// order_attempt is already durable. Exactly one request field is set. Its
+// outcome goes back to the user actor as *orderWritten. Only the user
+// actor's action path sends it (TestOnlyTheActionPathWrites).
+type orderWrite struct {
+	action uint64
+	// linkID names the order to settle on an unknown outcome (the client
+	// order id of a create, the order of an amend or cancel); empty for
+	// position writes, which have no client id.
+	linkID   string
+	category messages.Category
+	symbol   string
+
+	create   *messages.CreateOrderRequest
+	amend    *messages.AmendOrderRequest
+	cancel   *messages.CancelOrderRequest
+	leverage *messages.SetLeverageRequest
+	stop     *messages.TradingStopRequest
+}
+
+// orderWritten is the outcome of an orderWrite.
+type orderWritten struct {
+	action   uint64
+	ack      *messages.OrderAck // order writes that the venue accepted
+	writeAck *messages.WriteAck // position writes that the venue accepted
+	// settled is set when the write's outcome was unknown and the order
+	// was then found (result source "reconnaissance").
+	settled *venue.Settlement
+	// readBack is an accepted create's order as read back at once (nil
+	// when it could not be read: its filled qty is then unknown).
+	readBack *messages.Order
+	// position is a set-leverage's position as read back after the write
+	// (nil when it could not be read); positionShows says it shows the
+	// requested leverage, which settles an unknown outcome.
+	position      *messages.Position
+	positionShows bool
+	// class is empty on success, else how the write failed.
+	class venue.WriteClass
+	err   *messages.Error
+}
+
+// streamEvent carries one event of the venue actor's stream to itself;
+// gen drops the events of a stream that was replaced.
+type streamEvent struct {
+	gen uint64
+	ev  messages.StreamEvent
+}
+
+// streamResync tells the user actor that the stream (re)connected or lost
+// updates: it reconciles its open attempts by REST before new writes.
+type streamResync struct{ reason string }
+
+// streamOrders carries the order rows the stream pushed to the user actor,
+// which journals them compactly as venue_update.
+type streamOrders struct {
+	at     time.Time
+	orders []messages.Order
+}
+
+// openStream replaces the user's private stream with one for the current
+// session's key. Its events come to this actor as *streamEvent.
+func (v *venueActor) openStream(ctx actor.Context) {
+	v.closeStream()
+	if v.session == nil || v.streams == nil {
+		return
+	}
+	s := v.snap.load()
+	c, ok := s.credentialFor(v.env)
+	if !ok {
+		return
+	}
+	apiKey, secret, err := openCredential(v.masterKey, s.User, c)
+	if err != nil {
+		return
+	}
+	st, serr := v.streams(apiKey, secret)
+	if serr != nil {
+		v.logger.Warn("private stream not started", "user", s.User, "code", string(messages.CodeOf(serr)))
+		return
+	}
+	v.streamGen++
+	v.stream = st
+	gen, self, root, logger := v.streamGen, ctx.Self(), ctx.ActorSystem().Root, v.logger
+	go func() {
+		defer func() {
+			if p := recover(); p != nil {
+				logger.Error("stream pump panic", "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+			}
+		}()
+		for ev := range st.Events() {
+			root.Send(self, &streamEvent{gen: gen, ev: ev})
+		}
+	}()
+}
+
+// closeStream stops the stream; its pump ends when the events close.
+func (v *venueActor) closeStream() {
+	if v.stream != nil {
+		_ = v.stream.Close()
+		v.stream = nil
+	}
+}
+
+// onStreamEvent hands the user actor what it must act on: a (re)connect or
+// a gap (reconcile by REST), and order rows (journal venue_update).
+// Executions, positions and wallet pushes are not journaled.
+func (v *venueActor) onStreamEvent(ctx actor.Context, m *streamEvent) {
+	if m.gen != v.streamGen {
+		return
+	}
+	switch m.ev.Kind {
+	case messages.StreamConnected, messages.StreamReconnected, messages.StreamGap:
+		ctx.Send(ctx.Parent(), &streamResync{reason: string(m.ev.Kind)})
+	case messages.StreamOrders:
+		if len(m.ev.Orders) > 0 {
+			ctx.Send(ctx.Parent(), &streamOrders{at: m.ev.At, orders: m.ev.Orders})
+		}
+	}
+}
+
+// write sends one write, off the mailbox. The write is bounded by the
+// request timeout and never by the caller's context: once its attempt is
+// durable, a caller that goes away must not turn it into an unknown
+// outcome. An unknown outcome is settled (stream, then REST); it is never
+// resent.
+func (v *venueActor) write(ctx actor.Context, m *orderWrite) {
+	userPID := ctx.Sender()
+	if userPID == nil {
+		return
+	}
+	w, ok := v.session.(orderWriter)
+	if v.session == nil || !ok {
+		err := v.keyErr
+		if err == nil {
+			err = noKeyError()
+		}
+		ctx.Send(userPID, &orderWritten{action: m.action, class: venue.WriteNotSent, err: err})
+		return
+	}
+	client, _ := v.session.(*venue.Client)
+	var waiter venue.OrderWaiter
+	if v.stream != nil {
+		waiter = v.stream
+	}
+	timeout, wait := v.timeout, v.settleWait
+	offMailbox(ctx, v.logger, nil, 2*timeout+wait, userPID, func(c context.Context) any {
+		out := &orderWritten{action: m.action}
+		wc, cancel := context.WithTimeout(c, timeout)
+		var err error
+		switch {
+		case m.create != nil:
+			out.ack, err = w.CreateOrder(wc, *m.create)
+		case m.amend != nil:
+			out.ack, err = w.AmendOrder(wc, *m.amend)
+		case m.cancel != nil:
+			out.ack, err = w.CancelOrder(wc, *m.cancel)
+		case m.leverage != nil:
+			out.writeAck, err = w.SetLeverage(wc, *m.leverage)
+		case m.stop != nil:
+			out.writeAck, err = w.SetTradingStop(wc, *m.stop)
+		default:
+			err = messages.Internal(errors.New("venue actor: an order write without a request"))
+		}
+		cancel()
+		if (m.leverage != nil || m.stop != nil) && client != nil {
+			// No client order id: the position says what happened.
+			rc, rcancel := context.WithTimeout(c, timeout)
+			page, perr := client.Positions(rc, venue.PositionQuery{Category: messages.CategoryLinear, Symbol: m.symbol})
+			rcancel()
+			for i := range page.Items {
+				if perr == nil && page.Items[i].Symbol == m.symbol {
+					p := page.Items[i]
+					out.position = &p
+					out.positionShows = positionShows(&p, m)
+				}
+			}
+			if err != nil && venue.ClassifyWrite(err) == venue.WriteUnknown {
+				out.class, out.err = venue.WriteUnknown, messages.AsError(err)
+				recon := "failed"
+				if perr == nil {
+					recon = "not_found"
+				}
+				d := map[string]any{"reconnaissance": recon}
+				for k, v := range out.err.Details {
+					if k != "reconnaissance" {
+						d[k] = v
+					}
+				}
+				out.err.Details = d
+				out.err.NextStep = "do not resend blindly; read get_positions (setting it again is safe: the values are absolute)"
+				return out
+			}
+		}
+		if err == nil {
+			if (m.create != nil || m.cancel != nil || m.amend != nil) && client != nil && m.linkID != "" {
+				rc, rcancel := context.WithTimeout(c, timeout)
+				out.readBack, _, _ = client.OrderByLinkID(rc, m.category, m.symbol, m.linkID)
+				rcancel()
+			}
+			return out
+		}
+		out.class, out.err = venue.ClassifyWrite(err), messages.AsError(err)
+		if out.class != venue.WriteUnknown || m.linkID == "" || client == nil {
+			return out
+		}
+		s, serr := venue.Settle(c, client, waiter, m.category, m.symbol, m.linkID, wait)
+		if serr != nil {
+			out.err = messages.AsError(serr)
+			return out
+		}
+		out.settled = s
+		return out
+	}, func(err *messages.Error) any {
+		return &orderWritten{action: m.action, class: venue.WriteUnknown, err: err}
+	})
+}
+
+// marketFetch asks the venue actor for what a place_order decision needs:
+// the instrument's rules, the ticker and the price band. Its outcome goes
+// back to the user actor as *marketFetched.
+type marketFetch struct {
+	action   uint64
+	category messages.Category
+	symbol   string
+}
+
+// marketFetched is the outcome of a marketFetch.
+type marketFetched struct {
+	action uint64
+	market placeMarket
+	err    *messages.Error
+}
+
+// marketReader is what the venue actor needs of a session to read the
+// market. *venue.Client implements it.
+type marketReader interface {
+	Instrument(ctx context.Context, cat messages.Category, symbol string) (*messages.Instrument, error)
+	Ticker(ctx context.Context, cat messages.Category, symbol string) (*messages.Ticker, error)
+	PriceLimit(ctx context.Context, cat messages.Category, symbol string) (*messages.PriceLimit, error)
+	Positions(ctx context.Context, q venue.PositionQuery) (messages.Page[messages.Position], error)
+}
+
+var _ marketReader = (*venue.Client)(nil)
+
+// fetchMarket reads the market for a decision, off the mailbox.
+func (v *venueActor) fetchMarket(ctx actor.Context, m *marketFetch) {
+	userPID := ctx.Sender()
+	if userPID == nil {
+		return
+	}
+	r, ok := v.session.(marketReader)
+	if v.session == nil || !ok {
+		err := v.keyErr
+		if err == nil {
+			err = noKeyError()
+		}
+		ctx.Send(userPID, &marketFetched{action: m.action, err: err})
+		return
+	}
+	offMailbox(ctx, v.logger, nil, v.timeout, userPID, func(c context.Context) any {
+		mk, err := readMarket(c, r, m.category, m.symbol)
+		return &marketFetched{action: m.action, market: mk, err: messages.AsError(err)}
+	}, func(err *messages.Error) any { return &marketFetched{action: m.action, err: err} })
+}
+
+// positionShows reports whether a position shows what a position write
+// asked for: the leverage, or every TP/SL level it set.
+func positionShows(p *messages.Position, m *orderWrite) bool {
+	if m.leverage != nil {
+		return p.Leverage.Equal(m.leverage.Leverage)
+	}
+	if m.stop != nil {
+		return (!m.stop.TakeProfit.Valid || p.TakeProfit.Equal(m.stop.TakeProfit.Decimal)) &&
+			(!m.stop.StopLoss.Valid || p.StopLoss.Equal(m.stop.StopLoss.Decimal))
+	}
+	return false
+}
+
+// readMarket reads what a decision needs: the instrument's rules, the
+// ticker, the price band and, on linear, the symbol's position.
+func readMarket(c context.Context, r marketReader, cat messages.Category, symbol string) (placeMarket, error) {
+	var out placeMarket
+	var err error
+	if out.instrument, err = r.Instrument(c, cat, symbol); err != nil {
+		return out, err
+	}
+	if out.ticker, err = r.Ticker(c, cat, symbol); err != nil {
+		return out, err
+	}
+	if out.band, err = r.PriceLimit(c, cat, symbol); err != nil {
+		return out, err
+	}
+	if cat == messages.CategoryLinear {
+		page, err := r.Positions(c, venue.PositionQuery{Category: messages.CategoryLinear, Symbol: symbol})
+		if err != nil {
+			return out, err
+		}
+		out.positionRead = true
+		for i := range page.Items {
+			if page.Items[i].Symbol == symbol {
+				p := page.Items[i]
+				out.position = &p
+			}
+		}
+	}
+	return out, nil
+}
