@@ -38,9 +38,10 @@ const (
 //
 // The simulator refuses more than 10 creates per key per rolling second,
 // so each user is paced under that (the sleep is not in the latency):
-// req/s is capped near 9 per user, which binds at 1 and 100 users. p50
-// and p99 are the path's latency either way; path-req/s is users divided
-// by the mean latency, the rate the path would carry without that cap.
+// req/s is capped near 9 per user, which binds at 1 user (at 100 and
+// 1,000 the server is slower than the cap). p50 and p99 are the path's
+// latency either way; path-req/s is users divided by the mean latency,
+// the rate the path would carry without that cap.
 func BenchmarkHTTPPlaceOrder(b *testing.B) {
 	for _, n := range []int{1, 100, 1000} {
 		b.Run(fmt.Sprintf("%s/users=%d", eraName(""), n), func(b *testing.B) {
