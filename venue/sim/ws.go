@@ -520,13 +520,17 @@ func (c *wsConn) subscribe(req *wsRequest) {
 		good = append(good, t)
 	}
 	c.subs = append(c.subs, good...)
+	// The subscription's moment is read before the ack goes out: a client
+	// that reads the ack and moves the clock must not move it under the
+	// first push (publicTrade counts its trades from this moment).
+	now := c.s.now()
 	if len(refusals) > 0 {
 		c.reply(req, req.Op, false, strings.Join(refusals, ";"))
 	} else {
 		c.reply(req, req.Op, true, okMsg)
 	}
 	if c.kind != streamPrivate {
-		c.pushPublicLocked(good, c.s.now())
+		c.pushPublicLocked(good, now)
 	}
 }
 
