@@ -175,21 +175,13 @@ func (s *server) setLeverage(ctx context.Context, c *call) (any, error) {
 	a := c.args
 	args := messages.SetLeverageArgs{Symbol: a.symbol(), Category: a.category()}
 	lev := a.decimal("leverage", true)
-	args.IdempotencyKey = a.str("idempotency_key", false, messages.IdempotencyKeyRE, "must be 1-64 of A-Z, a-z, 0-9, '_', '.', ':' and '-'")
+	args.IdempotencyKey = a.idempotencyKey()
 	args.DryRun = a.boolean("dry_run")
 	if err := a.done(); err != nil {
 		return nil, err
 	}
 	args.Leverage = lev.Decimal
-	res, err := s.opts.Backend.Handle(ctx, &messages.SetLeverageCommand{User: c.principal.User, Args: args}, messages.ActorAgent)
-	if err != nil {
-		return nil, err
-	}
-	ans, ok := res.(*messages.LeverageAnswer)
-	if !ok {
-		return nil, messages.Internal(fmt.Errorf("unexpected answer %T", res))
-	}
-	return ans, nil
+	return answerOf[*messages.LeverageAnswer](s.opts.Backend.Handle(ctx, &messages.SetLeverageCommand{User: c.principal.User, Args: args}, messages.ActorAgent))
 }
 
 func (s *server) placeOrder(ctx context.Context, c *call) (any, error) {
@@ -201,48 +193,32 @@ func (s *server) placeOrder(ctx context.Context, c *call) (any, error) {
 	qty := a.decimal("qty", true)
 	args.Price = a.decimal("price", false)
 	args.ReduceOnly = a.boolean("reduce_only")
-	args.IdempotencyKey = a.str("idempotency_key", false, messages.IdempotencyKeyRE, "must be 1-64 of A-Z, a-z, 0-9, '_', '.', ':' and '-'")
+	args.IdempotencyKey = a.idempotencyKey()
 	args.DryRun = a.boolean("dry_run")
 	if err := a.done(); err != nil {
 		return nil, err
 	}
 	args.Qty = qty.Decimal
-	res, err := s.opts.Backend.Handle(ctx, &messages.PlaceOrderCommand{User: c.principal.User, Args: args}, messages.ActorAgent)
-	if err != nil {
-		return nil, err
-	}
-	ans, ok := res.(*messages.OrderAnswer)
-	if !ok {
-		return nil, messages.Internal(fmt.Errorf("unexpected answer %T", res))
-	}
-	return ans, nil
+	return answerOf[*messages.OrderAnswer](s.opts.Backend.Handle(ctx, &messages.PlaceOrderCommand{User: c.principal.User, Args: args}, messages.ActorAgent))
 }
 
 func (s *server) cancelOrder(ctx context.Context, c *call) (any, error) {
 	a := c.args
 	args := messages.CancelOrderArgs{Symbol: a.symbol(), Category: a.category()}
 	args.OrderID = a.str("order_id", true, messages.OrderIDRE, "must be the order_id of get_open_orders")
-	args.IdempotencyKey = a.str("idempotency_key", false, messages.IdempotencyKeyRE, "must be 1-64 of A-Z, a-z, 0-9, '_', '.', ':' and '-'")
+	args.IdempotencyKey = a.idempotencyKey()
 	args.DryRun = a.boolean("dry_run")
 	if err := a.done(); err != nil {
 		return nil, err
 	}
-	res, err := s.opts.Backend.Handle(ctx, &messages.CancelOrderCommand{User: c.principal.User, Args: args}, messages.ActorAgent)
-	if err != nil {
-		return nil, err
-	}
-	ans, ok := res.(*messages.CancelAnswer)
-	if !ok {
-		return nil, messages.Internal(fmt.Errorf("unexpected answer %T", res))
-	}
-	return ans, nil
+	return answerOf[*messages.CancelAnswer](s.opts.Backend.Handle(ctx, &messages.CancelOrderCommand{User: c.principal.User, Args: args}, messages.ActorAgent))
 }
 
 func (s *server) closePosition(ctx context.Context, c *call) (any, error) {
 	a := c.args
 	args := messages.ClosePositionArgs{Symbol: a.symbol(), Category: a.category()}
 	qty := a.decimal("qty", false)
-	args.IdempotencyKey = a.str("idempotency_key", false, messages.IdempotencyKeyRE, "must be 1-64 of A-Z, a-z, 0-9, '_', '.', ':' and '-'")
+	args.IdempotencyKey = a.idempotencyKey()
 	args.DryRun = a.boolean("dry_run")
 	if err := a.done(); err != nil {
 		return nil, err
@@ -251,15 +227,7 @@ func (s *server) closePosition(ctx context.Context, c *call) (any, error) {
 		return nil, messages.InvalidParams("qty", "must be positive; leave it out to close all")
 	}
 	args.Qty = qty.Decimal
-	res, err := s.opts.Backend.Handle(ctx, &messages.ClosePositionCommand{User: c.principal.User, Args: args}, messages.ActorAgent)
-	if err != nil {
-		return nil, err
-	}
-	ans, ok := res.(*messages.OrderAnswer)
-	if !ok {
-		return nil, messages.Internal(fmt.Errorf("unexpected answer %T", res))
-	}
-	return ans, nil
+	return answerOf[*messages.OrderAnswer](s.opts.Backend.Handle(ctx, &messages.ClosePositionCommand{User: c.principal.User, Args: args}, messages.ActorAgent))
 }
 
 func (s *server) setTradingStop(ctx context.Context, c *call) (any, error) {
@@ -267,20 +235,12 @@ func (s *server) setTradingStop(ctx context.Context, c *call) (any, error) {
 	args := messages.TradingStopArgs{Symbol: a.symbol(), Category: a.category()}
 	args.TakeProfit = a.decimal("take_profit", false)
 	args.StopLoss = a.decimal("stop_loss", false)
-	args.IdempotencyKey = a.str("idempotency_key", false, messages.IdempotencyKeyRE, "must be 1-64 of A-Z, a-z, 0-9, '_', '.', ':' and '-'")
+	args.IdempotencyKey = a.idempotencyKey()
 	args.DryRun = a.boolean("dry_run")
 	if err := a.done(); err != nil {
 		return nil, err
 	}
-	res, err := s.opts.Backend.Handle(ctx, &messages.TradingStopCommand{User: c.principal.User, Args: args}, messages.ActorAgent)
-	if err != nil {
-		return nil, err
-	}
-	ans, ok := res.(*messages.TradingStopAnswer)
-	if !ok {
-		return nil, messages.Internal(fmt.Errorf("unexpected answer %T", res))
-	}
-	return ans, nil
+	return answerOf[*messages.TradingStopAnswer](s.opts.Backend.Handle(ctx, &messages.TradingStopCommand{User: c.principal.User, Args: args}, messages.ActorAgent))
 }
 
 func (s *server) amendOrder(ctx context.Context, c *call) (any, error) {
@@ -289,37 +249,39 @@ func (s *server) amendOrder(ctx context.Context, c *call) (any, error) {
 	args.OrderID = a.str("order_id", true, messages.OrderIDRE, "must be the order_id of get_open_orders")
 	args.Qty = a.decimal("qty", false)
 	args.Price = a.decimal("price", false)
-	args.IdempotencyKey = a.str("idempotency_key", false, messages.IdempotencyKeyRE, "must be 1-64 of A-Z, a-z, 0-9, '_', '.', ':' and '-'")
+	args.IdempotencyKey = a.idempotencyKey()
 	args.DryRun = a.boolean("dry_run")
 	if err := a.done(); err != nil {
 		return nil, err
 	}
-	res, err := s.opts.Backend.Handle(ctx, &messages.AmendOrderCommand{User: c.principal.User, Args: args}, messages.ActorAgent)
+	return answerOf[*messages.AmendAnswer](s.opts.Backend.Handle(ctx, &messages.AmendOrderCommand{User: c.principal.User, Args: args}, messages.ActorAgent))
+}
+
+func (s *server) cancelAllOrders(ctx context.Context, c *call) (any, error) {
+	a := c.args
+	args := messages.CancelAllArgs{Symbol: a.symbol(), Category: a.category()}
+	args.IdempotencyKey = a.idempotencyKey()
+	args.DryRun = a.boolean("dry_run")
+	if err := a.done(); err != nil {
+		return nil, err
+	}
+	return answerOf[*messages.CancelAllAnswer](s.opts.Backend.Handle(ctx, &messages.CancelAllCommand{User: c.principal.User, Args: args}, messages.ActorAgent))
+}
+
+// answerOf passes on the user actor's answer to a trading command, checking
+// that it is of the type the tool returns.
+func answerOf[T any](res any, err error) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	ans, ok := res.(*messages.AmendAnswer)
+	ans, ok := res.(T)
 	if !ok {
 		return nil, messages.Internal(fmt.Errorf("unexpected answer %T", res))
 	}
 	return ans, nil
 }
 
-func (s *server) cancelAllOrders(ctx context.Context, c *call) (any, error) {
-	a := c.args
-	args := messages.CancelAllArgs{Symbol: a.symbol(), Category: a.category()}
-	args.IdempotencyKey = a.str("idempotency_key", false, messages.IdempotencyKeyRE, "must be 1-64 of A-Z, a-z, 0-9, '_', '.', ':' and '-'")
-	args.DryRun = a.boolean("dry_run")
-	if err := a.done(); err != nil {
-		return nil, err
-	}
-	res, err := s.opts.Backend.Handle(ctx, &messages.CancelAllCommand{User: c.principal.User, Args: args}, messages.ActorAgent)
-	if err != nil {
-		return nil, err
-	}
-	ans, ok := res.(*messages.CancelAllAnswer)
-	if !ok {
-		return nil, messages.Internal(fmt.Errorf("unexpected answer %T", res))
-	}
-	return ans, nil
+// idempotencyKey reads the optional idempotency_key every trading tool takes.
+func (a *args) idempotencyKey() string {
+	return a.str("idempotency_key", false, messages.IdempotencyKeyRE, "must be 1-64 of A-Z, a-z, 0-9, '_', '.', ':' and '-'")
 }
