@@ -239,15 +239,5 @@ func (u *userActor) riskLimits(p messages.Policy, cat messages.Category, notiona
 		return limitExceeded("daily_notional_cap_usdt", p.DailyNotionalCapUSDT.String(), "the risk-increasing orders of the last 24 h would exceed daily_notional_cap_usdt",
 			"wait until earlier orders leave the 24 h window", map[string]any{"used_usdt": used.String()})
 	}
-	if perMinute+reserved.Orders+1 > p.MaxOrdersPerMinute {
-		e := limitExceeded("max_orders_per_minute", itoa(p.MaxOrdersPerMinute), "too many orders in the last minute", "wait a minute", nil)
-		e.RetryAfterS = 60
-		return e
-	}
-	if unconfirmed+reserved.Orders+1 > p.MaxUnconfirmedActionsPerHour {
-		e := limitExceeded("max_unconfirmed_actions_per_hour", itoa(p.MaxUnconfirmedActionsPerHour), "too many unconfirmed actions in the last hour", "wait", nil)
-		e.RetryAfterS = 3600
-		return e
-	}
-	return nil
+	return rateLimits(p, perMinute, unconfirmed, reserved)
 }

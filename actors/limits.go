@@ -227,15 +227,12 @@ func (s *UserState) decidePlace(tool string, a messages.PlaceOrderArgs, venue me
 				map[string]any{"used_usdt": used.String(), "remaining_usdt": decimal.Max(decimal.Zero, p.DailyNotionalCapUSDT.Sub(used)).String()})
 		}
 	}
-	if perMinute+reserved.Orders+1 > p.MaxOrdersPerMinute {
-		e := limitExceeded("max_orders_per_minute", itoa(p.MaxOrdersPerMinute), "too many orders in the last minute", "wait a minute", nil)
-		e.RetryAfterS = 60
-		return none, nil, e
-	}
-	if unconfirmed+reserved.Orders+1 > p.MaxUnconfirmedActionsPerHour {
-		e := limitExceeded("max_unconfirmed_actions_per_hour", itoa(p.MaxUnconfirmedActionsPerHour), "too many unconfirmed actions in the last hour", "wait, or ask a human to lower the need for confirmation", nil)
-		e.RetryAfterS = 3600
-		return none, nil, e
+	if risk {
+		// The rates limit risk-increasing actions only: a reduce-only
+		// order or a close always goes through (SPEC §8 step 2, D51).
+		if e := rateLimits(p, perMinute, unconfirmed, reserved); e != nil {
+			return none, nil, e
+		}
 	}
 	if slices.Contains(p.ConfirmActions, tool) || (p.ConfirmAboveNotionalUSDT.IsPositive() && notional.GreaterThanOrEqual(p.ConfirmAboveNotionalUSDT)) {
 		// Until confirmations exist, an action that needs one is never
@@ -254,6 +251,23 @@ func (s *UserState) decidePlace(tool string, a messages.PlaceOrderArgs, venue me
 		SentAs: sentAs, TimeInForce: tif, RequestedQty: a.Qty, Qty: qty, Price: price, NotionalUSDT: notional, ReduceOnly: a.ReduceOnly,
 		RiskIncreasing: risk, Origin: messages.OriginSystem, IdempotencyKey: a.IdempotencyKey}
 	return plan, ans, nil
+}
+
+// rateLimits are max_orders_per_minute and max_unconfirmed_actions_per_hour
+// for one more risk-increasing action, counting those in the windows and
+// those in flight.
+func rateLimits(p messages.Policy, perMinute, unconfirmed int, reserved Reservation) *messages.Error {
+	if perMinute+reserved.Orders+1 > p.MaxOrdersPerMinute {
+		e := limitExceeded("max_orders_per_minute", itoa(p.MaxOrdersPerMinute), "too many risk-increasing orders in the last minute", "wait a minute; closing and reducing are not limited", nil)
+		e.RetryAfterS = 60
+		return e
+	}
+	if unconfirmed+reserved.Orders+1 > p.MaxUnconfirmedActionsPerHour {
+		e := limitExceeded("max_unconfirmed_actions_per_hour", itoa(p.MaxUnconfirmedActionsPerHour), "too many unconfirmed risk-increasing actions in the last hour", "wait, or ask a human to lower the need for confirmation; closing and reducing are not limited", nil)
+		e.RetryAfterS = 3600
+		return e
+	}
+	return nil
 }
 
 // priceBand checks the instrument's price limits and the venue's band.

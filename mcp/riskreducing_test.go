@@ -1,0 +1,106 @@
+package mcp
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/guarded-exchange/guarded-exchange/messages"
+)
+
+// The ways out of a position stay open whatever was done before: the rate
+// limits count and limit risk-increasing actions only (SPEC §8 step 2,
+// D51).
+
+func closeWorks(t *testing.T, out map[string]any, isErr bool) {
+	t.Helper()
+	if isErr {
+		t.Fatalf("close_position was refused: %v", out)
+	}
+	if out["side"] != "Sell" || out["reduce_only"] != true {
+		t.Fatalf("close_position did not send a reduce-only sell: %v", out)
+	}
+}
+
+func TestCloseAfterManyStopMovesUnderKillSwitch(t *testing.T) {
+	for _, mpm := range []int{10, 1000} {
+		t.Run(fmt.Sprint("max_orders_per_minute=", mpm), func(t *testing.T) {
+			e := newEnv(t)
+			e.tradeUser(t, "alice", messages.PolicySettings{MaxOrdersPerMinute: &mpm})
+			cs := connect(t, Options{Backend: e.sys, Principal: fixedPrincipal("alice", ProfileTrade)}, "")
+			if out, isErr := callJSON(t, cs, "place_order", map[string]any{"symbol": "BTCUSDT", "category": "linear", "side": "Buy", "order_type": "Market", "qty": "0.002"}); isErr {
+				t.Fatalf("buy: %v", out)
+			}
+			if out, isErr := callJSON(t, cs, "activate_kill_switch", map[string]any{}); isErr {
+				t.Fatalf("kill switch: %v", out)
+			}
+			// Each move raises the stop toward the price: risk-reducing.
+			for i := 0; i < 9; i++ { // the simulator allows 10 stop writes a second
+				sl := fmt.Sprint(1000 + i)
+				if out, isErr := callJSON(t, cs, "set_trading_stop", map[string]any{"symbol": "BTCUSDT", "category": "linear", "stop_loss": sl}); isErr {
+					t.Fatalf("stop %s: %v", sl, out)
+				}
+			}
+			out, isErr := callJSON(t, cs, "close_position", map[string]any{"symbol": "BTCUSDT", "category": "linear"})
+			closeWorks(t, out, isErr)
+		})
+	}
+}
+
+func TestCloseAfterCancelAllOfManyOrders(t *testing.T) {
+	e := newEnv(t)
+	key := e.addKey(t, "alice")
+	e.seed(t, key, "balances", map[string]string{"USDT": "100000"}, nil)
+	paper := messages.VenuePaper
+	mpm := 1000
+	base := messages.PolicySettings{Profile: profp(messages.ProfileTrade), Allow: stringsp("linear:BTCUSDT"), ConfirmActions: stringsp(), VenueCeiling: &paper, MaxOrdersPerMinute: &mpm}
+	if _, err := e.sys.Handle(context.Background(), &messages.SetCeilingRequest{User: "alice", Settings: base}, messages.ActorCLIAdmin); err != nil {
+		t.Fatal(err)
+	}
+	cs := connect(t, Options{Backend: e.sys, Principal: fixedPrincipal("alice", ProfileTrade)}, "")
+	if out, isErr := callJSON(t, cs, "place_order", map[string]any{"symbol": "BTCUSDT", "category": "linear", "side": "Buy", "order_type": "Market", "qty": "0.002"}); isErr {
+		t.Fatalf("buy: %v", out)
+	}
+	var orders []map[string]any
+	for i := 0; i < 12; i++ {
+		orders = append(orders, openOrder("BTCUSDT"))
+	}
+	e.seedOrders(t, key, orders)
+	callJSON(t, cs, "activate_kill_switch", map[string]any{})
+	if out, isErr := callJSON(t, cs, "cancel_all_orders", map[string]any{"symbol": "BTCUSDT", "category": "linear"}); isErr {
+		t.Fatalf("cancel_all_orders: %v", out)
+	}
+	out, isErr := callJSON(t, cs, "close_position", map[string]any{"symbol": "BTCUSDT", "category": "linear"})
+	closeWorks(t, out, isErr)
+}
+
+// Risk-increasing orders are still limited, and risk-reducing actions in
+// between neither count nor are refused.
+func TestRateLimitsCountRiskIncreasingOnly(t *testing.T) {
+	e := newEnv(t)
+	mpm := 3
+	e.tradeUser(t, "alice", messages.PolicySettings{MaxOrdersPerMinute: &mpm})
+	cs := connect(t, Options{Backend: e.sys, Principal: fixedPrincipal("alice", ProfileTrade)}, "")
+	limit := func(price string) map[string]any {
+		return map[string]any{"symbol": "BTCUSDT", "category": "linear", "side": "Buy", "order_type": "Limit", "qty": "0.001", "price": price}
+	}
+	for _, p := range []string{"30000", "30001"} {
+		out, isErr := callJSON(t, cs, "place_order", limit(p))
+		if isErr {
+			t.Fatalf("order at %s: %v", p, out)
+		}
+		for i := 0; i < 3; i++ {
+			// cancel and re-check: risk-reducing, never limited
+			if c, isErr := callJSON(t, cs, "cancel_order", map[string]any{"symbol": "BTCUSDT", "category": "linear", "order_id": out["order_id"]}); isErr && i == 0 {
+				t.Fatalf("cancel: %v", c)
+			}
+		}
+	}
+	if out, isErr := callJSON(t, cs, "place_order", limit("30002")); isErr {
+		t.Fatalf("third risk-increasing order refused although cancels must not count: %v", out)
+	}
+	out, isErr := callJSON(t, cs, "place_order", limit("30003"))
+	if !isErr || out["code"] != string(messages.CodeLimitExceeded) || out["details"].(map[string]any)["limit"] != "max_orders_per_minute" {
+		t.Fatalf("fourth risk-increasing order in a minute: want max_orders_per_minute, got %v", out)
+	}
+}
