@@ -65,7 +65,9 @@ func (u *userActor) amendOrder(ctx actor.Context, a messages.AmendOrderArgs, ori
 	if !a.DryRun && u.repeat(ctx, toolAmendOrder, a.IdempotencyKey, hash, false, origin, sender) {
 		return
 	}
-	if e := u.state.DecideAction(&messages.DecideActionRequest{Tool: toolAmendOrder, Category: a.Category, Symbol: a.Symbol}, u.venue, u.env); e != nil {
+	// A first gate: the allowlist is applied once the venue shows
+	// whether the change adds risk.
+	if e := u.state.DecideAction(&messages.DecideActionRequest{Tool: toolAmendOrder, Category: a.Category, Symbol: a.Symbol, RiskReducing: true}, u.venue, u.env); e != nil {
 		u.refuseTool(ctx, toolAmendOrder, a.Category, a.Symbol, a.DryRun, e, origin, sender)
 		return
 	}
@@ -141,7 +143,7 @@ func (u *userActor) onAmendFetched(ctx actor.Context, act *action, m *orderFetch
 			map[string]any{"rule": "min_notional", "min_notional": in.MinNotional.String()}))
 		return
 	}
-	if e := u.state.DecideAction(&messages.DecideActionRequest{Tool: toolAmendOrder, Category: a.Category, Symbol: a.Symbol, RiskIncreasing: risk}, u.venue, u.env); e != nil {
+	if e := u.state.DecideAction(&messages.DecideActionRequest{Tool: toolAmendOrder, Category: a.Category, Symbol: a.Symbol, RiskIncreasing: risk, RiskReducing: !risk}, u.venue, u.env); e != nil {
 		refuse(e)
 		return
 	}

@@ -114,7 +114,7 @@ func (s *UserState) decidePlace(tool string, a messages.PlaceOrderArgs, venue me
 	risk := !a.ReduceOnly
 	// Kill switch, profile, arming, key and allowlist first: they need
 	// no market data and must refuse whatever the instrument says.
-	if e := s.DecideAction(&messages.DecideActionRequest{Tool: tool, Category: a.Category, Symbol: a.Symbol, RiskIncreasing: risk}, venue, env); e != nil {
+	if e := s.DecideAction(&messages.DecideActionRequest{Tool: tool, Category: a.Category, Symbol: a.Symbol, RiskIncreasing: risk, RiskReducing: !risk}, venue, env); e != nil {
 		return none, nil, e
 	}
 	p := s.effective(venue, env)

@@ -49,7 +49,7 @@ func (u *userActor) place(ctx actor.Context, m *placeAsk, sender *actor.PID) {
 			return
 		}
 	}
-	if e := u.state.DecideAction(&messages.DecideActionRequest{Tool: "place_order", Category: a.Category, Symbol: a.Symbol, RiskIncreasing: !a.ReduceOnly}, u.venue, u.env); e != nil {
+	if e := u.state.DecideAction(&messages.DecideActionRequest{Tool: "place_order", Category: a.Category, Symbol: a.Symbol, RiskIncreasing: !a.ReduceOnly, RiskReducing: a.ReduceOnly}, u.venue, u.env); e != nil {
 		u.refuse(ctx, a, e, m.origin, sender)
 		return
 	}

@@ -64,7 +64,7 @@ func (u *userActor) setTradingStop(ctx actor.Context, a messages.TradingStopArgs
 	if !a.DryRun && u.repeat(ctx, toolTradingStop, a.IdempotencyKey, hash, false, origin, sender) {
 		return
 	}
-	if e := u.state.DecideAction(&messages.DecideActionRequest{Tool: toolTradingStop, Category: a.Category, Symbol: a.Symbol}, u.venue, u.env); e != nil {
+	if e := u.state.DecideAction(&messages.DecideActionRequest{Tool: toolTradingStop, Category: a.Category, Symbol: a.Symbol, RiskReducing: true}, u.venue, u.env); e != nil {
 		u.refuseTool(ctx, toolTradingStop, a.Category, a.Symbol, a.DryRun, e, origin, sender)
 		return
 	}
@@ -89,7 +89,7 @@ func (u *userActor) onStopMarket(ctx actor.Context, act *action, m *marketFetche
 	refuse := func(e *messages.Error) {
 		u.refuseTool(ctx, toolTradingStop, a.Category, a.Symbol, a.DryRun, e, act.origin, act.waiter)
 	}
-	if e := u.state.DecideAction(&messages.DecideActionRequest{Tool: toolTradingStop, Category: a.Category, Symbol: a.Symbol}, u.venue, u.env); e != nil {
+	if e := u.state.DecideAction(&messages.DecideActionRequest{Tool: toolTradingStop, Category: a.Category, Symbol: a.Symbol, RiskReducing: true}, u.venue, u.env); e != nil {
 		refuse(e)
 		return
 	}

@@ -104,3 +104,44 @@ func TestRateLimitsCountRiskIncreasingOnly(t *testing.T) {
 		t.Fatalf("fourth risk-increasing order in a minute: want max_orders_per_minute, got %v", out)
 	}
 }
+
+// Narrowing the allowlist does not trap a position or its orders: the
+// ways out skip the allowlist; adding risk on the dropped symbol does not.
+func TestNarrowedAllowlistKeepsWaysOut(t *testing.T) {
+	e := newEnv(t)
+	e.tradeUser(t, "alice", messages.PolicySettings{})
+	cs := connect(t, Options{Backend: e.sys, Principal: fixedPrincipal("alice", ProfileTrade)}, "")
+	if out, isErr := callJSON(t, cs, "place_order", map[string]any{"symbol": "BTCUSDT", "category": "linear", "side": "Buy", "order_type": "Market", "qty": "0.002"}); isErr {
+		t.Fatalf("buy: %v", out)
+	}
+	var ids []any
+	for _, p := range []string{"30000", "30001"} {
+		out, isErr := callJSON(t, cs, "place_order", map[string]any{"symbol": "BTCUSDT", "category": "linear", "side": "Buy", "order_type": "Limit", "qty": "0.001", "price": p})
+		if isErr {
+			t.Fatalf("resting order: %v", out)
+		}
+		ids = append(ids, out["order_id"])
+	}
+	if _, err := e.sys.Handle(context.Background(), &messages.SetCeilingRequest{User: "alice", Settings: messages.PolicySettings{Allow: stringsp("linear:ETHUSDT")}}, messages.ActorCLIAdmin); err != nil {
+		t.Fatal(err)
+	}
+	out, isErr := callJSON(t, cs, "place_order", map[string]any{"symbol": "BTCUSDT", "category": "linear", "side": "Buy", "order_type": "Limit", "qty": "0.001", "price": "30002"})
+	if !isErr || out["code"] != string(messages.CodePermissionDenied) || out["details"].(map[string]any)["limit"] != "allow" {
+		t.Fatalf("a risk-increasing order off the allowlist: %v", out)
+	}
+	if out, isErr := callJSON(t, cs, "set_leverage", map[string]any{"symbol": "BTCUSDT", "category": "linear", "leverage": "20"}); !isErr || out["code"] != string(messages.CodePermissionDenied) {
+		t.Fatalf("raising leverage off the allowlist: %v", out)
+	}
+	callJSON(t, cs, "activate_kill_switch", map[string]any{})
+	if out, isErr := callJSON(t, cs, "cancel_order", map[string]any{"symbol": "BTCUSDT", "category": "linear", "order_id": ids[0]}); isErr {
+		t.Fatalf("cancel_order off the allowlist: %v", out)
+	}
+	if out, isErr := callJSON(t, cs, "cancel_all_orders", map[string]any{"symbol": "BTCUSDT", "category": "linear"}); isErr || out["count"] != float64(1) {
+		t.Fatalf("cancel_all_orders off the allowlist: %v", out)
+	}
+	if out, isErr := callJSON(t, cs, "set_leverage", map[string]any{"symbol": "BTCUSDT", "category": "linear", "leverage": "1"}); isErr {
+		t.Fatalf("lowering leverage off the allowlist: %v", out)
+	}
+	out, isErr = callJSON(t, cs, "close_position", map[string]any{"symbol": "BTCUSDT", "category": "linear"})
+	closeWorks(t, out, isErr)
+}
