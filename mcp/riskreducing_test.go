@@ -3,6 +3,7 @@ package mcp
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/guarded-exchange/guarded-exchange/messages"
@@ -144,4 +145,40 @@ func TestNarrowedAllowlistKeepsWaysOut(t *testing.T) {
 	}
 	out, isErr = callJSON(t, cs, "close_position", map[string]any{"symbol": "BTCUSDT", "category": "linear"})
 	closeWorks(t, out, isErr)
+}
+
+// Under the kill switch a stop-loss may be set or tightened, never
+// loosened: moving it away from the price is risk-increasing.
+func TestStopLossCannotBeLoosenedUnderKillSwitch(t *testing.T) {
+	e := newEnv(t)
+	e.tradeUser(t, "alice", messages.PolicySettings{})
+	cs := connect(t, Options{Backend: e.sys, Principal: fixedPrincipal("alice", ProfileTrade)}, "")
+	if out, isErr := callJSON(t, cs, "place_order", map[string]any{"symbol": "BTCUSDT", "category": "linear", "side": "Buy", "order_type": "Market", "qty": "0.002"}); isErr {
+		t.Fatalf("buy: %v", out)
+	}
+	stop := func(sl string) (map[string]any, bool) {
+		return callJSON(t, cs, "set_trading_stop", map[string]any{"symbol": "BTCUSDT", "category": "linear", "stop_loss": sl})
+	}
+	if out, isErr := stop("60000"); isErr || out["status"] != "set" {
+		t.Fatalf("first stop-loss: %v", out)
+	}
+	// Without the kill switch a looser stop is allowed.
+	if out, isErr := stop("59000"); isErr || out["status"] != "set" {
+		t.Fatalf("looser stop-loss without the kill switch: %v", out)
+	}
+	callJSON(t, cs, "activate_kill_switch", map[string]any{})
+	out, isErr := stop("0.1")
+	if !isErr || out["code"] != string(messages.CodeKillSwitchActive) {
+		t.Fatalf("stop-loss moved away from the price under the kill switch: %v", out)
+	}
+	if out, isErr := stop("61000"); isErr || out["status"] != "set" {
+		t.Fatalf("stop-loss moved toward the price under the kill switch: %v", out)
+	}
+	if out, isErr := stop("60500"); !isErr || out["code"] != string(messages.CodeKillSwitchActive) {
+		t.Fatalf("stop-loss loosened again under the kill switch: %v", out)
+	}
+	pos, _ := callJSON(t, cs, "get_positions", map[string]any{})
+	if b := mustString(pos); !strings.Contains(b, `"stop_loss":"61000"`) {
+		t.Fatalf("position after the refusals: %s", b)
+	}
 }
