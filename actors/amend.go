@@ -137,8 +137,8 @@ func (u *userActor) onAmendFetched(ctx actor.Context, act *action, m *orderFetch
 		refuse(e)
 		return
 	}
-	notional := qty.Mul(price)
-	if in.MinNotional.IsPositive() && notional.LessThan(in.MinNotional) {
+	notional := qty.Mul(sellPrice(price, buy, mk.ticker))
+	if in.MinNotional.IsPositive() && qty.Mul(price).LessThan(in.MinNotional) {
 		refuse(ruleViolation("the order value is below the instrument's minimum", "make the order larger",
 			map[string]any{"rule": "min_notional", "min_notional": in.MinNotional.String()}))
 		return

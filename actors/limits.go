@@ -202,14 +202,12 @@ func (s *UserState) decidePlace(tool string, a messages.PlaceOrderArgs, venue me
 	if e := priceBand(price, buy, in, m.band); e != nil {
 		return none, nil, e
 	}
-	// The most the order can be worth: the limit price, the worst price
-	// of a market buy, or the best bid for a market sell (it fills down
-	// to its bound, but never above the bid). The venue's minimum value
-	// is checked on the order's own price.
-	notional := qty.Mul(price)
-	if a.OrderType == "Market" && !buy && m.ticker.Bid1Price.GreaterThan(price) {
-		notional = qty.Mul(m.ticker.Bid1Price)
-	}
+	// The most the order can be worth: the limit price or the worst
+	// price of a market buy; for any sell, its price or the best bid,
+	// whichever is higher (a marketable sell fills at the bid, above its
+	// limit). The venue's minimum value is checked on the order's own
+	// price.
+	notional := qty.Mul(sellPrice(price, buy, m.ticker))
 	if in.MinNotional.IsPositive() && qty.Mul(price).LessThan(in.MinNotional) {
 		return none, nil, ruleViolation("the order value is below the instrument's minimum", "make the order larger",
 			map[string]any{"rule": "min_notional", "min_notional": in.MinNotional.String()})
@@ -251,6 +249,16 @@ func (s *UserState) decidePlace(tool string, a messages.PlaceOrderArgs, venue me
 		SentAs: sentAs, TimeInForce: tif, RequestedQty: a.Qty, Qty: qty, Price: price, NotionalUSDT: notional, ReduceOnly: a.ReduceOnly,
 		RiskIncreasing: risk, Origin: messages.OriginSystem, IdempotencyKey: a.IdempotencyKey}
 	return plan, ans, nil
+}
+
+// sellPrice is the price an order is valued at: its own price, or for a
+// sell the best bid when that is higher, since a sell priced below the
+// bid fills at the bid.
+func sellPrice(price decimal.Decimal, buy bool, t *messages.Ticker) decimal.Decimal {
+	if !buy && t != nil && t.Bid1Price.GreaterThan(price) {
+		return t.Bid1Price
+	}
+	return price
 }
 
 // rateLimits are max_orders_per_minute and max_unconfirmed_actions_per_hour

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/shopspring/decimal"
+
 	"github.com/guarded-exchange/guarded-exchange/messages"
 )
 
@@ -180,5 +182,42 @@ func TestStopLossCannotBeLoosenedUnderKillSwitch(t *testing.T) {
 	pos, _ := callJSON(t, cs, "get_positions", map[string]any{})
 	if b := mustString(pos); !strings.Contains(b, `"stop_loss":"61000"`) {
 		t.Fatalf("position after the refusals: %s", b)
+	}
+}
+
+// A sell priced below the bid fills at the bid: it is valued at the bid,
+// for place_order and for amend_order.
+func TestMarketableLimitSellValuedAtBid(t *testing.T) {
+	e := newEnv(t)
+	e.tradeUser(t, "alice", messages.PolicySettings{MaxOrderNotionalUSDT: decp("100000"), DailyNotionalCapUSDT: decp("1000000")})
+	cs := connect(t, Options{Backend: e.sys, Principal: fixedPrincipal("alice", ProfileTrade)}, "")
+	probe, _ := callJSON(t, cs, "place_order", map[string]any{"symbol": "BTCUSDT", "category": "linear", "side": "Sell", "order_type": "Limit", "qty": "0.001", "price": "1", "dry_run": true})
+	low := decimal.RequireFromString(probe["details"].(map[string]any)["min_sell_price"].(string))
+	tk, _ := callJSON(t, cs, "get_ticker", map[string]any{"symbol": "BTCUSDT", "category": "linear"})
+	bid := decimal.RequireFromString(tk["bid1_price"].(string))
+	if !bid.GreaterThan(low) {
+		t.Fatalf("the band's lowest sell %s is not below the bid %s", low, bid)
+	}
+	// qty 0.01: worth less than the limit at its own price, more at the bid.
+	limit := low.Add(bid).Div(decimal.NewFromInt(200)).Round(2)
+	if _, err := e.sys.Handle(context.Background(), &messages.SetCeilingRequest{User: "alice", Settings: messages.PolicySettings{MaxOrderNotionalUSDT: &limit}}, messages.ActorCLIAdmin); err != nil {
+		t.Fatal(err)
+	}
+	sell := map[string]any{"symbol": "BTCUSDT", "category": "linear", "side": "Sell", "order_type": "Limit", "qty": "0.01", "price": low.String()}
+	out, isErr := callJSON(t, cs, "place_order", sell)
+	if !isErr || out["details"].(map[string]any)["limit"] != "max_order_notional_usdt" {
+		t.Fatalf("a sell at %s below the bid %s under a limit of %s: %v", low, bid, limit, out)
+	}
+	// A sell resting above the bid is valued at its price and is placed;
+	// amending it below the bid is valued at the bid.
+	above := bid.Add(decimal.NewFromInt(1000)).Round(0)
+	small := with(sell, "qty", "0.001", "price", above.String())
+	out, isErr = callJSON(t, cs, "place_order", small)
+	if isErr {
+		t.Fatalf("a small resting sell: %v", out)
+	}
+	am, isErr := callJSON(t, cs, "amend_order", map[string]any{"symbol": "BTCUSDT", "category": "linear", "order_id": out["order_id"], "qty": "0.01", "price": low.String()})
+	if !isErr || am["details"].(map[string]any)["limit"] != "max_order_notional_usdt" {
+		t.Fatalf("amend to a sell below the bid: %v", am)
 	}
 }
