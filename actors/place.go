@@ -118,6 +118,17 @@ func (u *userActor) onMarketFetched(ctx actor.Context, m *marketFetched) {
 		u.reply(ctx, act.waiter, ans)
 		return
 	}
+	if a.IdempotencyKey == "" && plan.riskIncreasing {
+		// The safety net compares the planned order, not the spelling
+		// of the request: "0.0019" and "0.001" both send 0.001 (D55).
+		planned := a
+		planned.Qty = plan.create.Qty
+		plan.argsSHA256 = placeArgsHash(tool, planned)
+		act.claim.hash = plan.argsSHA256
+		if u.repeat(ctx, tool, "", plan.argsSHA256, true, act.origin, act.waiter) {
+			return
+		}
+	}
 	ex := u.execute(ctx, plan, act.origin, act.waiter)
 	ex.claim = act.claim
 	ex.complete = func(r *orderResult, w *orderWritten) any { return orderAnswerOf(ans, r, w) }

@@ -280,8 +280,8 @@ func TestPlaceIdempotency(t *testing.T) {
 	}
 }
 
-// Without a key, an identical risk-increasing order within 30 s is a
-// repeat; a reduce-only one is not deduplicated; a different one goes.
+// Without a key, an identical risk-increasing order (after rounding)
+// within 30 s is a repeat; a reduce-only one is not deduplicated; a different one goes.
 func TestPlaceSafetyNet(t *testing.T) {
 	dir := t.TempDir()
 	te := newTradeEnv(t, dir)
@@ -293,6 +293,12 @@ func TestPlaceSafetyNet(t *testing.T) {
 	rep, e := te.place(t, limitArgs("0.010", "30000"))
 	if e != nil || rep.ResultSource != messages.ResultSourceReplay || rep.ClientOrderID != first.ClientOrderID {
 		t.Fatalf("identical order: %+v %v", rep, e)
+	}
+	// Another spelling that rounds to the same planned qty is the same
+	// order (D55).
+	rep, e = te.place(t, limitArgs("0.0109", "30000"))
+	if e != nil || rep.ResultSource != messages.ResultSourceReplay || rep.ClientOrderID != first.ClientOrderID {
+		t.Fatalf("an order whose qty rounds to the same: %+v %v", rep, e)
 	}
 	if _, e := te.place(t, limitArgs("0.01", "30000.1")); e != nil {
 		t.Fatalf("a different order: %v", e)
