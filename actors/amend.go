@@ -222,6 +222,9 @@ func (u *userActor) onAmendFetched(ctx actor.Context, act *action, m *orderFetch
 // the whole order's value, the symbol's leverage, the daily cap on the
 // growth, and the rates.
 func (u *userActor) riskLimits(p messages.Policy, cat messages.Category, notional, growth decimal.Decimal, mk placeMarket) *messages.Error {
+	if e := usdtOnly(mk.instrument); e != nil {
+		return e
+	}
 	if notional.GreaterThan(p.MaxOrderNotionalUSDT) {
 		return limitExceeded("max_order_notional_usdt", p.MaxOrderNotionalUSDT.String(), "the order value at its new qty and price exceeds max_order_notional_usdt",
 			"make the order smaller", map[string]any{"notional_usdt": notional.String()})

@@ -122,6 +122,11 @@ func (s *UserState) decidePlace(tool string, a messages.PlaceOrderArgs, venue me
 	if in == nil || in.Status != "Trading" {
 		return none, nil, ruleViolation("the instrument is not trading", "choose an instrument that trades (get_instrument)", map[string]any{"rule": "status"})
 	}
+	if risk {
+		if e := usdtOnly(in); e != nil {
+			return none, nil, e
+		}
+	}
 	qty := a.Qty
 	if in.QtyStep.IsPositive() {
 		qty = a.Qty.Div(in.QtyStep).Floor().Mul(in.QtyStep)
@@ -259,6 +264,17 @@ func sellPrice(price decimal.Decimal, buy bool, t *messages.Ticker) decimal.Deci
 		return t.Bid1Price
 	}
 	return price
+}
+
+// usdtOnly refuses adding risk on an instrument not quoted (and, on
+// linear, settled) in USDT: the order's value is in the quote coin and
+// the limits are in USDT, so they could not be checked (D56).
+func usdtOnly(in *messages.Instrument) *messages.Error {
+	if in.QuoteCoin == "USDT" && (in.Category != messages.CategoryLinear || in.SettleCoin == "USDT") {
+		return nil
+	}
+	return ruleViolation("the limits are in USDT and this instrument is not quoted and settled in USDT, so its value cannot be checked",
+		"trade a USDT instrument; closing and reducing are not affected", map[string]any{"rule": "quote_coin", "allowed": "USDT"})
 }
 
 // rateLimits are max_orders_per_minute and max_unconfirmed_actions_per_hour

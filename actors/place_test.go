@@ -426,3 +426,49 @@ func BenchmarkPlaceOrderDryRun(b *testing.B) {
 		placeUnlimited(b, te, a)
 	}
 }
+
+// The limits are in USDT: an instrument quoted or settled in another coin
+// is refused for risk-increasing orders (fails closed); a reduce-only
+// order on it is still decided.
+func TestPlaceRefusesNonUSDTQuote(t *testing.T) {
+	dir := t.TempDir()
+	te := newTradeEnv(t, dir)
+	te.tradeReady(t, messages.PolicySettings{})
+	c := te.outside(t)
+	ctx := context.Background()
+	in, err := c.Instrument(ctx, messages.CategoryLinear, "BTCUSDT")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tk, err := c.Ticker(ctx, messages.CategoryLinear, "BTCUSDT")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pos := &messages.Position{Symbol: "BTCUSDT", Side: "Buy", Size: decimal.RequireFromString("0.01"), Leverage: decimal.NewFromInt(1)}
+	st := te.snapshot(t)
+	// tradeReady's empty confirm_actions is a nil slice, journaled as
+	// null: the replayed state has the default list again.
+	none := []string{}
+	st.Ceiling.ConfirmActions = &none
+	decide := func(in *messages.Instrument, a messages.PlaceOrderArgs) *messages.Error {
+		m := placeMarket{instrument: in, ticker: tk, position: pos, positionRead: true}
+		_, _, e := st.decidePlace(toolPlaceOrder, a, messages.VenuePaper, "paper", m, Reservation{}, time.Now())
+		return e
+	}
+	buy := limitArgs("0.001", "30000")
+	if e := decide(in, buy); e != nil {
+		t.Fatalf("a USDT instrument: %v", e)
+	}
+	for _, coins := range [][2]string{{"USDC", "USDC"}, {"USDT", "USDC"}, {"", ""}} {
+		other := *in
+		other.QuoteCoin, other.SettleCoin = coins[0], coins[1]
+		if e := decide(&other, buy); e == nil || e.Code != messages.CodeInstrumentRuleViolation || e.Details["rule"] != "quote_coin" {
+			t.Fatalf("quote %q settle %q: %v", coins[0], coins[1], e)
+		}
+		reduce := limitArgs("0.001", "90000")
+		reduce.Side, reduce.ReduceOnly = "Sell", true
+		if e := decide(&other, reduce); e != nil {
+			t.Fatalf("reduce-only on quote %q: %v", coins[0], e)
+		}
+	}
+}
