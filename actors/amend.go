@@ -65,7 +65,9 @@ func (u *userActor) amendOrder(ctx actor.Context, a messages.AmendOrderArgs, ori
 	if !a.DryRun && u.repeat(ctx, toolAmendOrder, a.IdempotencyKey, hash, false, origin, sender) {
 		return
 	}
-	if e := u.state.DecideAction(&messages.DecideActionRequest{Tool: toolAmendOrder, Category: a.Category, Symbol: a.Symbol}, u.venue, u.env); e != nil {
+	// A first gate: the allowlist is applied once the venue shows
+	// whether the change adds risk.
+	if e := u.state.DecideAction(&messages.DecideActionRequest{Tool: toolAmendOrder, Category: a.Category, Symbol: a.Symbol, RiskReducing: true}, u.venue, u.env); e != nil {
 		u.refuseTool(ctx, toolAmendOrder, a.Category, a.Symbol, a.DryRun, e, origin, sender)
 		return
 	}
@@ -135,13 +137,13 @@ func (u *userActor) onAmendFetched(ctx actor.Context, act *action, m *orderFetch
 		refuse(e)
 		return
 	}
-	notional := qty.Mul(price)
-	if in.MinNotional.IsPositive() && notional.LessThan(in.MinNotional) {
+	notional := qty.Mul(sellPrice(price, buy, mk.ticker))
+	if in.MinNotional.IsPositive() && qty.Mul(price).LessThan(in.MinNotional) {
 		refuse(ruleViolation("the order value is below the instrument's minimum", "make the order larger",
 			map[string]any{"rule": "min_notional", "min_notional": in.MinNotional.String()}))
 		return
 	}
-	if e := u.state.DecideAction(&messages.DecideActionRequest{Tool: toolAmendOrder, Category: a.Category, Symbol: a.Symbol, RiskIncreasing: risk}, u.venue, u.env); e != nil {
+	if e := u.state.DecideAction(&messages.DecideActionRequest{Tool: toolAmendOrder, Category: a.Category, Symbol: a.Symbol, RiskIncreasing: risk, RiskReducing: !risk}, u.venue, u.env); e != nil {
 		refuse(e)
 		return
 	}
@@ -220,6 +222,9 @@ func (u *userActor) onAmendFetched(ctx actor.Context, act *action, m *orderFetch
 // the whole order's value, the symbol's leverage, the daily cap on the
 // growth, and the rates.
 func (u *userActor) riskLimits(p messages.Policy, cat messages.Category, notional, growth decimal.Decimal, mk placeMarket) *messages.Error {
+	if e := usdtOnly(mk.instrument); e != nil {
+		return e
+	}
 	if notional.GreaterThan(p.MaxOrderNotionalUSDT) {
 		return limitExceeded("max_order_notional_usdt", p.MaxOrderNotionalUSDT.String(), "the order value at its new qty and price exceeds max_order_notional_usdt",
 			"make the order smaller", map[string]any{"notional_usdt": notional.String()})
@@ -239,15 +244,5 @@ func (u *userActor) riskLimits(p messages.Policy, cat messages.Category, notiona
 		return limitExceeded("daily_notional_cap_usdt", p.DailyNotionalCapUSDT.String(), "the risk-increasing orders of the last 24 h would exceed daily_notional_cap_usdt",
 			"wait until earlier orders leave the 24 h window", map[string]any{"used_usdt": used.String()})
 	}
-	if perMinute+reserved.Orders+1 > p.MaxOrdersPerMinute {
-		e := limitExceeded("max_orders_per_minute", itoa(p.MaxOrdersPerMinute), "too many orders in the last minute", "wait a minute", nil)
-		e.RetryAfterS = 60
-		return e
-	}
-	if unconfirmed+reserved.Orders+1 > p.MaxUnconfirmedActionsPerHour {
-		e := limitExceeded("max_unconfirmed_actions_per_hour", itoa(p.MaxUnconfirmedActionsPerHour), "too many unconfirmed actions in the last hour", "wait", nil)
-		e.RetryAfterS = 3600
-		return e
-	}
-	return nil
+	return rateLimits(p, perMinute, unconfirmed, reserved)
 }

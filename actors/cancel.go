@@ -82,7 +82,7 @@ func (u *userActor) cancelOrder(ctx actor.Context, m *cancelAsk, sender *actor.P
 	if !a.DryRun && u.repeat(ctx, "cancel_order", a.IdempotencyKey, hash, false, m.origin, sender) {
 		return
 	}
-	if e := u.state.DecideAction(&messages.DecideActionRequest{Tool: "cancel_order", Category: a.Category, Symbol: a.Symbol}, u.venue, u.env); e != nil {
+	if e := u.state.DecideAction(&messages.DecideActionRequest{Tool: "cancel_order", Category: a.Category, Symbol: a.Symbol, RiskReducing: true}, u.venue, u.env); e != nil {
 		u.refuseTool(ctx, "cancel_order", a.Category, a.Symbol, a.DryRun, e, m.origin, sender)
 		return
 	}
@@ -112,7 +112,7 @@ func (u *userActor) onOrderFetched(ctx actor.Context, m *orderFetched) {
 		return
 	}
 	// The gate again: the state may have changed while the venue answered.
-	e := u.state.DecideAction(&messages.DecideActionRequest{Tool: "cancel_order", Category: a.Category, Symbol: a.Symbol}, u.venue, u.env)
+	e := u.state.DecideAction(&messages.DecideActionRequest{Tool: "cancel_order", Category: a.Category, Symbol: a.Symbol, RiskReducing: true}, u.venue, u.env)
 	if e == nil && m.order == nil {
 		e = &messages.Error{Code: messages.CodeNotFound, Message: "no open order with this id on this instrument",
 			NextStep: "list the open orders with get_open_orders; a filled or cancelled order cannot be cancelled"}

@@ -91,7 +91,7 @@ func (u *userActor) cancelAll(ctx actor.Context, a messages.CancelAllArgs, origi
 	if !a.DryRun && u.repeat(ctx, toolCancelAll, a.IdempotencyKey, hash, false, origin, sender) {
 		return
 	}
-	if e := u.state.DecideAction(&messages.DecideActionRequest{Tool: toolCancelAll, Category: a.Category, Symbol: a.Symbol}, u.venue, u.env); e != nil {
+	if e := u.state.DecideAction(&messages.DecideActionRequest{Tool: toolCancelAll, Category: a.Category, Symbol: a.Symbol, RiskReducing: true}, u.venue, u.env); e != nil {
 		u.refuseTool(ctx, toolCancelAll, a.Category, a.Symbol, a.DryRun, e, origin, sender)
 		return
 	}
@@ -117,7 +117,7 @@ func (u *userActor) onOpenOrdersFetched(ctx actor.Context, m *openOrdersFetched)
 	if !a.DryRun && u.repeat(ctx, toolCancelAll, a.IdempotencyKey, act.all.hash, false, act.origin, act.waiter) {
 		return
 	}
-	e := u.state.DecideAction(&messages.DecideActionRequest{Tool: toolCancelAll, Category: a.Category, Symbol: a.Symbol}, u.venue, u.env)
+	e := u.state.DecideAction(&messages.DecideActionRequest{Tool: toolCancelAll, Category: a.Category, Symbol: a.Symbol, RiskReducing: true}, u.venue, u.env)
 	p := u.state.effective(u.venue, u.env)
 	if e == nil && slices.Contains(p.ConfirmActions, toolCancelAll) {
 		e = &messages.Error{Code: messages.CodeConfirmationChannelUnavailable,

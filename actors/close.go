@@ -40,7 +40,7 @@ func (u *userActor) closePosition(ctx actor.Context, c messages.ClosePositionArg
 	if !a.DryRun && u.repeat(ctx, toolClosePosition, a.IdempotencyKey, hash, false, origin, sender) {
 		return
 	}
-	if e := u.state.DecideAction(&messages.DecideActionRequest{Tool: toolClosePosition, Category: a.Category, Symbol: a.Symbol}, u.venue, u.env); e != nil {
+	if e := u.state.DecideAction(&messages.DecideActionRequest{Tool: toolClosePosition, Category: a.Category, Symbol: a.Symbol, RiskReducing: true}, u.venue, u.env); e != nil {
 		u.refuseTool(ctx, toolClosePosition, a.Category, a.Symbol, a.DryRun, e, origin, sender)
 		return
 	}

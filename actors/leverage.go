@@ -52,7 +52,9 @@ func (u *userActor) setLeverage(ctx actor.Context, a messages.SetLeverageArgs, o
 	if !a.DryRun && u.repeat(ctx, "set_leverage", a.IdempotencyKey, hash, false, origin, sender) {
 		return
 	}
-	if e := u.state.DecideAction(&messages.DecideActionRequest{Tool: "set_leverage", Category: a.Category, Symbol: a.Symbol}, u.venue, u.env); e != nil {
+	// A first gate: the allowlist is applied once the venue shows
+	// whether the change adds risk.
+	if e := u.state.DecideAction(&messages.DecideActionRequest{Tool: "set_leverage", Category: a.Category, Symbol: a.Symbol, RiskReducing: true}, u.venue, u.env); e != nil {
 		u.refuseTool(ctx, "set_leverage", a.Category, a.Symbol, a.DryRun, e, origin, sender)
 		return
 	}
@@ -98,7 +100,7 @@ func (u *userActor) onLeverageMarket(ctx actor.Context, act *action, m *marketFe
 		current = *m.market.position
 	}
 	risk := !known || a.Leverage.GreaterThan(current.Leverage)
-	req := &messages.DecideActionRequest{Tool: "set_leverage", Category: a.Category, Symbol: a.Symbol, RiskIncreasing: risk}
+	req := &messages.DecideActionRequest{Tool: "set_leverage", Category: a.Category, Symbol: a.Symbol, RiskIncreasing: risk, RiskReducing: !risk}
 	if risk {
 		req.Leverage = a.Leverage
 	}

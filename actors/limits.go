@@ -114,13 +114,18 @@ func (s *UserState) decidePlace(tool string, a messages.PlaceOrderArgs, venue me
 	risk := !a.ReduceOnly
 	// Kill switch, profile, arming, key and allowlist first: they need
 	// no market data and must refuse whatever the instrument says.
-	if e := s.DecideAction(&messages.DecideActionRequest{Tool: tool, Category: a.Category, Symbol: a.Symbol, RiskIncreasing: risk}, venue, env); e != nil {
+	if e := s.DecideAction(&messages.DecideActionRequest{Tool: tool, Category: a.Category, Symbol: a.Symbol, RiskIncreasing: risk, RiskReducing: !risk}, venue, env); e != nil {
 		return none, nil, e
 	}
 	p := s.effective(venue, env)
 	in := m.instrument
 	if in == nil || in.Status != "Trading" {
 		return none, nil, ruleViolation("the instrument is not trading", "choose an instrument that trades (get_instrument)", map[string]any{"rule": "status"})
+	}
+	if risk {
+		if e := usdtOnly(in); e != nil {
+			return none, nil, e
+		}
 	}
 	qty := a.Qty
 	if in.QtyStep.IsPositive() {
@@ -202,14 +207,12 @@ func (s *UserState) decidePlace(tool string, a messages.PlaceOrderArgs, venue me
 	if e := priceBand(price, buy, in, m.band); e != nil {
 		return none, nil, e
 	}
-	// The most the order can be worth: the limit price, the worst price
-	// of a market buy, or the best bid for a market sell (it fills down
-	// to its bound, but never above the bid). The venue's minimum value
-	// is checked on the order's own price.
-	notional := qty.Mul(price)
-	if a.OrderType == "Market" && !buy && m.ticker.Bid1Price.GreaterThan(price) {
-		notional = qty.Mul(m.ticker.Bid1Price)
-	}
+	// The most the order can be worth: the limit price or the worst
+	// price of a market buy; for any sell, its price or the best bid,
+	// whichever is higher (a marketable sell fills at the bid, above its
+	// limit). The venue's minimum value is checked on the order's own
+	// price.
+	notional := qty.Mul(sellPrice(price, buy, m.ticker))
 	if in.MinNotional.IsPositive() && qty.Mul(price).LessThan(in.MinNotional) {
 		return none, nil, ruleViolation("the order value is below the instrument's minimum", "make the order larger",
 			map[string]any{"rule": "min_notional", "min_notional": in.MinNotional.String()})
@@ -227,15 +230,12 @@ func (s *UserState) decidePlace(tool string, a messages.PlaceOrderArgs, venue me
 				map[string]any{"used_usdt": used.String(), "remaining_usdt": decimal.Max(decimal.Zero, p.DailyNotionalCapUSDT.Sub(used)).String()})
 		}
 	}
-	if perMinute+reserved.Orders+1 > p.MaxOrdersPerMinute {
-		e := limitExceeded("max_orders_per_minute", itoa(p.MaxOrdersPerMinute), "too many orders in the last minute", "wait a minute", nil)
-		e.RetryAfterS = 60
-		return none, nil, e
-	}
-	if unconfirmed+reserved.Orders+1 > p.MaxUnconfirmedActionsPerHour {
-		e := limitExceeded("max_unconfirmed_actions_per_hour", itoa(p.MaxUnconfirmedActionsPerHour), "too many unconfirmed actions in the last hour", "wait, or ask a human to lower the need for confirmation", nil)
-		e.RetryAfterS = 3600
-		return none, nil, e
+	if risk {
+		// The rates limit risk-increasing actions only: a reduce-only
+		// order or a close always goes through (SPEC §8 step 2, D51).
+		if e := rateLimits(p, perMinute, unconfirmed, reserved); e != nil {
+			return none, nil, e
+		}
 	}
 	if slices.Contains(p.ConfirmActions, tool) || (p.ConfirmAboveNotionalUSDT.IsPositive() && notional.GreaterThanOrEqual(p.ConfirmAboveNotionalUSDT)) {
 		// Until confirmations exist, an action that needs one is never
@@ -254,6 +254,44 @@ func (s *UserState) decidePlace(tool string, a messages.PlaceOrderArgs, venue me
 		SentAs: sentAs, TimeInForce: tif, RequestedQty: a.Qty, Qty: qty, Price: price, NotionalUSDT: notional, ReduceOnly: a.ReduceOnly,
 		RiskIncreasing: risk, Origin: messages.OriginSystem, IdempotencyKey: a.IdempotencyKey}
 	return plan, ans, nil
+}
+
+// sellPrice is the price an order is valued at: its own price, or for a
+// sell the best bid when that is higher, since a sell priced below the
+// bid fills at the bid.
+func sellPrice(price decimal.Decimal, buy bool, t *messages.Ticker) decimal.Decimal {
+	if !buy && t != nil && t.Bid1Price.GreaterThan(price) {
+		return t.Bid1Price
+	}
+	return price
+}
+
+// usdtOnly refuses adding risk on an instrument not quoted (and, on
+// linear, settled) in USDT: the order's value is in the quote coin and
+// the limits are in USDT, so they could not be checked (D56).
+func usdtOnly(in *messages.Instrument) *messages.Error {
+	if in.QuoteCoin == "USDT" && (in.Category != messages.CategoryLinear || in.SettleCoin == "USDT") {
+		return nil
+	}
+	return ruleViolation("the limits are in USDT and this instrument is not quoted and settled in USDT, so its value cannot be checked",
+		"trade a USDT instrument; closing and reducing are not affected", map[string]any{"rule": "quote_coin", "allowed": "USDT"})
+}
+
+// rateLimits are max_orders_per_minute and max_unconfirmed_actions_per_hour
+// for one more risk-increasing action, counting those in the windows and
+// those in flight.
+func rateLimits(p messages.Policy, perMinute, unconfirmed int, reserved Reservation) *messages.Error {
+	if perMinute+reserved.Orders+1 > p.MaxOrdersPerMinute {
+		e := limitExceeded("max_orders_per_minute", itoa(p.MaxOrdersPerMinute), "too many risk-increasing orders in the last minute", "wait a minute; closing and reducing are not limited", nil)
+		e.RetryAfterS = 60
+		return e
+	}
+	if unconfirmed+reserved.Orders+1 > p.MaxUnconfirmedActionsPerHour {
+		e := limitExceeded("max_unconfirmed_actions_per_hour", itoa(p.MaxUnconfirmedActionsPerHour), "too many unconfirmed risk-increasing actions in the last hour", "wait, or ask a human to lower the need for confirmation; closing and reducing are not limited", nil)
+		e.RetryAfterS = 3600
+		return e
+	}
+	return nil
 }
 
 // priceBand checks the instrument's price limits and the venue's band.

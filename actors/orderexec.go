@@ -123,9 +123,10 @@ func (u *userActor) execute(ctx actor.Context, p orderPlan, origin messages.Orig
 	a := u.begin(actionOrder, sender, origin, nil)
 	a.step = stepJournal
 	if p.riskIncreasing {
+		// Only a risk-increasing action counts against the limits (D51).
 		a.reserve.NotionalUSDT = p.notional
+		a.reserve.Orders = 1
 	}
-	a.reserve.Orders = 1
 	id := clientOrderID(a.id)
 	settle := p.settleLinkID
 	if p.create != nil {

@@ -72,6 +72,10 @@ type OrderMark struct {
 	NotionalUSDT   decimal.Decimal
 	RiskIncreasing bool
 	Confirmed      bool
+	// Rated says the attempt counts against max_orders_per_minute and
+	// max_unconfirmed_actions_per_hour: it was risk-increasing when it
+	// was sent (D51). It stays set when the venue rejects the order.
+	Rated bool
 }
 
 // RollingCounters holds the orders of the last 24 h, oldest first: the
@@ -82,12 +86,17 @@ type RollingCounters struct {
 }
 
 // Window sums the counters as of now: the risk-increasing notional of the
-// last 24 h, the orders of the last minute and the unconfirmed orders of
-// the last hour.
+// last 24 h, the risk-increasing attempts of the last minute and the
+// unconfirmed risk-increasing attempts of the last hour. Risk-reducing
+// attempts (cancels, closes, reduce-only orders, stops, lower leverage)
+// are kept for the order origin but never count (D51).
 func (c RollingCounters) Window(now time.Time) (dailyNotional decimal.Decimal, perMinute, unconfirmedPerHour int) {
 	for _, m := range c.Orders {
 		if m.RiskIncreasing && now.Sub(m.At) < notionalWindow {
 			dailyNotional = dailyNotional.Add(m.NotionalUSDT)
+		}
+		if !m.Rated {
+			continue
 		}
 		if now.Sub(m.At) < time.Minute {
 			perMinute++
@@ -115,7 +124,7 @@ func (s *UserState) applyOrder(ev Event) bool {
 			NotionalUSDT: p.NotionalUSDT, RiskIncreasing: p.RiskIncreasing, IdempotencyKey: p.IdempotencyKey, ArgsSHA256: p.ArgsSHA256,
 		}
 		s.Attempts = att
-		s.Counters.Orders = append(slices.Clip(s.Counters.Orders), OrderMark{ClientOrderID: p.ClientOrderID, At: p.At, NotionalUSDT: p.NotionalUSDT, RiskIncreasing: p.RiskIncreasing, Confirmed: p.Confirmed})
+		s.Counters.Orders = append(slices.Clip(s.Counters.Orders), OrderMark{ClientOrderID: p.ClientOrderID, At: p.At, NotionalUSDT: p.NotionalUSDT, RiskIncreasing: p.RiskIncreasing, Confirmed: p.Confirmed, Rated: p.RiskIncreasing})
 		if p.IdempotencyKey != "" {
 			idem := maps.Clone(s.Idempotency)
 			if idem == nil {

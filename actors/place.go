@@ -49,7 +49,7 @@ func (u *userActor) place(ctx actor.Context, m *placeAsk, sender *actor.PID) {
 			return
 		}
 	}
-	if e := u.state.DecideAction(&messages.DecideActionRequest{Tool: "place_order", Category: a.Category, Symbol: a.Symbol, RiskIncreasing: !a.ReduceOnly}, u.venue, u.env); e != nil {
+	if e := u.state.DecideAction(&messages.DecideActionRequest{Tool: "place_order", Category: a.Category, Symbol: a.Symbol, RiskIncreasing: !a.ReduceOnly, RiskReducing: a.ReduceOnly}, u.venue, u.env); e != nil {
 		u.refuse(ctx, a, e, m.origin, sender)
 		return
 	}
@@ -117,6 +117,17 @@ func (u *userActor) onMarketFetched(ctx actor.Context, m *marketFetched) {
 	if a.DryRun {
 		u.reply(ctx, act.waiter, ans)
 		return
+	}
+	if a.IdempotencyKey == "" && plan.riskIncreasing {
+		// The safety net compares the planned order, not the spelling
+		// of the request: "0.0019" and "0.001" both send 0.001 (D55).
+		planned := a
+		planned.Qty = plan.create.Qty
+		plan.argsSHA256 = placeArgsHash(tool, planned)
+		act.claim.hash = plan.argsSHA256
+		if u.repeat(ctx, tool, "", plan.argsSHA256, true, act.origin, act.waiter) {
+			return
+		}
 	}
 	ex := u.execute(ctx, plan, act.origin, act.waiter)
 	ex.claim = act.claim

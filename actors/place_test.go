@@ -215,8 +215,8 @@ func TestPlaceLimitsHoldAgainstSplitting(t *testing.T) {
 	if e == nil || e.Code != messages.CodeLimitExceeded || e.Details["limit"] != "daily_notional_cap_usdt" || e.Details["allowed"] != "1000" {
 		t.Fatalf("third split order after %s of market buy: %v", long.NotionalUSDT, e)
 	}
-	// Reduce-only orders do not count against the daily cap, but every
-	// order counts against the rate.
+	// Reduce-only orders do not count against the daily cap nor the
+	// rates, and are not limited by them (D51).
 	reduce := limitArgs("0.001", "90000")
 	reduce.Side, reduce.ReduceOnly = "Sell", true
 	if _, e := te.place(t, reduce); e != nil {
@@ -227,9 +227,12 @@ func TestPlaceLimitsHoldAgainstSplitting(t *testing.T) {
 		t.Fatalf("second reduce-only: %v", e)
 	}
 	reduce.Price = decimal.NewNullDecimal(decimal.RequireFromString("90000.2"))
-	_, e = te.place(t, reduce)
-	if e == nil || e.Details["limit"] != "max_orders_per_minute" {
-		t.Fatalf("sixth order in a minute: %v", e)
+	if _, e = te.place(t, reduce); e != nil {
+		t.Fatalf("sixth order in a minute, reduce-only: %v", e)
+	}
+	daily, perMinute, _ := te.snapshot(t).Counters.Window(time.Now())
+	if perMinute != 3 || !daily.IsPositive() {
+		t.Fatalf("rate window after 3 risk-increasing and 3 reduce-only orders: %d", perMinute)
 	}
 }
 
@@ -277,8 +280,8 @@ func TestPlaceIdempotency(t *testing.T) {
 	}
 }
 
-// Without a key, an identical risk-increasing order within 30 s is a
-// repeat; a reduce-only one is not deduplicated; a different one goes.
+// Without a key, an identical risk-increasing order (after rounding)
+// within 30 s is a repeat; a reduce-only one is not deduplicated; a different one goes.
 func TestPlaceSafetyNet(t *testing.T) {
 	dir := t.TempDir()
 	te := newTradeEnv(t, dir)
@@ -290,6 +293,12 @@ func TestPlaceSafetyNet(t *testing.T) {
 	rep, e := te.place(t, limitArgs("0.010", "30000"))
 	if e != nil || rep.ResultSource != messages.ResultSourceReplay || rep.ClientOrderID != first.ClientOrderID {
 		t.Fatalf("identical order: %+v %v", rep, e)
+	}
+	// Another spelling that rounds to the same planned qty is the same
+	// order (D55).
+	rep, e = te.place(t, limitArgs("0.0109", "30000"))
+	if e != nil || rep.ResultSource != messages.ResultSourceReplay || rep.ClientOrderID != first.ClientOrderID {
+		t.Fatalf("an order whose qty rounds to the same: %+v %v", rep, e)
 	}
 	if _, e := te.place(t, limitArgs("0.01", "30000.1")); e != nil {
 		t.Fatalf("a different order: %v", e)
@@ -415,5 +424,51 @@ func BenchmarkPlaceOrderDryRun(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		placeUnlimited(b, te, a)
+	}
+}
+
+// The limits are in USDT: an instrument quoted or settled in another coin
+// is refused for risk-increasing orders (fails closed); a reduce-only
+// order on it is still decided.
+func TestPlaceRefusesNonUSDTQuote(t *testing.T) {
+	dir := t.TempDir()
+	te := newTradeEnv(t, dir)
+	te.tradeReady(t, messages.PolicySettings{})
+	c := te.outside(t)
+	ctx := context.Background()
+	in, err := c.Instrument(ctx, messages.CategoryLinear, "BTCUSDT")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tk, err := c.Ticker(ctx, messages.CategoryLinear, "BTCUSDT")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pos := &messages.Position{Symbol: "BTCUSDT", Side: "Buy", Size: decimal.RequireFromString("0.01"), Leverage: decimal.NewFromInt(1)}
+	st := te.snapshot(t)
+	// tradeReady's empty confirm_actions is a nil slice, journaled as
+	// null: the replayed state has the default list again.
+	none := []string{}
+	st.Ceiling.ConfirmActions = &none
+	decide := func(in *messages.Instrument, a messages.PlaceOrderArgs) *messages.Error {
+		m := placeMarket{instrument: in, ticker: tk, position: pos, positionRead: true}
+		_, _, e := st.decidePlace(toolPlaceOrder, a, messages.VenuePaper, "paper", m, Reservation{}, time.Now())
+		return e
+	}
+	buy := limitArgs("0.001", "30000")
+	if e := decide(in, buy); e != nil {
+		t.Fatalf("a USDT instrument: %v", e)
+	}
+	for _, coins := range [][2]string{{"USDC", "USDC"}, {"USDT", "USDC"}, {"", ""}} {
+		other := *in
+		other.QuoteCoin, other.SettleCoin = coins[0], coins[1]
+		if e := decide(&other, buy); e == nil || e.Code != messages.CodeInstrumentRuleViolation || e.Details["rule"] != "quote_coin" {
+			t.Fatalf("quote %q settle %q: %v", coins[0], coins[1], e)
+		}
+		reduce := limitArgs("0.001", "90000")
+		reduce.Side, reduce.ReduceOnly = "Sell", true
+		if e := decide(&other, reduce); e != nil {
+			t.Fatalf("reduce-only on quote %q: %v", coins[0], e)
+		}
 	}
 }

@@ -12,9 +12,11 @@ import (
 	"github.com/guarded-exchange/guarded-exchange/messages"
 )
 
-// set_trading_stop through the one action path. Setting or moving a
-// position's SL/TP reduces risk: the kill switch lets it through and no
-// notional limit applies. Prices must be on the tick. There is no client
+// set_trading_stop through the one action path. A first stop-loss, a
+// stop-loss moved toward the price and any take-profit reduce risk: the
+// kill switch and the allowlist let them through. Moving a stop-loss away
+// from the price (lower for a long, higher for a short) adds risk: the
+// kill switch, the allowlist and the rate limits apply (D53). Prices must be on the tick. There is no client
 // order id: the position is read back after the write and after an
 // unknown outcome; nothing is re-sent. Removing a level is not offered.
 
@@ -64,7 +66,7 @@ func (u *userActor) setTradingStop(ctx actor.Context, a messages.TradingStopArgs
 	if !a.DryRun && u.repeat(ctx, toolTradingStop, a.IdempotencyKey, hash, false, origin, sender) {
 		return
 	}
-	if e := u.state.DecideAction(&messages.DecideActionRequest{Tool: toolTradingStop, Category: a.Category, Symbol: a.Symbol}, u.venue, u.env); e != nil {
+	if e := u.state.DecideAction(&messages.DecideActionRequest{Tool: toolTradingStop, Category: a.Category, Symbol: a.Symbol, RiskReducing: true}, u.venue, u.env); e != nil {
 		u.refuseTool(ctx, toolTradingStop, a.Category, a.Symbol, a.DryRun, e, origin, sender)
 		return
 	}
@@ -89,15 +91,27 @@ func (u *userActor) onStopMarket(ctx actor.Context, act *action, m *marketFetche
 	refuse := func(e *messages.Error) {
 		u.refuseTool(ctx, toolTradingStop, a.Category, a.Symbol, a.DryRun, e, act.origin, act.waiter)
 	}
-	if e := u.state.DecideAction(&messages.DecideActionRequest{Tool: toolTradingStop, Category: a.Category, Symbol: a.Symbol}, u.venue, u.env); e != nil {
-		refuse(e)
-		return
-	}
 	pos := m.market.position
 	if pos == nil || !pos.Size.IsPositive() {
+		if e := u.state.DecideAction(&messages.DecideActionRequest{Tool: toolTradingStop, Category: a.Category, Symbol: a.Symbol, RiskReducing: true}, u.venue, u.env); e != nil {
+			refuse(e)
+			return
+		}
 		refuse(&messages.Error{Code: messages.CodeNotFound, Message: "there is no open position on this symbol",
 			NextStep: "check get_positions", Details: map[string]any{"reason": "position_not_found"}})
 		return
+	}
+	risk := stopLossLoosened(pos, a.StopLoss)
+	if e := u.state.DecideAction(&messages.DecideActionRequest{Tool: toolTradingStop, Category: a.Category, Symbol: a.Symbol, RiskIncreasing: risk, RiskReducing: !risk}, u.venue, u.env); e != nil {
+		refuse(e)
+		return
+	}
+	if risk {
+		_, perMinute, unconfirmed := u.state.Counters.Window(u.now())
+		if e := rateLimits(u.state.effective(u.venue, u.env), perMinute, unconfirmed, u.reserved()); e != nil {
+			refuse(e)
+			return
+		}
 	}
 	in := m.market.instrument
 	for _, lv := range []struct {
@@ -130,7 +144,7 @@ func (u *userActor) onStopMarket(ctx actor.Context, act *action, m *marketFetche
 		u.reply(ctx, act.waiter, &planned)
 		return
 	}
-	plan := orderPlan{tool: toolTradingStop, category: a.Category, symbol: a.Symbol,
+	plan := orderPlan{tool: toolTradingStop, category: a.Category, symbol: a.Symbol, riskIncreasing: risk,
 		stop:           &messages.TradingStopRequest{Category: a.Category, Symbol: a.Symbol, TakeProfit: a.TakeProfit, StopLoss: a.StopLoss},
 		idempotencyKey: a.IdempotencyKey, argsSHA256: act.stop.hash}
 	ex := u.execute(ctx, plan, act.origin, act.waiter)
@@ -151,4 +165,20 @@ func (u *userActor) onStopMarket(ctx actor.Context, act *action, m *marketFetche
 		}
 		return &ans
 	}
+}
+
+// stopLossLoosened says a new stop-loss moves the position's current one
+// away from the price: lower for a long, higher for a short. That lets
+// the position lose more before it is closed, so it adds risk. A first
+// stop-loss, one moved toward the price, the same one, or no stop-loss in
+// the call does not. A take-profit only closes in profit and never adds
+// risk.
+func stopLossLoosened(pos *messages.Position, sl decimal.NullDecimal) bool {
+	if !sl.Valid || !pos.StopLoss.IsPositive() {
+		return false
+	}
+	if pos.Side == "Sell" {
+		return sl.Decimal.GreaterThan(pos.StopLoss)
+	}
+	return sl.Decimal.LessThan(pos.StopLoss)
 }

@@ -264,7 +264,8 @@ func joinFields(fs []string) string {
 }
 
 // DecideAction is the gate of SPEC §8 steps 2 and 3 for one action: kill
-// switch, profile, venue arming, allowlist, per-order notional and leverage.
+// switch, profile, venue arming, allowlist (not for a risk-reducing action),
+// per-order notional and leverage.
 // It reads the state and changes nothing.
 // venue is the arming level of this process's venue: the action can only go
 // there, so the caller does not choose it.
@@ -310,7 +311,7 @@ func (s *UserState) DecideAction(r *messages.DecideActionRequest, venue messages
 			}
 		}
 	}
-	if r.Symbol != "" {
+	if r.Symbol != "" && !r.RiskReducing {
 		entry := string(r.Category) + ":" + r.Symbol
 		if !slices.Contains(p.Allow, entry) {
 			return &messages.Error{

@@ -156,6 +156,13 @@ type DecideActionRequest struct {
 	// RiskIncreasing is false for cancels, closes, reduce-only orders,
 	// SL/TP and lowering leverage: the kill switch lets those through.
 	RiskIncreasing bool `json:"risk_increasing"`
+	// RiskReducing says the caller has established that the action can
+	// only reduce risk (cancel, close, reduce-only order, stop-loss
+	// toward the price, lower leverage), or that it is a first gate
+	// that decides again once it knows: the allowlist is not applied, so
+	// narrowing it never traps a position or its orders. Profile, venue
+	// and key still apply. False (the default) applies the allowlist.
+	RiskReducing bool `json:"-"`
 	// JournalRefusal makes the actor journal a refusal (order_refused)
 	// before answering.
 	JournalRefusal bool `json:"-"`
