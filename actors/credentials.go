@@ -90,32 +90,6 @@ func (s *UserState) applyCredential(ev Event) bool {
 	return true
 }
 
-// decodeCredentialEvent decodes the credential record types.
-func decodeCredentialEvent(typ messages.RecordType, payload []byte) (Event, bool, error) {
-	var p any
-	var err error
-	switch typ {
-	case messages.RecordCredentialAdded:
-		var v messages.CredentialAddedEvent
-		err = json.Unmarshal(payload, &v)
-		p = v
-	case messages.RecordCredentialDeleted:
-		var v messages.CredentialDeletedEvent
-		err = json.Unmarshal(payload, &v)
-		p = v
-	case messages.RecordCredentialChecked:
-		var v messages.CredentialCheckedEvent
-		err = json.Unmarshal(payload, &v)
-		p = v
-	default:
-		return Event{}, false, nil
-	}
-	if err != nil {
-		return Event{}, true, err
-	}
-	return Event{Type: typ, Payload: p}, true, nil
-}
-
 // validEnvironments are the environments a key may be stored for.
 var validEnvironments = []string{"paper", "bybit-demo", "bybit-testnet", "bybit-live"}
 

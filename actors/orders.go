@@ -205,25 +205,3 @@ func (s *UserState) prune(now time.Time) {
 		s.Idempotency = idem
 	}
 }
-
-// decodeOrderEvent decodes the order record types.
-func decodeOrderEvent(typ messages.RecordType, payload []byte) (Event, bool, error) {
-	var p any
-	var err error
-	switch typ {
-	case messages.RecordOrderAttempt:
-		var v messages.OrderAttemptEvent
-		err = json.Unmarshal(payload, &v)
-		p = v
-	case messages.RecordOrderOutcome:
-		var v messages.OrderOutcomeEvent
-		err = json.Unmarshal(payload, &v)
-		p = v
-	default:
-		return Event{}, false, nil
-	}
-	if err != nil {
-		return Event{}, true, err
-	}
-	return Event{Type: typ, Payload: p}, true, nil
-}

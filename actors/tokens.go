@@ -6,7 +6,6 @@ import (
 	"crypto/subtle"
 	"encoding/base64"
 	"encoding/hex"
-	"encoding/json"
 	"maps"
 	"slices"
 	"strings"
@@ -90,28 +89,6 @@ func (s *UserState) applyToken(ev Event) bool {
 		return false
 	}
 	return true
-}
-
-// decodeTokenEvent decodes the token record types.
-func decodeTokenEvent(typ messages.RecordType, payload []byte) (Event, bool, error) {
-	var p any
-	var err error
-	switch typ {
-	case messages.RecordTokenIssued:
-		var v messages.TokenIssuedEvent
-		err = json.Unmarshal(payload, &v)
-		p = v
-	case messages.RecordTokenRevoked:
-		var v messages.TokenRevokedEvent
-		err = json.Unmarshal(payload, &v)
-		p = v
-	default:
-		return Event{}, false, nil
-	}
-	if err != nil {
-		return Event{}, true, err
-	}
-	return Event{Type: typ, Payload: p}, true, nil
 }
 
 // tokenList is the user's tokens as lists show them, oldest first.

@@ -210,46 +210,40 @@ func (s *UserState) Apply(ev Event) {
 // DecodeEvent turns a journal record of a user type back into an Event;
 // ok is false for record types that do not change user state.
 func DecodeEvent(typ messages.RecordType, payload []byte) (Event, bool, error) {
-	if ev, ok, err := decodeCredentialEvent(typ, payload); ok {
-		return ev, ok, err
-	}
-	if ev, ok, err := decodeOrderEvent(typ, payload); ok {
-		return ev, ok, err
-	}
-	if ev, ok, err := decodeTokenEvent(typ, payload); ok {
-		return ev, ok, err
-	}
-	var p any
 	switch typ {
 	case messages.RecordUserCreated:
-		var v messages.UserCreatedEvent
-		err := json.Unmarshal(payload, &v)
-		p = v
-		if err != nil {
-			return Event{}, true, err
-		}
+		return decodeAs[messages.UserCreatedEvent](typ, payload)
 	case messages.RecordPolicyCeilingSet, messages.RecordPolicyTightened, messages.RecordPolicyOverridesReset:
-		var v messages.PolicyChangedEvent
-		if err := json.Unmarshal(payload, &v); err != nil {
-			return Event{}, true, err
-		}
-		p = v
+		return decodeAs[messages.PolicyChangedEvent](typ, payload)
 	case messages.RecordKillSwitchOn, messages.RecordKillSwitchOff:
-		var v messages.KillSwitchEvent
-		if err := json.Unmarshal(payload, &v); err != nil {
-			return Event{}, true, err
-		}
-		p = v
+		return decodeAs[messages.KillSwitchEvent](typ, payload)
 	case messages.RecordUserDisabled:
-		var v messages.UserDisabledEvent
-		if err := json.Unmarshal(payload, &v); err != nil {
-			return Event{}, true, err
-		}
-		p = v
-	default:
-		return Event{}, false, nil
+		return decodeAs[messages.UserDisabledEvent](typ, payload)
+	case messages.RecordCredentialAdded:
+		return decodeAs[messages.CredentialAddedEvent](typ, payload)
+	case messages.RecordCredentialDeleted:
+		return decodeAs[messages.CredentialDeletedEvent](typ, payload)
+	case messages.RecordCredentialChecked:
+		return decodeAs[messages.CredentialCheckedEvent](typ, payload)
+	case messages.RecordOrderAttempt:
+		return decodeAs[messages.OrderAttemptEvent](typ, payload)
+	case messages.RecordOrderOutcome:
+		return decodeAs[messages.OrderOutcomeEvent](typ, payload)
+	case messages.RecordTokenIssued:
+		return decodeAs[messages.TokenIssuedEvent](typ, payload)
+	case messages.RecordTokenRevoked:
+		return decodeAs[messages.TokenRevokedEvent](typ, payload)
 	}
-	return Event{Type: typ, Payload: p}, true, nil
+	return Event{}, false, nil
+}
+
+// decodeAs decodes payload as the event value T of record type typ.
+func decodeAs[T any](typ messages.RecordType, payload []byte) (Event, bool, error) {
+	var v T
+	if err := json.Unmarshal(payload, &v); err != nil {
+		return Event{}, true, err
+	}
+	return Event{Type: typ, Payload: v}, true, nil
 }
 
 func joinFields(fs []string) string {
