@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -29,17 +30,31 @@ type durableEnv struct {
 	*env
 	srv    *httptest.Server
 	master []byte
+	// clock is the simulator's and the venue clients' clock: the real one
+	// unless a benchmark moves it forward.
+	clock *shiftedClock
 }
 
-func newDurableEnv(t *testing.T) *durableEnv {
+func newDurableEnv(t testing.TB) *durableEnv {
+	return newDurableEnvWrapped(t, nil)
+}
+
+// newDurableEnvWrapped is newDurableEnv with the simulator's handler
+// wrapped by wrap (nil: as it is), for benchmarks that watch the wire.
+func newDurableEnvWrapped(t testing.TB, wrap func(http.Handler) http.Handler) *durableEnv {
 	t.Helper()
-	srv := httptest.NewServer(sim.New(sim.Config{Seed: 3, NoPublicRateLimit: true}).Handler())
+	clock := &shiftedClock{}
+	var h http.Handler = sim.New(sim.Config{Seed: 3, NoPublicRateLimit: true, Now: clock.Now}).Handler()
+	if wrap != nil {
+		h = wrap(h)
+	}
+	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	master := make([]byte, 32)
 	if _, err := rand.Read(master); err != nil {
 		t.Fatal(err)
 	}
-	d := &durableEnv{srv: srv, master: master}
+	d := &durableEnv{srv: srv, master: master, clock: clock}
 	d.env = d.startAt(t, t.TempDir())
 	for _, u := range []string{"alice", "bob"} {
 		if _, err := d.sys.Handle(context.Background(), &messages.CreateUserRequest{User: u}, messages.ActorCLIAdmin); err != nil {
@@ -49,9 +64,9 @@ func newDurableEnv(t *testing.T) *durableEnv {
 	return d
 }
 
-func (d *durableEnv) startAt(t *testing.T, dir string) *env {
+func (d *durableEnv) startAt(t testing.TB, dir string) *env {
 	t.Helper()
-	c, err := venue.NewClient(venue.Config{BaseURL: d.srv.URL})
+	c, err := venue.NewClient(venue.Config{BaseURL: d.srv.URL, Now: d.clock.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +79,7 @@ func (d *durableEnv) startAt(t *testing.T, dir string) *env {
 		Journal: l, Market: market{c, venue.NewInstrumentCache(c, time.Minute, nil)},
 		Users: replay, Venue: messages.VenuePaper, Environment: "paper", MasterKey: d.master,
 		Clients: func(k, s string) (*venue.Client, error) {
-			return venue.NewClient(venue.Config{BaseURL: d.srv.URL, APIKey: k, APISecret: s})
+			return venue.NewClient(venue.Config{BaseURL: d.srv.URL, APIKey: k, APISecret: s, Now: d.clock.Now})
 		},
 	})
 	if err != nil {
