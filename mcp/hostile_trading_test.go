@@ -421,8 +421,13 @@ func TestKillSwitchRiskDirectionAllTools(t *testing.T) {
 	if out, isErr := callJSON(t, cs, "cancel_all_orders", lin); isErr || out["count"] != float64(0) {
 		t.Errorf("cancel_all_orders under the kill switch: %v", out)
 	}
-	if out, isErr := callJSON(t, cs, "close_position", lin); isErr || out["filled_qty"] != "0.002" || out["reduce_only"] != true {
+	// A qty far above the position is cut to it: closing cannot open
+	// the other side.
+	if out, isErr := callJSON(t, cs, "close_position", with(lin, "qty", "5")); isErr || out["filled_qty"] != "0.002" || out["reduce_only"] != true {
 		t.Errorf("close_position under the kill switch: %v", out)
+	}
+	if pos := positionOf(t, cs); pos["side"] == "Sell" || (pos["size"] != nil && pos["size"] != "0") {
+		t.Errorf("after closing: %v", pos)
 	}
 
 	switchedOn := false
