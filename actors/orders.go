@@ -91,9 +91,10 @@ type RollingCounters struct {
 // attempts (cancels, closes, reduce-only orders, stops, lower leverage)
 // are kept for the order origin but never count (D51).
 func (c RollingCounters) Window(now time.Time) (dailyNotional decimal.Decimal, perMinute, unconfirmedPerHour int) {
+	var daily decimalSum
 	for _, m := range c.Orders {
 		if m.RiskIncreasing && now.Sub(m.At) < notionalWindow {
-			dailyNotional = dailyNotional.Add(m.NotionalUSDT)
+			daily.add(m.NotionalUSDT)
 		}
 		if !m.Rated {
 			continue
@@ -105,7 +106,7 @@ func (c RollingCounters) Window(now time.Time) (dailyNotional decimal.Decimal, p
 			unconfirmedPerHour++
 		}
 	}
-	return dailyNotional, perMinute, unconfirmedPerHour
+	return daily.value(), perMinute, unconfirmedPerHour
 }
 
 // applyOrder applies the order event records. Every change builds new maps

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"sync"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -313,28 +314,50 @@ func positionShows(p *messages.Position, m *orderWrite) bool {
 }
 
 // readMarket reads what a decision needs: the instrument's rules, the
-// ticker, the price band and, on linear, the symbol's position.
+// ticker, the price band and, on linear, the symbol's position. The reads
+// are independent, so they run at once (one round trip of waiting, not
+// four); the first failure in that order is the answer, as if they had run
+// one after the other.
 func readMarket(c context.Context, r marketReader, cat messages.Category, symbol string) (placeMarket, error) {
 	var out placeMarket
-	var err error
-	if out.instrument, err = r.Instrument(c, cat, symbol); err != nil {
-		return out, err
-	}
-	if out.ticker, err = r.Ticker(c, cat, symbol); err != nil {
-		return out, err
-	}
-	if out.band, err = r.PriceLimit(c, cat, symbol); err != nil {
-		return out, err
+	var errs [4]error
+	var pos messages.Page[messages.Position]
+	reads := []func() error{
+		func() (err error) { out.instrument, err = r.Instrument(c, cat, symbol); return err },
+		func() (err error) { out.ticker, err = r.Ticker(c, cat, symbol); return err },
+		func() (err error) { out.band, err = r.PriceLimit(c, cat, symbol); return err },
 	}
 	if cat == messages.CategoryLinear {
-		page, err := r.Positions(c, venue.PositionQuery{Category: messages.CategoryLinear, Symbol: symbol})
+		reads = append(reads, func() (err error) {
+			pos, err = r.Positions(c, venue.PositionQuery{Category: messages.CategoryLinear, Symbol: symbol})
+			return err
+		})
+	}
+	var wg sync.WaitGroup
+	for i, read := range reads[1:] {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() {
+				if p := recover(); p != nil { // as offMailbox does for the first
+					errs[i+1] = fmt.Errorf("market read panicked: %v", p)
+				}
+			}()
+			errs[i+1] = read()
+		}()
+	}
+	errs[0] = reads[0]()
+	wg.Wait()
+	for _, err := range errs {
 		if err != nil {
-			return out, err
+			return placeMarket{}, err
 		}
+	}
+	if cat == messages.CategoryLinear {
 		out.positionRead = true
-		for i := range page.Items {
-			if page.Items[i].Symbol == symbol {
-				p := page.Items[i]
+		for i := range pos.Items {
+			if pos.Items[i].Symbol == symbol {
+				p := pos.Items[i]
 				out.position = &p
 			}
 		}

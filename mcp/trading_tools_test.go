@@ -15,7 +15,7 @@ func profp(p messages.Profile) *messages.Profile { return &p }
 
 // tradeUser gives user a funded paper key and a trade policy on
 // BTCUSDT without confirmation (none exists yet), with a daily cap.
-func (e *env) tradeUser(t *testing.T, user string, settings messages.PolicySettings) {
+func (e *env) tradeUser(t testing.TB, user string, settings messages.PolicySettings) {
 	t.Helper()
 	key := e.addKey(t, user)
 	e.seed(t, key, "balances", map[string]string{"USDT": "100000"}, nil)

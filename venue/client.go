@@ -166,6 +166,7 @@ func NewClient(cfg Config) (*Client, error) {
 		hc = *cfg.HTTPClient
 	} else {
 		hc.Timeout = DefaultHTTPTimeout
+		hc.Transport = defaultTransport
 	}
 	hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	c := &Client{
@@ -196,6 +197,17 @@ func NewClient(cfg Config) (*Client, error) {
 	}
 	return c, nil
 }
+
+// defaultTransport is shared by the clients built without an HTTPClient.
+// http.DefaultTransport keeps only 2 idle connections per host, so a
+// decision's market reads (sent at once) and many users on one venue would
+// open a new connection (on a real venue, a TLS handshake) for most
+// requests; this one keeps up to 64. Everything else is the default's.
+var defaultTransport = func() *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConnsPerHost = 64
+	return t
+}()
 
 // Sign returns the lowercase hex HMAC-SHA256 of payload keyed by secret, as
 // Bybit V5 expects in X-BAPI-SIGN (reference §2).
