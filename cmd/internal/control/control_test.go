@@ -358,6 +358,12 @@ func TestSlotsAndIdle(t *testing.T) {
 		t.Fatalf("idle connection: %v", err)
 	}
 	b.Close()
+	// a went idle too: wait until the server has closed it (it frees the
+	// slot before it closes), so the next dials do not race its release.
+	a.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, err := ar.ReadByte(); err != io.EOF {
+		t.Fatalf("idle connection a: %v", err)
+	}
 	a.Close()
 	// Both slots come back.
 	for range 2 {
