@@ -207,15 +207,18 @@ func sameCauses(a, b messages.PostureCauses) bool {
 
 // afterKillSwitch journals the state transition a kill switch change made
 // (to or from HALTED), under the kill switch's own actor.
-func (u *userActor) afterKillSwitch(ctx actor.Context, ev Event, o messages.Origin) {
+// Then runs after it (at once for other events); a failed posture write
+// is logged, and the next posture evaluation journals the state.
+func (u *userActor) afterKillSwitch(ctx actor.Context, ev Event, o messages.Origin, then func()) {
 	if ev.Type != messages.RecordKillSwitchOn && ev.Type != messages.RecordKillSwitchOff {
+		then()
 		return
 	}
 	reason := "kill_switch_off"
 	if ev.Type == messages.RecordKillSwitchOn {
 		reason = "kill_switch_on"
 	}
-	u.writePosture(ctx, o, u.state.Posture, reason, nil)
+	u.writePosture(ctx, o, u.state.Posture, reason, func(bool, error) { then() })
 }
 
 // postureCommand serves posture.show (never waits on the exchange) and

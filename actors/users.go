@@ -286,7 +286,6 @@ func (u *userActor) command(ctx actor.Context, m *userCommand, sender *actor.PID
 			return
 		}
 		u.commit(*ev)
-		u.afterKillSwitch(ctx, *ev, m.origin)
 		if ev.Type == messages.RecordCredentialDeleted {
 			u.toVenue(ctx, &rekey{}, nil)
 		}
@@ -296,12 +295,16 @@ func (u *userActor) command(ctx actor.Context, m *userCommand, sender *actor.PID
 			u.reply(ctx, sender, v)
 			return
 		}
-		view := u.state.View(u.venue, u.env)
-		view.Changed = true
-		if pc, ok := ev.Payload.(messages.PolicyChangedEvent); ok && ev.Type == messages.RecordPolicyOverridesReset {
-			view.Removed = pc.Fields
-		}
-		u.reply(ctx, sender, view)
+		// A kill switch change is answered once its posture_changed is
+		// durable too.
+		u.afterKillSwitch(ctx, *ev, m.origin, func() {
+			view := u.state.View(u.venue, u.env)
+			view.Changed = true
+			if pc, ok := ev.Payload.(messages.PolicyChangedEvent); ok && ev.Type == messages.RecordPolicyOverridesReset {
+				view.Removed = pc.Fields
+			}
+			u.reply(ctx, sender, view)
+		})
 	})
 }
 
