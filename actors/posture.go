@@ -1,6 +1,9 @@
 package actors
 
 import (
+	"encoding/json"
+	"errors"
+	"fmt"
 	"strings"
 	"time"
 
@@ -205,20 +208,91 @@ func sameCauses(a, b messages.PostureCauses) bool {
 	return true
 }
 
-// afterKillSwitch journals the state transition a kill switch change made
-// (to or from HALTED), under the kill switch's own actor.
-// Then runs after it (at once for other events); a failed posture write
-// is logged, and the next posture evaluation journals the state.
-func (u *userActor) afterKillSwitch(ctx actor.Context, ev Event, o messages.Origin, then func()) {
+// writeCommand journals a command's event. A kill switch change is
+// journaled together with the posture transition it makes (to or from
+// HALTED), under the same actor and in the same flush: the switch record
+// is lazy and the posture record sent right behind it flushes both (the
+// journal is ordered, so one fsync covers the two). then sees the switch
+// record's outcome; the posture is committed only when both are durable
+// (a posture record alone is corrected by the next evaluation).
+func (u *userActor) writeCommand(ctx actor.Context, ev Event, o messages.Origin, then afterJournal) {
 	if ev.Type != messages.RecordKillSwitchOn && ev.Type != messages.RecordKillSwitchOff {
-		then()
+		u.write(ctx, ev, o, then)
 		return
 	}
+	ks, _ := ev.Payload.(messages.KillSwitchEvent)
 	reason := "kill_switch_off"
 	if ev.Type == messages.RecordKillSwitchOn {
 		reason = "kill_switch_on"
 	}
-	u.writePosture(ctx, o, u.state.Posture, reason, func(bool, error) { then() })
+	causes := u.state.Posture
+	if causes == nil {
+		causes = messages.PostureCauses{}
+	}
+	pev := Event{messages.RecordPostureChanged, messages.PostureChangedEvent{
+		Before: u.state.postureState(), After: messages.StateOf(ks.After, causes), Reason: reason, Actor: o.Actor(),
+		CausesBefore: causes, Causes: causes,
+	}}
+	origin := o.Actor()
+	for _, e := range []Event{ev, pev} {
+		if !originAllowed(e, origin) {
+			then(wal.Record{}, refuseOrigin(e, origin))
+			return
+		}
+	}
+	if u.health.isDown() {
+		then(wal.Record{}, messages.Internal(fmt.Errorf("journal: the journal has failed; refusing")))
+		return
+	}
+	entry := func(e Event) (wal.Entry, error) {
+		payload, err := json.Marshal(e.Payload)
+		return wal.Entry{Time: u.now().UTC(), Type: uint16(e.Type), User: u.state.User, Actor: origin, Channel: o.ChannelText(), Payload: payload}, err
+	}
+	e1, err1 := entry(ev)
+	e2, err2 := entry(pev)
+	if err := errors.Join(err1, err2); err != nil {
+		then(wal.Record{}, messages.Internal(err))
+		return
+	}
+	u.busy = true
+	f1 := ctx.RequestFuture(u.journal, &AppendRequest{Entry: e1, Lazy: true}, journalTimeout)
+	f2 := ctx.RequestFuture(u.journal, &AppendRequest{Entry: e2}, journalTimeout)
+	outcome := func(res any, ferr error) (wal.Record, error) {
+		switch {
+		case ferr != nil:
+			u.health.markDown()
+			u.logger.Error("journal did not answer; refusing all further writes", "err", ferr.Error())
+			return wal.Record{}, messages.Internal(fmt.Errorf("journal: %w", ferr))
+		case res.(*AppendResponse).Err != nil:
+			return wal.Record{}, res.(*AppendResponse).Err
+		}
+		return res.(*AppendResponse).Record, nil
+	}
+	ctx.ReenterAfter(f1, func(r1 any, ferr1 error) {
+		rec1, err1 := outcome(r1, ferr1)
+		ctx.ReenterAfter(f2, func(r2 any, ferr2 error) {
+			rec2, err2 := outcome(r2, ferr2)
+			if u.replaced {
+				for _, r := range []struct {
+					rec wal.Record
+					err error
+				}{{rec1, err1}, {rec2, err2}} {
+					if r.err == nil {
+						ctx.Send(ctx.Self(), &lateRecord{rec: r.rec})
+					}
+				}
+				return
+			}
+			u.busy = false
+			if err1 == nil && err2 == nil {
+				u.commit(pev)
+			} else if err2 != nil {
+				u.logger.Warn("could not journal a posture change", "user", u.state.User, "code", string(messages.CodeOf(err2)))
+			}
+			then(rec1, err1)
+			u.drain(ctx)
+		})
+	})
 }
 
 // postureCommand serves posture.show (never waits on the exchange) and

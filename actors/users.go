@@ -280,7 +280,7 @@ func (u *userActor) command(ctx actor.Context, m *userCommand, sender *actor.PID
 		u.reply(ctx, sender, u.answer(m.cmd, false))
 		return
 	}
-	u.write(ctx, *ev, m.origin, func(_ wal.Record, err error) {
+	u.writeCommand(ctx, *ev, m.origin, func(_ wal.Record, err error) {
 		if err != nil {
 			u.reply(ctx, sender, messages.AsError(err))
 			return
@@ -295,16 +295,12 @@ func (u *userActor) command(ctx actor.Context, m *userCommand, sender *actor.PID
 			u.reply(ctx, sender, v)
 			return
 		}
-		// A kill switch change is answered once its posture_changed is
-		// durable too.
-		u.afterKillSwitch(ctx, *ev, m.origin, func() {
-			view := u.state.View(u.venue, u.env)
-			view.Changed = true
-			if pc, ok := ev.Payload.(messages.PolicyChangedEvent); ok && ev.Type == messages.RecordPolicyOverridesReset {
-				view.Removed = pc.Fields
-			}
-			u.reply(ctx, sender, view)
-		})
+		view := u.state.View(u.venue, u.env)
+		view.Changed = true
+		if pc, ok := ev.Payload.(messages.PolicyChangedEvent); ok && ev.Type == messages.RecordPolicyOverridesReset {
+			view.Removed = pc.Fields
+		}
+		u.reply(ctx, sender, view)
 	})
 }
 
