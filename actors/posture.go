@@ -346,12 +346,12 @@ func (u *userActor) postureView(now time.Time) *messages.PostureView {
 	daily, perMinute, unconfirmed := s.Counters.Window(now)
 	r := u.reserved()
 	used := daily.Add(r.NotionalUSDT)
-	v.Limits = []messages.LimitUse{
-		{Name: "daily_notional_cap_usdt", Used: used.String(), Max: p.DailyNotionalCapUSDT.String(), Left: decimal.Max(decimal.Zero, p.DailyNotionalCapUSDT.Sub(used)).String()},
-		intUse("max_orders_per_minute", perMinute+r.Orders, p.MaxOrdersPerMinute),
-		intUse("max_unconfirmed_actions_per_hour", unconfirmed+r.Orders, p.MaxUnconfirmedActionsPerHour),
+	v.Limits = map[string]messages.LimitUse{
+		"daily_notional_cap_usdt":          {Used: used.String(), Left: decimal.Max(decimal.Zero, p.DailyNotionalCapUSDT.Sub(used)).String()},
+		"max_orders_per_minute":            intUse(perMinute+r.Orders, p.MaxOrdersPerMinute),
+		"max_unconfirmed_actions_per_hour": intUse(unconfirmed+r.Orders, p.MaxUnconfirmedActionsPerHour),
 		// Confirmations do not exist yet: nothing is ever pending.
-		intUse("max_pending", 0, p.MaxPending),
+		"max_pending": intUse(0, p.MaxPending),
 	}
 	v.Loss = messages.DailyLoss{LossUSDT: decimal.Zero, MaxUSDT: p.MaxDailyLossUSDT}
 	v.Stream = messages.StreamHealth{LastMessageAgeS: -1, StaleS: p.StreamStaleS}
@@ -366,13 +366,13 @@ func (u *userActor) postureView(now time.Time) *messages.PostureView {
 		v.Exposure.Note = "the stream cache has nothing yet; read get_open_orders and get_positions"
 	}
 	if u.disk != nil {
-		v.Disk = messages.DiskHealth{FreeBytes: u.disk.freeBytes(), MarginBytes: u.disk.margin + u.disk.floor}
+		v.Disk = &messages.DiskHealth{FreeBytes: u.disk.freeBytes(), MarginBytes: u.disk.margin + u.disk.floor}
 	}
 	return v
 }
 
-func intUse(name string, used, max int) messages.LimitUse {
-	return messages.LimitUse{Name: name, Used: itoa(used), Max: itoa(max), Left: itoa(maxInt(0, max-used))}
+func intUse(used, max int) messages.LimitUse {
+	return messages.LimitUse{Used: itoa(used), Left: itoa(maxInt(0, max-used))}
 }
 
 func maxInt(a, b int) int {

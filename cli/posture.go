@@ -53,8 +53,10 @@ func printPosture(w io.Writer, v *messages.PostureView) {
 	if v.Changed {
 		fmt.Fprintln(w, "changed (journaled)")
 	}
-	for _, l := range v.Limits {
-		fmt.Fprintf(w, "  %-34s used %s of %s, %s left\n", l.Name, l.Used, l.Max, l.Left)
+	for _, name := range messages.PolicyFields {
+		if l, ok := v.Limits[name]; ok {
+			fmt.Fprintf(w, "  %-34s used %s, %s left\n", name, l.Used, l.Left)
+		}
 	}
 	fmt.Fprintf(w, "  daily loss %s of %s USDT\n", v.Loss.LossUSDT, v.Loss.MaxUSDT)
 	fmt.Fprintf(w, "  stream open=%v connected=%v last message %.1fs ago\n", v.Stream.Open, v.Stream.Connected, v.Stream.LastMessageAgeS)

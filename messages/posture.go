@@ -134,19 +134,20 @@ type PostureView struct {
 	Why     []string     `json:"why,omitempty"`
 	Changed bool         `json:"changed,omitempty"`
 	// KillSwitch is none, user or admin.
-	KillSwitch KillSwitch      `json:"kill_switch"`
-	Limits     []LimitUse      `json:"limits"`
-	Loss       DailyLoss       `json:"daily_loss"`
-	Exposure   PostureExposure `json:"exposure"`
-	Stream     StreamHealth    `json:"stream"`
-	Disk       DiskHealth      `json:"disk"`
+	KillSwitch KillSwitch `json:"kill_switch"`
+	// Limits are the rolling limits by policy field name.
+	Limits   map[string]LimitUse `json:"limits"`
+	Loss     DailyLoss           `json:"daily_loss"`
+	Exposure PostureExposure     `json:"exposure"`
+	Stream   StreamHealth        `json:"stream"`
+	// Disk is nil when the journal's disk is not watched.
+	Disk *DiskHealth `json:"disk,omitempty"`
 }
 
-// LimitUse is one rolling limit with what is used and what is left.
+// LimitUse is one rolling limit: what is used and what is left (the
+// maximum is the effective policy's, see get_my_policy).
 type LimitUse struct {
-	Name string `json:"name"`
 	Used string `json:"used"`
-	Max  string `json:"max"`
 	Left string `json:"left"`
 }
 
