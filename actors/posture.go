@@ -229,9 +229,14 @@ func (u *userActor) writeCommand(ctx actor.Context, ev Event, o messages.Origin,
 	if causes == nil {
 		causes = messages.PostureCauses{}
 	}
+	before, after := u.state.postureState(), messages.StateOf(ks.After, causes)
+	if before == after {
+		// The admin's switch over the user's: still HALTED.
+		u.write(ctx, ev, o, then)
+		return
+	}
 	pev := Event{messages.RecordPostureChanged, messages.PostureChangedEvent{
-		Before: u.state.postureState(), After: messages.StateOf(ks.After, causes), Reason: reason, Actor: o.Actor(),
-		CausesBefore: causes, Causes: causes,
+		Before: before, After: after, Reason: reason, Actor: o.Actor(), CausesBefore: causes, Causes: causes,
 	}}
 	origin := o.Actor()
 	for _, e := range []Event{ev, pev} {
