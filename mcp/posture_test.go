@@ -293,3 +293,37 @@ func TestPostureHumanReduceStaysUntilAHumanResumes(t *testing.T) {
 		t.Fatalf("the journal does not show the human reduce and resume: %d posture records", len(recs))
 	}
 }
+
+// get_posture answers from the user actor and the stream cache: with every
+// REST call of the venue held for 3 s, it still answers at once, and it
+// still shows the position and the resting order it learnt from the
+// stream.
+func TestGetPostureNeverWaitsOnTheExchange(t *testing.T) {
+	e := newPostureEnv(t, postureConfig{})
+	e.tradeUser(t, "alice", messages.PolicySettings{})
+	cs := connect(t, Options{Backend: e.sys, Principal: fixedPrincipal("alice", ProfileTrade)}, "")
+	waitPosture(t, cs, 10*time.Second, "ACTIVE with the stream connected", streamConnected)
+	for _, args := range []map[string]any{marketBuy(), limitBuy("30000")} {
+		if out, isErr := callJSON(t, cs, "place_order", args); isErr {
+			t.Fatalf("place_order: %v", out)
+		}
+	}
+	waitPosture(t, cs, 5*time.Second, "showing the order and the position", func(p map[string]any) bool {
+		x := p["exposure"].(map[string]any)
+		ps, _ := x["positions"].([]any)
+		sys, _ := x["open_orders"].(map[string]any)["system"].(map[string]any)
+		return len(ps) == 1 && sys["count"] == float64(1) && sys["notional_usdt"] == "30"
+	})
+	simDo(t, http.MethodPost, e.simURL+"/sim/faults", map[string]any{"kind": "delay", "path": "/v5/*", "delay_ms": 3000}, nil)
+	for i := 0; i < 5; i++ {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "get_posture", Arguments: map[string]any{}})
+		cancel()
+		if err != nil || res.IsError {
+			t.Fatalf("get_posture with the exchange slow: %v %+v", err, res)
+		}
+	}
+	if p := posture(t, cs); len(p["exposure"].(map[string]any)["positions"].([]any)) != 1 {
+		t.Fatalf("the cached position is gone: %v", p)
+	}
+}
