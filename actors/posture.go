@@ -249,6 +249,12 @@ func (u *userActor) writeCommand(ctx actor.Context, ev Event, o messages.Origin,
 		then(wal.Record{}, messages.Internal(fmt.Errorf("journal: the journal has failed; refusing")))
 		return
 	}
+	if u.disk.belowFloor() && !essentialRecord(ev.Type) {
+		// The journal would refuse the switch record (turning it off
+		// waits for space) and write the posture record alone.
+		then(wal.Record{}, diskReserveRefusal())
+		return
+	}
 	entry := func(e Event) (wal.Entry, error) {
 		payload, err := json.Marshal(e.Payload)
 		return wal.Entry{Time: u.now().UTC(), Type: uint16(e.Type), User: u.state.User, Actor: origin, Channel: o.ChannelText(), Payload: payload}, err

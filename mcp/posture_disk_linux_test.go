@@ -2,8 +2,10 @@ package mcp
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"syscall"
 	"testing"
 	"time"
@@ -121,5 +123,41 @@ func TestDiskReserveKeepsTheKillSwitchAndWaysOut(t *testing.T) {
 	}
 	if !kill || !lowered {
 		t.Fatalf("kill switch journaled %v, leverage outcome journaled %v", kill, lowered)
+	}
+}
+
+// In the last reserve a human cannot turn the kill switch off (that can
+// wait for space), and no posture record claims it went off.
+func TestDiskReserveKeepsTheKillSwitchOn(t *testing.T) {
+	probe := t.TempDir()
+	e := newPostureEnv(t, postureConfig{diskFloor: freeBytes(t, probe) - 512<<20})
+	ctx := context.Background()
+	if _, err := e.sys.Handle(ctx, &messages.SetKillSwitchRequest{User: "alice", On: true, Level: messages.KillSwitchUser}, messages.ActorCLIUser); err != nil {
+		t.Fatal(err)
+	}
+	fillDisk(t, e.dir, 1<<30)
+	deadline := time.Now().Add(5 * time.Second)
+	for !slices.Contains(postureOf(t, e, "alice").Why, messages.CauseDiskLow) {
+		if time.Now().After(deadline) {
+			t.Fatal("disk_low never showed")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	_, err := e.sys.Handle(ctx, &messages.SetKillSwitchRequest{User: "alice", On: false, Level: messages.KillSwitchUser}, messages.ActorCLIUser)
+	if d := messages.AsError(err); d == nil || d.Details["reason"] != "disk_reserve" {
+		t.Fatalf("kill switch off in the last reserve: want disk_reserve, got %v", err)
+	}
+	res, err := e.sys.Handle(ctx, &messages.ShowPostureRequest{User: "alice"}, messages.ActorCLIUser)
+	if err != nil || res.(*messages.PostureView).State != messages.PostureHalted {
+		t.Fatalf("posture: %v %+v", err, res)
+	}
+	for _, r := range postureRecords(t, e) {
+		var p messages.PostureChangedEvent
+		if err := json.Unmarshal(r.Payload, &p); err != nil {
+			t.Fatal(err)
+		}
+		if p.Reason == "kill_switch_off" {
+			t.Fatalf("a posture record says the switch went off: %s", r.Payload)
+		}
 	}
 }
