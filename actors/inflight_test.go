@@ -52,7 +52,7 @@ func TestUserActorNeverWaitsOnTheVenue(t *testing.T) {
 	for _, r := range sv.records(t) {
 		kinds = append(kinds, messages.RecordType(r.Type).String())
 	}
-	if got := strings.Join(kinds, ","); got != "user_created,credential_added,kill_switch_on,credential_checked" {
+	if got := strings.Join(kinds, ","); got != "user_created,credential_added,kill_switch_on,posture_changed,credential_checked" {
 		t.Fatalf("journal %s", got)
 	}
 }

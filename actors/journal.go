@@ -160,6 +160,9 @@ type journalActor struct {
 	log    *wal.Log
 	logger *slog.Logger
 	health *journalHealth // marked down when this actor stops or a write fails: writers fail fast
+	// disk is the journal's free space: in the last reserve only
+	// essential records are written (posturecache.go); nil: not watched.
+	disk *diskWatch
 
 	pending  []pendingAppend
 	flushing bool
@@ -195,6 +198,10 @@ func (j *journalActor) Receive(ctx actor.Context) {
 		p := pendingAppend{entry: m.Entry, reply: m.Reply, replyTo: ctx.Sender()}
 		if j.failed != nil {
 			p.answer(ctx, &AppendResponse{Err: messages.Internal(j.failed)})
+			return
+		}
+		if j.disk.belowFloor() && !essentialRecord(messages.RecordType(m.Entry.Type)) {
+			p.answer(ctx, &AppendResponse{Err: diskReserveRefusal()})
 			return
 		}
 		p.lazy = m.Lazy

@@ -60,6 +60,9 @@ func originAllowed(ev Event, actor string) bool {
 		return actor == messages.ActorAgent || actor == messages.ActorExecutor
 	case messages.RecordVenueUpdate:
 		return actor == messages.ActorSystem || actor == messages.ActorVenue
+	case messages.RecordPostureChanged:
+		p, ok := ev.Payload.(messages.PostureChangedEvent)
+		return ok && postureOriginAllowed(p, actor)
 	case messages.RecordOrderRefused:
 		return slices.Contains([]string{messages.ActorAgent, messages.ActorCLIUser, messages.ActorCLIAdmin, messages.ActorExecutor}, actor)
 	}
@@ -95,6 +98,12 @@ func checkReplayedOrigin(seq uint64, typ messages.RecordType, actor string, payl
 			return fmt.Errorf("journal seq %d (%s): %w", seq, typ, err)
 		}
 		ev.Payload = messages.CredentialAddedEvent{Attested: p.Attested}
+	case messages.RecordPostureChanged:
+		var p messages.PostureChangedEvent
+		if err := json.Unmarshal(payload, &p); err != nil {
+			return fmt.Errorf("journal seq %d (%s): %w", seq, typ, err)
+		}
+		ev.Payload = p
 	}
 	if !originAllowed(ev, actor) {
 		return fmt.Errorf("journal seq %d: a %s record by %q is not allowed; the journal was edited outside the server (inspect it with `guarded-exchange journal dump`)", seq, typ, actor)

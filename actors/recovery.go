@@ -110,8 +110,10 @@ func holdsForRecovery(msg any) bool {
 	switch m := msg.(type) {
 	case *userCommand:
 		switch c := m.cmd.(type) {
-		case *messages.ShowPolicyRequest, *messages.ShowCredentialRequest:
+		case *messages.ShowPolicyRequest, *messages.ShowCredentialRequest, *messages.ShowPostureRequest:
 			return false
+		case *messages.SetPostureRequest:
+			return !c.Reduce
 		case *messages.SetKillSwitchRequest:
 			return !c.On
 		}

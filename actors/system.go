@@ -53,6 +53,21 @@ type Config struct {
 	// SettleWait bounds the wait for an unknown outcome's client order id
 	// on the stream (default DefaultSettleWait).
 	SettleWait time.Duration
+	// JournalDir is the journal's directory, whose file system's free
+	// space is watched (posture): empty, not watched.
+	JournalDir string
+	// DiskMarginBytes: a user is REDUCING while the journal's disk has
+	// less free space than DiskFloorBytes + DiskMarginBytes (zero: the
+	// floor alone).
+	DiskMarginBytes uint64
+	// DiskFloorBytes is the last reserve: below it the journal writes only
+	// essential records (kill switch on, posture, the action path).
+	// Zero: DefaultDiskFloor.
+	DiskFloorBytes uint64
+	// PostureEvery is how often each user's automatic posture causes are
+	// evaluated (default DefaultPostureEvery); PositionPoll how often an
+	// open position's mark is read by REST (default DefaultPositionPoll).
+	PostureEvery, PositionPoll time.Duration
 }
 
 // System is a running actor system. Its methods are safe for concurrent use;
@@ -88,6 +103,11 @@ func Start(cfg Config) (*System, error) {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	s := &System{logger: logger, timeout: cfg.RequestTimeout, now: cfg.Now, health: newJournalHealth(), stopWatcher: make(chan struct{}), registry: newUserRegistry()}
+	floor := cfg.DiskFloorBytes
+	if floor == 0 {
+		floor = DefaultDiskFloor
+	}
+	disk := newDiskWatch(cfg.JournalDir, cfg.DiskMarginBytes, floor)
 	if s.timeout <= 0 {
 		s.timeout = 10 * time.Second
 	}
@@ -119,7 +139,7 @@ func Start(cfg Config) (*System, error) {
 	s.journal, err = s.spawnChild(childSpec{
 		name: "journal",
 		props: actor.PropsFromProducer(func() actor.Actor {
-			return &journalActor{log: journal, logger: logger, health: s.health}
+			return &journalActor{log: journal, logger: logger, health: s.health, disk: disk}
 		}, mw),
 		strategy: stopStrategy(),
 	})
@@ -141,6 +161,13 @@ func Start(cfg Config) (*System, error) {
 			venue: level, env: cfg.Environment, journal: s.journal, logger: logger, masterKey: cfg.MasterKey,
 			factory: cfg.Clients, timeout: s.timeout, now: s.now, mw: mw, health: s.health, registry: s.registry,
 			tokens: s.tokens, streams: cfg.Streams, settleWait: cfg.SettleWait,
+			disk: disk, postureEvery: cfg.PostureEvery, positionPoll: cfg.PositionPoll,
+		}
+		if deps.postureEvery == 0 {
+			deps.postureEvery = DefaultPostureEvery
+		}
+		if deps.positionPoll == 0 {
+			deps.positionPoll = DefaultPositionPoll
 		}
 		if deps.settleWait <= 0 {
 			deps.settleWait = DefaultSettleWait

@@ -103,6 +103,11 @@ type userDeps struct {
 	registry *userRegistry
 	// tokens finds the user of a bearer token (tokens.go).
 	tokens *tokenIndex
+	// disk watches the journal's free space (posture; nil: not watched).
+	disk *diskWatch
+	// postureEvery is how often the automatic posture causes are
+	// evaluated; positionPoll how often an open position's mark is read.
+	postureEvery, positionPoll time.Duration
 }
 
 // userActor is the thin shell around one user's UserState: it decides,
@@ -125,6 +130,10 @@ type userActor struct {
 	// venue was logged once.
 	foreignAttemptsLogged bool
 	serial
+	// cache is the user's stream cache, written by the venue actor
+	// (posturecache.go).
+	cache *streamCache
+	postureRun
 }
 
 // afterJournal is the continuation of one journal write.
@@ -136,9 +145,16 @@ func (u *userActor) Receive(ctx actor.Context) {
 		u.state = u.snap.load()
 		u.actions = map[uint64]*action{}
 		u.startRecovery(ctx)
+		u.startPostureTicker(ctx)
+		u.wakeVenue(ctx)
 	case *actor.Restarting:
+		u.stopPostureTicker()
 		u.replaced = true
 		u.failInFlight(ctx)
+	case *actor.Stopping:
+		u.stopPostureTicker()
+	case *postureTick:
+		u.onPostureTick(ctx)
 	case *lateRecord:
 		if ev, ok, err := DecodeEvent(messages.RecordType(m.rec.Type), m.rec.Payload); ok && err == nil {
 			u.commit(ev)
@@ -169,6 +185,8 @@ func (u *userActor) handle(ctx actor.Context, msg any, sender *actor.PID) {
 			u.addCredential(ctx, m, c, sender)
 		case *messages.IssueTokenRequest, *messages.RevokeTokenRequest, *messages.ListTokensRequest:
 			u.tokenCommand(ctx, m, sender)
+		case *messages.ShowPostureRequest, *messages.SetPostureRequest:
+			u.postureCommand(ctx, m, sender)
 		case *messages.RecheckCredentialRequest:
 			if e := u.refuseCredentialCommand(c.Environment); e != nil {
 				u.reply(ctx, sender, e)
@@ -262,7 +280,7 @@ func (u *userActor) command(ctx actor.Context, m *userCommand, sender *actor.PID
 		u.reply(ctx, sender, u.answer(m.cmd, false))
 		return
 	}
-	u.write(ctx, *ev, m.origin, func(_ wal.Record, err error) {
+	u.writeCommand(ctx, *ev, m.origin, func(_ wal.Record, err error) {
 		if err != nil {
 			u.reply(ctx, sender, messages.AsError(err))
 			return
@@ -631,6 +649,7 @@ const (
 	partKill            // kill_switch_on, kill_switch_off
 	partDisabled        // user_disabled
 	partCreated         // user_created (Exists)
+	partPosture         // posture_changed
 	numStateParts
 )
 
@@ -646,6 +665,8 @@ func statePart(t messages.RecordType) (int, bool) {
 		return partKill, true
 	case messages.RecordUserDisabled:
 		return partDisabled, true
+	case messages.RecordPostureChanged:
+		return partPosture, true
 	}
 	return 0, false
 }

@@ -210,7 +210,10 @@ func TestKillSwitchLevels(t *testing.T) {
 	for _, r := range userRecords(t, ts.dir) {
 		kinds = append(kinds, messages.RecordType(r.Type).String()+"/"+r.Actor)
 	}
-	want := "[user_created/cli:admin kill_switch_on/mcp:agent kill_switch_off/cli:user kill_switch_on/cli:admin kill_switch_off/cli:admin]"
+	// Each switch change is followed by its posture transition, under the
+	// same actor.
+	want := "[user_created/cli:admin kill_switch_on/mcp:agent posture_changed/mcp:agent kill_switch_off/cli:user posture_changed/cli:user " +
+		"kill_switch_on/cli:admin posture_changed/cli:admin kill_switch_off/cli:admin posture_changed/cli:admin]"
 	if fmt.Sprint(kinds) != want {
 		t.Fatalf("journal %v\nwant %s", kinds, want)
 	}

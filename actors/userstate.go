@@ -36,6 +36,10 @@ type UserState struct {
 	// Recent are the answered risk-increasing orders without a key of the
 	// last 10 minutes: the 30 s safety net (limits.go).
 	Recent []RecentOrder
+	// Posture is the set of REDUCING causes and PostureState the state as
+	// last journaled (posture_changed; posture.go).
+	Posture      messages.PostureCauses
+	PostureState messages.PostureState
 }
 
 // Event is one journaled change: its record type and typed payload.
@@ -204,6 +208,8 @@ func (s *UserState) Apply(ev Event) {
 		s.KillSwitch = p.After
 	case messages.UserDisabledEvent:
 		s.Disabled = true
+	case messages.PostureChangedEvent:
+		s.Posture, s.PostureState = p.Causes, p.After
 	}
 }
 
@@ -233,6 +239,8 @@ func DecodeEvent(typ messages.RecordType, payload []byte) (Event, bool, error) {
 		return decodeAs[messages.TokenIssuedEvent](typ, payload)
 	case messages.RecordTokenRevoked:
 		return decodeAs[messages.TokenRevokedEvent](typ, payload)
+	case messages.RecordPostureChanged:
+		return decodeAs[messages.PostureChangedEvent](typ, payload)
 	}
 	return Event{}, false, nil
 }
@@ -276,6 +284,11 @@ func (s *UserState) DecideAction(r *messages.DecideActionRequest, venue messages
 			Message:  "the kill switch is on (" + string(s.KillSwitch) + "); risk-increasing actions are refused",
 			NextStep: "only risk-reducing actions (cancel, close, reduce-only) go through; a human can turn the switch off outside the chat",
 			Details:  map[string]any{"kill_switch": string(s.KillSwitch)},
+		}
+	}
+	if r.RiskIncreasing {
+		if e := s.reducingRefusal(); e != nil {
+			return e
 		}
 	}
 	p := s.effective(venue, env)

@@ -23,6 +23,9 @@ type userSupervisor struct {
 	user  string
 	state *actor.PID
 	venue *actor.PID // spawned on the first message for it
+	// cache is the user's stream cache: the venue actor writes it, the
+	// user actor reads it (posturecache.go).
+	cache *streamCache
 }
 
 // toVenue carries a message from the user actor to its sibling, the venue
@@ -44,9 +47,13 @@ func (s *userSupervisor) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		deps, snap := s.deps, s.snap
+		if s.cache == nil {
+			s.cache = newStreamCache()
+		}
+		cache := s.cache
 		var err error
 		s.state, err = ctx.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
-			return &userActor{userDeps: deps, snap: snap}
+			return &userActor{userDeps: deps, snap: snap, cache: cache}
 		}, deps.mw), "state")
 		if err != nil {
 			panic("user supervisor: spawn user actor: " + err.Error())
@@ -63,9 +70,9 @@ func (s *userSupervisor) Receive(ctx actor.Context) {
 			if _, isRekey := m.msg.(*rekey); isRekey {
 				return // a venue actor started later reads the new key anyway
 			}
-			deps, snap := s.deps, s.snap
+			deps, snap, cache := s.deps, s.snap, s.cache
 			pid, err := ctx.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
-				return &venueActor{userDeps: deps, snap: snap}
+				return &venueActor{userDeps: deps, snap: snap, cache: cache}
 			}, deps.mw), "venue")
 			if err != nil {
 				panic("user supervisor: spawn venue actor: " + err.Error())

@@ -58,6 +58,8 @@ type venueActor struct {
 	// numbers it so that events of a replaced stream are dropped.
 	stream    *venue.Stream
 	streamGen uint64
+	// cache is the user's stream cache, shared with the user actor.
+	cache *streamCache
 }
 
 func (v *venueActor) Receive(ctx actor.Context) {
@@ -97,6 +99,9 @@ func (v *venueActor) Receive(ctx actor.Context) {
 		v.read(ctx, m)
 	case *lookupOrderRequest:
 		v.lookup(ctx, m)
+	case *posturePositions:
+		v.pollPositions()
+	case *venueWake:
 	case *crashRequest:
 		panic("venue: crash requested by test")
 	}

@@ -117,6 +117,9 @@ func (v *venueActor) openStream(ctx actor.Context) {
 	}
 	v.streamGen++
 	v.stream = st
+	if v.cache != nil {
+		v.cache.opened(v.now(), st)
+	}
 	gen, self, root, logger := v.streamGen, ctx.Self(), ctx.ActorSystem().Root, v.logger
 	go func() {
 		defer func() {
@@ -136,6 +139,9 @@ func (v *venueActor) closeStream() {
 		_ = v.stream.Close()
 		v.stream = nil
 	}
+	if v.cache != nil {
+		v.cache.closed()
+	}
 }
 
 // onStreamEvent hands the user actor what it must act on: a (re)connect or
@@ -145,8 +151,12 @@ func (v *venueActor) onStreamEvent(ctx actor.Context, m *streamEvent) {
 	if m.gen != v.streamGen {
 		return
 	}
+	if v.cache != nil {
+		v.cache.note(m.ev, v.now())
+	}
 	switch m.ev.Kind {
 	case messages.StreamConnected, messages.StreamReconnected, messages.StreamGap:
+		v.seedCache()
 		ctx.Send(ctx.Parent(), &streamResync{reason: string(m.ev.Kind)})
 	case messages.StreamOrders:
 		if len(m.ev.Orders) > 0 {

@@ -131,6 +131,7 @@ type CLI struct {
 	Journal    JournalCmd    `cmd:"" help:"Read the journal: dump, verify, head. Works on a copy, with no server, lock or master key."`
 	Policy     PolicyCmd     `cmd:"" help:"Show or tighten your own policy."`
 	KillSwitch KillSwitchCmd `cmd:"" name:"kill-switch" help:"Turn your kill switch on or off (only a human turns it off)."`
+	Posture    PostureCmd    `cmd:"" help:"Show the posture (ACTIVE, REDUCING, HALTED), or enter/leave a human REDUCING."`
 	Admin      AdminCmd      `cmd:"" help:"Admin: ceilings, overrides, the admin kill switch, users, bearer tokens."`
 	Keys       KeysCmd       `cmd:"" help:"Your exchange key for --venue: add, show, replace, delete."`
 	Doctor     DoctorCmd     `cmd:"" help:"Check the installation and say what to fix."`

@@ -34,6 +34,8 @@ type PolicyFlags struct {
 	MaxUnconfirmedPerHour string   `name:"max-unconfirmed-per-hour" help:"${policy_help_max_unconfirmed_actions_per_hour}" placeholder:"N"`
 	MaxOrdersPerMinute    string   `name:"max-orders-per-minute" help:"${policy_help_max_orders_per_minute}" placeholder:"N"`
 	VenueCeiling          string   `name:"venue-ceiling" help:"${policy_help_venue_ceiling}" enum:",paper,demo,live" default:""`
+	StreamStale           string   `name:"stream-stale" help:"${policy_help_stream_stale_s}" placeholder:"SECONDS"`
+	MaxDailyLoss          string   `name:"max-daily-loss" help:"${policy_help_max_daily_loss_usdt}" placeholder:"USDT"`
 }
 
 // PolicyVars are the kong variables that give every policy flag its help

@@ -36,7 +36,7 @@ func TestStateChangingCallIsOneFsync(t *testing.T) {
 			types = append(types, messages.RecordType(r.Type).String())
 		}
 	}
-	want := []string{"tool_call", "kill_switch_on", "tool_call"}
+	want := []string{"tool_call", "kill_switch_on", "posture_changed", "tool_call"}
 	if len(types) != len(want) {
 		t.Fatalf("journal %v, want %v", types, want)
 	}

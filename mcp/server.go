@@ -80,7 +80,7 @@ func NewServer(o Options) (*sdk.Server, error) {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	s := &server{opts: o, logger: logger}
-	s.reg = newRegistry(slices.Concat(s.marketTools(), s.accountTools(), s.safetyTools(), s.tradingTools(), o.extraTools)...)
+	s.reg = newRegistry(slices.Concat(s.marketTools(), s.accountTools(), s.safetyTools(), s.postureTools(), s.tradingTools(), o.extraTools)...)
 
 	srv := sdk.NewServer(&sdk.Implementation{Name: "guarded-exchange", Version: o.Version}, &sdk.ServerOptions{
 		Instructions: Instructions,

@@ -71,6 +71,11 @@ var Commands = []CommandInfo{
 		Records: []RecordType{RecordCredentialDeleted}},
 	{Name: "keys.recheck", New: func() Command { return &RecheckCredentialRequest{} }, Result: credentialView,
 		Roles: []Role{RoleUser, RoleAdmin, RoleSystem}, Records: []RecordType{RecordCredentialChecked}},
+	// Posture: anyone reads it; anyone may enter a human REDUCING, only a
+	// human leaves it (Permit).
+	{Name: "posture.show", New: func() Command { return &ShowPostureRequest{} }, Result: func() any { return &PostureView{} }, Roles: everyone},
+	{Name: "posture.set", New: func() Command { return &SetPostureRequest{} }, Result: func() any { return &PostureView{} },
+		Roles: []Role{RoleAgent, RoleUser, RoleAdmin, RoleApprover}, Records: []RecordType{RecordPostureChanged}},
 	// The trading tools: only the agent trades, through the action path.
 	{Name: "trade.place_order", New: func() Command { return &PlaceOrderCommand{} }, Result: func() any { return &OrderAnswer{} },
 		Roles: []Role{RoleAgent}, Records: tradeRecords},
@@ -169,6 +174,10 @@ func Permit(o Origin, cmd Command) *Error {
 			return deny("an approver uid may only read and turn a kill switch on", "run this command as the server's user")
 		case o.Role == RoleAgent || o.Role == RoleSystem:
 			return deny("only a human can turn the kill switch off", "a human can turn it off outside the chat")
+		}
+	case *SetPostureRequest:
+		if !c.Reduce && o.Role != RoleUser && o.Role != RoleAdmin {
+			return deny("only a human can leave REDUCING", "a human can run `guarded-exchange posture resume` outside the chat")
 		}
 	case *AddCredentialRequest:
 		if c.AdminAttest && o.Role != RoleAdmin {

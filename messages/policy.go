@@ -71,6 +71,7 @@ var (
 	MaxConfirmationTTLS  = 600
 	defaultConfirmTTLS   = 120
 	defaultMaxPending    = 5
+	defaultStreamStaleS  = 15
 	allowEntryPattern    = regexp.MustCompile(`^(spot|linear):` + SymbolPattern + `$`)
 	plainDecimal         = regexp.MustCompile(`^[0-9]{1,12}(\.[0-9]{1,12})?$`)
 	UserNamePattern      = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]{0,63}$`)
@@ -96,6 +97,8 @@ type PolicySettings struct {
 	MaxUnconfirmedActionsPerHour *int             `json:"max_unconfirmed_actions_per_hour,omitempty"`
 	MaxOrdersPerMinute           *int             `json:"max_orders_per_minute,omitempty"`
 	VenueCeiling                 *VenueLevel      `json:"venue_ceiling,omitempty"`
+	StreamStaleS                 *int             `json:"stream_stale_s,omitempty"`
+	MaxDailyLossUSDT             *decimal.Decimal `json:"max_daily_loss_usdt,omitempty"`
 }
 
 // Policy is an effective policy: every field has a value.
@@ -114,6 +117,12 @@ type Policy struct {
 	MaxUnconfirmedActionsPerHour int             `json:"max_unconfirmed_actions_per_hour"`
 	MaxOrdersPerMinute           int             `json:"max_orders_per_minute"`
 	VenueCeiling                 VenueLevel      `json:"venue_ceiling"`
+	// StreamStaleS: REDUCING while the private stream has been down
+	// longer than this (issue 13).
+	StreamStaleS int `json:"stream_stale_s"`
+	// MaxDailyLossUSDT: REDUCING while the day's realised plus
+	// unrealised loss is at least this (issue 13).
+	MaxDailyLossUSDT decimal.Decimal `json:"max_daily_loss_usdt"`
 }
 
 // PolicyFields are the SPEC §6 field names, in display order (the field
@@ -131,9 +140,9 @@ var PolicyFields = func() []string {
 // per-order limits of the venue: 1000 USDT and x10 on paper and demo, 50 USDT
 // and x3 on live.
 func DefaultPolicy(venue VenueLevel) Policy {
-	notional, leverage, daily := decimal.NewFromInt(1000), decimal.NewFromInt(10), decimal.NewFromInt(10000)
+	notional, leverage, daily, loss := decimal.NewFromInt(1000), decimal.NewFromInt(10), decimal.NewFromInt(10000), decimal.NewFromInt(1000)
 	if venue == VenueLive {
-		notional, leverage, daily = decimal.NewFromInt(50), decimal.NewFromInt(3), decimal.NewFromInt(200)
+		notional, leverage, daily, loss = decimal.NewFromInt(50), decimal.NewFromInt(3), decimal.NewFromInt(200), decimal.NewFromInt(50)
 	}
 	return Policy{
 		Profile:                      ProfileReadOnly,
@@ -150,6 +159,8 @@ func DefaultPolicy(venue VenueLevel) Policy {
 		MaxUnconfirmedActionsPerHour: 10,
 		MaxOrdersPerMinute:           10,
 		VenueCeiling:                 VenueDemo,
+		StreamStaleS:                 defaultStreamStaleS,
+		MaxDailyLossUSDT:             loss,
 	}
 }
 

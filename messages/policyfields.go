@@ -332,6 +332,10 @@ var PolicyFieldTable = []PolicyField{
 		read:   func(t string) (VenueLevel, string) { return VenueLevel(t), "" },
 		format: func(v VenueLevel) string { return string(v) },
 	}},
+	{Name: "stream_stale_s", Flag: "stream-stale", Help: "stream_stale_s: REDUCING while the private stream is down longer (1-3600)", ops: intField("stream_stale_s",
+		func(s *PolicySettings) **int { return &s.StreamStaleS }, func(p *Policy) *int { return &p.StreamStaleS }, intRange(1, 3600))},
+	{Name: "max_daily_loss_usdt", Flag: "max-daily-loss", Help: "max_daily_loss_usdt (USDT, day from 00:00 UTC): REDUCING at this loss", ops: decField("max_daily_loss_usdt",
+		func(s *PolicySettings) **decimal.Decimal { return &s.MaxDailyLossUSDT }, func(p *Policy) *decimal.Decimal { return &p.MaxDailyLossUSDT }, limitRange)},
 }
 
 // PolicyFieldByName returns the field named name.

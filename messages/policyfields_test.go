@@ -24,6 +24,8 @@ var fieldCases = map[string]fieldCase{
 	"max_unconfirmed_actions_per_hour": {"2", "8", "100001"},
 	"max_orders_per_minute":            {"3", "9", "-2"},
 	"venue_ceiling":                    {"paper", "demo", "mars"},
+	"stream_stale_s":                   {"5", "15", "0"},
+	"max_daily_loss_usdt":              {"20", "500", "2000000000"},
 }
 
 // Every field of the table, end to end: parse, validate, merge, without,

@@ -67,6 +67,10 @@ const (
 	// A venue_update record is journaled when the private stream pushes
 	// updates of the user's orders: compact rows, exchange text untrusted.
 	RecordVenueUpdate RecordType = 25
+	// A posture_changed record is journaled when a user's posture changes:
+	// a state transition (ACTIVE, REDUCING, HALTED) or a REDUCING cause
+	// that starts or ends (posture.go).
+	RecordPostureChanged RecordType = 26
 )
 
 // RecordTypeInfo is one entry of the record type table: its SPEC §12 name,
@@ -139,6 +143,7 @@ var RecordTypes = []RecordTypeInfo{
 	{RecordCredentialRejected, "credential_rejected", WriterUser, ReplayNone},
 	{RecordCredentialChecked, "credential_checked", WriterUser, ReplayEvent},
 	{RecordVenueUpdate, "venue_update", WriterUser, ReplayNone},
+	{RecordPostureChanged, "posture_changed", WriterUser, ReplayWhole},
 }
 
 // RecordInfo returns the table entry of t.

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -123,6 +124,10 @@ type Stream struct {
 	// wmu makes the auth/subscribe writes and the pinger one writer.
 	wmu sync.Mutex
 
+	// lastRead is when the last message (push or pong) was read, in unix
+	// nanoseconds; 0 before the first.
+	lastRead atomic.Int64
+
 	mu sync.Mutex
 	// guarded by mu
 	conn    *websocket.Conn
@@ -190,6 +195,16 @@ func NewStream(cfg StreamConfig) (*Stream, error) {
 // String hides the secret.
 func (s *Stream) String() string {
 	return "venue.Stream{" + s.url + ", key " + redactKey(s.apiKey) + "}"
+}
+
+// LastRead is when the stream last read a message (a push or a pong);
+// zero before the first. Safe for concurrent use.
+func (s *Stream) LastRead() time.Time {
+	n := s.lastRead.Load()
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n)
 }
 
 // Events delivers connection events and pushes, in order. It is closed
@@ -481,6 +496,7 @@ func (s *Stream) readLoop(conn *websocket.Conn) string {
 			}
 			return readFailure(err)
 		}
+		s.lastRead.Store(time.Now().UnixNano())
 		var m wireStreamMsg
 		if err := json.Unmarshal(data, &m); err != nil {
 			s.markGap("malformed_push")

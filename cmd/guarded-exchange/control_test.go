@@ -36,6 +36,10 @@ var cliScript = []struct {
 	{[]string{"policy", "tighten", "--user", "bob", "--max-leverage", "8"}, 1},
 	{[]string{"policy", "tighten", "--user", "bob", "--max-leverage", "3.0"}, 0},
 	{[]string{"policy", "show", "--user", "bob"}, 0},
+	{[]string{"posture", "reduce", "--user", "bob"}, 0},
+	{[]string{"posture", "show", "--user", "bob", "--json"}, 0},
+	{[]string{"posture", "resume", "--user", "bob"}, 0},
+	{[]string{"posture", "reduce", "--user", "bob"}, 0}, // stays through the kill switch below
 	{[]string{"admin", "policy", "set-ceiling", "--user", "bob", "--max-leverage", "2"}, 0},
 	{[]string{"admin", "policy", "reset-overrides", "--user", "bob", "--field", "max_leverage", "--yes"}, 0},
 	{[]string{"admin", "policy", "reset-overrides", "--user", "bob"}, 1}, // stdin closed, no --yes
@@ -101,11 +105,17 @@ func TestCLICommandsBothWays(t *testing.T) {
 	if strings.Join(a, "\n") != strings.Join(b, "\n") {
 		t.Fatalf("journals differ:\nin-process:\n%s\nvia socket:\n%s", strings.Join(a, "\n"), strings.Join(b, "\n"))
 	}
-	if len(a) != 10 {
-		t.Fatalf("%d user records, want 10:\n%s", len(a), strings.Join(a, "\n"))
+	// 10 records of policy, kill switch and users; 3 posture commands; and
+	// the posture transitions of the user's switch going on and the
+	// admin's going off (the admin's on over the user's changes no state).
+	if len(a) != 15 {
+		t.Fatalf("%d user records, want 15:\n%s", len(a), strings.Join(a, "\n"))
 	}
 	for _, want := range []string{"policy_ceiling_set bob cli:admin", "policy_tightened bob cli:user", "policy_overrides_reset bob cli:admin",
-		"kill_switch_on bob cli:user", "kill_switch_off bob cli:admin", "user_disabled bob cli:admin"} {
+		"kill_switch_on bob cli:user", "kill_switch_off bob cli:admin", "user_disabled bob cli:admin",
+		`posture_changed bob cli:user {"actor":"cli:user","after":"REDUCING","before":"ACTIVE","causes":["human"],"causes_before":[],"reason":"human_reduce"}`,
+		`posture_changed bob cli:user {"actor":"cli:user","after":"ACTIVE","before":"REDUCING","causes":[],"causes_before":["human"],"reason":"human_resume"}`,
+		`posture_changed bob cli:admin {"actor":"cli:admin","after":"REDUCING","before":"HALTED","causes":["human"],"causes_before":["human"],"reason":"kill_switch_off"}`} {
 		if !strings.Contains(strings.Join(a, "\n"), want) {
 			t.Errorf("journal lacks %q", want)
 		}

@@ -34,9 +34,10 @@ func lastJournalEntry(t *testing.T, home string) (seg string, start, end int) {
 	return seg, start, end
 }
 
-// A flipped byte in a complete last record (here a kill_switch_on) is
-// damage, not a torn write: serve must refuse to start, naming segment and
-// seq, rather than cut the record and come up with the kill switch off.
+// A flipped byte in a complete last record (here the posture_changed that
+// follows kill_switch_on) is damage, not a torn write: serve must refuse
+// to start, naming segment and seq, rather than cut the record and come up
+// in another state.
 func TestServeRefusesDamagedLastRecord(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -57,8 +58,8 @@ func TestServeRefusesDamagedLastRecord(t *testing.T) {
 				Seq  uint64 `json:"seq"`
 				Type string `json:"type"`
 			}
-			if err := json.Unmarshal([]byte(lines[len(lines)-1]), &last); err != nil || last.Type != "kill_switch_on" {
-				t.Fatalf("last record %q (%v), want kill_switch_on", lines[len(lines)-1], err)
+			if err := json.Unmarshal([]byte(lines[len(lines)-1]), &last); err != nil || last.Type != "posture_changed" {
+				t.Fatalf("last record %q (%v), want posture_changed", lines[len(lines)-1], err)
 			}
 
 			seg, start, end := lastJournalEntry(t, in.home)

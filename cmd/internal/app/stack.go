@@ -97,6 +97,25 @@ func paperSeed() (int64, error) {
 	return v, nil
 }
 
+// DefaultDiskMargin is the journal disk's safety margin when
+// GX_DISK_RESERVE_BYTES is not set: below it (plus the last reserve) every
+// user is REDUCING.
+const DefaultDiskMargin = 256 << 20
+
+// diskMargin is GX_DISK_RESERVE_BYTES, default DefaultDiskMargin; a value
+// that is not a whole number of bytes refuses start (fail closed).
+func diskMargin() (uint64, error) {
+	s := os.Getenv("GX_DISK_RESERVE_BYTES")
+	if s == "" {
+		return DefaultDiskMargin, nil
+	}
+	v, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("GX_DISK_RESERVE_BYTES must be a whole number of bytes")
+	}
+	return v, nil
+}
+
 // instrumentTTL is how long instrument rules are cached.
 const instrumentTTL = 10 * time.Minute
 
@@ -140,9 +159,15 @@ func startStack(ctx context.Context, p paths, vc venueConfig, masterKey []byte, 
 		clients = st.clientFactory(logger)
 		streams = st.streamFactory(logger)
 	}
+	margin, err := diskMargin()
+	if err != nil {
+		st.close()
+		return nil, err
+	}
 	st.sys, err = actors.Start(actors.Config{
 		Journal: l, Market: market, Logger: logger, Users: replay, Venue: vc.level(),
 		Environment: vc.Name, MasterKey: masterKey, Clients: clients, Streams: streams,
+		JournalDir: p.journal(), DiskMarginBytes: margin,
 	})
 	if err != nil {
 		st.close()

@@ -1,0 +1,447 @@
+package actors
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/shopspring/decimal"
+
+	"github.com/guarded-exchange/guarded-exchange/messages"
+	"github.com/guarded-exchange/guarded-exchange/wal"
+)
+
+// Posture (issue 13): where a user stands, decided here in the user actor.
+//
+//   - HALTED: the kill switch is on.
+//   - REDUCING: at least one cause holds; only risk-reducing actions go
+//     through (DecideAction refuses the others with limit_exceeded).
+//   - ACTIVE otherwise.
+//
+// The causes are journaled (posture_changed, the whole set after each
+// change) before they act: a human cause (posture reduce, or the agent's
+// reduce_risk_only) stays until a human resumes; an automatic cause
+// (stream down longer than stream_stale_s, the day's loss at
+// max_daily_loss_usdt, the journal's disk below the margin) is evaluated
+// every postureEvery and clears itself when it ends.
+
+// DefaultPostureEvery is how often a user actor evaluates the automatic
+// causes.
+const DefaultPostureEvery = 500 * time.Millisecond
+
+// DefaultPositionPoll is how often, while the user holds a position, the
+// venue actor reads the positions by REST so that the unrealised PnL (and
+// the daily loss) follows the mark price between stream pushes.
+const DefaultPositionPoll = 2 * time.Second
+
+// postureTick asks the user actor to evaluate the automatic causes.
+type postureTick struct{}
+
+// posturePositions asks the venue actor to refresh the cache's positions
+// by REST (the mark price moves without a push).
+type posturePositions struct{}
+
+// postureRun is the user actor's posture clock.
+type postureRun struct {
+	stopTicker chan struct{}
+}
+
+// startPostureTicker sends the actor a postureTick every postureEvery until
+// stopPostureTicker.
+func (u *userActor) startPostureTicker(ctx actor.Context) {
+	u.stopPostureTicker()
+	every := u.postureEvery
+	if every <= 0 {
+		return
+	}
+	stop := make(chan struct{})
+	u.stopTicker = stop
+	self, root := ctx.Self(), ctx.ActorSystem().Root
+	go func() {
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				root.Send(self, &postureTick{})
+			}
+		}
+	}()
+}
+
+func (u *userActor) stopPostureTicker() {
+	if u.stopTicker != nil {
+		close(u.stopTicker)
+		u.stopTicker = nil
+	}
+}
+
+// postureState is the state as last journaled (ACTIVE before any record).
+func (s *UserState) postureState() messages.PostureState {
+	if s.PostureState == "" {
+		return messages.PostureActive
+	}
+	return s.PostureState
+}
+
+// reducingRefusal refuses a risk-increasing action while REDUCING; nil
+// when no cause holds. details.reason names the first cause.
+func (s *UserState) reducingRefusal() *messages.Error {
+	if len(s.Posture) == 0 {
+		return nil
+	}
+	return limitExceeded("posture", "risk_reducing_only",
+		"the posture is REDUCING ("+strings.Join(s.Posture, ", ")+"); only risk-reducing actions (cancel, close, reduce-only, SL/TP, lower leverage) go through",
+		"reduce risk or wait: automatic causes clear themselves (see get_posture); a human cause only a human can lift outside the chat",
+		map[string]any{"reason": s.Posture[0], "causes": []string(s.Posture)})
+}
+
+// liveAutoCauses evaluates the automatic causes now.
+func (u *userActor) liveAutoCauses(now time.Time) messages.PostureCauses {
+	var out messages.PostureCauses
+	p := u.state.effective(u.venue, u.env)
+	if u.cache != nil {
+		h := u.cache.health(now)
+		if h.Open && !h.Connected && h.DownForS >= float64(p.StreamStaleS) {
+			out = out.With(messages.CauseStreamStale)
+		}
+		if loss := u.cache.dailyLoss(now); loss.IsPositive() && loss.GreaterThanOrEqual(p.MaxDailyLossUSDT) {
+			out = out.With(messages.CauseDailyLoss)
+		}
+	}
+	if u.disk.low() {
+		out = out.With(messages.CauseDiskLow)
+	}
+	return out
+}
+
+// onPostureTick journals the automatic causes that started or ended. A
+// tick while a write is in flight or recovery runs is skipped: the next
+// one comes soon.
+func (u *userActor) onPostureTick(ctx actor.Context) {
+	if u.cache != nil && u.cache.wantsPositions(u.now(), u.positionPoll) {
+		u.toVenue(ctx, &posturePositions{}, nil)
+	}
+	if u.busy || u.recovering > 0 || !u.state.Exists {
+		return
+	}
+	after := u.state.Posture.Human()
+	for _, c := range u.liveAutoCauses(u.now()) {
+		after = after.With(c)
+	}
+	u.writePosture(ctx, systemOrigin, after, causeReason(u.state.Posture, after), nil)
+}
+
+// causeReason names what changed between two cause sets: the first cause
+// added, else the first removed ("<cause>_cleared").
+func causeReason(before, after messages.PostureCauses) string {
+	for _, c := range after {
+		if !containsCause(before, c) {
+			return c
+		}
+	}
+	for _, c := range before {
+		if !containsCause(after, c) {
+			return c + "_cleared"
+		}
+	}
+	return ""
+}
+
+func containsCause(cs messages.PostureCauses, c string) bool {
+	for _, x := range cs {
+		if x == c {
+			return true
+		}
+	}
+	return false
+}
+
+// writePosture journals posture_changed when the causes or the state
+// differ from what was journaled last, then runs then (nil error when
+// nothing changed).
+func (u *userActor) writePosture(ctx actor.Context, o messages.Origin, after messages.PostureCauses, reason string, then func(changed bool, err error)) {
+	if after == nil {
+		after = messages.PostureCauses{}
+	}
+	beforeState, afterState := u.state.postureState(), messages.StateOf(u.state.KillSwitch, after)
+	if beforeState == afterState && sameCauses(u.state.Posture, after) {
+		if then != nil {
+			then(false, nil)
+		}
+		return
+	}
+	before := u.state.Posture
+	if before == nil {
+		before = messages.PostureCauses{}
+	}
+	ev := Event{messages.RecordPostureChanged, messages.PostureChangedEvent{
+		Before: beforeState, After: afterState, Reason: reason, Actor: o.Actor(), CausesBefore: before, Causes: after,
+	}}
+	u.write(ctx, ev, o, func(_ wal.Record, err error) {
+		if err != nil {
+			u.logger.Warn("could not journal a posture change", "user", u.state.User, "code", string(messages.CodeOf(err)))
+		} else {
+			u.commit(ev)
+			u.logger.Info("posture changed", "user", u.state.User, "before", string(beforeState), "after", string(afterState), "reason", reason)
+		}
+		if then != nil {
+			then(err == nil, err)
+		}
+	})
+}
+
+func sameCauses(a, b messages.PostureCauses) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// writeCommand journals a command's event. A kill switch change is
+// journaled together with the posture transition it makes (to or from
+// HALTED), under the same actor and in the same flush: the switch record
+// is lazy and the posture record sent right behind it flushes both (the
+// journal is ordered, so one fsync covers the two). then sees the switch
+// record's outcome; the posture is committed only when both are durable
+// (a posture record alone is corrected by the next evaluation).
+func (u *userActor) writeCommand(ctx actor.Context, ev Event, o messages.Origin, then afterJournal) {
+	if ev.Type != messages.RecordKillSwitchOn && ev.Type != messages.RecordKillSwitchOff {
+		u.write(ctx, ev, o, then)
+		return
+	}
+	ks, _ := ev.Payload.(messages.KillSwitchEvent)
+	reason := "kill_switch_off"
+	if ev.Type == messages.RecordKillSwitchOn {
+		reason = "kill_switch_on"
+	}
+	causes := u.state.Posture
+	if causes == nil {
+		causes = messages.PostureCauses{}
+	}
+	before, after := u.state.postureState(), messages.StateOf(ks.After, causes)
+	if before == after {
+		// The admin's switch over the user's: still HALTED.
+		u.write(ctx, ev, o, then)
+		return
+	}
+	pev := Event{messages.RecordPostureChanged, messages.PostureChangedEvent{
+		Before: before, After: after, Reason: reason, Actor: o.Actor(), CausesBefore: causes, Causes: causes,
+	}}
+	origin := o.Actor()
+	for _, e := range []Event{ev, pev} {
+		if !originAllowed(e, origin) {
+			then(wal.Record{}, refuseOrigin(e, origin))
+			return
+		}
+	}
+	if u.health.isDown() {
+		then(wal.Record{}, messages.Internal(fmt.Errorf("journal: the journal has failed; refusing")))
+		return
+	}
+	if u.disk.belowFloor() && !essentialRecord(ev.Type) {
+		// The journal would refuse the switch record (turning it off
+		// waits for space) and write the posture record alone.
+		then(wal.Record{}, diskReserveRefusal())
+		return
+	}
+	entry := func(e Event) (wal.Entry, error) {
+		payload, err := json.Marshal(e.Payload)
+		return wal.Entry{Time: u.now().UTC(), Type: uint16(e.Type), User: u.state.User, Actor: origin, Channel: o.ChannelText(), Payload: payload}, err
+	}
+	e1, err1 := entry(ev)
+	e2, err2 := entry(pev)
+	if err := errors.Join(err1, err2); err != nil {
+		then(wal.Record{}, messages.Internal(err))
+		return
+	}
+	u.busy = true
+	f1 := ctx.RequestFuture(u.journal, &AppendRequest{Entry: e1, Lazy: true}, journalTimeout)
+	f2 := ctx.RequestFuture(u.journal, &AppendRequest{Entry: e2}, journalTimeout)
+	outcome := func(res any, ferr error) (wal.Record, error) {
+		switch {
+		case ferr != nil:
+			u.health.markDown()
+			u.logger.Error("journal did not answer; refusing all further writes", "err", ferr.Error())
+			return wal.Record{}, messages.Internal(fmt.Errorf("journal: %w", ferr))
+		case res.(*AppendResponse).Err != nil:
+			return wal.Record{}, res.(*AppendResponse).Err
+		}
+		return res.(*AppendResponse).Record, nil
+	}
+	ctx.ReenterAfter(f1, func(r1 any, ferr1 error) {
+		rec1, err1 := outcome(r1, ferr1)
+		ctx.ReenterAfter(f2, func(r2 any, ferr2 error) {
+			rec2, err2 := outcome(r2, ferr2)
+			if u.replaced {
+				for _, r := range []struct {
+					rec wal.Record
+					err error
+				}{{rec1, err1}, {rec2, err2}} {
+					if r.err == nil {
+						ctx.Send(ctx.Self(), &lateRecord{rec: r.rec})
+					}
+				}
+				return
+			}
+			u.busy = false
+			if err1 == nil && err2 == nil {
+				u.commit(pev)
+			} else if err2 != nil {
+				u.logger.Warn("could not journal a posture change", "user", u.state.User, "code", string(messages.CodeOf(err2)))
+			}
+			then(rec1, err1)
+			u.drain(ctx)
+		})
+	})
+}
+
+// postureCommand serves posture.show (never waits on the exchange) and
+// posture.set (a human REDUCING: anyone enters, only a human leaves).
+func (u *userActor) postureCommand(ctx actor.Context, m *userCommand, sender *actor.PID) {
+	if !u.state.Exists {
+		u.reply(ctx, sender, messages.Errorf(messages.CodeNotFound, "no such user"))
+		return
+	}
+	c, ok := m.cmd.(*messages.SetPostureRequest)
+	if !ok {
+		u.reply(ctx, sender, u.postureView(u.now()))
+		return
+	}
+	after, reason := u.state.Posture, ""
+	switch {
+	case c.Reduce && m.origin.Role == messages.RoleAgent:
+		after, reason = after.With(messages.CauseAgent), "agent_reduce"
+	case c.Reduce:
+		after, reason = after.With(messages.CauseHuman), "human_reduce"
+	case m.origin.Role == messages.RoleUser || m.origin.Role == messages.RoleAdmin:
+		after, reason = after.Without(messages.CauseHuman).Without(messages.CauseAgent), "human_resume"
+	default:
+		u.reply(ctx, sender, messages.Permit(m.origin, c))
+		return
+	}
+	u.writePosture(ctx, m.origin, after, reason, func(changed bool, err error) {
+		if err != nil {
+			u.reply(ctx, sender, messages.AsError(err))
+			return
+		}
+		v := u.postureView(u.now())
+		v.Changed = changed
+		u.reply(ctx, sender, v)
+	})
+}
+
+// maxPosturePositions bounds the positions listed, to keep the answer
+// within 2 KB.
+const maxPosturePositions = 6
+
+// postureView is get_posture's answer: the user actor's own state and the
+// venue actor's stream cache, nothing else.
+func (u *userActor) postureView(now time.Time) *messages.PostureView {
+	s := u.state
+	p := s.effective(u.venue, u.env)
+	v := &messages.PostureView{User: s.User, Venue: u.env, State: s.postureState(), Why: s.Posture, KillSwitch: s.KillSwitch}
+	if s.KillSwitch != messages.KillSwitchNone {
+		v.Why = append([]string{"kill_switch_" + string(s.KillSwitch)}, v.Why...)
+	}
+	daily, perMinute, unconfirmed := s.Counters.Window(now)
+	r := u.reserved()
+	used := daily.Add(r.NotionalUSDT)
+	v.Limits = map[string]messages.LimitUse{
+		"daily_notional_cap_usdt":          {Used: used.String(), Left: decimal.Max(decimal.Zero, p.DailyNotionalCapUSDT.Sub(used)).String()},
+		"max_orders_per_minute":            intUse(perMinute+r.Orders, p.MaxOrdersPerMinute),
+		"max_unconfirmed_actions_per_hour": intUse(unconfirmed+r.Orders, p.MaxUnconfirmedActionsPerHour),
+		// Confirmations do not exist yet: nothing is ever pending.
+		"max_pending": intUse(0, p.MaxPending),
+	}
+	v.Loss = messages.DailyLoss{LossUSDT: decimal.Zero, MaxUSDT: p.MaxDailyLossUSDT}
+	v.Stream = messages.StreamHealth{LastMessageAgeS: -1, StaleS: p.StreamStaleS}
+	v.Exposure = messages.PostureExposure{Orders: map[string]messages.OriginOrders{}, Positions: []messages.PositionExposure{}}
+	if u.cache != nil {
+		v.Stream = u.cache.health(now)
+		v.Stream.StaleS = p.StreamStaleS
+		v.Loss.LossUSDT = decimal.Max(decimal.Zero, u.cache.dailyLoss(now))
+		v.Exposure = u.cache.exposure(s.orderOrigin, maxPosturePositions)
+	}
+	if !v.Exposure.Known {
+		v.Exposure.Note = "the stream cache has nothing yet; read get_open_orders and get_positions"
+	}
+	if u.disk != nil {
+		v.Disk = &messages.DiskHealth{FreeBytes: u.disk.freeBytes(), MarginBytes: u.disk.margin + u.disk.floor}
+	}
+	return v
+}
+
+func intUse(used, max int) messages.LimitUse {
+	return messages.LimitUse{Used: itoa(used), Left: itoa(maxInt(0, max-used))}
+}
+
+func maxInt(a, b int) int {
+	if a > b {
+		return a
+	}
+	return b
+}
+
+// postureOriginAllowed is who may journal a posture change: a human
+// cause is added by a human (human) or the agent (agent) and removed only
+// by a human; an automatic cause changes only by the server; a change of
+// state alone (the kill switch) by whoever turned the switch.
+func postureOriginAllowed(p messages.PostureChangedEvent, actor string) bool {
+	human := actor == messages.ActorCLIUser || actor == messages.ActorCLIAdmin
+	hb, ha := p.CausesBefore.Human(), p.Causes.Human()
+	ab, aa := p.CausesBefore.Auto(), p.Causes.Auto()
+	humanChanged, autoChanged := !sameCauses(hb, ha), !sameCauses(ab, aa)
+	for _, c := range p.Causes {
+		if !messages.IsHumanCause(c) && !containsCause(messages.AutoCauses, c) {
+			return false
+		}
+	}
+	switch {
+	case humanChanged && autoChanged:
+		return false
+	case autoChanged:
+		return actor == messages.ActorSystem
+	case humanChanged:
+		for _, c := range hb {
+			if !containsCause(ha, c) && !human {
+				return false // only a human leaves
+			}
+		}
+		for _, c := range ha {
+			if containsCause(hb, c) {
+				continue
+			}
+			if c == messages.CauseAgent && actor != messages.ActorAgent || c == messages.CauseHuman && !human {
+				return false
+			}
+		}
+		return true
+	}
+	return human || actor == messages.ActorAgent || actor == messages.ActorSystem
+}
+
+// venueWake starts the user's venue actor (and with it the private
+// stream) when the user has a key for this venue and the venue has a
+// stream, so that the stream's health and the exposure are known before
+// the first action.
+type venueWake struct{}
+
+func (u *userActor) wakeVenue(ctx actor.Context) {
+	if u.streams == nil {
+		return
+	}
+	if _, ok := u.state.credentialFor(u.env); ok {
+		u.toVenue(ctx, &venueWake{}, nil)
+	}
+}

@@ -1,0 +1,376 @@
+package actors
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/shopspring/decimal"
+
+	"github.com/guarded-exchange/guarded-exchange/messages"
+	"github.com/guarded-exchange/guarded-exchange/venue"
+)
+
+// streamCache is what the user's private stream showed last: its health,
+// the open orders and the positions. The venue actor writes it (stream
+// events, and REST reads that seed it on each (re)connect and refresh the
+// positions' mark while one is open); the user actor reads it for
+// get_posture and the automatic posture causes, without a round trip. One
+// per user, made by the user's supervisor; safe for concurrent use.
+type streamCache struct {
+	mu sync.Mutex
+	// guarded by mu
+	open      bool
+	connected bool
+	since     time.Time // when it last connected, or went down
+	lastRead  func() time.Time
+	known     bool // something was cached (a push or a seed)
+	orders    map[string]messages.Order
+	positions map[string]messages.Position
+	// dayStart is the UTC day of baseline; baseline is each symbol's
+	// cumulative realised PnL when first seen that day.
+	dayStart  time.Time
+	baseline  map[string]decimal.Decimal
+	polledAt  time.Time
+	polling   bool
+	positionN int // non-flat positions
+}
+
+func newStreamCache() *streamCache {
+	return &streamCache{orders: map[string]messages.Order{}, positions: map[string]messages.Position{}, baseline: map[string]decimal.Decimal{}}
+}
+
+// opened notes a stream that was just started (down until it connects).
+func (c *streamCache) opened(now time.Time, st *venue.Stream) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.open, c.connected, c.since = true, false, now
+	c.lastRead = st.LastRead
+}
+
+// closed notes that no stream runs.
+func (c *streamCache) closed() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.open, c.connected, c.lastRead = false, false, nil
+}
+
+// note applies one stream event.
+func (c *streamCache) note(ev messages.StreamEvent, now time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch ev.Kind {
+	case messages.StreamConnected, messages.StreamReconnected:
+		c.connected, c.since = true, now
+	case messages.StreamDisconnected:
+		if c.connected {
+			c.connected, c.since = false, now
+		}
+	case messages.StreamOrders:
+		c.noteOrdersLocked(ev.Orders)
+	case messages.StreamPositions:
+		c.notePositionsLocked(ev.Positions, now)
+	}
+}
+
+// openStatus reports whether an order status is still open.
+func openStatus(s string) bool {
+	return s == "New" || s == "PartiallyFilled" || s == "Untriggered"
+}
+
+func (c *streamCache) noteOrdersLocked(list []messages.Order) {
+	c.known = true
+	for _, o := range list {
+		if openStatus(o.Status) {
+			c.orders[o.OrderID] = o
+		} else {
+			delete(c.orders, o.OrderID)
+		}
+	}
+}
+
+func posKey(cat messages.Category, symbol string) string { return string(cat) + ":" + symbol }
+
+func (c *streamCache) notePositionsLocked(list []messages.Position, now time.Time) {
+	c.known = true
+	c.rollDayLocked(now)
+	for _, p := range list {
+		k := posKey(p.Category, p.Symbol)
+		if _, ok := c.baseline[k]; !ok {
+			c.baseline[k] = p.CumRealisedPnl
+		}
+		c.positions[k] = p
+	}
+	c.positionN = 0
+	for _, p := range c.positions {
+		if p.Size.IsPositive() {
+			c.positionN++
+		}
+	}
+}
+
+// rollDayLocked starts a new day's baseline at 00:00 UTC.
+func (c *streamCache) rollDayLocked(now time.Time) {
+	day := messages.DayStart(now)
+	if day.Equal(c.dayStart) {
+		return
+	}
+	c.dayStart = day
+	c.baseline = map[string]decimal.Decimal{}
+	for k, p := range c.positions {
+		c.baseline[k] = p.CumRealisedPnl
+	}
+}
+
+// seed replaces the orders and positions with a REST read (after a
+// (re)connect nothing missed is replayed). A nil list was not read.
+func (c *streamCache) seed(orders []messages.Order, positions []messages.Position, now time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if orders != nil {
+		c.orders = map[string]messages.Order{}
+		c.noteOrdersLocked(orders)
+	}
+	if positions != nil {
+		c.notePositionsLocked(positions, now)
+	}
+}
+
+// wantsPositions reports whether the positions should be read again (a
+// position is open and the last read is older than every), and marks the
+// read as started.
+func (c *streamCache) wantsPositions(now time.Time, every time.Duration) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if every <= 0 || !c.open || c.polling || c.positionN == 0 || now.Sub(c.polledAt) < every {
+		return false
+	}
+	c.polling = true
+	return true
+}
+
+// polled ends a positions read (list nil: it failed).
+func (c *streamCache) polled(list []messages.Position, now time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.polling, c.polledAt = false, now
+	if list != nil {
+		c.notePositionsLocked(list, now)
+	}
+}
+
+// health is the stream's health now.
+func (c *streamCache) health(now time.Time) messages.StreamHealth {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	h := messages.StreamHealth{Open: c.open, Connected: c.open && c.connected, LastMessageAgeS: -1}
+	if c.lastRead != nil {
+		if t := c.lastRead(); !t.IsZero() {
+			h.LastMessageAgeS = roundS(now.Sub(t))
+		}
+	}
+	if c.open && !c.connected {
+		h.DownForS = roundS(now.Sub(c.since))
+	}
+	return h
+}
+
+func roundS(d time.Duration) float64 { return float64(d.Milliseconds()) / 1000 }
+
+// dailyLoss is the day's realised plus unrealised loss (negative: a gain):
+// realised is each symbol's cumulative realised PnL since its baseline of
+// the day.
+func (c *streamCache) dailyLoss(now time.Time) decimal.Decimal {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.rollDayLocked(now)
+	pnl := decimal.Zero
+	for k, p := range c.positions {
+		pnl = pnl.Add(p.CumRealisedPnl.Sub(c.baseline[k]))
+		if p.Size.IsPositive() {
+			pnl = pnl.Add(p.UnrealisedPnl)
+		}
+	}
+	return pnl.Neg()
+}
+
+// exposure is the open orders by origin and the open positions (at most
+// max listed, largest first).
+func (c *streamCache) exposure(origin func(clientOrderID string) string, max int) messages.PostureExposure {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := messages.PostureExposure{Known: c.known, Orders: map[string]messages.OriginOrders{}, Positions: []messages.PositionExposure{}}
+	for _, o := range c.orders {
+		k := origin(o.OrderLinkID)
+		agg := out.Orders[k]
+		left := o.LeavesQty
+		if !left.IsPositive() {
+			left = o.Qty.Sub(o.CumExecQty)
+		}
+		agg.Count++
+		agg.NotionalUSDT = agg.NotionalUSDT.Add(left.Mul(o.Price))
+		out.Orders[k] = agg
+	}
+	for _, p := range c.positions {
+		if !p.Size.IsPositive() {
+			continue
+		}
+		mark := p.MarkPrice
+		if !mark.IsPositive() {
+			mark = p.AvgPrice
+		}
+		out.Positions = append(out.Positions, messages.PositionExposure{Category: p.Category, Symbol: p.Symbol, Side: p.Side, Size: p.Size,
+			NotionalUSDT: p.Size.Mul(mark), UnrealisedPnl: p.UnrealisedPnl})
+	}
+	slices.SortFunc(out.Positions, func(a, b messages.PositionExposure) int { return b.NotionalUSDT.Cmp(a.NotionalUSDT) })
+	if len(out.Positions) > max {
+		out.More = len(out.Positions) - max
+		out.Positions = out.Positions[:max]
+	}
+	return out
+}
+
+// seedCache reads the open orders and positions by REST into the cache,
+// off the venue actor's mailbox (after a (re)connect or a gap).
+func (v *venueActor) seedCache() {
+	client, ok := v.session.(*venue.Client)
+	if !ok || v.cache == nil {
+		return
+	}
+	cache, timeout, now := v.cache, v.timeout, v.now
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		defer cancel()
+		var orders []messages.Order
+		for _, cat := range []messages.Category{messages.CategoryLinear, messages.CategorySpot} {
+			page, err := client.OpenOrders(ctx, venue.OrderQuery{Category: cat})
+			if err != nil {
+				orders = nil
+				break
+			}
+			orders = append(orders, page.Items...)
+			if orders == nil {
+				orders = []messages.Order{}
+			}
+		}
+		var positions []messages.Position
+		if page, err := client.Positions(ctx, venue.PositionQuery{Category: messages.CategoryLinear, Limit: 200}); err == nil {
+			positions = append([]messages.Position{}, page.Items...)
+		}
+		cache.seed(orders, positions, now())
+	}()
+}
+
+// pollPositions refreshes the cache's positions by REST, off the mailbox.
+func (v *venueActor) pollPositions() {
+	client, ok := v.session.(*venue.Client)
+	if !ok || v.cache == nil {
+		if v.cache != nil {
+			v.cache.polled(nil, v.now())
+		}
+		return
+	}
+	cache, timeout, now := v.cache, v.timeout, v.now
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		defer cancel()
+		page, err := client.Positions(ctx, venue.PositionQuery{Category: messages.CategoryLinear, Limit: 200})
+		if err != nil {
+			cache.polled(nil, now())
+			return
+		}
+		cache.polled(append([]messages.Position{}, page.Items...), now())
+	}()
+}
+
+// DefaultDiskFloor is the journal's last reserve: below it only the
+// records that make things safer or settle what is in flight are written
+// (essentialRecord), whatever the margin.
+const DefaultDiskFloor = 8 << 20
+
+// diskWatch measures the free space of the journal's file system
+// (statfs), at most every diskEvery, for the posture's disk_low cause and
+// the journal's last reserve. Safe for concurrent use.
+type diskWatch struct {
+	dir string
+	// margin: REDUCING below floor+margin; floor: the last reserve.
+	margin, floor uint64
+	free          atomic.Uint64
+	measuredAt    atomic.Int64 // unix nanos; 0: never
+	measured      atomic.Bool
+}
+
+const diskEvery = 100 * time.Millisecond
+
+func newDiskWatch(dir string, margin, floor uint64) *diskWatch {
+	if dir == "" {
+		return nil
+	}
+	d := &diskWatch{dir: dir, margin: margin, floor: floor}
+	d.measure(time.Now())
+	return d
+}
+
+func (d *diskWatch) measure(now time.Time) {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(d.dir, &st); err != nil {
+		return
+	}
+	d.free.Store(uint64(st.Bavail) * uint64(st.Bsize))
+	d.measured.Store(true)
+	d.measuredAt.Store(now.UnixNano())
+}
+
+// freeBytes is the free space, measured again when the last measure is
+// older than diskEvery.
+func (d *diskWatch) freeBytes() uint64 {
+	now := time.Now()
+	if now.UnixNano()-d.measuredAt.Load() > int64(diskEvery) {
+		d.measure(now)
+	}
+	return d.free.Load()
+}
+
+// low reports whether the disk is below the margin (REDUCING).
+func (d *diskWatch) low() bool {
+	if d == nil {
+		return false
+	}
+	free := d.freeBytes()
+	return d.measured.Load() && free < d.margin+d.floor
+}
+
+// belowFloor reports whether the disk is in its last reserve.
+func (d *diskWatch) belowFloor() bool {
+	if d == nil {
+		return false
+	}
+	free := d.freeBytes()
+	return d.measured.Load() && free < d.floor
+}
+
+// essentialRecord reports whether a record is written from the disk's last
+// reserve: turning the kill switch on, the posture, and what the action
+// path needs to refuse, settle or reduce (under REDUCING nothing adds
+// risk). Everything else (policy, keys, tokens, users) is refused there.
+func essentialRecord(t messages.RecordType) bool {
+	switch t {
+	case messages.RecordKillSwitchOn, messages.RecordPostureChanged, messages.RecordToolCall,
+		messages.RecordOrderAttempt, messages.RecordOrderOutcome, messages.RecordOrderRefused,
+		messages.RecordOrderRepeat, messages.RecordVenueUpdate:
+		return true
+	}
+	return false
+}
+
+// diskReserveRefusal refuses a record that is not essential while the
+// journal's disk is in its last reserve.
+func diskReserveRefusal() *messages.Error {
+	return &messages.Error{Code: messages.CodeInternalError,
+		Message:  "the journal's disk is almost full; only the kill switch, the posture and risk-reducing actions are journaled",
+		NextStep: "free disk space on the journal's file system; nothing was changed",
+		Details:  map[string]any{"reason": "disk_reserve"}}
+}
