@@ -160,6 +160,9 @@ type journalActor struct {
 	log    *wal.Log
 	logger *slog.Logger
 	health *journalHealth // marked down when this actor stops or a write fails: writers fail fast
+	// index remembers each user's recent records (get_my_journal); the
+	// flusher adds a batch once it is durable, before answering.
+	index *journalIndex
 
 	pending  []pendingAppend
 	flushing bool
@@ -269,7 +272,7 @@ func (j *journalActor) flush(ctx actor.Context) {
 	for i, p := range batch {
 		entries[i] = p.entry
 	}
-	self, root, log, health := ctx.Self(), ctx.ActorSystem().Root, j.log, j.health
+	self, root, log, health, index := ctx.Self(), ctx.ActorSystem().Root, j.log, j.health, j.index
 	health.flushStart.Store(time.Now().UnixNano())
 	health.flushes.Add(1)
 	go func() {
@@ -277,6 +280,9 @@ func (j *journalActor) flush(ctx actor.Context) {
 		health.flushStart.Store(0)
 		if err == nil && len(recs) != len(batch) {
 			err = errors.New("journal: append returned a short batch")
+		}
+		if err == nil {
+			index.add(recs, false)
 		}
 		// The flusher answers the writers itself, the moment their
 		// batch is durable: one hop fewer than through the mailbox. An

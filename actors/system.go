@@ -75,6 +75,9 @@ type System struct {
 	registry *userRegistry
 	// tokens finds the user of a bearer token (tokens.go).
 	tokens *tokenIndex
+	// index keeps each user's recent records for get_my_journal
+	// (journalindex.go).
+	index *journalIndex
 }
 
 // Start builds the actor system: the root supervisor and, under it, the
@@ -115,11 +118,15 @@ func Start(cfg Config) (*System, error) {
 	}
 	s.root = root
 
-	journal := cfg.Journal
+	s.index = newJournalIndex()
+	if cfg.Users != nil {
+		s.index = cfg.Users.index
+	}
+	journal, index := cfg.Journal, s.index
 	s.journal, err = s.spawnChild(childSpec{
 		name: "journal",
 		props: actor.PropsFromProducer(func() actor.Actor {
-			return &journalActor{log: journal, logger: logger, health: s.health}
+			return &journalActor{log: journal, logger: logger, health: s.health, index: index}
 		}, mw),
 		strategy: stopStrategy(),
 	})

@@ -607,6 +607,9 @@ func NewUserEvent(user string, ceiling messages.PolicySettings) Event {
 type UserReplay struct {
 	users map[string]*replayUser
 	err   error
+	// index remembers each user's recent records for get_my_journal; the
+	// system started from this replay keeps it up to date.
+	index *journalIndex
 }
 
 // replayUser is what the journal said last about each part of one user,
@@ -651,7 +654,9 @@ func statePart(t messages.RecordType) (int, bool) {
 }
 
 // NewUserReplay returns an empty replay.
-func NewUserReplay() *UserReplay { return &UserReplay{users: map[string]*replayUser{}} }
+func NewUserReplay() *UserReplay {
+	return &UserReplay{users: map[string]*replayUser{}, index: newJournalIndex()}
+}
 
 // OnRecord notes one journal record. Records of other types are skipped
 // without decoding. A record the server could not have written refuses
@@ -665,6 +670,7 @@ func (r *UserReplay) OnRecord(rec wal.Record) error {
 	if !knownRecord(typ) {
 		return errEditedJournal(rec.Seq, typ, "the record type is not one this server writes")
 	}
+	r.index.add([]wal.Record{rec}, true)
 	part, ok := statePart(typ)
 	if typ == messages.RecordUserCreated {
 		part, ok = partCreated, true
