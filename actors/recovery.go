@@ -116,7 +116,7 @@ func holdsForRecovery(msg any) bool {
 			return !c.On
 		}
 		return true
-	case *decideAsk, *placeAsk, *cancelAsk:
+	case *decideAsk, *placeAsk, *cancelAsk, *cancelAllResume:
 		return true
 	}
 	return false

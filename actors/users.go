@@ -124,6 +124,8 @@ type userActor struct {
 	// foreignAttemptsLogged: the warning about open attempts of another
 	// venue was logged once.
 	foreignAttemptsLogged bool
+	// cancelPace paces the cancels of cancel_all_orders (cancelall.go).
+	cancelPace cancelPacer
 	serial
 }
 
