@@ -2,6 +2,8 @@ package actors
 
 import (
 	"context"
+	"slices"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -103,6 +105,47 @@ func (u *userActor) startRecovery(ctx actor.Context) {
 		u.recovering++
 		u.toVenue(ctx, &lookupOrderRequest{action: a.id, attempt: att}, ctx.Self())
 	}
+}
+
+// DefaultRecoveryWait is how long a write waits for the recovery phase
+// before it is answered that the server is still reconciling.
+const DefaultRecoveryWait = 5 * time.Second
+
+// recoveryHoldExpired says that msg has waited recoveryWait for the
+// recovery phase.
+type recoveryHoldExpired struct{ msg any }
+
+// boundRecoveryHold arms the bound of a write held for the recovery phase
+// (D59): start-up never waits on the network, so the lookups of open
+// attempts run in the background and a trading call that comes meanwhile
+// waits for them, but never longer than recoveryWait.
+func (u *userActor) boundRecoveryHold(ctx actor.Context, msg any) {
+	self, root := ctx.Self(), ctx.ActorSystem().Root
+	time.AfterFunc(u.recoveryWait, func() { root.Send(self, &recoveryHoldExpired{msg: msg}) })
+}
+
+// onRecoveryHoldExpired answers a write still held for the recovery phase:
+// nothing was decided or sent, and the caller may call again. A message
+// held only behind a journal write (recovery has ended) runs as usual.
+func (u *userActor) onRecoveryHoldExpired(ctx actor.Context, m *recoveryHoldExpired) {
+	if u.recovering == 0 {
+		return
+	}
+	i := slices.IndexFunc(u.queue, func(q queued) bool { return q.msg == m.msg })
+	if i < 0 {
+		return
+	}
+	q := u.queue[i]
+	u.queue = slices.Delete(u.queue, i, i+1)
+	secs := max(int((u.recoveryWait+time.Second-1)/time.Second), 1)
+	u.reply(ctx, q.sender, &messages.Error{
+		Code: messages.CodeExchangeUnavailable,
+		Message: "the server is still reconciling open orders with the venue (after start or a stream reconnect), " +
+			"and waited for it as long as it may; nothing was decided or sent",
+		NextStep:    "call again after retry_after_s; get_my_journal shows the open attempts' outcomes once they are settled",
+		RetryAfterS: secs,
+		Details:     map[string]any{"reason": "reconciling", "open_attempts": u.recovering},
+	})
 }
 
 // holdsForRecovery reports whether msg waits for the recovery phase to end.

@@ -53,6 +53,11 @@ type Config struct {
 	// SettleWait bounds the wait for an unknown outcome's client order id
 	// on the stream (default DefaultSettleWait).
 	SettleWait time.Duration
+	// RecoveryWait bounds how long a write waits for the recovery phase
+	// (open attempts reconciled by REST at start or after a stream
+	// reconnect) before it is answered exchange_unavailable, reason
+	// "reconciling" (default DefaultRecoveryWait).
+	RecoveryWait time.Duration
 }
 
 // System is a running actor system. Its methods are safe for concurrent use;
@@ -147,7 +152,10 @@ func Start(cfg Config) (*System, error) {
 		deps := &userDeps{
 			venue: level, env: cfg.Environment, journal: s.journal, logger: logger, masterKey: cfg.MasterKey,
 			factory: cfg.Clients, timeout: s.timeout, now: s.now, mw: mw, health: s.health, registry: s.registry,
-			tokens: s.tokens, streams: cfg.Streams, settleWait: cfg.SettleWait,
+			tokens: s.tokens, streams: cfg.Streams, settleWait: cfg.SettleWait, recoveryWait: cfg.RecoveryWait,
+		}
+		if deps.recoveryWait <= 0 {
+			deps.recoveryWait = DefaultRecoveryWait
 		}
 		if deps.settleWait <= 0 {
 			deps.settleWait = DefaultSettleWait

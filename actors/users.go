@@ -90,7 +90,9 @@ type userDeps struct {
 	streams   StreamFactory // opens the user's private stream (nil: none)
 	// settleWait bounds the wait for an unknown outcome on the stream.
 	settleWait time.Duration
-	timeout    time.Duration // one venue call
+	// recoveryWait bounds a write's wait for the recovery phase.
+	recoveryWait time.Duration
+	timeout      time.Duration // one venue call
 	now        func() time.Time
 	mw         actor.PropsOption
 	// health is the system's journal health: a journal that does not
@@ -147,6 +149,8 @@ func (u *userActor) Receive(ctx actor.Context) {
 		}
 	case *userCommand, *decideAsk, *accountAsk, *keyChecked, *orderLookedUp, *crashRequest:
 		u.handle(ctx, m, ctx.Sender())
+	case *recoveryHoldExpired:
+		u.onRecoveryHoldExpired(ctx, m)
 	default:
 		if isOrderMessage(m) {
 			u.handle(ctx, m, ctx.Sender())
@@ -158,6 +162,9 @@ func (u *userActor) Receive(ctx actor.Context) {
 func (u *userActor) handle(ctx actor.Context, msg any, sender *actor.PID) {
 	if u.busy || (u.recovering > 0 && holdsForRecovery(msg)) {
 		u.queue = append(u.queue, queued{msg, sender})
+		if u.recovering > 0 && sender != nil && holdsForRecovery(msg) {
+			u.boundRecoveryHold(ctx, msg)
+		}
 		return
 	}
 	if e := refuseCancelled(msg); e != nil {
