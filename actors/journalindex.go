@@ -24,6 +24,13 @@ const (
 	journalIndexRecords = 500
 	// journalIndexBytes bounds the payload bytes kept per user.
 	journalIndexBytes = 256 << 10
+	// journalIndexTotal bounds the memory of the whole index (payloads
+	// plus journalIndexEntryCost per record): with many users, the
+	// oldest records of all are dropped first.
+	journalIndexTotal = 64 << 20
+	// journalIndexEntryCost is what one record costs besides its payload
+	// (its entry in the ring and in the global order).
+	journalIndexEntryCost = 128
 )
 
 // journalIndex is the per-user memory of recent records. Safe for
@@ -31,7 +38,25 @@ const (
 type journalIndex struct {
 	mu    sync.Mutex
 	users map[string]*userJournal
+	// order lists the records in seq order across users (from head), to
+	// drop the oldest when the total bound is passed. An entry whose
+	// record its user already dropped is stale and skipped.
+	order []indexRef
+	head  int
+	// total is the cost of the live records; live counts them.
+	total, live int
+	// budget is journalIndexTotal (smaller in tests).
+	budget int
 }
+
+// indexRef names one record in order.
+type indexRef struct {
+	u   *userJournal
+	seq uint64
+}
+
+// holds reports whether the user still keeps the record.
+func (r indexRef) holds() bool { return r.u.n > 0 && r.seq >= r.u.at(0).Seq }
 
 // userJournal is one user's records, a ring in seq order: the n live
 // records start at head and wrap around buf, which grows up to
@@ -46,19 +71,24 @@ type userJournal struct {
 // at returns the i-th oldest live record.
 func (u *userJournal) at(i int) *messages.JournalEntry { return &u.buf[(u.head+i)%len(u.buf)] }
 
-// dropOldest forgets the oldest live record.
-func (u *userJournal) dropOldest() {
+// dropOldest forgets the oldest live record and returns its cost.
+func (u *userJournal) dropOldest() int {
 	old := u.at(0)
+	c := entryCost(old)
 	u.bytes -= len(old.Payload)
 	*old = messages.JournalEntry{}
 	u.head = (u.head + 1) % len(u.buf)
 	u.n--
 	u.evicted = true
+	return c
 }
 
+func entryCost(e *messages.JournalEntry) int { return len(e.Payload) + journalIndexEntryCost }
+
 // push adds the newest record, then drops the oldest ones beyond the
-// bounds (never the record just added).
-func (u *userJournal) push(e messages.JournalEntry) {
+// user's bounds (never the record just added); it returns the cost
+// dropped.
+func (u *userJournal) push(e messages.JournalEntry) (dropped int) {
 	switch {
 	case u.n < len(u.buf):
 		*u.at(u.n) = e
@@ -72,17 +102,20 @@ func (u *userJournal) push(e messages.JournalEntry) {
 		u.buf = append(u.buf, e)
 		u.n++
 	default:
-		u.dropOldest()
+		dropped += u.dropOldest()
 		*u.at(u.n) = e
 		u.n++
 	}
 	u.bytes += len(e.Payload)
 	for u.bytes > journalIndexBytes && u.n > 1 {
-		u.dropOldest()
+		dropped += u.dropOldest()
 	}
+	return dropped
 }
 
-func newJournalIndex() *journalIndex { return &journalIndex{users: map[string]*userJournal{}} }
+func newJournalIndex() *journalIndex {
+	return &journalIndex{users: map[string]*userJournal{}, budget: journalIndexTotal}
+}
 
 // indexed reports whether get_my_journal shows records of type t: every
 // record about a user except tool_call, which only restates the caller's
@@ -114,7 +147,38 @@ func (x *journalIndex) add(recs []wal.Record, copyPayload bool) {
 			u = &userJournal{}
 			x.users[r.User] = u
 		}
-		u.push(messages.JournalEntry{Seq: r.Seq, Time: r.Time, Type: messages.RecordType(r.Type), Actor: r.Actor, Channel: r.Channel, Payload: p})
+		e := messages.JournalEntry{Seq: r.Seq, Time: r.Time, Type: messages.RecordType(r.Type), Actor: r.Actor, Channel: r.Channel, Payload: p}
+		before := u.n
+		dropped := u.push(e)
+		x.total += entryCost(&e) - dropped
+		x.live += u.n - before
+		x.order = append(x.order, indexRef{u: u, seq: r.Seq})
+		x.trim()
+	}
+}
+
+// trim drops the oldest records of all users while the total bound is
+// passed, and compacts the order when most of it is stale.
+func (x *journalIndex) trim() {
+	for x.total > x.budget && x.head < len(x.order) {
+		r := x.order[x.head]
+		x.order[x.head] = indexRef{}
+		x.head++
+		if r.u.n > 0 && r.u.at(0).Seq == r.seq {
+			x.total -= r.u.dropOldest()
+			x.live--
+		}
+	}
+	if n := len(x.order) - x.head; n > 1024 && n > 2*x.live {
+		kept := make([]indexRef, 0, 2*x.live+1)
+		for _, r := range x.order[x.head:] {
+			if r.holds() {
+				kept = append(kept, r)
+			}
+		}
+		x.order, x.head = kept, 0
+	} else if x.head > 1024 && x.head > len(x.order)/2 {
+		x.order, x.head = append([]indexRef(nil), x.order[x.head:]...), 0
 	}
 }
 

@@ -136,6 +136,42 @@ func TestJournalIndexMatchesAPlainList(t *testing.T) {
 					t.Fatalf("seq %d: entry %d is %d, want %d", seq, i, e.Seq, want.Seq)
 				}
 			}
+			if x.live != len(model) || len(x.order)-x.head > 2*x.live+1025 {
+				t.Fatalf("seq %d: live %d, %d order entries", seq, x.live, len(x.order)-x.head)
+			}
 		}
+	}
+}
+
+// With many users, the whole index stays within its total bound by
+// dropping the oldest records of all users first, and its bookkeeping
+// stays proportional to what it keeps.
+func TestJournalIndexTotalBound(t *testing.T) {
+	x := newJournalIndex()
+	x.budget = 100 * (journalIndexEntryCost + 10)
+	const users = 50
+	for seq := uint64(1); seq <= 10_000; seq++ {
+		x.add([]wal.Record{indexRec(seq, fmt.Sprintf("u%d", seq%users), messages.RecordOrderOutcome, "0123456789")}, false)
+		if x.total > x.budget {
+			t.Fatalf("seq %d: total %d over the budget %d", seq, x.total, x.budget)
+		}
+		if len(x.order)-x.head > 2*x.live+1024+1 {
+			t.Fatalf("seq %d: %d order entries for %d live records", seq, len(x.order)-x.head, x.live)
+		}
+	}
+	kept := 0
+	oldest := uint64(10_000)
+	for u := range users {
+		p := x.page(fmt.Sprintf("u%d", u), 0, 1000)
+		kept += len(p.Entries)
+		for _, e := range p.Entries {
+			oldest = min(oldest, e.Seq)
+		}
+		if len(p.Entries) > 0 && p.Entries[0].Seq%users != uint64(u) {
+			t.Fatalf("u%d holds another user's record %d", u, p.Entries[0].Seq)
+		}
+	}
+	if kept != 100 || kept != x.live || oldest != 10_000-99 {
+		t.Fatalf("kept %d (live %d), oldest %d: want the newest 100 of all users", kept, x.live, oldest)
 	}
 }

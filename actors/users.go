@@ -93,8 +93,8 @@ type userDeps struct {
 	// recoveryWait bounds a write's wait for the recovery phase.
 	recoveryWait time.Duration
 	timeout      time.Duration // one venue call
-	now        func() time.Time
-	mw         actor.PropsOption
+	now          func() time.Time
+	mw           actor.PropsOption
 	// health is the system's journal health: a journal that does not
 	// answer within journalTimeout is treated as failed for everyone, since
 	// the write may still become durable and the state could no longer be
