@@ -33,6 +33,13 @@ const (
 	journalDefaultLimit = 20
 	journalMaxLimit     = 100
 	journalTool         = "get_my_journal"
+	// journalRecordsBudget bounds the rendered records of one answer, in
+	// bytes; with untrusted_text (at most untrustedBudget) and the rest
+	// the answer stays under 20,000 characters. A page cut by it ends with
+	// a next_cursor right after its last record.
+	journalRecordsBudget = 14000
+	// journalMaxRows bounds the order rows shown of one venue_update.
+	journalMaxRows = 20
 )
 
 var (
@@ -102,8 +109,24 @@ func (j *journalReader) get(_ context.Context, c *call) (any, error) {
 	page := j.s.opts.Backend.MyJournal(c.principal.User, before, limit)
 	out := journalOut{Venue: j.s.opts.Venue, User: c.principal.User, Records: make([]map[string]any, 0, len(page.Entries))}
 	var ut untrustedText
+	size, shown, cut := 0, 0, false
 	for i := range page.Entries {
+		m := ut.mark()
 		r, ok := renderRecord(&page.Entries[i], &ut)
+		if ok {
+			b, err := json.Marshal(r)
+			if err != nil {
+				ok = false
+				ut.rollback(m)
+			} else if size+len(b) > journalRecordsBudget && len(out.Records) > 0 {
+				ut.rollback(m)
+				cut = true
+				break
+			} else {
+				size += len(b)
+			}
+		}
+		shown = i + 1
 		if !ok {
 			out.Omitted++
 			continue
@@ -111,11 +134,14 @@ func (j *journalReader) get(_ context.Context, c *call) (any, error) {
 		out.Records = append(out.Records, r)
 	}
 	out.UntrustedText = ut.String()
-	if page.More && len(page.Entries) > 0 {
-		next, ok := j.cursors.issue(scope, "before="+strconv.FormatUint(page.Entries[len(page.Entries)-1].Seq, 10))
+	if (page.More || cut) && shown > 0 {
+		next, ok := j.cursors.issue(scope, "before="+strconv.FormatUint(page.Entries[shown-1].Seq, 10))
 		out.HasMore, out.NextCursor = ok, next
 	}
-	if !out.HasMore && page.Evicted {
+	if cut {
+		out.Notice = "this page holds fewer records than the limit to keep the answer small; next_cursor continues right after them"
+	}
+	if !out.HasMore && !cut && page.Evicted {
 		out.Notice = "older records are no longer kept in memory; they stay in the journal, where an operator can read them (`guarded-exchange journal dump --user " + c.principal.User + "`)"
 	}
 	return out, nil
@@ -205,7 +231,12 @@ func renderRecord(e *messages.JournalEntry, ut *untrustedText) (map[string]any, 
 	case messages.RecordVenueUpdate:
 		var p messages.VenueUpdateEvent
 		if ok = json.Unmarshal(e.Payload, &p) == nil; ok {
-			rows, omitted := venueUpdateRows(p.Orders, ut)
+			orders := p.Orders
+			if len(orders) > journalMaxRows {
+				out["orders_not_shown"] = len(orders) - journalMaxRows
+				orders = orders[:journalMaxRows]
+			}
+			rows, omitted := venueUpdateRows(orders, ut)
 			out["orders"] = rows
 			if omitted > 0 {
 				out["orders_omitted"] = omitted

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/guarded-exchange/guarded-exchange/actors"
 	"github.com/guarded-exchange/guarded-exchange/messages"
 	"github.com/guarded-exchange/guarded-exchange/wal"
@@ -227,5 +229,85 @@ func TestGetMyJournal(t *testing.T) {
 	}
 	if out, isErr := aliceCall(map[string]any{"cursor": cursor, "limit": 2}); isErr || len(out["records"].([]any)) != 2 {
 		t.Fatalf("alice's own cursor with another limit: %v", out)
+	}
+}
+
+// Large records (stream updates of many orders, with long exchange text)
+// never make an answer reach 20,000 characters: a page is cut early with
+// a next_cursor right after its last record, every record is reached by
+// paging exactly once, and each page's untrusted_text holds exactly the
+// entries its rows refer to.
+func TestGetMyJournalStaysSmall(t *testing.T) {
+	dir := t.TempDir()
+	l, _, err := wal.Open(dir, wal.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const records = 30
+	for r := range records {
+		var rows []messages.VenueOrderMark
+		for i := range 25 { // 30 of these stay within the per-user byte bound
+			rows = append(rows, messages.VenueOrderMark{ClientOrderID: fmt.Sprintf("%s-%d-%d", strings.Repeat("x", 50), r, i), OrderID: fmt.Sprint(1000*r + i),
+				Category: "linear", Symbol: "BTCUSDT", Side: "Sell", Status: "PartiallyFilled", Origin: "external"})
+		}
+		payload, _ := json.Marshal(messages.VenueUpdateEvent{At: time.Now().UTC(), Orders: rows})
+		if _, err := l.Append([]wal.Entry{{Type: uint16(messages.RecordVenueUpdate), User: "zed", Actor: messages.ActorSystem, Payload: payload}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	sys := restartAt(t, dir)
+	cs := connect(t, Options{Backend: sys, Principal: fixedPrincipal("zed", ProfileReadOnly)}, "")
+	seen := map[float64]bool{}
+	args := map[string]any{"limit": 100}
+	for pages := 0; ; pages++ {
+		if pages > records {
+			t.Fatal("paging does not end")
+		}
+		res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "get_my_journal", Arguments: args})
+		if err != nil || res.IsError {
+			t.Fatalf("%v %+v", err, res)
+		}
+		text := res.Content[0].(*sdk.TextContent).Text
+		if len(text) >= 20000 {
+			t.Fatalf("an answer of %d characters", len(text))
+		}
+		var out map[string]any
+		if err := json.Unmarshal([]byte(text), &out); err != nil {
+			t.Fatal(err)
+		}
+		ut, _ := out["untrusted_text"].(string)
+		entries := strings.Count(ut, "\n") + 1
+		if ut == "" {
+			entries = 0
+		}
+		maxRef := 0.0
+		for _, r := range out["records"].([]any) {
+			rec := r.(map[string]any)
+			if seen[rec["seq"].(float64)] {
+				t.Fatalf("record %v shown twice", rec["seq"])
+			}
+			seen[rec["seq"].(float64)] = true
+			if rec["orders_not_shown"] != float64(5) {
+				t.Fatalf("rows beyond the bound: %v", rec["orders_not_shown"])
+			}
+			for _, row := range rec["orders"].([]any) {
+				if ref, ok := row.(map[string]any)["client_order_id_ref"].(float64); ok {
+					maxRef = max(maxRef, ref)
+				}
+			}
+		}
+		if int(maxRef) > entries || (maxRef == 0 && strings.Contains(ut, "[1]")) {
+			t.Fatalf("refs up to %v but %d untrusted entries", maxRef, entries)
+		}
+		if out["has_more"] != true {
+			break
+		}
+		args = map[string]any{"limit": 100, "cursor": out["next_cursor"]}
+	}
+	if len(seen) != records {
+		t.Fatalf("paging reached %d of %d records", len(seen), records)
 	}
 }
