@@ -124,11 +124,41 @@ func (u *userActor) boundRecoveryHold(ctx actor.Context, msg any) {
 	time.AfterFunc(u.recoveryWait, func() { root.Send(self, &recoveryHoldExpired{msg: msg}) })
 }
 
-// onRecoveryHoldExpired answers a write still held for the recovery phase:
-// nothing was decided or sent, and the caller may call again. A message
-// held only behind a journal write (recovery has ended) runs as usual.
+// held reports whether msg must wait now: for the recovery phase (every
+// write), or for a key re-check in flight (trading calls: the check at
+// start may block trading, D59).
+func (u *userActor) held(msg any) bool {
+	return (u.recovering > 0 && holdsForRecovery(msg)) || (u.rechecking > 0 && isTradingCall(msg))
+}
+
+// isTradingCall reports whether msg is a trading tool's call.
+func isTradingCall(msg any) bool {
+	switch m := msg.(type) {
+	case *placeAsk, *cancelAsk:
+		return true
+	case *userCommand:
+		switch m.cmd.(type) {
+		case *messages.PlaceOrderCommand, *messages.CancelOrderCommand, *messages.AmendOrderCommand, *messages.CancelAllCommand,
+			*messages.SetLeverageCommand, *messages.ClosePositionCommand, *messages.TradingStopCommand:
+			return true
+		}
+	}
+	return false
+}
+
+// systemCommand reports whether msg is a command the server sent itself
+// (the key re-check at start): it waits for the recovery phase without a
+// bound, as nobody is waiting for a prompt answer.
+func systemCommand(msg any) bool {
+	c, ok := msg.(*userCommand)
+	return ok && c.origin.Actor() == messages.ActorSystem
+}
+
+// onRecoveryHoldExpired answers a call still held for the recovery phase
+// or a key re-check: nothing was decided or sent, and the caller may call
+// again. A message held only behind a journal write runs as usual.
 func (u *userActor) onRecoveryHoldExpired(ctx actor.Context, m *recoveryHoldExpired) {
-	if u.recovering == 0 {
+	if !u.held(m.msg) {
 		return
 	}
 	i := slices.IndexFunc(u.queue, func(q queued) bool { return q.msg == m.msg })
@@ -138,6 +168,17 @@ func (u *userActor) onRecoveryHoldExpired(ctx actor.Context, m *recoveryHoldExpi
 	q := u.queue[i]
 	u.queue = slices.Delete(u.queue, i, i+1)
 	secs := max(int((u.recoveryWait+time.Second-1)/time.Second), 1)
+	if u.recovering == 0 {
+		u.reply(ctx, q.sender, &messages.Error{
+			Code: messages.CodeExchangeUnavailable,
+			Message: "the server is still re-checking the exchange key's permissions with the venue, " +
+				"and waited for it as long as it may; nothing was decided or sent",
+			NextStep:    "call again after retry_after_s",
+			RetryAfterS: secs,
+			Details:     map[string]any{"reason": "checking_key"},
+		})
+		return
+	}
 	u.reply(ctx, q.sender, &messages.Error{
 		Code: messages.CodeExchangeUnavailable,
 		Message: "the server is still reconciling open orders with the venue (after start or a stream reconnect), " +

@@ -108,3 +108,71 @@ func TestTradingCallWaitsBoundedForRecovery(t *testing.T) {
 		t.Fatalf("after the reconciliation: %v", err)
 	}
 }
+
+// A trading call waits for a key re-check in flight (the one at start may
+// block trading), a bounded time: with the venue hanging it is told
+// "checking_key", nothing sent; reads are served meanwhile; once the check
+// is done, trading goes on.
+func TestTradingCallWaitsBoundedForTheKeyCheck(t *testing.T) {
+	s := sim.New(sim.Config{Seed: 9, StartingBalances: map[string]decimal.Decimal{"USDT": decimal.NewFromInt(10000)}})
+	var hang atomic.Bool
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if hang.Load() {
+			select {
+			case <-release:
+			case <-r.Context().Done():
+				return
+			}
+		}
+		s.Handler().ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	const wait = 300 * time.Millisecond
+	master := randomKey(t)
+	ts := startUsersWith(t, t.TempDir(), func(c *Config) {
+		c.Environment, c.MasterKey = "paper", master
+		c.RequestTimeout, c.RecoveryWait = 20*time.Second, wait
+		c.Clients = func(k, sec string) (*venue.Client, error) {
+			return venue.NewClient(venue.Config{BaseURL: srv.URL, APIKey: k, APISecret: sec})
+		}
+	})
+	ts.must(t, &messages.CreateUserRequest{User: "kit"}, messages.ActorCLIAdmin)
+	key := s.DefaultKey()
+	if _, err := ts.Handle(context.Background(), &messages.AddCredentialRequest{User: "kit", Environment: "paper", APIKey: key.APIKey, APISecret: messages.NewSecret(key.APISecret)}, messages.ActorCLIUser); err != nil {
+		t.Fatal(err)
+	}
+	ts.must(t, &messages.SetCeilingRequest{User: "kit", Settings: messages.PolicySettings{Profile: prof(messages.ProfileTrade), Allow: strs("linear:BTCUSDT"),
+		ConfirmActions: strs(), VenueCeiling: venueLevel(messages.VenuePaper)}}, messages.ActorCLIAdmin)
+
+	hang.Store(true)
+	checked := make(chan error, 1)
+	go func() {
+		_, err := ts.Handle(context.Background(), &messages.RecheckCredentialRequest{User: "kit", Environment: "paper"}, messages.ActorSystem)
+		checked <- err
+	}()
+	time.Sleep(100 * time.Millisecond) // the check is on its way to the venue
+	if v := ts.must(t, &messages.ShowPolicyRequest{User: "kit"}, messages.ActorCLIUser); v.User != "kit" {
+		t.Fatalf("a read during the key check: %+v", v)
+	}
+	start := time.Now()
+	_, err := ts.Handle(context.Background(), &messages.PlaceOrderCommand{User: "kit", Args: limitArgs("0.01", "30000")}, messages.ActorAgent)
+	e := messages.AsError(err)
+	if e == nil || e.Code != messages.CodeExchangeUnavailable || e.Details["reason"] != "checking_key" || time.Since(start) < wait {
+		t.Fatalf("a trading call during a hung key check (after %v): %v", time.Since(start), err)
+	}
+	if countRecords(t, ts.dir, messages.RecordOrderAttempt) != 0 {
+		t.Fatal("an attempt was journaled during the key check")
+	}
+	close(release)
+	if err := <-checked; err != nil {
+		t.Fatalf("the key check: %v", err)
+	}
+	res, err := ts.Handle(context.Background(), &messages.PlaceOrderCommand{User: "kit", Args: limitArgs("0.01", "30000")}, messages.ActorAgent)
+	if err != nil {
+		t.Fatalf("a trading call after the key check: %v", err)
+	}
+	if a, ok := res.(*messages.OrderAnswer); !ok || a.ClientOrderID == "" {
+		t.Fatalf("answer %+v", res)
+	}
+}

@@ -123,6 +123,9 @@ type userActor struct {
 	// recovering counts the open attempts still being reconciled at start;
 	// while it is above zero, writes wait (recovery.go).
 	recovering int
+	// rechecking counts the key re-checks in flight; while it is above
+	// zero, trading calls wait (recovery.go).
+	rechecking int
 	// foreignAttemptsLogged: the warning about open attempts of another
 	// venue was logged once.
 	foreignAttemptsLogged bool
@@ -160,9 +163,9 @@ func (u *userActor) Receive(ctx actor.Context) {
 
 // handle runs one message now, or queues it while a write is in flight.
 func (u *userActor) handle(ctx actor.Context, msg any, sender *actor.PID) {
-	if u.busy || (u.recovering > 0 && holdsForRecovery(msg)) {
+	if held := u.held(msg); u.busy || held {
 		u.queue = append(u.queue, queued{msg, sender})
-		if u.recovering > 0 && sender != nil && holdsForRecovery(msg) {
+		if held && sender != nil && !systemCommand(msg) {
 			u.boundRecoveryHold(ctx, msg)
 		}
 		return
@@ -407,8 +410,8 @@ func (u *userActor) write(ctx actor.Context, ev Event, o messages.Origin, then a
 func (u *userActor) drain(ctx actor.Context) {
 	for len(u.queue) > 0 && !u.busy {
 		i := 0
-		if u.recovering > 0 {
-			i = slices.IndexFunc(u.queue, func(q queued) bool { return !holdsForRecovery(q.msg) })
+		if u.recovering > 0 || u.rechecking > 0 {
+			i = slices.IndexFunc(u.queue, func(q queued) bool { return !u.held(q.msg) })
 			if i < 0 {
 				break
 			}
