@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -29,6 +30,65 @@ const (
 	// cancelAllMax is how many orders one call cancels.
 	cancelAllMax = 20
 )
+
+// Pacing (D64). The venue limits cancels per key: Bybit's default is 10 a
+// second on linear (20 on spot), in a rolling window; the 11th is refused
+// with 10006 and not applied. A user's cancel_all_orders calls send at
+// most cancelPaceCount cancels per cancelPaceWindow (a little over a
+// second, for the clocks' granularity); a cancel the venue still refuses
+// for its rate limit (another client shares the key's limit) applied
+// nothing, so it is sent again once the window has moved, at most
+// cancelRetries times per order and for cancelRetryBudget in all per call.
+// A cancel whose outcome is unknown is never sent again.
+const (
+	cancelPaceCount   = 10
+	cancelPaceWindow  = time.Second + 50*time.Millisecond
+	cancelRetries     = 3
+	cancelRetryBudget = 5 * time.Second
+	// cancelRetryMaxWait bounds one wait on a refusal's retry_after_s.
+	cancelRetryMaxWait = 2 * time.Second
+)
+
+// cancelPacer remembers when the user's last cancels of cancel_all_orders
+// were sent (wall clock: the venue's window is real time). Owned by the
+// user actor.
+type cancelPacer struct{ sent []time.Time }
+
+// delay is how long to wait at now before the next cancel may go.
+func (p *cancelPacer) delay(now time.Time) time.Duration {
+	if len(p.sent) < cancelPaceCount {
+		return 0
+	}
+	return max(p.sent[len(p.sent)-cancelPaceCount].Add(cancelPaceWindow).Sub(now), 0)
+}
+
+// note records a cancel sent at now.
+func (p *cancelPacer) note(now time.Time) {
+	p.sent = append(p.sent, now)
+	if len(p.sent) > cancelPaceCount {
+		p.sent = append(p.sent[:0], p.sent[len(p.sent)-cancelPaceCount:]...)
+	}
+}
+
+// cancelAllResume continues a cancel_all_orders call after a pacing wait.
+// It runs only if the call is still in flight in this incarnation of the
+// user actor (a restart answers it and reconciles its attempts instead).
+type cancelAllResume struct {
+	parent *action
+	run    func()
+}
+
+// later sends run back to this actor after d, as part of parent.
+func (u *userActor) later(ctx actor.Context, parent *action, d time.Duration, run func()) {
+	self, root := ctx.Self(), ctx.ActorSystem().Root
+	time.AfterFunc(d, func() { root.Send(self, &cancelAllResume{parent: parent, run: run}) })
+}
+
+func (u *userActor) onCancelAllResume(m *cancelAllResume) {
+	if a, ok := u.actions[m.parent.id]; ok && a == m.parent {
+		m.run()
+	}
+}
 
 // cancelAllStep carries a cancel_all_orders call between its steps.
 type cancelAllStep struct {
@@ -175,19 +235,30 @@ func (u *userActor) runCancelAll(ctx actor.Context, act *action, a messages.Canc
 		u.commit(ev)
 		parent.attempt = u.state.Attempts[id]
 		ans.Status, ans.ResultSource = "done", messages.ResultSourceVenue
-		var next func(i int)
-		next = func(i int) {
+		var waited time.Duration
+		var next func(i, tries int)
+		next = func(i, tries int) {
 			if i == len(plain) {
 				u.closeCancelAll(ctx, parent, ans)
 				return
 			}
+			if d := u.cancelPace.delay(time.Now()); d > 0 {
+				u.later(ctx, parent, d, func() { next(i, tries) })
+				return
+			}
+			u.cancelPace.note(time.Now())
 			o := plain[i]
 			plan := orderPlan{tool: toolCancelAll, category: a.Category, symbol: a.Symbol, settleLinkID: o.OrderLinkID,
 				cancel: &messages.CancelOrderRequest{Category: a.Category, Symbol: a.Symbol, OrderID: o.OrderID}}
 			child := u.execute(ctx, plan, act.origin, nil)
+			var retryAfter time.Duration
 			child.complete = func(r *orderResult, w *orderWritten) any {
 				if r.Err != nil {
 					ans.Orders[i].Status = string(r.Err.Code)
+					if w != nil && w.class == venue.WriteRefused && r.Err.Code == messages.CodeRateLimited {
+						// Refused by the venue's rate limit: nothing applied.
+						retryAfter = min(max(time.Duration(r.Err.RetryAfterS)*time.Second, cancelPaceWindow), cancelRetryMaxWait)
+					}
 					return nil
 				}
 				var read *messages.Order
@@ -200,9 +271,16 @@ func (u *userActor) runCancelAll(ctx actor.Context, act *action, a messages.Canc
 				ans.Orders[i].Status = string(venue.CancelResult(read).Status)
 				return nil
 			}
-			child.after = func() { next(i + 1) }
+			child.after = func() {
+				if retryAfter > 0 && tries < cancelRetries && waited+retryAfter <= cancelRetryBudget {
+					waited += retryAfter
+					u.later(ctx, parent, retryAfter, func() { next(i, tries+1) })
+					return
+				}
+				next(i+1, 0)
+			}
 		}
-		next(0)
+		next(0, 0)
 	})
 }
 

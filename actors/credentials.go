@@ -219,6 +219,17 @@ func (u *userActor) validateAdd(m *messages.AddCredentialRequest) *messages.Erro
 // then runs when the outcome is journaled (or refused), and must answer
 // (finish) the action.
 func (u *userActor) recheck(ctx actor.Context, uc *userCommand, sender *actor.PID, then func(*action, *messages.Error)) {
+	// Trading calls wait while a re-check is in flight (held): the check
+	// may block trading.
+	u.rechecking++
+	done := then
+	then = func(a *action, e *messages.Error) {
+		u.rechecking--
+		done(a, e)
+		if u.rechecking == 0 {
+			u.drain(ctx)
+		}
+	}
 	c, ok := u.state.credentialFor(u.env)
 	var a *action
 	a = u.begin(actionKeyRecheck, sender, uc.origin, func(out *keyChecked) {

@@ -163,6 +163,9 @@ type journalActor struct {
 	// disk is the journal's free space: in the last reserve only
 	// essential records are written (posturecache.go); nil: not watched.
 	disk *diskWatch
+	// index remembers each user's recent records (get_my_journal); the
+	// flusher adds a batch once it is durable, before answering.
+	index *journalIndex
 
 	pending  []pendingAppend
 	flushing bool
@@ -276,7 +279,7 @@ func (j *journalActor) flush(ctx actor.Context) {
 	for i, p := range batch {
 		entries[i] = p.entry
 	}
-	self, root, log, health := ctx.Self(), ctx.ActorSystem().Root, j.log, j.health
+	self, root, log, health, index := ctx.Self(), ctx.ActorSystem().Root, j.log, j.health, j.index
 	health.flushStart.Store(time.Now().UnixNano())
 	health.flushes.Add(1)
 	go func() {
@@ -284,6 +287,9 @@ func (j *journalActor) flush(ctx actor.Context) {
 		health.flushStart.Store(0)
 		if err == nil && len(recs) != len(batch) {
 			err = errors.New("journal: append returned a short batch")
+		}
+		if err == nil {
+			index.add(recs, false)
 		}
 		// The flusher answers the writers itself, the moment their
 		// batch is durable: one hop fewer than through the mailbox. An

@@ -84,7 +84,7 @@ func clientOrderID(action uint64) string {
 // isOrderMessage reports whether the user actor serves m in handleOrder.
 func isOrderMessage(m any) bool {
 	switch m.(type) {
-	case *orderWritten, *streamResync, *streamOrders, *placeAsk, *marketFetched, *cancelAsk, *orderFetched, *openOrdersFetched:
+	case *orderWritten, *streamResync, *streamOrders, *placeAsk, *marketFetched, *cancelAsk, *orderFetched, *openOrdersFetched, *cancelAllResume:
 		return true
 	}
 	return false
@@ -113,6 +113,8 @@ func (u *userActor) handleOrder(ctx actor.Context, msg any, sender *actor.PID) {
 		u.onOrderFetched(ctx, m)
 	case *openOrdersFetched:
 		u.onOpenOrdersFetched(ctx, m)
+	case *cancelAllResume:
+		u.onCancelAllResume(m)
 	}
 }
 

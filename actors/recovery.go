@@ -2,6 +2,8 @@ package actors
 
 import (
 	"context"
+	"slices"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -105,6 +107,88 @@ func (u *userActor) startRecovery(ctx actor.Context) {
 	}
 }
 
+// DefaultRecoveryWait is how long a write waits for the recovery phase
+// before it is answered that the server is still reconciling.
+const DefaultRecoveryWait = 5 * time.Second
+
+// recoveryHoldExpired says that msg has waited recoveryWait for the
+// recovery phase.
+type recoveryHoldExpired struct{ msg any }
+
+// boundRecoveryHold arms the bound of a write held for the recovery phase
+// (D63): start-up never waits on the network, so the lookups of open
+// attempts run in the background and a trading call that comes meanwhile
+// waits for them, but never longer than recoveryWait.
+func (u *userActor) boundRecoveryHold(ctx actor.Context, msg any) {
+	self, root := ctx.Self(), ctx.ActorSystem().Root
+	time.AfterFunc(u.recoveryWait, func() { root.Send(self, &recoveryHoldExpired{msg: msg}) })
+}
+
+// held reports whether msg must wait now: for the recovery phase (every
+// write), or for a key re-check in flight (trading calls: the check at
+// start may block trading, D63).
+func (u *userActor) held(msg any) bool {
+	return (u.recovering > 0 && holdsForRecovery(msg)) || (u.rechecking > 0 && isTradingCall(msg))
+}
+
+// isTradingCall reports whether msg is a trading tool's call.
+func isTradingCall(msg any) bool {
+	switch m := msg.(type) {
+	case *placeAsk, *cancelAsk:
+		return true
+	case *userCommand:
+		switch m.cmd.(type) {
+		case *messages.PlaceOrderCommand, *messages.CancelOrderCommand, *messages.AmendOrderCommand, *messages.CancelAllCommand,
+			*messages.SetLeverageCommand, *messages.ClosePositionCommand, *messages.TradingStopCommand:
+			return true
+		}
+	}
+	return false
+}
+
+// systemCommand reports whether msg is a command the server sent itself
+// (the key re-check at start): it waits for the recovery phase without a
+// bound, as nobody is waiting for a prompt answer.
+func systemCommand(msg any) bool {
+	c, ok := msg.(*userCommand)
+	return ok && c.origin.Actor() == messages.ActorSystem
+}
+
+// onRecoveryHoldExpired answers a call still held for the recovery phase
+// or a key re-check: nothing was decided or sent, and the caller may call
+// again. A message held only behind a journal write runs as usual.
+func (u *userActor) onRecoveryHoldExpired(ctx actor.Context, m *recoveryHoldExpired) {
+	if !u.held(m.msg) {
+		return
+	}
+	i := slices.IndexFunc(u.queue, func(q queued) bool { return q.msg == m.msg })
+	if i < 0 {
+		return
+	}
+	q := u.queue[i]
+	u.queue = slices.Delete(u.queue, i, i+1)
+	secs := max(int((u.recoveryWait+time.Second-1)/time.Second), 1)
+	if u.recovering == 0 {
+		u.reply(ctx, q.sender, &messages.Error{
+			Code: messages.CodeExchangeUnavailable,
+			Message: "the server is still re-checking the exchange key's permissions with the venue, " +
+				"and waited for it as long as it may; nothing was decided or sent",
+			NextStep:    "call again after retry_after_s",
+			RetryAfterS: secs,
+			Details:     map[string]any{"reason": "checking_key"},
+		})
+		return
+	}
+	u.reply(ctx, q.sender, &messages.Error{
+		Code: messages.CodeExchangeUnavailable,
+		Message: "the server is still reconciling open orders with the venue (after start or a stream reconnect), " +
+			"and waited for it as long as it may; nothing was decided or sent",
+		NextStep:    "call again after retry_after_s; get_my_journal shows the open attempts' outcomes once they are settled",
+		RetryAfterS: secs,
+		Details:     map[string]any{"reason": "reconciling", "open_attempts": u.recovering},
+	})
+}
+
 // holdsForRecovery reports whether msg waits for the recovery phase to end.
 func holdsForRecovery(msg any) bool {
 	switch m := msg.(type) {
@@ -118,7 +202,7 @@ func holdsForRecovery(msg any) bool {
 			return !c.On
 		}
 		return true
-	case *decideAsk, *placeAsk, *cancelAsk:
+	case *decideAsk, *placeAsk, *cancelAsk, *cancelAllResume:
 		return true
 	}
 	return false

@@ -68,6 +68,11 @@ type Config struct {
 	// evaluated (default DefaultPostureEvery); PositionPoll how often an
 	// open position's mark is read by REST (default DefaultPositionPoll).
 	PostureEvery, PositionPoll time.Duration
+	// RecoveryWait bounds how long a write waits for the recovery phase
+	// (open attempts reconciled by REST at start or after a stream
+	// reconnect) before it is answered exchange_unavailable, reason
+	// "reconciling" (default DefaultRecoveryWait).
+	RecoveryWait time.Duration
 }
 
 // System is a running actor system. Its methods are safe for concurrent use;
@@ -90,6 +95,9 @@ type System struct {
 	registry *userRegistry
 	// tokens finds the user of a bearer token (tokens.go).
 	tokens *tokenIndex
+	// index keeps each user's recent records for get_my_journal
+	// (journalindex.go).
+	index *journalIndex
 }
 
 // Start builds the actor system: the root supervisor and, under it, the
@@ -135,11 +143,15 @@ func Start(cfg Config) (*System, error) {
 	}
 	s.root = root
 
-	journal := cfg.Journal
+	s.index = newJournalIndex()
+	if cfg.Users != nil {
+		s.index = cfg.Users.index
+	}
+	journal, index := cfg.Journal, s.index
 	s.journal, err = s.spawnChild(childSpec{
 		name: "journal",
 		props: actor.PropsFromProducer(func() actor.Actor {
-			return &journalActor{log: journal, logger: logger, health: s.health, disk: disk}
+			return &journalActor{log: journal, logger: logger, health: s.health, disk: disk, index: index}
 		}, mw),
 		strategy: stopStrategy(),
 	})
@@ -160,8 +172,11 @@ func Start(cfg Config) (*System, error) {
 		deps := &userDeps{
 			venue: level, env: cfg.Environment, journal: s.journal, logger: logger, masterKey: cfg.MasterKey,
 			factory: cfg.Clients, timeout: s.timeout, now: s.now, mw: mw, health: s.health, registry: s.registry,
-			tokens: s.tokens, streams: cfg.Streams, settleWait: cfg.SettleWait,
+			tokens: s.tokens, streams: cfg.Streams, settleWait: cfg.SettleWait, recoveryWait: cfg.RecoveryWait,
 			disk: disk, postureEvery: cfg.PostureEvery, positionPoll: cfg.PositionPoll,
+		}
+		if deps.recoveryWait <= 0 {
+			deps.recoveryWait = DefaultRecoveryWait
 		}
 		if deps.postureEvery == 0 {
 			deps.postureEvery = DefaultPostureEvery

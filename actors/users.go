@@ -90,9 +90,11 @@ type userDeps struct {
 	streams   StreamFactory // opens the user's private stream (nil: none)
 	// settleWait bounds the wait for an unknown outcome on the stream.
 	settleWait time.Duration
-	timeout    time.Duration // one venue call
-	now        func() time.Time
-	mw         actor.PropsOption
+	// recoveryWait bounds a write's wait for the recovery phase.
+	recoveryWait time.Duration
+	timeout      time.Duration // one venue call
+	now          func() time.Time
+	mw           actor.PropsOption
 	// health is the system's journal health: a journal that does not
 	// answer within journalTimeout is treated as failed for everyone, since
 	// the write may still become durable and the state could no longer be
@@ -126,9 +128,14 @@ type userActor struct {
 	// recovering counts the open attempts still being reconciled at start;
 	// while it is above zero, writes wait (recovery.go).
 	recovering int
+	// rechecking counts the key re-checks in flight; while it is above
+	// zero, trading calls wait (recovery.go).
+	rechecking int
 	// foreignAttemptsLogged: the warning about open attempts of another
 	// venue was logged once.
 	foreignAttemptsLogged bool
+	// cancelPace paces the cancels of cancel_all_orders (cancelall.go).
+	cancelPace cancelPacer
 	serial
 	// cache is the user's stream cache, written by the venue actor
 	// (posturecache.go).
@@ -161,6 +168,8 @@ func (u *userActor) Receive(ctx actor.Context) {
 		}
 	case *userCommand, *decideAsk, *accountAsk, *keyChecked, *orderLookedUp, *crashRequest:
 		u.handle(ctx, m, ctx.Sender())
+	case *recoveryHoldExpired:
+		u.onRecoveryHoldExpired(ctx, m)
 	default:
 		if isOrderMessage(m) {
 			u.handle(ctx, m, ctx.Sender())
@@ -170,8 +179,11 @@ func (u *userActor) Receive(ctx actor.Context) {
 
 // handle runs one message now, or queues it while a write is in flight.
 func (u *userActor) handle(ctx actor.Context, msg any, sender *actor.PID) {
-	if u.busy || (u.recovering > 0 && holdsForRecovery(msg)) {
+	if held := u.held(msg); u.busy || held {
 		u.queue = append(u.queue, queued{msg, sender})
+		if held && sender != nil && !systemCommand(msg) {
+			u.boundRecoveryHold(ctx, msg)
+		}
 		return
 	}
 	if e := refuseCancelled(msg); e != nil {
@@ -416,8 +428,8 @@ func (u *userActor) write(ctx actor.Context, ev Event, o messages.Origin, then a
 func (u *userActor) drain(ctx actor.Context) {
 	for len(u.queue) > 0 && !u.busy {
 		i := 0
-		if u.recovering > 0 {
-			i = slices.IndexFunc(u.queue, func(q queued) bool { return !holdsForRecovery(q.msg) })
+		if u.recovering > 0 || u.rechecking > 0 {
+			i = slices.IndexFunc(u.queue, func(q queued) bool { return !u.held(q.msg) })
 			if i < 0 {
 				break
 			}
@@ -625,6 +637,9 @@ func NewUserEvent(user string, ceiling messages.PolicySettings) Event {
 type UserReplay struct {
 	users map[string]*replayUser
 	err   error
+	// index remembers each user's recent records for get_my_journal; the
+	// system started from this replay keeps it up to date.
+	index *journalIndex
 }
 
 // replayUser is what the journal said last about each part of one user,
@@ -672,7 +687,9 @@ func statePart(t messages.RecordType) (int, bool) {
 }
 
 // NewUserReplay returns an empty replay.
-func NewUserReplay() *UserReplay { return &UserReplay{users: map[string]*replayUser{}} }
+func NewUserReplay() *UserReplay {
+	return &UserReplay{users: map[string]*replayUser{}, index: newJournalIndex()}
+}
 
 // OnRecord notes one journal record. Records of other types are skipped
 // without decoding. A record the server could not have written refuses
@@ -686,6 +703,7 @@ func (r *UserReplay) OnRecord(rec wal.Record) error {
 	if !knownRecord(typ) {
 		return errEditedJournal(rec.Seq, typ, "the record type is not one this server writes")
 	}
+	r.index.add([]wal.Record{rec}, true)
 	part, ok := statePart(typ)
 	if typ == messages.RecordUserCreated {
 		part, ok = partCreated, true

@@ -188,7 +188,7 @@ func TestToolsListBothEras(t *testing.T) {
 					t.Errorf("%s: read tool without readOnlyHint", tl.Name)
 				}
 			}
-			want := "activate_kill_switch,get_balances,get_instrument,get_klines,get_my_policy,get_open_orders," +
+			want := "activate_kill_switch,get_balances,get_instrument,get_klines,get_my_journal,get_my_policy,get_open_orders," +
 				"get_order_history,get_orderbook,get_positions,get_posture,get_ticker,get_trades,reduce_risk_only"
 			if got := strings.Join(names, ","); got != want {
 				t.Fatalf("tools = %s, want %s", got, want)
@@ -201,7 +201,7 @@ func TestToolsListBothEras(t *testing.T) {
 // wrong side fails the build.
 func TestAnnotationsMatchKind(t *testing.T) {
 	s := &server{opts: Options{}}
-	reg := newRegistry(slices.Concat(s.marketTools(), s.accountTools(), s.safetyTools(), []*tool{writeToolForTest()})...)
+	reg := newRegistry(slices.Concat(s.marketTools(), s.accountTools(), s.safetyTools(), s.journalTools(), []*tool{writeToolForTest()})...)
 	for _, tl := range reg.tools {
 		a := tl.annotations()
 		switch tl.kind {

@@ -35,6 +35,9 @@ type Backend interface {
 	// the user's venue actor). The answer is *messages.WalletBalance or a
 	// *messages.Page of positions, orders or executions.
 	Account(ctx context.Context, req messages.AccountRequest) (any, error)
+	// MyJournal returns up to limit of the user's own recent journal
+	// records with a seq below before (0: from the newest), newest first.
+	MyJournal(user string, before uint64, limit int) messages.JournalPage
 }
 
 // Options configures the MCP server.
@@ -80,7 +83,7 @@ func NewServer(o Options) (*sdk.Server, error) {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	s := &server{opts: o, logger: logger}
-	s.reg = newRegistry(slices.Concat(s.marketTools(), s.accountTools(), s.safetyTools(), s.postureTools(), s.tradingTools(), o.extraTools)...)
+	s.reg = newRegistry(slices.Concat(s.marketTools(), s.accountTools(), s.safetyTools(), s.postureTools(), s.journalTools(), s.tradingTools(), o.extraTools)...)
 
 	srv := sdk.NewServer(&sdk.Implementation{Name: "guarded-exchange", Version: o.Version}, &sdk.ServerOptions{
 		Instructions: Instructions,

@@ -78,6 +78,24 @@ func (u *untrustedText) add(field, text string) int {
 	return u.n
 }
 
+// untrustedMark is where an untrustedText stood (mark), to undo the
+// entries of a row that is then left out (rollback).
+type untrustedMark struct{ size, n, dropped int }
+
+func (u *untrustedText) mark() untrustedMark {
+	return untrustedMark{size: u.b.Len(), n: u.n, dropped: u.dropped}
+}
+
+// rollback forgets the entries added since m.
+func (u *untrustedText) rollback(m untrustedMark) {
+	if u.b.Len() != m.size {
+		kept := u.b.String()[:m.size]
+		u.b.Reset()
+		u.b.WriteString(kept)
+	}
+	u.n, u.dropped = m.n, m.dropped
+}
+
 // String is the untrusted_text value ("" when nothing was collected).
 func (u *untrustedText) String() string {
 	s := strings.TrimSuffix(u.b.String(), "\n")

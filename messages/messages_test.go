@@ -1,6 +1,7 @@
 package messages
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -121,5 +122,40 @@ func TestCodeOf(t *testing.T) {
 	}
 	if in := AsError(errors.New("secret-ish cause")); in.Code != CodeInternalError || strings.Contains(in.Message, "secret") {
 		t.Errorf("internal message leaks the cause: %q", in.Message)
+	}
+}
+
+// A list set to the empty list is written as [] even when its slice is
+// nil, and a null read back (from a journal written before that) is the
+// empty list, set, never "not set" (the default). Unknown fields are
+// refused whatever the caller's decoder does.
+func TestPolicySettingsEmptyListJSON(t *testing.T) {
+	var nilList []string
+	b, err := json.Marshal(PolicySettings{ConfirmActions: &nilList, Allow: &nilList})
+	if err != nil || string(b) != `{"allow":[],"confirm_actions":[]}` {
+		t.Fatalf("marshal: %s %v", b, err)
+	}
+	var s PolicySettings
+	if err := json.Unmarshal([]byte(`{"confirm_actions":null,"allow":null,"max_pending":3}`), &s); err != nil {
+		t.Fatal(err)
+	}
+	if s.ConfirmActions == nil || len(*s.ConfirmActions) != 0 || s.Allow == nil || len(*s.Allow) != 0 || s.MaxPending == nil || *s.MaxPending != 3 {
+		t.Fatalf("unmarshal null lists: %+v", s)
+	}
+	if p := Effective(VenuePaper, s, PolicySettings{}); len(p.ConfirmActions) != 0 {
+		t.Fatalf("a null confirm_actions gives the default again: %v", p.ConfirmActions)
+	}
+	var absent PolicySettings
+	if err := json.Unmarshal([]byte(`{"max_pending":3}`), &absent); err != nil || absent.ConfirmActions != nil {
+		t.Fatalf("an absent list must stay unset: %+v %v", absent, err)
+	}
+	if err := json.Unmarshal([]byte(`{"max_pendingx":3}`), &absent); err == nil {
+		t.Fatal("an unknown field was accepted")
+	}
+	round := PolicySettings{ConfirmActions: &[]string{"place_order"}}
+	b, _ = json.Marshal(round)
+	var back PolicySettings
+	if err := json.Unmarshal(b, &back); err != nil || !back.Equal(round) {
+		t.Fatalf("round trip: %s %+v %v", b, back, err)
 	}
 }

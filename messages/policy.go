@@ -1,6 +1,8 @@
 package messages
 
 import (
+	"bytes"
+	"encoding/json"
 	"regexp"
 	"slices"
 
@@ -281,4 +283,51 @@ func sliceEq(a, b *[]string) bool {
 	slices.Sort(x)
 	slices.Sort(y)
 	return slices.Equal(x, y)
+}
+
+// policySettingsJSON is PolicySettings without its JSON methods.
+type policySettingsJSON PolicySettings
+
+// MarshalJSON writes a list field that is set to the empty list as [],
+// never null: a set field whose slice is nil (built in Go with no
+// elements) would otherwise be written as null, which decodes as "not
+// set" and so falls back to the default (for confirm_actions, every
+// action confirmed) after a restart.
+func (s PolicySettings) MarshalJSON() ([]byte, error) {
+	for _, l := range []**[]string{&s.Allow, &s.ConfirmActions} {
+		if *l != nil && **l == nil {
+			empty := []string{}
+			*l = &empty
+		}
+	}
+	return json.Marshal(policySettingsJSON(s))
+}
+
+// UnmarshalJSON reads settings strictly (an unknown field is an error,
+// whatever the caller's decoder does). A list field given as null is the
+// empty list, set: that is what a journal record written before
+// MarshalJSON existed meant by it (a set field with no elements), so
+// replaying it keeps the value that was answered before the restart.
+func (s *PolicySettings) UnmarshalJSON(b []byte) error {
+	if bytes.Equal(bytes.TrimSpace(b), []byte("null")) {
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	var v policySettingsJSON
+	if err := dec.Decode(&v); err != nil {
+		return err
+	}
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return err
+	}
+	for name, l := range map[string]**[]string{"allow": &v.Allow, "confirm_actions": &v.ConfirmActions} {
+		if r, ok := raw[name]; ok && *l == nil && bytes.Equal(bytes.TrimSpace(r), []byte("null")) {
+			empty := []string{}
+			*l = &empty
+		}
+	}
+	*s = PolicySettings(v)
+	return nil
 }

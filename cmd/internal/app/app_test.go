@@ -106,3 +106,34 @@ func TestLoadEnvFile(t *testing.T) {
 		t.Fatalf("no env file: %q", got)
 	}
 }
+
+// Each Bybit venue streams private updates from its own private WebSocket
+// URL (reference §1), unless a loopback test override names another; the
+// paper venue uses its in-process simulator's.
+func TestResolveVenuePrivateStream(t *testing.T) {
+	env := func(kv ...string) func(string) string {
+		return func(k string) string {
+			for i := 0; i+1 < len(kv); i += 2 {
+				if kv[i] == k {
+					return kv[i+1]
+				}
+			}
+			return ""
+		}
+	}
+	for venue, want := range map[string]string{
+		"paper":         "",
+		"bybit-demo":    "wss://stream-demo.bybit.com/v5/private",
+		"bybit-testnet": "wss://stream-testnet.bybit.com/v5/private",
+		"bybit-live":    "wss://stream.bybit.com/v5/private",
+	} {
+		vc, err := resolveVenue(&cli.Globals{Venue: venue}, env("GX_LIVE_ACK", "live"))
+		if err != nil || vc.WSPrivateURL != want {
+			t.Fatalf("%s: %q %v", venue, vc.WSPrivateURL, err)
+		}
+	}
+	vc, err := resolveVenue(&cli.Globals{Venue: "bybit-demo"}, env("GX_BYBIT_WS_PRIVATE_URL", "ws://127.0.0.1:9/v5/private", "GX_TEST_ALLOW_LOOPBACK_BYBIT_URL", "true"))
+	if err != nil || vc.WSPrivateURL != "ws://127.0.0.1:9/v5/private" {
+		t.Fatalf("override: %q %v", vc.WSPrivateURL, err)
+	}
+}

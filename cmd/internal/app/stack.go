@@ -258,18 +258,24 @@ func (st *stack) clientFactory(logger *slog.Logger) actors.ClientFactory {
 	}
 }
 
-// streamFactory opens a user's private stream. Only the embedded paper
-// venue has one for now (reached through its in-process dialer); on the
-// Bybit venues the stream is started with the trading tools, so nil there:
-// unknown outcomes are then settled by REST alone.
+// streamFactory opens a user's private stream: the embedded paper
+// venue's through its in-process dialer, a Bybit venue's at its private
+// WebSocket URL (GX_BYBIT_WS_PRIVATE_URL overrides it for loopback tests).
+// The venue actor reconciles by REST after every (re)connect and gap.
 func (st *stack) streamFactory(logger *slog.Logger) actors.StreamFactory {
-	paper := st.paper
-	if paper == nil {
+	if paper := st.paper; paper != nil {
+		return func(apiKey, apiSecret string) (*venue.Stream, error) {
+			return venue.NewStream(venue.StreamConfig{URL: paper.WSPrivateURL(), APIKey: apiKey, APISecret: apiSecret, Logger: logger,
+				Dialer: &websocket.Dialer{NetDialContext: paper.DialContext, HandshakeTimeout: venue.DefaultHandshakeTimeout}})
+		}
+	}
+	url := st.venue.WSPrivateURL
+	if url == "" {
 		return nil
 	}
 	return func(apiKey, apiSecret string) (*venue.Stream, error) {
-		return venue.NewStream(venue.StreamConfig{URL: paper.WSPrivateURL(), APIKey: apiKey, APISecret: apiSecret, Logger: logger,
-			Dialer: &websocket.Dialer{NetDialContext: paper.DialContext, HandshakeTimeout: venue.DefaultHandshakeTimeout}})
+		return venue.NewStream(venue.StreamConfig{URL: url, APIKey: apiKey, APISecret: apiSecret, Logger: logger,
+			Dialer: &websocket.Dialer{HandshakeTimeout: venue.DefaultHandshakeTimeout}})
 	}
 }
 

@@ -20,11 +20,21 @@ var venueHosts = map[string]string{
 	"bybit-live":    "https://api.bybit.com",
 }
 
+// Bybit private WebSocket URLs per venue (reference/bybit-v5.md §1).
+var venuePrivateStreams = map[string]string{
+	"bybit-demo":    "wss://stream-demo.bybit.com/v5/private",
+	"bybit-testnet": "wss://stream-testnet.bybit.com/v5/private",
+	"bybit-live":    "wss://stream.bybit.com/v5/private",
+}
+
 // venueConfig is the venue this process talks to.
 type venueConfig struct {
 	Name    string // paper, bybit-demo, bybit-testnet, bybit-live
 	Paper   bool   // the embedded simulator
 	BaseURL string // empty for paper (the in-process simulator has its own)
+	// WSPrivateURL is the private stream's URL; empty for paper (the
+	// in-process simulator has its own).
+	WSPrivateURL string
 	// NoMarket: start no venue client or simulator.
 	NoMarket bool
 }
@@ -59,10 +69,11 @@ func resolveVenue(g *cli.Globals, getenv func(string) string) (venueConfig, erro
 			return vc, err
 		}
 	}
-	// The private stream's URL is not used yet, but an unsafe value is
-	// refused now, so that a configuration that would later send keys to
-	// another host never starts.
-	if ws := getenv("GX_BYBIT_WS_PRIVATE_URL"); ws != "" {
+	// The private stream signs in with the key: an override to anything
+	// but a loopback test venue is refused, even on paper, where it is not
+	// used.
+	ws := getenv("GX_BYBIT_WS_PRIVATE_URL")
+	if ws != "" {
 		if err := checkLoopbackOverride("GX_BYBIT_WS_PRIVATE_URL", ws, allow, "ws", "wss"); err != nil {
 			return vc, err
 		}
@@ -82,6 +93,10 @@ func resolveVenue(g *cli.Globals, getenv func(string) string) (venueConfig, erro
 	vc.BaseURL = venueHosts[g.Venue]
 	if override != "" {
 		vc.BaseURL = strings.TrimRight(override, "/")
+	}
+	vc.WSPrivateURL = venuePrivateStreams[g.Venue]
+	if ws != "" {
+		vc.WSPrivateURL = ws
 	}
 	return vc, nil
 }
