@@ -34,6 +34,8 @@ type PolicyFlags struct {
 	MaxUnconfirmedPerHour string   `name:"max-unconfirmed-per-hour" help:"${policy_help_max_unconfirmed_actions_per_hour}" placeholder:"N"`
 	MaxOrdersPerMinute    string   `name:"max-orders-per-minute" help:"${policy_help_max_orders_per_minute}" placeholder:"N"`
 	VenueCeiling          string   `name:"venue-ceiling" help:"${policy_help_venue_ceiling}" enum:",paper,demo,live" default:""`
+	CancelOnDisconnect    string   `name:"cancel-on-disconnect" help:"${policy_help_cancel_on_disconnect}" enum:",true,false" default:""`
+	Heartbeat             string   `name:"heartbeat" help:"${policy_help_heartbeat_s}" placeholder:"SECONDS"`
 }
 
 // PolicyVars are the kong variables that give every policy flag its help

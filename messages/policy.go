@@ -76,6 +76,8 @@ var (
 	UserNamePattern      = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]{0,63}$`)
 	maxAllowEntries      = 200
 	maxPositiveLimitSize = decimal.NewFromInt(1_000_000_000)
+	// MaxHeartbeatS bounds heartbeat_s (one day).
+	MaxHeartbeatS = 86400
 )
 
 // PolicySettings is a set of optional policy fields: an admin ceiling or a
@@ -96,6 +98,8 @@ type PolicySettings struct {
 	MaxUnconfirmedActionsPerHour *int             `json:"max_unconfirmed_actions_per_hour,omitempty"`
 	MaxOrdersPerMinute           *int             `json:"max_orders_per_minute,omitempty"`
 	VenueCeiling                 *VenueLevel      `json:"venue_ceiling,omitempty"`
+	CancelOnDisconnect           *bool            `json:"cancel_on_disconnect,omitempty"`
+	HeartbeatS                   *int             `json:"heartbeat_s,omitempty"`
 }
 
 // Policy is an effective policy: every field has a value.
@@ -114,6 +118,13 @@ type Policy struct {
 	MaxUnconfirmedActionsPerHour int             `json:"max_unconfirmed_actions_per_hour"`
 	MaxOrdersPerMinute           int             `json:"max_orders_per_minute"`
 	VenueCeiling                 VenueLevel      `json:"venue_ceiling"`
+	// CancelOnDisconnect: when the user's last MCP session ends, the
+	// server cancels the user's open orders of origin system (the
+	// dead-man switch, actors/deadman.go).
+	CancelOnDisconnect bool `json:"cancel_on_disconnect"`
+	// HeartbeatS: when no session of the user has sent anything for this
+	// many seconds, the server cancels those orders too; 0 is off.
+	HeartbeatS int `json:"heartbeat_s"`
 }
 
 // PolicyFields are the SPEC §6 field names, in display order (the field
@@ -150,6 +161,8 @@ func DefaultPolicy(venue VenueLevel) Policy {
 		MaxUnconfirmedActionsPerHour: 10,
 		MaxOrdersPerMinute:           10,
 		VenueCeiling:                 VenueDemo,
+		CancelOnDisconnect:           false,
+		HeartbeatS:                   0,
 	}
 }
 

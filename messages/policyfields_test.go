@@ -24,6 +24,8 @@ var fieldCases = map[string]fieldCase{
 	"max_unconfirmed_actions_per_hour": {"2", "8", "100001"},
 	"max_orders_per_minute":            {"3", "9", "-2"},
 	"venue_ceiling":                    {"paper", "demo", "mars"},
+	"cancel_on_disconnect":             {"true", "false", "yes"},
+	"heartbeat_s":                      {"30", "0", "86401"},
 }
 
 // Every field of the table, end to end: parse, validate, merge, without,

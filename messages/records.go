@@ -67,6 +67,16 @@ const (
 	// A venue_update record is journaled when the private stream pushes
 	// updates of the user's orders: compact rows, exchange text untrusted.
 	RecordVenueUpdate RecordType = 25
+	// A deadman_triggered record is journaled when the dead-man switch
+	// fires for a user (the last session ended, or no session spoke for
+	// heartbeat_s): why, and how many of the server's open orders it is
+	// about to cancel. The cancels follow as order records by
+	// system:deadman.
+	RecordDeadmanTriggered RecordType = 40
+	// A calls_rate_limited record is journaled, at most once per interval
+	// per session, when tool calls were refused for the session's call
+	// rate: how many since the last such record.
+	RecordCallsRateLimited RecordType = 41
 )
 
 // RecordTypeInfo is one entry of the record type table: its SPEC §12 name,
@@ -139,6 +149,8 @@ var RecordTypes = []RecordTypeInfo{
 	{RecordCredentialRejected, "credential_rejected", WriterUser, ReplayNone},
 	{RecordCredentialChecked, "credential_checked", WriterUser, ReplayEvent},
 	{RecordVenueUpdate, "venue_update", WriterUser, ReplayNone},
+	{RecordDeadmanTriggered, "deadman_triggered", WriterUser, ReplayNone},
+	{RecordCallsRateLimited, "calls_rate_limited", WriterGuard, ReplayNone},
 }
 
 // RecordInfo returns the table entry of t.
@@ -178,6 +190,9 @@ const (
 	ActorCLIAdmin = "cli:admin"
 	ActorExecutor = "system:executor"
 	ActorVenue    = "system:venue"
+	// ActorDeadman is the dead-man switch: the cancels it makes when an
+	// agent disconnects or falls silent.
+	ActorDeadman = "system:deadman"
 	// ActorSystem is the server itself (start-up, recovery).
 	ActorSystem = "system:server"
 )
