@@ -124,6 +124,8 @@ type userActor struct {
 	// foreignAttemptsLogged: the warning about open attempts of another
 	// venue was logged once.
 	foreignAttemptsLogged bool
+	// deadman is the dead-man switch's state (deadman.go).
+	deadman *deadmanState
 	serial
 }
 
@@ -146,7 +148,7 @@ func (u *userActor) Receive(ctx actor.Context) {
 	case *userCommand, *decideAsk, *accountAsk, *keyChecked, *orderLookedUp, *crashRequest:
 		u.handle(ctx, m, ctx.Sender())
 	default:
-		if isOrderMessage(m) {
+		if isOrderMessage(m) || isDeadmanMessage(m) {
 			u.handle(ctx, m, ctx.Sender())
 		}
 	}
@@ -197,6 +199,10 @@ func (u *userActor) handle(ctx actor.Context, msg any, sender *actor.PID) {
 	case *crashRequest:
 		panic("user: crash requested by test")
 	default:
+		if isDeadmanMessage(msg) {
+			u.handleDeadman(ctx, msg, sender)
+			return
+		}
 		u.handleOrder(ctx, msg, sender)
 	}
 }

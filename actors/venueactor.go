@@ -58,6 +58,8 @@ type venueActor struct {
 	// numbers it so that events of a replaced stream are dropped.
 	stream    *venue.Stream
 	streamGen uint64
+	// watches are the wait_for_update calls waiting on the stream (watch.go).
+	watches map[uint64]*watchAsk
 }
 
 func (v *venueActor) Receive(ctx actor.Context) {
@@ -77,6 +79,12 @@ func (v *venueActor) Receive(ctx actor.Context) {
 		v.fetchOrder(ctx, m)
 	case *openOrdersFetch:
 		v.fetchOpenOrders(ctx, m)
+	case *deadmanFetch:
+		v.fetchAllOpenOrders(ctx, m)
+	case *watchAsk:
+		v.onWatch(ctx, m)
+	case *unwatch:
+		delete(v.watches, m.id)
 	case *checkKeyRequest:
 		userPID, factory, timeout := ctx.Sender(), v.factory, v.timeout
 		if userPID == nil {

@@ -144,6 +144,7 @@ func (v *venueActor) onStreamEvent(ctx actor.Context, m *streamEvent) {
 	if m.gen != v.streamGen {
 		return
 	}
+	v.notifyWatches(m.ev)
 	switch m.ev.Kind {
 	case messages.StreamConnected, messages.StreamReconnected, messages.StreamGap:
 		ctx.Send(ctx.Parent(), &streamResync{reason: string(m.ev.Kind)})
