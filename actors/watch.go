@@ -58,7 +58,7 @@ func (v *venueActor) onWatch(ctx actor.Context, m *watchAsk) {
 	}
 	if len(v.watches) >= maxWatches {
 		ctx.Respond(&messages.Error{Code: messages.CodeRateLimited, Message: "too many wait_for_update calls are waiting for this user",
-			NextStep: "wait for one to answer before starting another", Details: map[string]any{"limit": maxWatches, "retry_after_s": 1}})
+			NextStep: "wait for one to answer before starting another", RetryAfterS: 1, Details: map[string]any{"limit": maxWatches}})
 		return
 	}
 	v.watches[m.id] = m

@@ -150,6 +150,16 @@ func (r *registry) lookup(name string) (*tool, bool) {
 	return t, ok
 }
 
+// names lists the tool names, sorted.
+func (r *registry) names() []string {
+	out := make([]string, 0, len(r.tools))
+	for n := range r.tools {
+		out = append(out, n)
+	}
+	slices.Sort(out)
+	return out
+}
+
 // visible lists, sorted by name, the tools p may see.
 func (r *registry) visible(p Principal) []*tool {
 	var out []*tool
