@@ -189,7 +189,7 @@ func TestToolsListBothEras(t *testing.T) {
 				}
 			}
 			want := "activate_kill_switch,get_balances,get_instrument,get_klines,get_my_policy,get_open_orders," +
-				"get_order_history,get_orderbook,get_positions,get_ticker,get_trades"
+				"get_order_history,get_orderbook,get_positions,get_ticker,get_trades,wait_for_update"
 			if got := strings.Join(names, ","); got != want {
 				t.Fatalf("tools = %s, want %s", got, want)
 			}

@@ -49,53 +49,47 @@ func (p *Presence) Wait(ctx context.Context) error {
 	}
 }
 
-// presence reports every incoming message as a sign of life of its user,
-// and the first one of a session as the session opening.
+// presence reports every incoming message of a session whose user is
+// known as a sign of life of that user. A session's user is known from
+// its bearer token (HTTP), or from the first tools/list or tools/call the
+// guard identified (stdio, relay): the session opens then.
 func (s *server) presence(next sdk.MethodHandler) sdk.MethodHandler {
 	return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
-		s.notePresence(ctx, req)
+		if req != nil {
+			var tokenUser string
+			if ex := req.GetExtra(); ex != nil && ex.TokenInfo != nil {
+				tokenUser = ex.TokenInfo.UserID
+			}
+			s.notePresence(ctx, req, tokenUser)
+		}
 		return next(ctx, method, req)
 	}
 }
 
-func (s *server) notePresence(ctx context.Context, req sdk.Request) {
-	if req == nil {
-		return
-	}
+// notePresence reports a message of req's session from user ("" when not
+// known yet): the session opens at the first message with a user, and
+// every later message is a sign of life.
+func (s *server) notePresence(ctx context.Context, req sdk.Request, user string) {
 	ss, _ := req.GetSession().(*sdk.ServerSession)
-	var tokenUser string
+	var hasToken bool
 	if ex := req.GetExtra(); ex != nil && ex.TokenInfo != nil {
-		tokenUser = ex.TokenInfo.UserID
+		hasToken = true
 	}
-	if ss == nil || (tokenUser != "" && ss.ID() == "") {
+	if ss == nil || (hasToken && ss.ID() == "") {
 		// Stateless HTTP: one request, no session that could end.
-		if tokenUser != "" {
-			s.opts.Backend.SessionEvent(ctx, tokenUser, messages.SessionHeard)
-		}
-		return
-	}
-	p := s.presenceOf()
-	p.mu.Lock()
-	user, seen := p.sessions[ss]
-	p.mu.Unlock()
-	if seen {
 		if user != "" {
 			s.opts.Backend.SessionEvent(ctx, user, messages.SessionHeard)
 		}
 		return
 	}
-	user = tokenUser
-	if user == "" {
-		pr, err := s.opts.Principal(ctx, req)
-		if err != nil {
-			return // asked again at the next message
-		}
-		user = pr.User
-	}
+	p := s.presenceOf()
 	p.mu.Lock()
-	if _, raced := p.sessions[ss]; raced {
+	known, seen := p.sessions[ss]
+	if seen || user == "" {
 		p.mu.Unlock()
-		s.opts.Backend.SessionEvent(ctx, user, messages.SessionHeard)
+		if seen {
+			s.opts.Backend.SessionEvent(ctx, known, messages.SessionHeard)
+		}
 		return
 	}
 	p.sessions[ss] = user
@@ -120,4 +114,20 @@ func (s *server) presenceOf() *Presence {
 		return s.opts.Presence
 	}
 	return s.ownPresence
+}
+
+// identified opens the session of req for p's user if it is not open yet
+// (a session without a bearer token learns its user here).
+func (s *server) identified(ctx context.Context, req sdk.Request, p Principal) {
+	ss, _ := req.GetSession().(*sdk.ServerSession)
+	if ss == nil || p.User == "" || (req.GetExtra() != nil && req.GetExtra().TokenInfo != nil) {
+		return // HTTP: the presence middleware knew the user already
+	}
+	pr := s.presenceOf()
+	pr.mu.Lock()
+	_, seen := pr.sessions[ss]
+	pr.mu.Unlock()
+	if !seen {
+		s.notePresence(ctx, req, p.User)
+	}
 }

@@ -213,6 +213,7 @@ func (s *server) guard(next sdk.MethodHandler) sdk.MethodHandler {
 			if err != nil {
 				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "cannot identify the caller"}
 			}
+			s.identified(ctx, req, p)
 			res, err := next(ctx, method, req)
 			if err != nil {
 				return nil, err
@@ -237,6 +238,7 @@ func (s *server) guard(next sdk.MethodHandler) sdk.MethodHandler {
 			if err != nil {
 				return failure(s.logger, err, ""), nil
 			}
+			s.identified(ctx, req, p)
 			ss, _ := req.GetSession().(*sdk.ServerSession)
 			if e := s.calls.allow(sessionKey(ss, p.TokenID), p); e != nil {
 				return failure(s.logger, e, ""), nil
