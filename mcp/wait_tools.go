@@ -17,15 +17,14 @@ const waitMaxRows = 20
 
 func (s *server) waitTools() []*tool {
 	return []*tool{{
-		name:  "wait_for_update",
-		title: "Wait for an order or position update",
-		description: "Wait up to timeout_s for the private stream to change an order (order_id) or your orders and positions on a symbol. " +
-			"Use it instead of polling. Returns the changed rows, or changed false.",
-		kind: KindRead,
+		name:        "wait_for_update",
+		title:       "Wait for an order or position update",
+		description: "Wait up to timeout_s for a change to an order (order_id) or your orders and positions on a symbol, instead of polling. Returns the changed rows.",
+		kind:        KindRead,
 		schema: objectSchema([]string{"timeout_s"}, map[string]any{
 			"order_id":  map[string]any{"type": "string"},
 			"symbol":    symbolSchema,
-			"timeout_s": map[string]any{"type": "integer", "minimum": 1, "maximum": int(messages.MaxWaitForUpdate / time.Second)},
+			"timeout_s": map[string]any{"type": "integer", "maximum": int(messages.MaxWaitForUpdate / time.Second)},
 		}),
 		handle: s.waitForUpdate,
 	}}
