@@ -1,0 +1,85 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The stdio session ends (stdin EOF): with cancel_on_disconnect on, serve
+// cancels the order the agent left resting before it exits, and the
+// journal says so under system:deadman.
+func TestStdioEOFFiresTheDeadmanSwitch(t *testing.T) {
+	in := newInstall(t)
+	if r := run(t, in.env(), "", "admin", "policy", "set-ceiling", "--user", "local", "--profile", "trade", "--allow", "linear:BTCUSDT",
+		"--confirm", "none", "--venue-ceiling", "paper", "--cancel-on-disconnect", "true"); r.code != 0 {
+		t.Fatalf("set-ceiling: %d %s", r.code, r.stderr)
+	}
+	cs, stderr := connectStdio(t, in, "")
+	res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "place_order", Arguments: map[string]any{
+		"symbol": "BTCUSDT", "category": "linear", "side": "Buy", "order_type": "Limit", "qty": "0.001", "price": "30000"}})
+	if err != nil || res.IsError {
+		t.Fatalf("place_order: %v %+v", err, res)
+	}
+	if err := cs.Close(); err != nil { // EOF on stdin; waits for the exit
+		t.Fatalf("serve exit: %v\n%s", err, stderr)
+	}
+	dump := run(t, in.env(), "", "journal", "dump")
+	var trig map[string]any
+	cancels := 0
+	for _, l := range strings.Split(strings.TrimSpace(dump.stdout), "\n") {
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(l), &rec); err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case rec["type"] == "deadman_triggered":
+			trig = rec
+		case rec["type"] == "order_outcome" && rec["actor"] == "system:deadman":
+			if p, _ := rec["payload"].(map[string]any); p["status"] == "accepted" {
+				cancels++
+			}
+		}
+	}
+	if trig == nil || trig["actor"] != "system:deadman" {
+		t.Fatalf("no deadman_triggered record:\n%s", dump.stdout)
+	}
+	if p := trig["payload"].(map[string]any); p["reason"] != "disconnect" || p["orders"] != float64(1) {
+		t.Fatalf("deadman_triggered %v", p)
+	}
+	if cancels != 1 {
+		t.Fatalf("%d accepted cancels by system:deadman, want 1", cancels)
+	}
+}
+
+// --deny-tool and GX_DENY_TOOLS: an unknown name refuses to start (exit 2,
+// the entry named, not its text); a known one is hidden and refused.
+func TestServeDenyTool(t *testing.T) {
+	in := newInstall(t)
+	r := run(t, in.env(), "", "serve", "--deny-tool", "get_ticker", "--deny-tool", "no_such_tool")
+	if r.code != 2 || !strings.Contains(r.stderr, "deny-tool entry 2 is not a tool") || strings.Contains(r.stderr, "no_such_tool") {
+		t.Fatalf("unknown --deny-tool: %d %q", r.code, r.stderr)
+	}
+	r = run(t, in.env("GX_DENY_TOOLS=get_ticker, nope"), "", "serve")
+	if r.code != 2 || !strings.Contains(r.stderr, "GX_DENY_TOOLS") {
+		t.Fatalf("unknown GX_DENY_TOOLS: %d %q", r.code, r.stderr)
+	}
+	cs, _ := connectStdio(t, in, "", "GX_DENY_TOOLS=get_ticker,get_klines")
+	defer cs.Close()
+	tools, err := cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tl := range tools.Tools {
+		if tl.Name == "get_ticker" || tl.Name == "get_klines" {
+			t.Fatalf("%s is listed", tl.Name)
+		}
+	}
+	res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "get_ticker", Arguments: map[string]any{"symbol": "BTCUSDT", "category": "linear"}})
+	if err != nil || !res.IsError || !strings.Contains(res.Content[0].(*sdk.TextContent).Text, "permission_denied") {
+		t.Fatalf("get_ticker: %v %+v", err, res)
+	}
+}
