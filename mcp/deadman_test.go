@@ -163,3 +163,32 @@ func TestHostileAgentCannotDisarmDeadman(t *testing.T) {
 		}
 	}
 }
+
+// Over HTTP: an older-era client's session ends (DELETE) and the switch
+// fires for the token's user; a newest-era client has no session, and its
+// requests count as signs of life for heartbeat_s.
+func TestDeadmanOverHTTP(t *testing.T) {
+	h := newHTTPEnv(t, HTTPOptions{})
+	h.streamUser(t, "alice", messages.PolicySettings{CancelOnDisconnect: boolp(true), HeartbeatS: intp(2)})
+	legacy := h.connect(t, h.tokens["alice"].Token, "2025-11-25", "legacy", nil)
+	modern := h.connect(t, h.tokens["alice"].Token, "", "modern", nil)
+	mine := []string{placeResting(t, legacy, "30000"), placeResting(t, modern, "30100")}
+	// The modern client keeps calling: the legacy session's end fires the
+	// switch (disconnect), whatever the other client does.
+	if err := legacy.Close(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 2*time.Second, "cancelled after the HTTP session ended", func() bool {
+		_, _ = callJSON(t, modern, "get_my_policy", map[string]any{})
+		return containsNone(openOrderIDs(t, h.env, "alice"), mine...)
+	})
+	// A new order from the modern client, which then falls silent.
+	again := placeResting(t, modern, "30200")
+	eventually(t, 4*time.Second, "cancelled after heartbeat_s of silence over HTTP", func() bool {
+		return containsNone(openOrderIDs(t, h.env, "alice"), again)
+	})
+	trig, _ := deadmanRecords(t, h.env.records(t))
+	if len(trig) != 2 || trig[0].Reason != messages.DeadmanDisconnect || trig[1].Reason != messages.DeadmanSilence {
+		t.Fatalf("deadman_triggered %+v, want a disconnect then a silence", trig)
+	}
+}
