@@ -144,7 +144,7 @@ func (u *userActor) armHeartbeat(ctx actor.Context) {
 	if hb <= 0 || d.tickArmed || d.silentFired || d.lastHeard.IsZero() {
 		return
 	}
-	wait := min(time.Until(d.lastHeard.Add(time.Duration(hb)*time.Second)), deadmanTickMax)
+	wait := min(d.lastHeard.Add(time.Duration(hb)*time.Second).Sub(u.now()), deadmanTickMax)
 	if wait < 0 {
 		wait = 0
 	}

@@ -222,8 +222,11 @@ func (r *Runtime) Serve(ctx context.Context, g *cli.Globals, o cli.ServeOptions,
 		return cli.CannotStart("%v", err)
 	}
 	defer ctl.Close()
-	presence := mcp.NewPresence()
-	relay, err := r.startRelay(p, st, vc.Name, logger, o.DenyTools, presence)
+	// The stdio session and the relayed ones are followed apart: at EOF
+	// serve waits for its own session's dead-man cancels, then ends the
+	// relayed sessions and waits for theirs.
+	presence, relayed := mcp.NewPresence(), mcp.NewPresence()
+	relay, err := r.startRelay(p, st, vc.Name, logger, o.DenyTools, relayed)
 	if err != nil {
 		return cli.CannotStart("%v", err)
 	}
@@ -246,6 +249,8 @@ func (r *Runtime) Serve(ctx context.Context, g *cli.Globals, o cli.ServeOptions,
 	// The session ended (EOF or a signal): the dead-man switch may be
 	// cancelling the user's orders; the stack stays up until it is done.
 	waitPresence(presence, logger)
+	relay.Close()
+	waitPresence(relayed, logger)
 	if runErr != nil && !errors.Is(runErr, context.Canceled) {
 		return cli.Refused("serve: %v", runErr)
 	}
