@@ -53,6 +53,10 @@ func TestStdioEOFFiresTheDeadmanSwitch(t *testing.T) {
 	if cancels != 1 {
 		t.Fatalf("%d accepted cancels by system:deadman, want 1", cancels)
 	}
+	// The journal with the switch's records replays: the next start reads it.
+	if r := run(t, in.env(), "", "policy", "show", "--json"); r.code != 0 || !strings.Contains(r.stdout, `"cancel_on_disconnect":true`) {
+		t.Fatalf("after the dead-man's records: %d %s %s", r.code, r.stdout, r.stderr)
+	}
 }
 
 // --deny-tool and GX_DENY_TOOLS: an unknown name refuses to start (exit 2,
