@@ -150,8 +150,8 @@ func (c *InitCmd) Run(ctx context.Context, g *Globals, rt Runtime, io IO) error 
 
 // ServeCmd is `serve`.
 type ServeCmd struct {
-	Transport string `default:"stdio" enum:"stdio,http" help:"stdio, or http (remote mode: MCP at /mcp, every request with a bearer token from admin token issue)"`
-	Listen    string `default:"127.0.0.1:8000" help:"address for --transport http"`
+	Transport string   `default:"stdio" enum:"stdio,http" help:"stdio, or http (remote mode: MCP at /mcp, every request with a bearer token from admin token issue)"`
+	Listen    string   `default:"127.0.0.1:8000" help:"address for --transport http"`
 	DenyTool  []string `name:"deny-tool" help:"withhold a tool from every profile (repeatable; GX_DENY_TOOLS adds a comma-separated list); an unknown name refuses to start" placeholder:"TOOL"`
 }
 
