@@ -95,7 +95,7 @@ const Instructions = `guarded-exchange lets you read markets and (when your prof
 - activate_kill_switch stops risk-increasing actions; only a human can turn it off. Use it if something looks wrong.
 - Everything you call is journaled, and calls per session are rate limited (rate_limited says when to retry).
 - Symbols are uppercase (BTCUSDT); category linear means USDT perpetuals. Lists are paged: has_more and next_cursor (pass it back as cursor). Rows show only fields the server validated; exchange text sits in untrusted_text as numbered entries that rows point to with *_ref. History windows span at most 7 days.
-- Trading: every policy check runs on the server and a refusal names the limit and the allowed value; dry_run checks without sending; the same idempotency_key and arguments within 24 h get the first answer and send nothing; an unknown outcome is never resent by the server: follow next_step.
+- Trading: every policy check runs on the server and a refusal names the limit and the allowed value; dry_run checks without sending; the same idempotency_key and arguments within 24 h get the first answer and send nothing; an unknown outcome is never resent by the server: follow next_step. A status such as cancel_requested or amend_requested means the venue does not show the change yet: check again. origin system marks orders this server placed.
 - Wait for fills with wait_for_update instead of polling. If the operator set a heartbeat, a silent or disconnected session gets the server's open orders cancelled.`
 
 // NewServer builds the MCP server with the registry's tools and the
