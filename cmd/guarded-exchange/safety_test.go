@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -85,5 +86,56 @@ func TestServeDenyTool(t *testing.T) {
 	res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "get_ticker", Arguments: map[string]any{"symbol": "BTCUSDT", "category": "linear"}})
 	if err != nil || !res.IsError || !strings.Contains(res.Content[0].(*sdk.TextContent).Text, "permission_denied") {
 		t.Fatalf("get_ticker: %v %+v", err, res)
+	}
+}
+
+// A relayed client goes away: the engine fires the dead-man switch for the
+// relayed session's user while its own session goes on; the relay
+// client's --deny-tool list is added to the engine's for its session.
+func TestRelayClientGoneFiresTheDeadmanSwitch(t *testing.T) {
+	in := newInstall(t)
+	if r := run(t, in.env("GX_USER=bob"), "", "init"); r.code != 0 {
+		t.Fatalf("init bob: %d %s", r.code, r.stderr)
+	}
+	if r := run(t, in.env(), "", "admin", "policy", "set-ceiling", "--user", "bob", "--profile", "trade", "--allow", "linear:BTCUSDT",
+		"--confirm", "none", "--venue-ceiling", "paper", "--cancel-on-disconnect", "true"); r.code != 0 {
+		t.Fatalf("set-ceiling: %d %s", r.code, r.stderr)
+	}
+	engine, _ := connectStdio(t, in, "")
+	defer engine.Close()
+	relayed, _ := connectStdio(t, in, "", "GX_USER=bob", "GX_DENY_TOOLS=get_klines")
+	tools, err := relayed.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tl := range tools.Tools {
+		if tl.Name == "get_klines" {
+			t.Fatal("the relay client's --deny-tool was not applied")
+		}
+	}
+	res, err := relayed.CallTool(context.Background(), &sdk.CallToolParams{Name: "place_order", Arguments: map[string]any{
+		"symbol": "BTCUSDT", "category": "linear", "side": "Buy", "order_type": "Limit", "qty": "0.001", "price": "30000"}})
+	if err != nil || res.IsError {
+		t.Fatalf("place_order: %v %+v", err, res)
+	}
+	if err := relayed.Close(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		d := run(t, in.env(), "", "journal", "dump", "--type", "deadman_triggered", "--user", "bob")
+		if strings.Contains(d.stdout, `"reason":"disconnect"`) {
+			if !strings.Contains(d.stdout, `"orders":1`) {
+				t.Fatalf("deadman_triggered: %s", d.stdout)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no deadman_triggered for bob after the relay client left: %q %q", d.stdout, d.stderr)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if _, err := engine.CallTool(context.Background(), &sdk.CallToolParams{Name: "get_my_policy", Arguments: map[string]any{}}); err != nil {
+		t.Fatalf("the engine's own session ended: %v", err)
 	}
 }
