@@ -99,8 +99,10 @@ const Instructions = `guarded-exchange lets you read markets and (when your prof
 - Wait for fills with wait_for_update instead of polling. If the operator set a heartbeat, a silent or disconnected session gets the server's open orders cancelled.`
 
 // NewServer builds the MCP server with the registry's tools and the
-// middleware stack: panic recovery (outermost), then the guard that filters
-// tools/list, refuses hidden tools and journals every tools/call.
+// middleware stack: panic recovery (outermost), then the presence that
+// reports every message to the dead-man switch (presence.go), then the
+// guard that filters tools/list, refuses hidden and withheld tools and
+// calls over the session's budget, and journals every other tools/call.
 func NewServer(o Options) (*sdk.Server, error) {
 	if o.Backend == nil || o.Principal == nil {
 		return nil, fmt.Errorf("mcp: Backend and Principal are required")
@@ -146,8 +148,9 @@ func (s *server) allTools() []*tool {
 	return slices.Concat(s.marketTools(), s.accountTools(), s.safetyTools(), s.tradingTools(), s.waitTools(), s.opts.extraTools)
 }
 
-// CheckDenyTools reports an error naming the first of names that is not a
-// tool of this server (serve checks --deny-tool before it starts).
+// CheckDenyTools reports an error for the first of names that is not a
+// tool of this server, naming its position (serve checks --deny-tool
+// before it starts).
 func CheckDenyTools(names []string) error {
 	s := &server{}
 	return checkDeny(newRegistry(s.allTools()...), names)
