@@ -192,3 +192,26 @@ func TestDeadmanOverHTTP(t *testing.T) {
 		t.Fatalf("deadman_triggered %+v, want a disconnect then a silence", trig)
 	}
 }
+
+// Two sessions of one user: the first one's end leaves the orders (an
+// agent of the user is still there); the last one's end cancels them.
+func TestDeadmanWaitsForTheLastSession(t *testing.T) {
+	e := newEnvWith(t, false)
+	e.streamUser(t, "alice", messages.PolicySettings{CancelOnDisconnect: boolp(true)})
+	pr := NewPresence()
+	o := Options{Backend: e.sys, Principal: fixedPrincipal("alice", ProfileTrade), Presence: pr}
+	first, second := connect(t, o, ""), connect(t, o, "")
+	if _, isErr := callJSON(t, second, "get_my_policy", map[string]any{}); isErr {
+		t.Fatal("get_my_policy")
+	}
+	id := placeResting(t, first, "30000")
+	_ = first.Close()
+	time.Sleep(time.Second)
+	if open := openOrderIDs(t, e, "alice"); !containsAll(open, id) {
+		t.Fatalf("cancelled while another session was open: %v", open)
+	}
+	_ = second.Close()
+	eventually(t, 2*time.Second, "cancelled after the last session ended", func() bool {
+		return containsNone(openOrderIDs(t, e, "alice"), id)
+	})
+}
