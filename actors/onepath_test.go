@@ -26,9 +26,11 @@ var writePaths = []string{"/v5/order/create", "/v5/order/amend", "/v5/order/canc
 // the venue client itself, the venue actor's one write function, and the
 // action path's execute (reached only through the decision half).
 var allowedSites = map[string][]string{
-	"write call":     {"actors/venuestream.go:(*venueActor).write"},
-	"orderWrite":     {"actors/orderexec.go:(*userActor).execute"},
-	"execute call":   {"actors/place.go:(*userActor).onMarketFetched", "actors/cancel.go:(*userActor).onOrderFetched", "actors/leverage.go:(*userActor).onLeverageMarket", "actors/tradingstop.go:(*userActor).onStopMarket", "actors/amend.go:(*userActor).onAmendFetched", "actors/cancelall.go:(*userActor).runCancelAll"},
+	"write call": {"actors/venuestream.go:(*venueActor).write"},
+	"orderWrite": {"actors/orderexec.go:(*userActor).execute"},
+	"execute call": {"actors/place.go:(*userActor).onMarketFetched", "actors/cancel.go:(*userActor).onOrderFetched", "actors/leverage.go:(*userActor).onLeverageMarket", "actors/tradingstop.go:(*userActor).onStopMarket", "actors/amend.go:(*userActor).onAmendFetched", "actors/cancelall.go:(*userActor).runCancelAll",
+		// the dead-man switch cancels the server's own orders through execute (D66)
+		"actors/deadman.go:(*userActor).cancelForDeadman"},
 	"write endpoint": {"venue/"},
 }
 

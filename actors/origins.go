@@ -53,9 +53,11 @@ func originAllowed(ev Event, actor string) bool {
 	case messages.RecordCredentialChecked:
 		return actor == messages.ActorSystem
 	case messages.RecordOrderAttempt:
-		return actor == messages.ActorAgent || actor == messages.ActorExecutor
+		return actor == messages.ActorAgent || actor == messages.ActorExecutor || actor == messages.ActorDeadman
 	case messages.RecordOrderOutcome:
-		return slices.Contains([]string{messages.ActorAgent, messages.ActorExecutor, messages.ActorVenue, messages.ActorSystem}, actor)
+		return slices.Contains([]string{messages.ActorAgent, messages.ActorExecutor, messages.ActorVenue, messages.ActorSystem, messages.ActorDeadman}, actor)
+	case messages.RecordDeadmanTriggered:
+		return actor == messages.ActorDeadman
 	case messages.RecordOrderRepeat:
 		return actor == messages.ActorAgent || actor == messages.ActorExecutor
 	case messages.RecordVenueUpdate:

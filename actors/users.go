@@ -136,6 +136,8 @@ type userActor struct {
 	foreignAttemptsLogged bool
 	// cancelPace paces the cancels of cancel_all_orders (cancelall.go).
 	cancelPace cancelPacer
+	// deadman is the dead-man switch's state (deadman.go).
+	deadman *deadmanState
 	serial
 	// cache is the user's stream cache, written by the venue actor
 	// (posturecache.go).
@@ -171,7 +173,7 @@ func (u *userActor) Receive(ctx actor.Context) {
 	case *recoveryHoldExpired:
 		u.onRecoveryHoldExpired(ctx, m)
 	default:
-		if isOrderMessage(m) {
+		if isOrderMessage(m) || isDeadmanMessage(m) {
 			u.handle(ctx, m, ctx.Sender())
 		}
 	}
@@ -227,6 +229,10 @@ func (u *userActor) handle(ctx actor.Context, msg any, sender *actor.PID) {
 	case *crashRequest:
 		panic("user: crash requested by test")
 	default:
+		if isDeadmanMessage(msg) {
+			u.handleDeadman(ctx, msg, sender)
+			return
+		}
 		u.handleOrder(ctx, msg, sender)
 	}
 }

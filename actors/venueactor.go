@@ -60,6 +60,8 @@ type venueActor struct {
 	streamGen uint64
 	// cache is the user's stream cache, shared with the user actor.
 	cache *streamCache
+	// watches are the wait_for_update calls waiting on the stream (watch.go).
+	watches map[uint64]*watchAsk
 }
 
 func (v *venueActor) Receive(ctx actor.Context) {
@@ -79,6 +81,12 @@ func (v *venueActor) Receive(ctx actor.Context) {
 		v.fetchOrder(ctx, m)
 	case *openOrdersFetch:
 		v.fetchOpenOrders(ctx, m)
+	case *deadmanFetch:
+		v.fetchAllOpenOrders(ctx, m)
+	case *watchAsk:
+		v.onWatch(ctx, m)
+	case *unwatch:
+		delete(v.watches, m.id)
 	case *checkKeyRequest:
 		userPID, factory, timeout := ctx.Sender(), v.factory, v.timeout
 		if userPID == nil {

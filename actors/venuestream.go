@@ -154,6 +154,7 @@ func (v *venueActor) onStreamEvent(ctx actor.Context, m *streamEvent) {
 	if v.cache != nil {
 		v.cache.note(m.ev, v.now())
 	}
+	v.notifyWatches(m.ev)
 	switch m.ev.Kind {
 	case messages.StreamConnected, messages.StreamReconnected, messages.StreamGap:
 		v.seedCache()

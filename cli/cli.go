@@ -83,6 +83,9 @@ type IO struct {
 type ServeOptions struct {
 	Transport string
 	Listen    string
+	// DenyTools are tools withheld from every profile (--deny-tool, with
+	// GX_DENY_TOOLS added by the runtime).
+	DenyTools []string
 }
 
 // SimOptions are the flags of sim.
@@ -148,13 +151,14 @@ func (c *InitCmd) Run(ctx context.Context, g *Globals, rt Runtime, io IO) error 
 
 // ServeCmd is `serve`.
 type ServeCmd struct {
-	Transport string `default:"stdio" enum:"stdio,http" help:"stdio, or http (remote mode: MCP at /mcp, every request with a bearer token from admin token issue)"`
-	Listen    string `default:"127.0.0.1:8000" help:"address for --transport http"`
+	Transport string   `default:"stdio" enum:"stdio,http" help:"stdio, or http (remote mode: MCP at /mcp, every request with a bearer token from admin token issue)"`
+	Listen    string   `default:"127.0.0.1:8000" help:"address for --transport http"`
+	DenyTool  []string `name:"deny-tool" help:"withhold a tool from every profile (repeatable; GX_DENY_TOOLS adds a comma-separated list); an unknown name refuses to start" placeholder:"TOOL"`
 }
 
 // Run runs serve.
 func (c *ServeCmd) Run(ctx context.Context, g *Globals, rt Runtime, io IO) error {
-	return rt.Serve(ctx, g, ServeOptions{Transport: c.Transport, Listen: c.Listen}, io)
+	return rt.Serve(ctx, g, ServeOptions{Transport: c.Transport, Listen: c.Listen, DenyTools: c.DenyTool}, io)
 }
 
 // DemoCmd is `demo`.

@@ -36,6 +36,8 @@ type PolicyFlags struct {
 	VenueCeiling          string   `name:"venue-ceiling" help:"${policy_help_venue_ceiling}" enum:",paper,demo,live" default:""`
 	StreamStale           string   `name:"stream-stale" help:"${policy_help_stream_stale_s}" placeholder:"SECONDS"`
 	MaxDailyLoss          string   `name:"max-daily-loss" help:"${policy_help_max_daily_loss_usdt}" placeholder:"USDT"`
+	CancelOnDisconnect    string   `name:"cancel-on-disconnect" help:"${policy_help_cancel_on_disconnect}" enum:",true,false" default:""`
+	Heartbeat             string   `name:"heartbeat" help:"${policy_help_heartbeat_s}" placeholder:"SECONDS"`
 }
 
 // PolicyVars are the kong variables that give every policy flag its help

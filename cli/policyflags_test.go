@@ -27,7 +27,7 @@ func TestPolicyFlagsMatchTheFieldTable(t *testing.T) {
 	pf := PolicyFlags{Profile: "trade", Allow: []string{"none"}, MaxOrderNotional: "5", MaxLeverage: "2", SlippagePct: "1",
 		Confirm: "none", ConfirmAboveNotional: "3", ConfirmationTTL: "60", TrustClientUI: "false", MaxPending: "1",
 		DailyNotionalCap: "9", MaxUnconfirmedPerHour: "2", MaxOrdersPerMinute: "3", VenueCeiling: "paper",
-		StreamStale: "5", MaxDailyLoss: "20"}
+		StreamStale: "5", MaxDailyLoss: "20", CancelOnDisconnect: "true", Heartbeat: "30"}
 	s, err := pf.Settings()
 	if err != nil {
 		t.Fatal(err)

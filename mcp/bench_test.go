@@ -19,7 +19,7 @@ import (
 // difference is the server's overhead.
 func BenchmarkGetTickerRoundTrip(b *testing.B) {
 	e := newEnv(b)
-	cs := connect(b, Options{Backend: e.sys, Principal: fixedPrincipal("local", ProfileReadOnly)}, "")
+	cs := connect(b, Options{Backend: e.sys, Principal: fixedPrincipal("local", ProfileReadOnly), CallsPerSecond: 1e9, CallBurst: 1e9}, "")
 	ctx := context.Background()
 	params := &sdk.CallToolParams{Name: "get_ticker", Arguments: map[string]any{"symbol": "BTCUSDT", "category": "linear"}}
 	var ds []time.Duration
@@ -76,7 +76,7 @@ func BenchmarkStateChangingToolCall(b *testing.B) {
 	}
 	noop := &tool{name: "test_noop", title: "noop", description: "noop", kind: KindRead, schema: objectSchema(nil, map[string]any{}),
 		handle: func(context.Context, *call) (any, error) { return map[string]any{}, nil }}
-	cs := connect(b, Options{Backend: e.sys, Principal: fixedPrincipal("kim", ProfileReadOnly), extraTools: []*tool{noop}}, "")
+	cs := connect(b, Options{Backend: e.sys, Principal: fixedPrincipal("kim", ProfileReadOnly), extraTools: []*tool{noop}, CallsPerSecond: 1e9, CallBurst: 1e9}, "")
 	params := &sdk.CallToolParams{Name: "activate_kill_switch", Arguments: map[string]any{}}
 	noopParams := &sdk.CallToolParams{Name: "test_noop", Arguments: map[string]any{}}
 	var ds, js, ns []time.Duration

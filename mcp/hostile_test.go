@@ -82,7 +82,9 @@ func TestHostileAgentCannotLoosen(t *testing.T) {
 	bystander := policyJSON(t, e, "bystander")
 
 	for _, profile := range []string{ProfileReadOnly, ProfileTrade} {
-		cs := connect(t, Options{Backend: e.sys, Principal: fixedPrincipal("victim", profile), extraTools: []*tool{writeToolForTest()}}, "")
+		// The call budget is lifted: every crafted call must reach its tool.
+		cs := connect(t, Options{Backend: e.sys, Principal: fixedPrincipal("victim", profile), extraTools: []*tool{writeToolForTest()},
+			CallsPerSecond: 1e6, CallBurst: 1e6}, "")
 		list, err := cs.ListTools(ctx, nil)
 		if err != nil {
 			t.Fatal(err)

@@ -86,6 +86,8 @@ func newHTTPEnv(t testing.TB, o HTTPOptions, extra ...*tool) *httpEnv {
 	srv, err := NewServer(Options{
 		Backend: HTTPBackend(e.sys, e.sys.Submit), Principal: HTTPPrincipal(sysProfile(e)), Venue: "paper",
 		extraTools: append([]*tool{writeToolForTest()}, extra...),
+		// The server's call budget follows the HTTP rate (a benchmark lifts both).
+		CallsPerSecond: o.RatePerSecond, CallBurst: o.Burst,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -22,7 +22,7 @@ func (s *server) marketTools() []*tool {
 		{
 			name:        "get_ticker",
 			title:       "Get ticker",
-			description: "Last, best bid/ask and 24 h statistics for one instrument. Prices are strings.",
+			description: "Last price, best bid/ask and 24 h statistics of one instrument.",
 			kind:        KindRead,
 			schema:      objectSchema([]string{"symbol", "category"}, map[string]any{"symbol": symbolSchema, "category": categorySchema}),
 			handle:      s.getTicker,
@@ -30,7 +30,7 @@ func (s *server) marketTools() []*tool {
 		{
 			name:        "get_orderbook",
 			title:       "Get order book",
-			description: "Order book depth for one instrument: bids descending, asks ascending, at most 50 levels a side.",
+			description: "Bids and asks of one instrument, best first, up to 50 levels a side.",
 			kind:        KindRead,
 			schema: objectSchema([]string{"symbol", "category"}, map[string]any{
 				"symbol": symbolSchema, "category": categorySchema, "limit": limitSchema(orderbookDefaultLimit, orderbookMaxLimit),
@@ -40,21 +40,21 @@ func (s *server) marketTools() []*tool {
 		{
 			name:        "get_klines",
 			title:       "Get candles",
-			description: "Candles for one instrument, newest first, at most 100, as rows of [start, open, high, low, close, volume, turnover] (see columns). Interval in minutes (1,3,5,15,30,60,120,240,360,720) or D, W, M.",
+			description: "Candles of one instrument, newest first: start, open, high, low, close, volume, turnover.",
 			kind:        KindRead,
 			schema: objectSchema([]string{"symbol", "category", "interval"}, map[string]any{
 				"symbol": symbolSchema, "category": categorySchema,
-				"interval":   map[string]any{"type": "string", "enum": toAny(messages.KlineIntervals)},
+				"interval":   map[string]any{"enum": toAny(messages.KlineIntervals)},
 				"limit":      limitSchema(klinesDefaultLimit, klinesMaxLimit),
-				"start_time": map[string]any{"type": "string", "format": "date-time", "description": "RFC 3339, inclusive"},
-				"end_time":   map[string]any{"type": "string", "format": "date-time", "description": "RFC 3339, inclusive"},
+				"start_time": map[string]any{"type": "string"},
+				"end_time":   map[string]any{"type": "string"},
 			}),
 			handle: s.getKlines,
 		},
 		{
 			name:        "get_instrument",
 			title:       "Get instrument rules",
-			description: "Trading rules for one instrument: tick size, quantity step, minimum quantity and order value, leverage range.",
+			description: "Rules of one instrument (tick, qty step, minimums, leverage range); read before sizing an order.",
 			kind:        KindRead,
 			schema:      objectSchema([]string{"symbol", "category"}, map[string]any{"symbol": symbolSchema, "category": categorySchema}),
 			handle:      s.getInstrument,

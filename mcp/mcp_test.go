@@ -46,6 +46,13 @@ type env struct {
 
 func newEnv(t testing.TB) *env {
 	t.Helper()
+	return newEnvWith(t, false)
+}
+
+// newEnvWith is newEnv; with stream, each user's venue actor also runs
+// the private stream of the simulator.
+func newEnvWith(t testing.TB, stream bool) *env {
+	t.Helper()
 	// The public per-IP limit is lifted so benchmarks measure the server.
 	srv := httptest.NewServer(sim.New(sim.Config{Seed: 3, NoPublicRateLimit: true}).Handler())
 	t.Cleanup(srv.Close)
@@ -62,14 +69,21 @@ func newEnv(t testing.TB) *env {
 	if _, err := rand.Read(masterKey); err != nil {
 		t.Fatal(err)
 	}
-	sys, err := actors.Start(actors.Config{
+	cfg := actors.Config{
 		Journal: l, Market: market{c, venue.NewInstrumentCache(c, time.Minute, nil)},
 		Users: actors.NewUserReplay(), Venue: messages.VenuePaper,
 		Environment: "paper", MasterKey: masterKey,
 		Clients: func(k, s string) (*venue.Client, error) {
 			return venue.NewClient(venue.Config{BaseURL: srv.URL, APIKey: k, APISecret: s})
 		},
-	})
+	}
+	if stream {
+		cfg.Streams = func(k, s string) (*venue.Stream, error) {
+			return venue.NewStream(venue.StreamConfig{URL: "ws" + strings.TrimPrefix(srv.URL, "http") + "/v5/private", APIKey: k, APISecret: s,
+				Backoff: func(int) time.Duration { return 20 * time.Millisecond }})
+		}
+	}
+	sys, err := actors.Start(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,7 +203,7 @@ func TestToolsListBothEras(t *testing.T) {
 				}
 			}
 			want := "activate_kill_switch,get_balances,get_instrument,get_klines,get_my_journal,get_my_policy,get_open_orders," +
-				"get_order_history,get_orderbook,get_positions,get_posture,get_ticker,get_trades,reduce_risk_only"
+				"get_order_history,get_orderbook,get_positions,get_posture,get_ticker,get_trades,reduce_risk_only,wait_for_update"
 			if got := strings.Join(names, ","); got != want {
 				t.Fatalf("tools = %s, want %s", got, want)
 			}

@@ -6,8 +6,6 @@ import (
 	"slices"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/guarded-exchange/guarded-exchange/messages"
 )
 
 // Kind says what a tool does to the world; annotations and visibility
@@ -100,16 +98,18 @@ func (t *tool) visibleTo(p Principal) bool {
 }
 
 // annotations derives the MCP hints from the kind: read and safety tools
-// are read-only or non-destructive, trading tools are destructive.
+// are read-only or non-destructive, trading tools are destructive. The
+// title is the entry's own (not repeated here: tools/list stays lean).
 func (t *tool) annotations() *sdk.ToolAnnotations {
+	// openWorldHint is left out where it is true (the MCP default).
 	yes, no := true, false
 	switch t.kind {
 	case KindRead:
-		return &sdk.ToolAnnotations{Title: t.title, ReadOnlyHint: true, DestructiveHint: &no, OpenWorldHint: &yes}
+		return &sdk.ToolAnnotations{ReadOnlyHint: true, DestructiveHint: &no}
 	case KindSafety:
-		return &sdk.ToolAnnotations{Title: t.title, ReadOnlyHint: false, DestructiveHint: &no, IdempotentHint: true, OpenWorldHint: &no}
+		return &sdk.ToolAnnotations{ReadOnlyHint: false, DestructiveHint: &no, IdempotentHint: true, OpenWorldHint: &no}
 	default:
-		return &sdk.ToolAnnotations{Title: t.title, ReadOnlyHint: false, DestructiveHint: &yes, OpenWorldHint: &yes}
+		return &sdk.ToolAnnotations{ReadOnlyHint: false, DestructiveHint: &yes}
 	}
 }
 
@@ -150,6 +150,16 @@ func (r *registry) lookup(name string) (*tool, bool) {
 	return t, ok
 }
 
+// names lists the tool names, sorted.
+func (r *registry) names() []string {
+	out := make([]string, 0, len(r.tools))
+	for n := range r.tools {
+		out = append(out, n)
+	}
+	slices.Sort(out)
+	return out
+}
+
 // visible lists, sorted by name, the tools p may see.
 func (r *registry) visible(p Principal) []*tool {
 	var out []*tool
@@ -181,12 +191,15 @@ func objectSchema(required []string, props map[string]any) map[string]any {
 
 // Schema fragments shared by tools.
 var (
-	symbolSchema   = map[string]any{"type": "string", "pattern": "^" + messages.SymbolPattern + "$", "description": "instrument symbol, uppercase, e.g. BTCUSDT"}
-	categorySchema = map[string]any{"type": "string", "enum": []any{"spot", "linear"}, "description": "spot or linear (USDT perpetuals)"}
+	// The advertised schemas are short: the handlers validate every
+	// argument and an invalid_params answer names the field and the rule.
+	symbolSchema   = map[string]any{"type": "string"}
+	categorySchema = map[string]any{"enum": []any{"spot", "linear"}}
 )
 
 func limitSchema(def, max int) map[string]any {
-	return map[string]any{"type": "integer", "minimum": 1, "maximum": max, "default": def}
+	_ = def // the default is said by an invalid_params answer's reason, not here
+	return map[string]any{"type": "integer", "maximum": max}
 }
 
 // mustJSON is for values that cannot fail to marshal (built by this package).

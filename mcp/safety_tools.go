@@ -16,7 +16,7 @@ func (s *server) safetyTools() []*tool {
 		{
 			name:        "get_my_policy",
 			title:       "Get my policy",
-			description: "Your effective policy (the stricter of the admin ceiling and your own settings, field by field), the ceiling, your own settings, and the kill switch (none, user or admin). No tool can change them.",
+			description: "Your effective limits, the admin ceiling, your own settings and the kill switch. No tool changes them.",
 			kind:        KindRead, // a read, offered to every profile
 			schema:      empty,
 			handle:      s.getMyPolicy,
@@ -24,7 +24,7 @@ func (s *server) safetyTools() []*tool {
 		{
 			name:        "activate_kill_switch",
 			title:       "Activate the kill switch",
-			description: "Turn the kill switch on: risk-increasing actions are refused until a human turns it off outside the chat. Safe to repeat. No tool turns it off.",
+			description: "Stop all risk-increasing actions until a human resets it outside the chat. Use it if something looks wrong.",
 			kind:        KindSafety,
 			schema:      empty,
 			handle:      s.activateKillSwitch,

@@ -58,112 +58,99 @@ func (a *args) boolean(name string) bool {
 }
 
 var (
-	idempotencyKeySchema = map[string]any{"type": "string", "pattern": messages.IdempotencyKeyRE.String(),
-		"description": "optional; the same key with the same arguments within 24 h returns the first answer (result_source replay) and sends nothing"}
-	dryRunSchema = map[string]any{"type": "boolean", "default": false,
-		"description": "preview: run every check and answer the server's plan; nothing is journaled as an attempt, sent, or counted"}
+	idempotencyKeySchema = map[string]any{"type": "string"}
+	dryRunSchema         = map[string]any{"type": "boolean"}
+	orderIDSchema        = map[string]any{"type": "string"}
+	// decimalSchema is a decimal string; what, when not empty, says more.
 	decimalSchema = func(what string) map[string]any {
-		return map[string]any{"type": "string", "pattern": decimalPattern.String(), "description": what + ", a decimal string"}
+		if what == "" {
+			return map[string]any{"type": "string"}
+		}
+		return map[string]any{"type": "string", "description": what}
 	}
 )
-
-const tradeDoc = " Every check of the policy runs on the server (kill switch, allowlist, limits, instrument rules); " +
-	"a refusal names the limit and the allowed value. An unknown outcome is never resent: see the next_step."
 
 func (s *server) tradingTools() []*tool {
 	return []*tool{
 		{
-			name:  "place_order",
-			title: "Place order",
-			description: "Place a Limit or Market order. qty is rounded down to the instrument's step (answer: requested_qty and qty); " +
-				"an off-tick price is refused with the two nearest valid prices. A Market order is sent as Limit IOC at the best " +
-				"ask/bid moved by slippage_pct, and valued at that worst price. reduce_only (linear only) never increases a position " +
-				"and goes through the kill switch." + tradeDoc,
-			kind: KindTrade,
+			name:        "place_order",
+			title:       "Place order",
+			description: "Place a Limit or Market order; qty is rounded down to the step. Returns order_id and status, or why it was refused.",
+			kind:        KindTrade,
 			schema: objectSchema([]string{"symbol", "category", "side", "order_type", "qty"}, map[string]any{
 				"symbol": symbolSchema, "category": categorySchema,
-				"side":       map[string]any{"type": "string", "enum": []any{"Buy", "Sell"}},
-				"order_type": map[string]any{"type": "string", "enum": []any{"Limit", "Market"}},
-				"qty":        decimalSchema("base quantity"), "price": decimalSchema("limit price; Limit only"),
-				"reduce_only": map[string]any{"type": "boolean", "default": false}, "idempotency_key": idempotencyKeySchema, "dry_run": dryRunSchema,
+				"side":       map[string]any{"enum": []any{"Buy", "Sell"}},
+				"order_type": map[string]any{"enum": []any{"Limit", "Market"}},
+				"qty":        decimalSchema(""), "price": decimalSchema("Limit only"),
+				"reduce_only": map[string]any{"type": "boolean"}, "idempotency_key": idempotencyKeySchema, "dry_run": dryRunSchema,
 			}),
 			handle: s.placeOrder,
 		},
 		{
-			name:  "cancel_order",
-			title: "Cancel order",
-			description: "Cancel one open order by its order_id. Goes through the kill switch. status is cancelled only when the " +
-				"order shows it, else cancel_requested (check again) or filled; origin says whether this server placed it." + tradeDoc,
-			kind: KindTrade,
+			name:        "cancel_order",
+			title:       "Cancel order",
+			description: "Cancel one open order by order_id (allowed under the kill switch). Returns its status and origin.",
+			kind:        KindTrade,
 			schema: objectSchema([]string{"symbol", "category", "order_id"}, map[string]any{
 				"symbol": symbolSchema, "category": categorySchema,
-				"order_id":        map[string]any{"type": "string", "pattern": messages.OrderIDRE.String(), "description": "the order_id of get_open_orders"},
+				"order_id":        orderIDSchema,
 				"idempotency_key": idempotencyKeySchema, "dry_run": dryRunSchema,
 			}),
 			handle: s.cancelOrder,
 		},
 		{
-			name:  "amend_order",
-			title: "Amend order",
-			description: "Change the qty and/or price of one open order by its order_id. A larger size or a worse price " +
-				"(higher for a buy, lower for a sell) is risk-increasing: the kill switch blocks it and the limits apply to the whole " +
-				"order. status is amended only when the order shows the new values, else amend_requested (check again), filled or " +
-				"order_closed." + tradeDoc,
-			kind: KindTrade,
+			name:        "amend_order",
+			title:       "Amend order",
+			description: "Change qty and/or price of one open order; more size or a worse price counts as added risk. Returns its status.",
+			kind:        KindTrade,
 			schema: objectSchema([]string{"symbol", "category", "order_id"}, map[string]any{
 				"symbol": symbolSchema, "category": categorySchema,
-				"order_id": map[string]any{"type": "string", "pattern": messages.OrderIDRE.String(), "description": "the order_id of get_open_orders"},
-				"qty":      decimalSchema("new quantity"), "price": decimalSchema("new limit price"),
+				"order_id": orderIDSchema,
+				"qty":      decimalSchema(""), "price": decimalSchema(""),
 				"idempotency_key": idempotencyKeySchema, "dry_run": dryRunSchema,
 			}),
 			handle: s.amendOrder,
 		},
 		{
-			name:  "cancel_all_orders",
-			title: "Cancel all orders",
-			description: "Cancel the plain open orders of one symbol: the server reads them, then cancels each by its id " +
-				"(at most 20 per call; has_more says to call again). Goes through the kill switch. Each row says its origin " +
-				"(system: placed by this server; external: anything else); external_count counts the latter." + tradeDoc,
-			kind: KindTrade,
+			name:        "cancel_all_orders",
+			title:       "Cancel all orders",
+			description: "Cancel a symbol's open orders one by one (20 a call; has_more: call again). Returns each status and origin.",
+			kind:        KindTrade,
 			schema: objectSchema([]string{"symbol", "category"}, map[string]any{
 				"symbol": symbolSchema, "category": categorySchema, "idempotency_key": idempotencyKeySchema, "dry_run": dryRunSchema,
 			}),
 			handle: s.cancelAllOrders,
 		},
 		{
-			name:  "close_position",
-			title: "Close position",
-			description: "Close a linear position fully (no qty) or partly: a reduce-only market order (Limit IOC at the worst price " +
-				"within slippage_pct), cut to the position. Goes through the kill switch. Answers like place_order." + tradeDoc,
-			kind: KindTrade,
+			name:        "close_position",
+			title:       "Close position",
+			description: "Close a linear position, all (no qty) or part, with a reduce-only order. Returns the order like place_order.",
+			kind:        KindTrade,
 			schema: objectSchema([]string{"symbol", "category"}, map[string]any{
-				"symbol": symbolSchema, "category": categorySchema, "qty": decimalSchema("how much to close; absent closes all"),
+				"symbol": symbolSchema, "category": categorySchema, "qty": decimalSchema(""),
 				"idempotency_key": idempotencyKeySchema, "dry_run": dryRunSchema,
 			}),
 			handle: s.closePosition,
 		},
 		{
-			name:  "set_trading_stop",
-			title: "Set trading stop",
-			description: "Set or move the take-profit and/or stop-loss of a linear position (whole position). Goes through the " +
-				"kill switch. Prices must be on the tick. status is set when the position shows them, else requested." + tradeDoc,
-			kind: KindTrade,
+			name:        "set_trading_stop",
+			title:       "Set trading stop",
+			description: "Set or move a linear position's take-profit and/or stop-loss. Returns set, or requested.",
+			kind:        KindTrade,
 			schema: objectSchema([]string{"symbol", "category"}, map[string]any{
 				"symbol": symbolSchema, "category": categorySchema,
-				"take_profit": decimalSchema("take-profit price"), "stop_loss": decimalSchema("stop-loss price"),
+				"take_profit": decimalSchema(""), "stop_loss": decimalSchema(""),
 				"idempotency_key": idempotencyKeySchema, "dry_run": dryRunSchema,
 			}),
 			handle: s.setTradingStop,
 		},
 		{
-			name:  "set_leverage",
-			title: "Set leverage",
-			description: "Set a linear symbol's leverage (one-way mode). Raising it increases risk: the kill switch blocks it and " +
-				"max_leverage applies; lowering it always goes through. status is set when the position shows it, unchanged when " +
-				"it already was, else requested. Spot is invalid_params (linear_only)." + tradeDoc,
-			kind: KindTrade,
+			name:        "set_leverage",
+			title:       "Set leverage",
+			description: "Set a linear symbol's leverage; raising it is checked against max_leverage. Returns set, unchanged or requested.",
+			kind:        KindTrade,
 			schema: objectSchema([]string{"symbol", "category", "leverage"}, map[string]any{
-				"symbol": symbolSchema, "category": categorySchema, "leverage": decimalSchema("leverage, e.g. \"3\""),
+				"symbol": symbolSchema, "category": categorySchema, "leverage": decimalSchema(""),
 				"idempotency_key": idempotencyKeySchema, "dry_run": dryRunSchema,
 			}),
 			handle: s.setLeverage,

@@ -20,6 +20,9 @@ const (
 	RoleApprover Role = "approver"
 	// RoleSystem is the server itself (start-up, re-checks, recovery).
 	RoleSystem Role = "system"
+	// RoleDeadman is the server's dead-man switch (cancels when the agent
+	// is gone); it never comes from a channel.
+	RoleDeadman Role = "deadman"
 )
 
 // Channel is how a command reached the server.
@@ -57,6 +60,8 @@ func (o Origin) Actor() string {
 		return ActorCLIAdmin
 	case RoleUser, RoleApprover:
 		return ActorCLIUser
+	case RoleDeadman:
+		return ActorDeadman
 	}
 	return ActorSystem
 }

@@ -79,6 +79,8 @@ var (
 	UserNamePattern      = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]{0,63}$`)
 	maxAllowEntries      = 200
 	maxPositiveLimitSize = decimal.NewFromInt(1_000_000_000)
+	// MaxHeartbeatS bounds heartbeat_s (one day).
+	MaxHeartbeatS = 86400
 )
 
 // PolicySettings is a set of optional policy fields: an admin ceiling or a
@@ -101,6 +103,8 @@ type PolicySettings struct {
 	VenueCeiling                 *VenueLevel      `json:"venue_ceiling,omitempty"`
 	StreamStaleS                 *int             `json:"stream_stale_s,omitempty"`
 	MaxDailyLossUSDT             *decimal.Decimal `json:"max_daily_loss_usdt,omitempty"`
+	CancelOnDisconnect           *bool            `json:"cancel_on_disconnect,omitempty"`
+	HeartbeatS                   *int             `json:"heartbeat_s,omitempty"`
 }
 
 // Policy is an effective policy: every field has a value.
@@ -125,6 +129,13 @@ type Policy struct {
 	// MaxDailyLossUSDT: REDUCING while the day's realised plus
 	// unrealised loss is at least this (issue 13).
 	MaxDailyLossUSDT decimal.Decimal `json:"max_daily_loss_usdt"`
+	// CancelOnDisconnect: when the user's last MCP session ends, the
+	// server cancels the user's open orders of origin system (the
+	// dead-man switch, actors/deadman.go).
+	CancelOnDisconnect bool `json:"cancel_on_disconnect"`
+	// HeartbeatS: when no session of the user has sent anything for this
+	// many seconds, the server cancels those orders too; 0 is off.
+	HeartbeatS int `json:"heartbeat_s"`
 }
 
 // PolicyFields are the SPEC §6 field names, in display order (the field
@@ -163,6 +174,8 @@ func DefaultPolicy(venue VenueLevel) Policy {
 		VenueCeiling:                 VenueDemo,
 		StreamStaleS:                 defaultStreamStaleS,
 		MaxDailyLossUSDT:             loss,
+		CancelOnDisconnect:           false,
+		HeartbeatS:                   0,
 	}
 }
 

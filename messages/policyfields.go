@@ -336,6 +336,33 @@ var PolicyFieldTable = []PolicyField{
 		func(s *PolicySettings) **int { return &s.StreamStaleS }, func(p *Policy) *int { return &p.StreamStaleS }, intRange(1, 3600))},
 	{Name: "max_daily_loss_usdt", Flag: "max-daily-loss", Help: "max_daily_loss_usdt (USDT, day from 00:00 UTC): REDUCING at this loss", ops: decField("max_daily_loss_usdt",
 		func(s *PolicySettings) **decimal.Decimal { return &s.MaxDailyLossUSDT }, func(p *Policy) *decimal.Decimal { return &p.MaxDailyLossUSDT }, limitRange)},
+	{Name: "cancel_on_disconnect", Flag: "cancel-on-disconnect", Help: "cancel_on_disconnect: true or false (cancel the server's open orders when the agent's last session ends)", ops: boolField("cancel_on_disconnect",
+		func(s *PolicySettings) **bool { return &s.CancelOnDisconnect }, func(p *Policy) *bool { return &p.CancelOnDisconnect },
+		func(a, b bool) bool { return a && !b })},
+	{Name: "heartbeat_s", Flag: "heartbeat", Help: "heartbeat_s: cancel the server's open orders after this many silent seconds (0 = off, else 1-86400)", ops: scalarField[int]{
+		name: "heartbeat_s", setting: func(s *PolicySettings) **int { return &s.HeartbeatS }, value: func(p *Policy) *int { return &p.HeartbeatS },
+		stricter: heartbeatStricter, eq: same[int], check: intRange(0, MaxHeartbeatS), read: readInt, format: strconv.Itoa,
+	}},
+}
+
+// heartbeatStricter: any heartbeat is stricter than none (0), and a
+// shorter one stricter than a longer one.
+func heartbeatStricter(a, b int) bool { return a > 0 && (b == 0 || a < b) }
+
+// boolField is a true/false field; stricter says which value is stricter.
+func boolField(name string, set func(*PolicySettings) **bool, val func(*Policy) *bool, stricter func(a, b bool) bool) scalarField[bool] {
+	return scalarField[bool]{name: name, setting: set, value: val, stricter: stricter, eq: same[bool], check: func(bool) string { return "" },
+		read: func(t string) (bool, string) {
+			switch t {
+			case "true":
+				return true, ""
+			case "false":
+				return false, ""
+			}
+			return false, "must be true or false"
+		},
+		format: strconv.FormatBool,
+	}
 }
 
 // PolicyFieldByName returns the field named name.

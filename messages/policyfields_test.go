@@ -26,6 +26,8 @@ var fieldCases = map[string]fieldCase{
 	"venue_ceiling":                    {"paper", "demo", "mars"},
 	"stream_stale_s":                   {"5", "15", "0"},
 	"max_daily_loss_usdt":              {"20", "500", "2000000000"},
+	"cancel_on_disconnect":             {"true", "false", "yes"},
+	"heartbeat_s":                      {"30", "0", "86401"},
 }
 
 // Every field of the table, end to end: parse, validate, merge, without,

@@ -71,6 +71,16 @@ const (
 	// a state transition (ACTIVE, REDUCING, HALTED) or a REDUCING cause
 	// that starts or ends (posture.go).
 	RecordPostureChanged RecordType = 26
+	// A deadman_triggered record is journaled when the dead-man switch
+	// fires for a user (the last session ended, or no session spoke for
+	// heartbeat_s): why, and how many of the server's open orders it is
+	// about to cancel. The cancels follow as order records by
+	// system:deadman.
+	RecordDeadmanTriggered RecordType = 40
+	// A calls_rate_limited record is journaled, at most once per interval
+	// per session, when tool calls were refused for the session's call
+	// rate: how many since the last such record.
+	RecordCallsRateLimited RecordType = 41
 )
 
 // RecordTypeInfo is one entry of the record type table: its SPEC §12 name,
@@ -144,6 +154,8 @@ var RecordTypes = []RecordTypeInfo{
 	{RecordCredentialChecked, "credential_checked", WriterUser, ReplayEvent},
 	{RecordVenueUpdate, "venue_update", WriterUser, ReplayNone},
 	{RecordPostureChanged, "posture_changed", WriterUser, ReplayWhole},
+	{RecordDeadmanTriggered, "deadman_triggered", WriterUser, ReplayNone},
+	{RecordCallsRateLimited, "calls_rate_limited", WriterGuard, ReplayNone},
 }
 
 // RecordInfo returns the table entry of t.
@@ -183,6 +195,9 @@ const (
 	ActorCLIAdmin = "cli:admin"
 	ActorExecutor = "system:executor"
 	ActorVenue    = "system:venue"
+	// ActorDeadman is the dead-man switch: the cancels it makes when an
+	// agent disconnects or falls silent.
+	ActorDeadman = "system:deadman"
 	// ActorSystem is the server itself (start-up, recovery).
 	ActorSystem = "system:server"
 )

@@ -72,7 +72,8 @@ func (r *Runtime) serveHTTP(ctx context.Context, g *cli.Globals, o cli.ServeOpti
 		return cli.CannotStart("%v", err)
 	}
 	defer ctl.Close()
-	relay, err := r.startRelay(p, st, vc.Name, logger)
+	presence := mcp.NewPresence()
+	relay, err := r.startRelay(p, st, vc.Name, logger, o.DenyTools, presence)
 	if err != nil {
 		return cli.CannotStart("%v", err)
 	}
@@ -83,6 +84,8 @@ func (r *Runtime) serveHTTP(ctx context.Context, g *cli.Globals, o cli.ServeOpti
 		Venue:     vc.Name,
 		Version:   r.Release,
 		Logger:    logger.With("component", "mcp"),
+		DenyTools: o.DenyTools,
+		Presence:  presence,
 	})
 	if err != nil {
 		return cli.CannotStart("%v", err)

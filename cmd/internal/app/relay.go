@@ -12,6 +12,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -44,6 +45,9 @@ const (
 type relayHello struct {
 	V    int    `json:"v"`
 	User string `json:"user"`
+	// Deny are the tools the relay client's --deny-tool withholds, added
+	// to the engine's.
+	Deny []string `json:"deny,omitempty"`
 }
 
 // relayAnswer answers the hello: ok, or the refusal.
@@ -182,6 +186,10 @@ func (s *relayServer) serve(conn *net.UnixConn) {
 		s.refuse(conn, messages.InvalidParams("hello", "must be {\"v\":1,\"user\":NAME}"))
 		return
 	}
+	if len(hello.Deny) > 64 || mcp.CheckDenyTools(hello.Deny) != nil {
+		s.refuse(conn, messages.InvalidParams("deny", "must name tools of this server"))
+		return
+	}
 	if !messages.UserNamePattern.MatchString(hello.User) {
 		s.refuse(conn, messages.InvalidParams("user", "must be 1-64 of lowercase letters, digits, '.', '_' or '-'"))
 		return
@@ -195,7 +203,13 @@ func (s *relayServer) serve(conn *net.UnixConn) {
 	if _, err := conn.Write(append(ok, '\n')); err != nil {
 		return
 	}
-	srv, err := mcp.NewServer(s.opts(hello.User))
+	o := s.opts(hello.User)
+	for _, n := range hello.Deny {
+		if !slices.Contains(o.DenyTools, n) {
+			o.DenyTools = append(o.DenyTools, n)
+		}
+	}
+	srv, err := mcp.NewServer(o)
 	if err != nil {
 		s.logger.Error("relay: cannot build the MCP server", "err", err.Error())
 		return
@@ -226,7 +240,7 @@ var errNoRelay = errors.New("no engine answers on the relay socket")
 
 // relayStdio connects this process's stdio to the running engine's MCP
 // relay for user, and copies until either side ends.
-func (r *Runtime) relayStdio(ctx context.Context, p paths, user string) error {
+func (r *Runtime) relayStdio(ctx context.Context, p paths, user string, deny []string) error {
 	d := net.Dialer{Timeout: 2 * time.Second}
 	c, err := d.DialContext(ctx, "unix", relayPath(p))
 	if err != nil {
@@ -234,7 +248,7 @@ func (r *Runtime) relayStdio(ctx context.Context, p paths, user string) error {
 	}
 	conn := c.(*net.UnixConn)
 	defer conn.Close()
-	hello, _ := json.Marshal(relayHello{V: relayVersion, User: user})
+	hello, _ := json.Marshal(relayHello{V: relayVersion, User: user, Deny: deny})
 	_ = conn.SetDeadline(time.Now().Add(relayHelloTimeout))
 	if _, err := conn.Write(append(hello, '\n')); err != nil {
 		return errNoRelay
@@ -271,11 +285,13 @@ func (r *Runtime) relayStdio(ctx context.Context, p paths, user string) error {
 
 // startRelay starts the relay listener of a serving process: each relayed
 // session is an MCP server for its user, as on stdio.
-func (r *Runtime) startRelay(p paths, st *stack, venueName string, logger *slog.Logger) (*relayServer, error) {
+// The engine's deny list applies to every relayed session, and the tools
+// a relay client withholds (its own --deny-tool) are added for its session.
+func (r *Runtime) startRelay(p paths, st *stack, venueName string, logger *slog.Logger, deny []string, presence *mcp.Presence) (*relayServer, error) {
 	return listenRelay(p, st.sys, func(user string) mcp.Options {
 		return mcp.Options{
 			Backend: st.sys, Principal: policyPrincipal(st.sys, user), Venue: venueName, Version: r.Release,
-			Logger: logger.With("component", "mcp", "user", user),
+			Logger: logger.With("component", "mcp", "user", user), DenyTools: slices.Clone(deny), Presence: presence,
 		}
 	}, logger.With("component", "relay"))
 }

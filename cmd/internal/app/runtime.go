@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -157,6 +158,11 @@ func policyPrincipal(sys *actors.System, user string) func(context.Context, sdk.
 
 // Serve runs the MCP server on stdio (SPEC §3).
 func (r *Runtime) Serve(ctx context.Context, g *cli.Globals, o cli.ServeOptions, _ cli.IO) error {
+	deny, err := r.denyTools(o.DenyTools)
+	if err != nil {
+		return err
+	}
+	o.DenyTools = deny
 	switch o.Transport {
 	case "stdio":
 	case "http":
@@ -183,7 +189,7 @@ func (r *Runtime) Serve(ctx context.Context, g *cli.Globals, o cli.ServeOptions,
 	lock, err := lockHome(p)
 	if err != nil {
 		// An engine already serves this home: relay this session to it.
-		if rerr := r.relayStdio(ctx, p, g.User); !errors.Is(rerr, errNoRelay) {
+		if rerr := r.relayStdio(ctx, p, g.User, o.DenyTools); !errors.Is(rerr, errNoRelay) {
 			return rerr
 		}
 		return cli.CannotStart("%v", err)
@@ -216,7 +222,11 @@ func (r *Runtime) Serve(ctx context.Context, g *cli.Globals, o cli.ServeOptions,
 		return cli.CannotStart("%v", err)
 	}
 	defer ctl.Close()
-	relay, err := r.startRelay(p, st, vc.Name, logger)
+	// The stdio session and the relayed ones are followed apart: at EOF
+	// serve waits for its own session's dead-man cancels, then ends the
+	// relayed sessions and waits for theirs.
+	presence, relayed := mcp.NewPresence(), mcp.NewPresence()
+	relay, err := r.startRelay(p, st, vc.Name, logger, o.DenyTools, relayed)
 	if err != nil {
 		return cli.CannotStart("%v", err)
 	}
@@ -227,16 +237,57 @@ func (r *Runtime) Serve(ctx context.Context, g *cli.Globals, o cli.ServeOptions,
 		Venue:     vc.Name,
 		Version:   r.Release,
 		Logger:    logger.With("component", "mcp"),
+		DenyTools: o.DenyTools,
+		Presence:  presence,
 	})
 	if err != nil {
 		return cli.CannotStart("%v", err)
 	}
 	logger.Info("serving MCP on stdio", "venue", vc.Name, "user", g.User)
 	t := mcp.StdioTransport(r.Stdin, r.Stdout, logger.With("component", "stdio"))
-	if err := srv.Run(ctx, t); err != nil && !errors.Is(err, context.Canceled) {
-		return cli.Refused("serve: %v", err)
+	runErr := srv.Run(ctx, t)
+	// The session ended (EOF or a signal): the dead-man switch may be
+	// cancelling the user's orders; the stack stays up until it is done.
+	waitPresence(presence, logger)
+	relay.Close()
+	waitPresence(relayed, logger)
+	if runErr != nil && !errors.Is(runErr, context.Canceled) {
+		return cli.Refused("serve: %v", runErr)
 	}
 	return nil
+}
+
+// envDenyTools adds tools to --deny-tool, comma-separated.
+const envDenyTools = "GX_DENY_TOOLS"
+
+// denyTools is --deny-tool with GX_DENY_TOOLS added; a name that is not a
+// tool refuses to start.
+func (r *Runtime) denyTools(flags []string) ([]string, error) {
+	var out []string
+	for _, n := range flags {
+		if n = strings.TrimSpace(n); n != "" && !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	for _, n := range strings.Split(r.getenv(envDenyTools), ",") {
+		if n = strings.TrimSpace(n); n != "" && !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	if err := mcp.CheckDenyTools(out); err != nil {
+		return nil, cli.CannotStart("%v (--deny-tool and %s)", err, envDenyTools)
+	}
+	return out, nil
+}
+
+// waitPresence waits, bounded, for the sessions that ended to be reported
+// and their dead-man cancels to finish.
+func waitPresence(p *mcp.Presence, logger *slog.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	if err := p.Wait(ctx); err != nil {
+		logger.Warn("stopped waiting for the dead-man switch", "err", err.Error())
+	}
 }
 
 // provisionPaperKey stores a new random paper key for the user, through the
