@@ -176,8 +176,8 @@ func hostileSetup(t *testing.T, e *env) (*sdk.ClientSession, string, string) {
 	t.Helper()
 	e.tradeUser(t, "alice", messages.PolicySettings{})
 	e.tradeUser(t, "bob", messages.PolicySettings{})
-	cs := connect(t, Options{Backend: e.sys, Principal: fixedPrincipal("alice", ProfileTrade)}, "")
-	bs := connect(t, Options{Backend: e.sys, Principal: fixedPrincipal("bob", ProfileTrade)}, "")
+	cs := connect(t, Options{Backend: e.sys, Principal: fixedPrincipal("alice", ProfileTrade), CallsPerSecond: 1e6, CallBurst: 1e6}, "")
+	bs := connect(t, Options{Backend: e.sys, Principal: fixedPrincipal("bob", ProfileTrade), CallsPerSecond: 1e6, CallBurst: 1e6}, "")
 	placed, isErr := callJSON(t, cs, "place_order", map[string]any{"symbol": "BTCUSDT", "category": "linear", "side": "Buy", "order_type": "Limit", "qty": "0.01", "price": "30000"})
 	if isErr || placed["order_status"] != "New" {
 		t.Fatalf("alice's resting order: %v", placed)
@@ -456,7 +456,7 @@ func TestKillSwitchRiskDirectionAllTools(t *testing.T) {
 func TestAgentCannotTouchAnotherUsersOrder(t *testing.T) {
 	e := newEnv(t)
 	cs, _, theirs := hostileSetup(t, e)
-	bs := connect(t, Options{Backend: e.sys, Principal: fixedPrincipal("bob", ProfileTrade)}, "")
+	bs := connect(t, Options{Backend: e.sys, Principal: fixedPrincipal("bob", ProfileTrade), CallsPerSecond: 1e6, CallBurst: 1e6}, "")
 	lin := map[string]any{"symbol": "BTCUSDT", "category": "linear"}
 	for _, c := range []struct {
 		tool string
@@ -502,7 +502,7 @@ func TestExternalOrdersFollowThePath(t *testing.T) {
 	if _, err := e.sys.Handle(context.Background(), &messages.SetCeilingRequest{User: "alice", Settings: settings}, messages.ActorCLIAdmin); err != nil {
 		t.Fatal(err)
 	}
-	cs := connect(t, Options{Backend: e.sys, Principal: fixedPrincipal("alice", ProfileTrade)}, "")
+	cs := connect(t, Options{Backend: e.sys, Principal: fixedPrincipal("alice", ProfileTrade), CallsPerSecond: 1e6, CallBurst: 1e6}, "")
 	spoof := map[string]any{"category": "linear", "symbol": "BTCUSDT", "side": "Buy", "orderType": "Limit", "qty": "0.01", "price": "30000", "orderLinkId": "gx-AAAAAAAA-1"}
 	plain := map[string]any{"category": "linear", "symbol": "BTCUSDT", "side": "Buy", "orderType": "Limit", "qty": "0.01", "price": "29000"}
 	ids := e.seedOrders(t, key, []map[string]any{spoof, plain})
@@ -554,7 +554,7 @@ func TestSplittingHoldsAcrossRestart(t *testing.T) {
 	}
 	small := func(i int) map[string]any { return with(order(i), "qty", "0.001") }
 	session := func(user string) *sdk.ClientSession {
-		return connect(t, Options{Backend: d.sys, Principal: fixedPrincipal(user, ProfileTrade)}, "")
+		return connect(t, Options{Backend: d.sys, Principal: fixedPrincipal(user, ProfileTrade), CallsPerSecond: 1e6, CallBurst: 1e6}, "")
 	}
 	wantLimit := func(who string, out map[string]any, isErr bool, limit, allowed string) {
 		t.Helper()
