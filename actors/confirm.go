@@ -680,7 +680,10 @@ func (u *userActor) onConfirmDone(ctx actor.Context, m *confirmDone) {
 	}
 	conf, ok := u.state.Confirmations[m.id]
 	e, failed := answer.(*messages.Error)
-	if !ok || conf.Status != messages.ConfirmStatusExecuting || failed && e.Code == messages.CodeOutcomeUnknown {
+	// The order's outcome may already have settled the status
+	// (applyConfirm); the run's end is journaled all the same.
+	ran := conf.Status == messages.ConfirmStatusExecuting || conf.Status == messages.ConfirmStatusExecuted || conf.Status == messages.ConfirmStatusFailed
+	if !ok || !ran || failed && e.Code == messages.CodeOutcomeUnknown {
 		u.reply(ctx, m.waiter, answer)
 		return
 	}

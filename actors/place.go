@@ -137,6 +137,11 @@ func (u *userActor) onMarketFetched(ctx actor.Context, m *marketFetched) {
 		u.reply(ctx, act.waiter, ans)
 		return
 	}
+	if act.origin.ConfirmationID != "" {
+		// The key's claim is the parked call's arguments, whatever the
+		// run cut.
+		plan.argsSHA256 = act.place.hash
+	}
 	var parked any = act.place.args
 	if tool == toolClosePosition {
 		o := act.place.args
