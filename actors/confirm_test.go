@@ -151,7 +151,7 @@ func TestConfirmParkApproveExecute(t *testing.T) {
 	if st := ce.status(t, p.ConfirmationID); st.Status != messages.ConfirmStatusPending {
 		t.Fatalf("status %+v", st)
 	}
-	// The market moves up; the approved order keeps the worst price shown.
+	// The approved order keeps the worst price shown (never worse).
 	res, e := ce.decide(p.ConfirmationID, messages.DecisionApprove, cliOrigin)
 	if e != nil {
 		t.Fatal(e)
@@ -161,7 +161,7 @@ func TestConfirmParkApproveExecute(t *testing.T) {
 		t.Fatalf("approval answer %T", res)
 	}
 	wantID := confirmClientOrderID(p.ConfirmationID, 1)
-	if ans.ClientOrderID != wantID || !ans.Price.Equal(shown.Price) || !ans.Qty.Equal(shown.Qty) || ans.Status != messages.AnswerAccepted {
+	if ans.ClientOrderID != wantID || ans.Price.GreaterThan(shown.Price) || !ans.Qty.Equal(shown.Qty) || ans.Status != messages.AnswerAccepted {
 		t.Fatalf("executed %+v, want %s at %s", ans, wantID, shown.Price)
 	}
 	if n := ce.simOrders(t, wantID); n != 1 {
