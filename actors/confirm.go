@@ -121,6 +121,17 @@ func (c Confirmation) live() bool {
 	return c.Status == messages.ConfirmStatusPending || c.Status == messages.ConfirmStatusApproved
 }
 
+// liveConfirmations reports whether a confirmation waits, is approved or
+// executing: the user actor starts at once to run or expire it.
+func (s *UserState) liveConfirmations() bool {
+	for _, c := range s.Confirmations {
+		if c.live() || c.Status == messages.ConfirmStatusExecuting {
+			return true
+		}
+	}
+	return false
+}
+
 // setConfirmation replaces one confirmation (the map is replaced, never
 // changed in place, so committed snapshots stay exact).
 func (s *UserState) setConfirmation(c Confirmation) {
