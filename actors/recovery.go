@@ -194,7 +194,7 @@ func holdsForRecovery(msg any) bool {
 	switch m := msg.(type) {
 	case *userCommand:
 		switch c := m.cmd.(type) {
-		case *messages.ShowPolicyRequest, *messages.ShowCredentialRequest, *messages.ShowPostureRequest:
+		case *messages.ShowPolicyRequest, *messages.ShowCredentialRequest, *messages.ShowPostureRequest, *messages.ConfirmationStatusCommand, *messages.ListConfirmationsCommand:
 			return false
 		case *messages.SetPostureRequest:
 			return !c.Reduce
@@ -202,7 +202,7 @@ func holdsForRecovery(msg any) bool {
 			return !c.On
 		}
 		return true
-	case *decideAsk, *placeAsk, *cancelAsk, *cancelAllResume:
+	case *decideAsk, *placeAsk, *cancelAsk, *cancelAllResume, *confirmExecute, *confirmSweep:
 		return true
 	}
 	return false

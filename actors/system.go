@@ -73,6 +73,10 @@ type Config struct {
 	// reconnect) before it is answered exchange_unavailable, reason
 	// "reconciling" (default DefaultRecoveryWait).
 	RecoveryWait time.Duration
+	// ConfirmCLI lets the CLI decide confirmations over the control
+	// socket (GX_CONFIRM_CLI_ENABLED=true). Off: a confirmation needs the
+	// client's own form, or the action is refused.
+	ConfirmCLI bool
 }
 
 // System is a running actor system. Its methods are safe for concurrent use;
@@ -173,7 +177,7 @@ func Start(cfg Config) (*System, error) {
 			venue: level, env: cfg.Environment, journal: s.journal, logger: logger, masterKey: cfg.MasterKey,
 			factory: cfg.Clients, timeout: s.timeout, now: s.now, mw: mw, health: s.health, registry: s.registry,
 			tokens: s.tokens, streams: cfg.Streams, settleWait: cfg.SettleWait, recoveryWait: cfg.RecoveryWait,
-			disk: disk, postureEvery: cfg.PostureEvery, positionPoll: cfg.PositionPoll,
+			disk: disk, postureEvery: cfg.PostureEvery, positionPoll: cfg.PositionPoll, confirmCLI: cfg.ConfirmCLI,
 		}
 		if deps.recoveryWait <= 0 {
 			deps.recoveryWait = DefaultRecoveryWait
@@ -207,9 +211,11 @@ func Start(cfg Config) (*System, error) {
 		}
 		// Recovery phase: every user with an open attempt (an
 		// order_attempt without an outcome) is started now and reconciles
-		// it before it takes new writes. The others start on first use.
+		// it before it takes new writes; so is every user with a live
+		// confirmation, to run or expire it (confirm.go). The others
+		// start on first use.
 		for user, c := range holders {
-			if len(c.p.Load().Attempts) == 0 {
+			if st := c.p.Load(); len(st.Attempts) == 0 && !st.liveConfirmations() {
 				continue
 			}
 			if _, err := ask[*ensureUserResponse](context.Background(), s, s.users, &ensureUserRequest{user: user}); err != nil {

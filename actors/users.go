@@ -110,6 +110,9 @@ type userDeps struct {
 	// postureEvery is how often the automatic posture causes are
 	// evaluated; positionPoll how often an open position's mark is read.
 	postureEvery, positionPoll time.Duration
+	// confirmCLI: the server runs with GX_CONFIRM_CLI_ENABLED=true, so
+	// the CLI may decide confirmations (confirm.go).
+	confirmCLI bool
 }
 
 // userActor is the thin shell around one user's UserState: it decides,
@@ -138,6 +141,9 @@ type userActor struct {
 	cancelPace cancelPacer
 	// deadman is the dead-man switch's state (deadman.go).
 	deadman *deadmanState
+	// executing counts the writes of each approved confirmation this
+	// incarnation runs (confirm.go).
+	executing map[string]int
 	serial
 	// cache is the user's stream cache, written by the venue actor
 	// (posturecache.go).
@@ -156,6 +162,9 @@ func (u *userActor) Receive(ctx actor.Context) {
 		u.startRecovery(ctx)
 		u.startPostureTicker(ctx)
 		u.wakeVenue(ctx)
+		// Confirmations left waiting, approved or executing by an earlier
+		// process are looked at once the recovery phase is over.
+		ctx.Send(ctx.Self(), &confirmSweep{})
 	case *actor.Restarting:
 		u.stopPostureTicker()
 		u.replaced = true
@@ -168,7 +177,7 @@ func (u *userActor) Receive(ctx actor.Context) {
 		if ev, ok, err := DecodeEvent(messages.RecordType(m.rec.Type), m.rec.Payload); ok && err == nil {
 			u.commit(ev)
 		}
-	case *userCommand, *decideAsk, *accountAsk, *keyChecked, *orderLookedUp, *crashRequest:
+	case *userCommand, *decideAsk, *accountAsk, *keyChecked, *orderLookedUp, *crashRequest, *confirmExecute, *confirmDone, *confirmSweep:
 		u.handle(ctx, m, ctx.Sender())
 	case *recoveryHoldExpired:
 		u.onRecoveryHoldExpired(ctx, m)
@@ -228,6 +237,12 @@ func (u *userActor) handle(ctx actor.Context, msg any, sender *actor.PID) {
 		u.onOrderLookedUp(ctx, m)
 	case *crashRequest:
 		panic("user: crash requested by test")
+	case *confirmExecute:
+		u.onConfirmExecute(ctx, m)
+	case *confirmDone:
+		u.onConfirmDone(ctx, m)
+	case *confirmSweep:
+		u.onConfirmSweep(ctx)
 	default:
 		if isDeadmanMessage(msg) {
 			u.handleDeadman(ctx, msg, sender)

@@ -40,6 +40,8 @@ type UserState struct {
 	// last journaled (posture_changed; posture.go).
 	Posture      messages.PostureCauses
 	PostureState messages.PostureState
+	// Confirmations are the parked actions by confirmation id (confirm.go).
+	Confirmations map[string]Confirmation
 }
 
 // Event is one journaled change: its record type and typed payload.
@@ -190,7 +192,7 @@ func (s *UserState) refuseDisabled() error {
 // Apply changes the state from a journaled event. It is the only code that
 // changes a UserState, live or during replay.
 func (s *UserState) Apply(ev Event) {
-	if s.applyCredential(ev) || s.applyOrder(ev) || s.applyToken(ev) {
+	if s.applyConfirm(ev) || s.applyCredential(ev) || s.applyOrder(ev) || s.applyToken(ev) {
 		return
 	}
 	switch p := ev.Payload.(type) {
@@ -241,6 +243,12 @@ func DecodeEvent(typ messages.RecordType, payload []byte) (Event, bool, error) {
 		return decodeAs[messages.TokenRevokedEvent](typ, payload)
 	case messages.RecordPostureChanged:
 		return decodeAs[messages.PostureChangedEvent](typ, payload)
+	case messages.RecordConfirmationRequested:
+		return decodeAs[messages.ConfirmationRequestedEvent](typ, payload)
+	case messages.RecordConfirmationDecided:
+		return decodeAs[messages.ConfirmationDecidedEvent](typ, payload)
+	case messages.RecordConfirmationExecuted:
+		return decodeAs[messages.ConfirmationExecutedEvent](typ, payload)
 	}
 	return Event{}, false, nil
 }

@@ -202,7 +202,7 @@ func TestToolsListBothEras(t *testing.T) {
 					t.Errorf("%s: read tool without readOnlyHint", tl.Name)
 				}
 			}
-			want := "activate_kill_switch,get_balances,get_instrument,get_klines,get_my_journal,get_my_policy,get_open_orders," +
+			want := "activate_kill_switch,cancel_confirmation,get_balances,get_confirmation_status,get_instrument,get_klines,get_my_journal,get_my_policy,get_open_orders," +
 				"get_order_history,get_orderbook,get_positions,get_posture,get_ticker,get_trades,reduce_risk_only,wait_for_update"
 			if got := strings.Join(names, ","); got != want {
 				t.Fatalf("tools = %s, want %s", got, want)

@@ -1,6 +1,7 @@
 package messages
 
 import (
+	"encoding/json"
 	"slices"
 	"strings"
 )
@@ -33,9 +34,10 @@ var (
 	admins   = []Role{RoleAdmin}
 )
 
-func policyView() any     { return &PolicyView{} }
-func credentialView() any { return &CredentialView{} }
-func tokenList() any      { return &TokenList{} }
+func policyView() any         { return &PolicyView{} }
+func credentialView() any     { return &CredentialView{} }
+func tokenList() any          { return &TokenList{} }
+func confirmationStatus() any { return &ConfirmationStatus{} }
 
 // Commands is the command table: the commands sent through
 // actors.System.Submit (MCP tools, the CLI, the control socket). The action
@@ -63,12 +65,12 @@ var Commands = []CommandInfo{
 		Records: []RecordType{RecordTokenRevoked}},
 	{Name: "admin.token.list", New: func() Command { return &ListTokensRequest{} }, Result: tokenList, Roles: admins},
 	{Name: "keys.add", New: func() Command { return &AddCredentialRequest{} }, Result: credentialView, Roles: humans,
-		Records: []RecordType{RecordCredentialAdded, RecordCredentialRejected}},
+		Records: []RecordType{RecordCredentialAdded, RecordCredentialRejected, RecordConfirmationDecided}},
 	// An approver uid does not read keys: the CLI refuses keys.* for a
 	// foreign uid, and the server agrees.
 	{Name: "keys.show", New: func() Command { return &ShowCredentialRequest{} }, Result: credentialView, Roles: []Role{RoleUser, RoleAdmin, RoleSystem}},
 	{Name: "keys.delete", New: func() Command { return &DeleteCredentialRequest{} }, Result: credentialView, Roles: humans,
-		Records: []RecordType{RecordCredentialDeleted}},
+		Records: []RecordType{RecordCredentialDeleted, RecordConfirmationDecided}},
 	{Name: "keys.recheck", New: func() Command { return &RecheckCredentialRequest{} }, Result: credentialView,
 		Roles: []Role{RoleUser, RoleAdmin, RoleSystem}, Records: []RecordType{RecordCredentialChecked}},
 	// Posture: anyone reads it; anyone may enter a human REDUCING, only a
@@ -91,6 +93,15 @@ var Commands = []CommandInfo{
 		Roles: []Role{RoleAgent}, Records: tradeRecords},
 	{Name: "trade.set_leverage", New: func() Command { return &SetLeverageCommand{} }, Result: func() any { return &LeverageAnswer{} },
 		Roles: []Role{RoleAgent}, Records: tradeRecords},
+	// Confirmations (SPEC §9): the agent watches and withdraws; a human
+	// decides (the MCP layer sends a client_ui decision for the human who
+	// answered the client's form: see Permit).
+	{Name: "confirm.status", New: func() Command { return &ConfirmationStatusCommand{} }, Result: confirmationStatus, Roles: everyone},
+	{Name: "confirm.cancel", New: func() Command { return &CancelConfirmationCommand{} }, Result: confirmationStatus,
+		Roles: []Role{RoleAgent, RoleUser, RoleAdmin}, Records: []RecordType{RecordConfirmationDecided}},
+	{Name: "confirm.list", New: func() Command { return &ListConfirmationsCommand{} }, Result: func() any { return &ConfirmationList{} }, Roles: readers},
+	{Name: "confirm.decide", New: func() Command { return &DecideConfirmationCommand{} }, Result: func() any { return new(json.RawMessage) },
+		Roles: []Role{RoleAgent, RoleUser, RoleAdmin, RoleApprover}, Records: append([]RecordType{RecordConfirmationDecided, RecordConfirmationExecuted}, tradeRecords...)},
 }
 
 // CommandByName returns the table entry of a wire name.
@@ -178,6 +189,22 @@ func Permit(o Origin, cmd Command) *Error {
 	case *SetPostureRequest:
 		if !c.Reduce && o.Role != RoleUser && o.Role != RoleAdmin {
 			return deny("only a human can leave REDUCING", "a human can run `guarded-exchange posture resume` outside the chat")
+		}
+	case *DecideConfirmationCommand:
+		// A human decides: on the CLI channel from the control socket
+		// (the server's uid or an approver uid); on the client_ui channel
+		// only as relayed by the MCP layer for the agent's own session,
+		// after the human answered the form. The user actor checks again
+		// that the confirmation was parked for that channel.
+		switch c.Channel {
+		case ConfirmChannelCLI:
+			if o.Role == RoleAgent || o.Channel != ChannelSocket && o.Channel != ChannelInProcess {
+				return deny("a cli decision comes only from the control socket", "a human runs `guarded-exchange confirm approve|reject ID`")
+			}
+		case ConfirmChannelClientUI:
+			if o.Role != RoleAgent {
+				return deny("a client_ui decision comes only from the client's form", "decide with `guarded-exchange confirm approve|reject ID`")
+			}
 		}
 	case *AddCredentialRequest:
 		if c.AdminAttest && o.Role != RoleAdmin {

@@ -149,7 +149,8 @@ var PolicyFields = func() []string {
 }()
 
 // DefaultPolicy is the policy of a user nobody configured (SPEC §6):
-// read_only, empty allowlist, every trading action confirmed, and the
+// read_only, empty allowlist, every trading action confirmed, the client UI
+// trusted for confirmation except on live, and the
 // per-order limits of the venue: 1000 USDT and x10 on paper and demo, 50 USDT
 // and x3 on live.
 func DefaultPolicy(venue VenueLevel) Policy {
@@ -166,7 +167,7 @@ func DefaultPolicy(venue VenueLevel) Policy {
 		ConfirmActions:               slices.Clone(TradingTools),
 		ConfirmAboveNotionalUSDT:     decimal.Zero,
 		ConfirmationTTLS:             defaultConfirmTTLS,
-		TrustClientUI:                false,
+		TrustClientUI:                venue != VenueLive,
 		MaxPending:                   defaultMaxPending,
 		DailyNotionalCapUSDT:         daily,
 		MaxUnconfirmedActionsPerHour: 10,
@@ -212,8 +213,14 @@ func (p Policy) Looser(s PolicySettings) []string {
 
 // Effective is the policy a user is held to: the defaults overlaid by the
 // admin ceiling, then tightened by the user's own settings.
+// Live never trusts the client's UI for confirmation, whatever the ceiling
+// says (SPEC §2).
 func Effective(venue VenueLevel, ceiling, own PolicySettings) Policy {
-	return DefaultPolicy(venue).Overlay(ceiling).Tighten(own)
+	p := DefaultPolicy(venue).Overlay(ceiling).Tighten(own)
+	if venue == VenueLive {
+		p.TrustClientUI = false
+	}
+	return p
 }
 
 // Validate checks every set field's range (SPEC §6 hard limits), returning

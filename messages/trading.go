@@ -115,6 +115,10 @@ type CancelAnswer struct {
 type PlaceOrderCommand struct {
 	User string         `json:"user"`
 	Args PlaceOrderArgs `json:"args"`
+	// ClientUI is set by the MCP layer only, when the calling client
+	// declared form elicitation (never from tool arguments): the human may
+	// then decide a confirmation through the client's own form.
+	ClientUI bool `json:"client_ui,omitempty"`
 }
 
 // CancelOrderCommand is cancel_order from the agent. Answer:
@@ -122,6 +126,10 @@ type PlaceOrderCommand struct {
 type CancelOrderCommand struct {
 	User string          `json:"user"`
 	Args CancelOrderArgs `json:"args"`
+	// ClientUI is set by the MCP layer only, when the calling client
+	// declared form elicitation (never from tool arguments): the human may
+	// then decide a confirmation through the client's own form.
+	ClientUI bool `json:"client_ui,omitempty"`
 }
 
 func (*PlaceOrderCommand) CommandName() string   { return "trade.place_order" }
@@ -129,8 +137,8 @@ func (c *PlaceOrderCommand) TargetUser() string  { return c.User }
 func (*CancelOrderCommand) CommandName() string  { return "trade.cancel_order" }
 func (c *CancelOrderCommand) TargetUser() string { return c.User }
 
-// tradeRecords are the records a trading command may cause.
-var tradeRecords = []RecordType{RecordOrderRefused, RecordOrderAttempt, RecordOrderOutcome, RecordOrderRepeat}
+// tradeRecords are the records a trading command may cause (parking one for a human journals confirmation_requested).
+var tradeRecords = []RecordType{RecordOrderRefused, RecordOrderAttempt, RecordOrderOutcome, RecordOrderRepeat, RecordConfirmationRequested}
 
 // SetLeverageArgs are set_leverage's arguments (linear only).
 type SetLeverageArgs struct {
@@ -161,6 +169,10 @@ type LeverageAnswer struct {
 type SetLeverageCommand struct {
 	User string          `json:"user"`
 	Args SetLeverageArgs `json:"args"`
+	// ClientUI is set by the MCP layer only, when the calling client
+	// declared form elicitation (never from tool arguments): the human may
+	// then decide a confirmation through the client's own form.
+	ClientUI bool `json:"client_ui,omitempty"`
 }
 
 func (*SetLeverageCommand) CommandName() string  { return "trade.set_leverage" }
@@ -182,6 +194,10 @@ type ClosePositionArgs struct {
 type ClosePositionCommand struct {
 	User string            `json:"user"`
 	Args ClosePositionArgs `json:"args"`
+	// ClientUI is set by the MCP layer only, when the calling client
+	// declared form elicitation (never from tool arguments): the human may
+	// then decide a confirmation through the client's own form.
+	ClientUI bool `json:"client_ui,omitempty"`
 }
 
 func (*ClosePositionCommand) CommandName() string  { return "trade.close_position" }
@@ -218,6 +234,10 @@ type TradingStopAnswer struct {
 type TradingStopCommand struct {
 	User string          `json:"user"`
 	Args TradingStopArgs `json:"args"`
+	// ClientUI is set by the MCP layer only, when the calling client
+	// declared form elicitation (never from tool arguments): the human may
+	// then decide a confirmation through the client's own form.
+	ClientUI bool `json:"client_ui,omitempty"`
 }
 
 func (*TradingStopCommand) CommandName() string  { return "trade.set_trading_stop" }
@@ -261,6 +281,10 @@ type AmendAnswer struct {
 type AmendOrderCommand struct {
 	User string         `json:"user"`
 	Args AmendOrderArgs `json:"args"`
+	// ClientUI is set by the MCP layer only, when the calling client
+	// declared form elicitation (never from tool arguments): the human may
+	// then decide a confirmation through the client's own form.
+	ClientUI bool `json:"client_ui,omitempty"`
 }
 
 func (*AmendOrderCommand) CommandName() string  { return "trade.amend_order" }
@@ -305,6 +329,10 @@ type CancelAllAnswer struct {
 type CancelAllCommand struct {
 	User string        `json:"user"`
 	Args CancelAllArgs `json:"args"`
+	// ClientUI is set by the MCP layer only, when the calling client
+	// declared form elicitation (never from tool arguments): the human may
+	// then decide a confirmation through the client's own form.
+	ClientUI bool `json:"client_ui,omitempty"`
 }
 
 func (*CancelAllCommand) CommandName() string  { return "trade.cancel_all_orders" }
