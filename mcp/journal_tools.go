@@ -58,10 +58,8 @@ func (s *server) journalTools() []*tool {
 	return []*tool{{
 		name:  journalTool,
 		title: "Get my journal",
-		description: "Your own recent journal records, newest first: decisions, refusals, order attempts and outcomes, " +
-			"stream updates of your orders, kill switch and policy changes (not the tool calls themselves). " +
-			"limit 1-100 (default 20). has_more is true when older records are kept: pass next_cursor back as cursor. " +
-			"Text from the exchange is in untrusted_text, referenced by number.",
+		description: "Your own recent journal records, newest first: orders, refusals, stream updates, kill switch and policy changes. " +
+			"Page with next_cursor. Exchange text is in untrusted_text.",
 		kind: KindRead,
 		schema: objectSchema(nil, map[string]any{
 			"limit":  limitSchema(journalDefaultLimit, journalMaxLimit),

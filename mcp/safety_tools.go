@@ -32,8 +32,8 @@ func (s *server) safetyTools() []*tool {
 		{
 			name:  "get_confirmation_status",
 			title: "Get a confirmation's status",
-			description: "The status of an action parked for a human (pending, approved, executing, executed, failed, rejected, expired, " +
-				"expired_after_approval, cancelled), the plan shown to the human, and once executed the tool's answer. No tool approves or rejects: a human decides outside the chat.",
+			description: "Status of an action parked for a human, the plan shown, and the tool's answer once executed. " +
+				"Only a human decides, outside the chat.",
 			kind:   KindRead,
 			schema: objectSchema([]string{"confirmation_id"}, map[string]any{"confirmation_id": confirmationIDSchema}),
 			handle: s.getConfirmationStatus,
