@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -55,6 +56,12 @@ type Options struct {
 	// when one logical server is built more than once (e.g. an HTTP
 	// handler that builds a server per request or session).
 	CursorKey []byte
+	// StateKey seals the requestState of the client's confirmation form
+	// (32 bytes; RequestStateKey derives it from the master key). Nil
+	// means a random key made by NewServer: a form answered after the
+	// server was rebuilt is then refused (fail closed), so a server that
+	// must survive a restart between the two rounds sets it.
+	StateKey []byte
 	// extraTools are added to the registry; tests use it for a write tool.
 	extraTools []*tool
 }
@@ -79,7 +86,18 @@ func NewServer(o Options) (*sdk.Server, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	s := &server{opts: o, logger: logger}
+	stateKey := o.StateKey
+	if stateKey == nil {
+		stateKey = make([]byte, 32)
+		if _, err := rand.Read(stateKey); err != nil {
+			return nil, err
+		}
+	}
+	sealer, err := newStateSealer(stateKey, nil)
+	if err != nil {
+		return nil, err
+	}
+	s := &server{opts: o, logger: logger, sealer: sealer}
 	s.reg = newRegistry(slices.Concat(s.marketTools(), s.accountTools(), s.safetyTools(), s.tradingTools(), o.extraTools)...)
 
 	srv := sdk.NewServer(&sdk.Implementation{Name: "guarded-exchange", Version: o.Version}, &sdk.ServerOptions{
@@ -98,6 +116,7 @@ type server struct {
 	opts   Options
 	reg    *registry
 	logger *slog.Logger
+	sealer *stateSealer
 }
 
 // dispatch adapts a registry tool to the SDK's low-level handler. The
