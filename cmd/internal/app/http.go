@@ -83,6 +83,7 @@ func (r *Runtime) serveHTTP(ctx context.Context, g *cli.Globals, o cli.ServeOpti
 		Venue:     vc.Name,
 		Version:   r.Release,
 		Logger:    logger.With("component", "mcp"),
+		StateKey:  st.stateKey,
 	})
 	if err != nil {
 		return cli.CannotStart("%v", err)

@@ -227,6 +227,7 @@ func (r *Runtime) Serve(ctx context.Context, g *cli.Globals, o cli.ServeOptions,
 		Venue:     vc.Name,
 		Version:   r.Release,
 		Logger:    logger.With("component", "mcp"),
+		StateKey:  st.stateKey,
 	})
 	if err != nil {
 		return cli.CannotStart("%v", err)
