@@ -143,3 +143,54 @@ func TestRequestStateNonce(t *testing.T) {
 		t.Fatal("two seals are equal")
 	}
 }
+
+// No input but a state this server sealed opens: random bytes, prefixed
+// or not, are refused with the stable reason and never panic.
+func FuzzRequestStateOpen(f *testing.F) {
+	master := bytes.Repeat([]byte{9}, 32)
+	now := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	s := testSealer(f, master, func() time.Time { return now })
+	p := Principal{User: "alice", Profile: ProfileTrade}
+	sealed := formState{V: 1, User: "alice", Tool: "place_order", CallDigest: "d", ConfirmationID: "cf_0123456789abcdef01234567", Expires: now.Add(time.Minute).UnixMilli()}
+	genuine, err := s.seal(sealed)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(genuine)
+	f.Add(requestStatePrefix)
+	f.Add(requestStatePrefix + strings.Repeat("A", 100))
+	f.Add("")
+	f.Fuzz(func(t *testing.T, wire string) {
+		st, e := s.open(wire, p, "place_order", "d")
+		if e == nil {
+			// Only a state sealed under this key opens (a fuzzing worker
+			// seals its own genuine seed), and it opens as sealed.
+			if st != sealed {
+				t.Fatalf("opened %+v from %q", st, wire)
+			}
+			return
+		}
+		if r := e.Details["reason"]; r != stateReasonInvalid {
+			t.Fatalf("reason %v", r)
+		}
+	})
+}
+
+// BenchmarkRequestState is one form round's sealing work: seal the state
+// on the first call, open it on the repeated one.
+func BenchmarkRequestState(b *testing.B) {
+	s := testSealer(b, bytes.Repeat([]byte{5}, 32), nil)
+	p := Principal{User: "alice", Profile: ProfileTrade, TokenID: "tok_1"}
+	st := formState{User: "alice", TokenID: "tok_1", Tool: "place_order", CallDigest: strings.Repeat("d", 64),
+		ConfirmationID: "cf_0123456789abcdef01234567", ActorDigest: strings.Repeat("a", 64), Expires: time.Now().Add(time.Hour).UnixMilli()}
+	b.ReportAllocs()
+	for b.Loop() {
+		wire, err := s.seal(st)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, e := s.open(wire, p, "place_order", st.CallDigest); e != nil {
+			b.Fatal(e)
+		}
+	}
+}
