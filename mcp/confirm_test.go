@@ -538,3 +538,72 @@ func TestClientFormRacesCLI(t *testing.T) {
 		}
 	}
 }
+
+// Over real HTTP, both eras (the stateless handler for 2026-07-28, the
+// stateful one before): the human approves or declines in the form; a
+// form state is bound to the bearer token it was made for, so another
+// token of the same user cannot answer it.
+func TestHTTPClientFormBothEras(t *testing.T) {
+	h := newHTTPEnv(t, HTTPOptions{})
+	key := h.confirmUser(t, "alice", true)
+	ctx := context.Background()
+	price := 30000
+	for _, era := range eras {
+		for _, fa := range []formAnswer{formAnswers[0], formAnswers[1]} {
+			t.Run(eraName(era)+"/"+fa.name, func(t *testing.T) {
+				seen := &asked{}
+				cs, err := sdk.NewClient(&sdk.Implementation{Name: "c"}, &sdk.ClientOptions{
+					ElicitationHandler: func(ctx context.Context, req *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+						seen.add(req.Params)
+						return fa.answer(ctx)
+					}}).Connect(ctx, &sdk.StreamableClientTransport{
+					Endpoint: h.url, HTTPClient: &http.Client{Transport: bearerRT{token: h.tokens["alice"].Token}}, MaxRetries: -1,
+				}, &sdk.ClientSessionOptions{ProtocolVersion: era})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer cs.Close()
+				before := len(h.ordersOf(t, key))
+				price++
+				out, isErr := callJSON(t, cs, "place_order", limitOrder(fmt.Sprint(price)))
+				after := len(h.ordersOf(t, key))
+				if len(seen.list()) != 1 {
+					t.Fatalf("asked %d times", len(seen.list()))
+				}
+				if fa.approves && (isErr || out["status"] != "accepted" || after != before+1) ||
+					!fa.approves && (isErr || out["status"] != "rejected" || after != before) {
+					t.Fatalf("answer %v, orders %d -> %d", out, before, after)
+				}
+			})
+		}
+	}
+	// Another token of alice's cannot answer a form made for the first.
+	res, err := h.sys.Submit(ctx, &messages.IssueTokenRequest{User: "alice"}, adminSocket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second := res.(*messages.TokenIssued)
+	manual := func(token string) *sdk.ClientSession {
+		cs, err := sdk.NewClient(&sdk.Implementation{Name: "m"}, &sdk.ClientOptions{
+			ElicitationHandler: func(context.Context, *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+				return nil, errors.New("answered by hand")
+			},
+			MultiRoundTrip: &sdk.MultiRoundTripOptions{Disabled: true},
+		}).Connect(ctx, &sdk.StreamableClientTransport{
+			Endpoint: h.url, HTTPClient: &http.Client{Transport: bearerRT{token: token}}, MaxRetries: -1,
+		}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cs.Close() })
+		return cs
+	}
+	first := manual(h.tokens["alice"].Token)
+	order := limitOrder("29000")
+	_, state := firstRound(t, first, "place_order", order)
+	wantStateRefused(t, "another token", answerRound(t, manual(second.Token), "place_order", order, state, ticked))
+	before := len(h.ordersOf(t, key))
+	if out := answerRound(t, first, "place_order", order, state, ticked); out["status"] != "accepted" || len(h.ordersOf(t, key)) != before+1 {
+		t.Fatalf("the token's own answer: %v", out)
+	}
+}
