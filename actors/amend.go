@@ -3,7 +3,6 @@ package actors
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"slices"
 	"strings"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -155,12 +154,6 @@ func (u *userActor) onAmendFetched(ctx actor.Context, act *action, m *orderFetch
 			return
 		}
 	}
-	if slices.Contains(p.ConfirmActions, toolAmendOrder) || (p.ConfirmAboveNotionalUSDT.IsPositive() && notional.GreaterThanOrEqual(p.ConfirmAboveNotionalUSDT)) {
-		refuse(&messages.Error{Code: messages.CodeConfirmationChannelUnavailable,
-			Message:  "the policy requires a human to confirm this action, and no confirmation channel is available; nothing was sent",
-			NextStep: "a human can change confirm_actions or confirm_above_notional_usdt outside the chat", Details: map[string]any{"limit": "confirm_actions", "allowed": p.ConfirmActions}})
-		return
-	}
 	planned := messages.AmendAnswer{Status: messages.AnswerPreview, OrderID: o.OrderID, Category: a.Category, Symbol: a.Symbol,
 		Origin: u.state.orderOrigin(o.OrderLinkID), RequestedQty: o.Qty, Qty: qty, Price: price, NotionalUSDT: notional,
 		RiskIncreasing: risk, OrderStatus: o.Status, FilledQty: venue.FilledOf(&o), IdempotencyKey: a.IdempotencyKey}
@@ -186,7 +179,12 @@ func (u *userActor) onAmendFetched(ctx actor.Context, act *action, m *orderFetch
 		u.reply(ctx, act.waiter, &planned) // nothing changes: nothing is sent
 		return
 	}
-	plan := orderPlan{tool: toolAmendOrder, category: a.Category, symbol: a.Symbol, settleLinkID: o.OrderLinkID, amend: &req,
+	needed := needsConfirmation(p, toolAmendOrder, notional)
+	if u.confirmGate(ctx, act, needed, parkRequest{tool: toolAmendOrder, category: a.Category, symbol: a.Symbol, args: a, hash: act.amend.hash,
+		key: a.IdempotencyKey, shown: messages.ShownToUser{Amend: &planned, RiskIncreasing: risk}}) {
+		return
+	}
+	plan := orderPlan{tool: toolAmendOrder, needsConfirm: needed, category: a.Category, symbol: a.Symbol, settleLinkID: o.OrderLinkID, amend: &req,
 		notional: growth, riskIncreasing: risk, idempotencyKey: a.IdempotencyKey, argsSHA256: act.amend.hash}
 	ex := u.execute(ctx, plan, act.origin, act.waiter)
 	ex.claim = act.claim

@@ -5,10 +5,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
-	"slices"
 	"strings"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/shopspring/decimal"
 
 	"github.com/guarded-exchange/guarded-exchange/messages"
 	"github.com/guarded-exchange/guarded-exchange/venue"
@@ -117,12 +117,6 @@ func (u *userActor) onOrderFetched(ctx actor.Context, m *orderFetched) {
 		e = &messages.Error{Code: messages.CodeNotFound, Message: "no open order with this id on this instrument",
 			NextStep: "list the open orders with get_open_orders; a filled or cancelled order cannot be cancelled"}
 	}
-	p := u.state.effective(u.venue, u.env)
-	if e == nil && slices.Contains(p.ConfirmActions, "cancel_order") {
-		e = &messages.Error{Code: messages.CodeConfirmationChannelUnavailable,
-			Message:  "the policy requires a human to confirm this action, and no confirmation channel is available; nothing was sent",
-			NextStep: "a human can change confirm_actions outside the chat", Details: map[string]any{"limit": "confirm_actions", "allowed": p.ConfirmActions}}
-	}
 	if e != nil {
 		u.refuseTool(ctx, "cancel_order", a.Category, a.Symbol, a.DryRun, e, act.origin, act.waiter)
 		return
@@ -137,7 +131,13 @@ func (u *userActor) onOrderFetched(ctx actor.Context, m *orderFetched) {
 		u.reply(ctx, act.waiter, &planned)
 		return
 	}
-	plan := orderPlan{tool: "cancel_order", category: a.Category, symbol: a.Symbol, settleLinkID: o.OrderLinkID,
+	p := u.state.effective(u.venue, u.env)
+	needed := needsConfirmation(p, "cancel_order", decimal.Zero)
+	if u.confirmGate(ctx, act, needed, parkRequest{tool: "cancel_order", category: a.Category, symbol: a.Symbol, args: a, hash: act.cancel.hash,
+		key: a.IdempotencyKey, shown: messages.ShownToUser{Cancel: &planned}}) {
+		return
+	}
+	plan := orderPlan{tool: "cancel_order", needsConfirm: needed, category: a.Category, symbol: a.Symbol, settleLinkID: o.OrderLinkID,
 		cancel:         &messages.CancelOrderRequest{Category: a.Category, Symbol: a.Symbol, OrderID: o.OrderID},
 		idempotencyKey: a.IdempotencyKey, argsSHA256: act.cancel.hash}
 	ex := u.execute(ctx, plan, act.origin, act.waiter)

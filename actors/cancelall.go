@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/shopspring/decimal"
 
 	"github.com/guarded-exchange/guarded-exchange/messages"
 	"github.com/guarded-exchange/guarded-exchange/venue"
@@ -118,19 +119,18 @@ func (u *userActor) onOpenOrdersFetched(ctx actor.Context, m *openOrdersFetched)
 		return
 	}
 	e := u.state.DecideAction(&messages.DecideActionRequest{Tool: toolCancelAll, Category: a.Category, Symbol: a.Symbol, RiskReducing: true}, u.venue, u.env)
-	p := u.state.effective(u.venue, u.env)
-	if e == nil && slices.Contains(p.ConfirmActions, toolCancelAll) {
-		e = &messages.Error{Code: messages.CodeConfirmationChannelUnavailable,
-			Message:  "the policy requires a human to confirm this action, and no confirmation channel is available; nothing was sent",
-			NextStep: "a human can change confirm_actions outside the chat", Details: map[string]any{"limit": "confirm_actions", "allowed": p.ConfirmActions}}
-	}
 	if e != nil {
 		u.refuseTool(ctx, toolCancelAll, a.Category, a.Symbol, a.DryRun, e, act.origin, act.waiter)
 		return
 	}
 	var plain []messages.Order
+	shown := u.shownOf(act.origin)
 	for _, o := range m.orders {
 		if o.Symbol == a.Symbol && (o.Status == "New" || o.Status == "PartiallyFilled") {
+			// An approved cancel-all cancels exactly the orders shown.
+			if shown != nil && (shown.CancelAll == nil || !slices.ContainsFunc(shown.CancelAll.Orders, func(r messages.CancelAllRow) bool { return r.OrderID == o.OrderID })) {
+				continue
+			}
 			plain = append(plain, o)
 		}
 	}
@@ -153,6 +153,11 @@ func (u *userActor) onOpenOrdersFetched(ctx actor.Context, m *openOrdersFetched)
 		u.reply(ctx, act.waiter, ans)
 		return
 	}
+	p := u.state.effective(u.venue, u.env)
+	if u.confirmGate(ctx, act, needsConfirmation(p, toolCancelAll, decimal.Zero), parkRequest{tool: toolCancelAll, category: a.Category, symbol: a.Symbol,
+		args: a, hash: act.all.hash, key: a.IdempotencyKey, shown: messages.ShownToUser{CancelAll: ans}}) {
+		return
+	}
 	u.runCancelAll(ctx, act, a, plain, ans)
 }
 
@@ -163,7 +168,7 @@ func (u *userActor) runCancelAll(ctx actor.Context, act *action, a messages.Canc
 	parent := u.begin(actionOrder, act.waiter, act.origin, nil)
 	parent.claim = act.claim
 	parent.step = stepJournal
-	id := clientOrderID(parent.id)
+	id := u.linkID(parent, act.origin)
 	att := messages.OrderAttemptEvent{ActionID: strconv.FormatUint(parent.id, 36), ClientOrderID: id, Environment: u.env, Tool: toolCancelAll,
 		Category: a.Category, Symbol: a.Symbol, At: u.now().UTC(), IdempotencyKey: a.IdempotencyKey, ArgsSHA256: act.all.hash}
 	ev := Event{messages.RecordOrderAttempt, att}

@@ -3,10 +3,10 @@ package actors
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"slices"
 	"strings"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/shopspring/decimal"
 
 	"github.com/guarded-exchange/guarded-exchange/messages"
 )
@@ -108,13 +108,6 @@ func (u *userActor) onLeverageMarket(ctx actor.Context, act *action, m *marketFe
 		refuse(e)
 		return
 	}
-	p := u.state.effective(u.venue, u.env)
-	if slices.Contains(p.ConfirmActions, "set_leverage") {
-		refuse(&messages.Error{Code: messages.CodeConfirmationChannelUnavailable,
-			Message:  "the policy requires a human to confirm this action, and no confirmation channel is available; nothing was sent",
-			NextStep: "a human can change confirm_actions outside the chat", Details: map[string]any{"limit": "confirm_actions", "allowed": p.ConfirmActions}})
-		return
-	}
 	planned := messages.LeverageAnswer{Status: messages.AnswerPreview, Category: a.Category, Symbol: a.Symbol, Leverage: a.Leverage,
 		Previous: current.Leverage, RiskIncreasing: risk, IdempotencyKey: a.IdempotencyKey}
 	if a.DryRun {
@@ -128,7 +121,12 @@ func (u *userActor) onLeverageMarket(ctx actor.Context, act *action, m *marketFe
 		u.reply(ctx, act.waiter, &planned)
 		return
 	}
-	plan := orderPlan{tool: "set_leverage", category: a.Category, symbol: a.Symbol, riskIncreasing: risk,
+	needed := needsConfirmation(u.state.effective(u.venue, u.env), "set_leverage", decimal.Zero)
+	if u.confirmGate(ctx, act, needed, parkRequest{tool: "set_leverage", category: a.Category, symbol: a.Symbol, args: a, hash: act.leverage.hash,
+		key: a.IdempotencyKey, shown: messages.ShownToUser{Leverage: &planned, RiskIncreasing: risk}}) {
+		return
+	}
+	plan := orderPlan{tool: "set_leverage", category: a.Category, symbol: a.Symbol, riskIncreasing: risk, needsConfirm: needed,
 		leverage:       &messages.SetLeverageRequest{Category: a.Category, Symbol: a.Symbol, Leverage: a.Leverage},
 		idempotencyKey: a.IdempotencyKey, argsSHA256: act.leverage.hash}
 	ex := u.execute(ctx, plan, act.origin, act.waiter)

@@ -3,7 +3,6 @@ package actors
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"slices"
 	"strings"
 	"time"
 
@@ -28,6 +27,10 @@ type placeMarket struct {
 	// shows none); positionRead says it was read.
 	position     *messages.Position
 	positionRead bool
+	// confirmed: an approved action's run (it counts as confirmed);
+	// worst is then a market order's worst price as shown to the human.
+	confirmed bool
+	worst     decimal.Decimal
 }
 
 var hundred = decimal.NewFromInt(100)
@@ -109,6 +112,8 @@ func roundToTick(p, tick decimal.Decimal, up bool) decimal.Decimal {
 // (buy) or bid (sell) moved by slippage_pct, rounded to the tick on the
 // safe side (a buy never above, a sell never below that price) and kept
 // inside the venue's price band; the order is valued at that worst price.
+// Whether a human must confirm it is the plan's needsConfirm (execute
+// refuses such a plan unless it runs an approved confirmation).
 func (s *UserState) decidePlace(tool string, a messages.PlaceOrderArgs, venue messages.VenueLevel, env string, m placeMarket, reserved Reservation, now time.Time) (orderPlan, *messages.OrderAnswer, *messages.Error) {
 	var none orderPlan
 	risk := !a.ReduceOnly
@@ -185,7 +190,7 @@ func (s *UserState) decidePlace(tool string, a messages.PlaceOrderArgs, venue me
 				best = m.ticker.Ask1Price
 			}
 		}
-		if !best.IsPositive() {
+		if !best.IsPositive() && !m.worst.IsPositive() {
 			return none, nil, &messages.Error{Code: messages.CodeExchangeUnavailable, Message: "the venue shows no best price for this side; a market order cannot be bounded",
 				NextStep: "try again later, or place a Limit order", Details: map[string]any{"reason": "no_quote"}}
 		}
@@ -202,6 +207,11 @@ func (s *UserState) decidePlace(tool string, a messages.PlaceOrderArgs, venue me
 			if !buy && m.band.SellLimit.IsPositive() && price.LessThan(m.band.SellLimit) {
 				price = roundToTick(m.band.SellLimit, in.TickSize, true)
 			}
+		}
+		if m.worst.IsPositive() {
+			// An approved market order keeps the worst price the human
+			// was shown.
+			price = m.worst
 		}
 	}
 	if e := priceBand(price, buy, in, m.band); e != nil {
@@ -222,6 +232,9 @@ func (s *UserState) decidePlace(tool string, a messages.PlaceOrderArgs, venue me
 			"make the order smaller", map[string]any{"notional_usdt": notional.String()})
 	}
 	daily, perMinute, unconfirmed := s.Counters.Window(now)
+	if m.confirmed {
+		unconfirmed = 0 // a human confirmed this one
+	}
 	if risk {
 		used := daily.Add(reserved.NotionalUSDT)
 		if used.Add(notional).GreaterThan(p.DailyNotionalCapUSDT) {
@@ -237,18 +250,10 @@ func (s *UserState) decidePlace(tool string, a messages.PlaceOrderArgs, venue me
 			return none, nil, e
 		}
 	}
-	if slices.Contains(p.ConfirmActions, tool) || (p.ConfirmAboveNotionalUSDT.IsPositive() && notional.GreaterThanOrEqual(p.ConfirmAboveNotionalUSDT)) {
-		// Until confirmations exist, an action that needs one is never
-		// executed unconfirmed.
-		return none, nil, &messages.Error{Code: messages.CodeConfirmationChannelUnavailable,
-			Message:  "the policy requires a human to confirm this action, and no confirmation channel is available; nothing was sent",
-			NextStep: "a human can change confirm_actions or confirm_above_notional_usdt outside the chat",
-			Details:  map[string]any{"limit": "confirm_actions", "allowed": p.ConfirmActions}}
-	}
 	req := &messages.CreateOrderRequest{Category: a.Category, Symbol: a.Symbol, Side: a.Side, OrderType: "Limit", Qty: qty, Price: price,
 		TimeInForce: tif, ReduceOnly: a.ReduceOnly}
 	plan := orderPlan{tool: tool, category: a.Category, symbol: a.Symbol, create: req, notional: notional, riskIncreasing: risk,
-		idempotencyKey: a.IdempotencyKey, argsSHA256: placeArgsHash(tool, a)}
+		idempotencyKey: a.IdempotencyKey, argsSHA256: placeArgsHash(tool, a), needsConfirm: needsConfirmation(p, tool, notional)}
 	sentAs := "Limit " + tif
 	ans := &messages.OrderAnswer{Status: messages.AnswerPreview, Category: a.Category, Symbol: a.Symbol, Side: a.Side, OrderType: a.OrderType,
 		SentAs: sentAs, TimeInForce: tif, RequestedQty: a.Qty, Qty: qty, Price: price, NotionalUSDT: notional, ReduceOnly: a.ReduceOnly,

@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/base32"
 	"encoding/json"
+	"fmt"
 	"strconv"
 	"strings"
 
@@ -47,6 +48,9 @@ type orderPlan struct {
 	riskIncreasing bool
 	idempotencyKey string
 	argsSHA256     string
+	// needsConfirm: the policy wants a human to confirm it; execute
+	// refuses it unless it runs an approved confirmation.
+	needsConfirm bool
 }
 
 // orderResult is what the action path knows once a write's outcome is
@@ -79,6 +83,17 @@ var clientIDPrefix = func() string {
 // number, at most 3+8+1+13 = 25 characters of [a-z0-9-].
 func clientOrderID(action uint64) string {
 	return "gx-" + clientIDPrefix + "-" + strconv.FormatUint(action, 36)
+}
+
+// linkID is the client order id of an action's write: "gx-<action id>",
+// or, for an approved confirmation's run, derived from the confirmation id
+// (a crash between the attempt and its outcome is reconciled by that id,
+// never resent).
+func (u *userActor) linkID(a *action, origin messages.Origin) string {
+	if origin.ConfirmationID != "" {
+		return u.nextConfirmLinkID(origin.ConfirmationID)
+	}
+	return clientOrderID(a.id)
 }
 
 // isOrderMessage reports whether the user actor serves m in handleOrder.
@@ -127,7 +142,15 @@ func (u *userActor) execute(ctx actor.Context, p orderPlan, origin messages.Orig
 		a.reserve.NotionalUSDT = p.notional
 		a.reserve.Orders = 1
 	}
-	id := clientOrderID(a.id)
+	if p.needsConfirm && origin.ConfirmationID == "" {
+		// Fail closed: a caller that skipped the confirmation step.
+		u.finish(ctx, a, messages.Internal(fmt.Errorf("execute: %s needs confirmation and was not confirmed", p.tool)))
+		if a.after != nil {
+			a.after()
+		}
+		return a
+	}
+	id := u.linkID(a, origin)
 	settle := p.settleLinkID
 	if p.create != nil {
 		c := *p.create
@@ -138,7 +161,7 @@ func (u *userActor) execute(ctx actor.Context, p orderPlan, origin messages.Orig
 	att := messages.OrderAttemptEvent{
 		ActionID: strconv.FormatUint(a.id, 36), ClientOrderID: id, Environment: u.env, Tool: p.tool, Category: p.category, Symbol: p.symbol,
 		At: u.now().UTC(), NotionalUSDT: p.notional, RiskIncreasing: p.riskIncreasing,
-		IdempotencyKey: p.idempotencyKey, ArgsSHA256: p.argsSHA256,
+		IdempotencyKey: p.idempotencyKey, ArgsSHA256: p.argsSHA256, Confirmed: origin.ConfirmationID != "",
 	}
 	ev := Event{messages.RecordOrderAttempt, att}
 	u.write(ctx, ev, origin, func(_ wal.Record, err error) {

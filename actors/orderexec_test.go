@@ -26,16 +26,24 @@ type tradeEnv struct {
 	ann  sim.Announcement
 	user string
 	t    testing.TB
+	// configure changes the system's config at every start (nil: none).
+	configure func(*Config)
 }
 
 func newTradeEnv(t testing.TB, dir string) *tradeEnv {
+	t.Helper()
+	return newTradeEnvWith(t, dir, nil)
+}
+
+// newTradeEnvWith is newTradeEnv with a hook to change the config.
+func newTradeEnvWith(t testing.TB, dir string, configure func(*Config)) *tradeEnv {
 	t.Helper()
 	srv, err := sim.Start(sim.Config{Seed: 7, NoPublicRateLimit: true}, "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = srv.Close() })
-	te := &tradeEnv{srv: srv, ann: srv.Announcement(), user: "tess", t: t}
+	te := &tradeEnv{srv: srv, ann: srv.Announcement(), user: "tess", t: t, configure: configure}
 	te.simPost(t, "/sim/accounts/"+te.ann.APIKey+"/balances", `{"USDT":"100000","BTC":"2"}`)
 	te.testSystem = te.start(t, dir)
 	te.must(t, &messages.CreateUserRequest{User: te.user}, messages.ActorCLIAdmin)
@@ -93,6 +101,9 @@ func (te *tradeEnv) start(t testing.TB, dir string) *testSystem {
 		c.Streams = func(k, s string) (*venue.Stream, error) {
 			return venue.NewStream(venue.StreamConfig{URL: te.ann.WSPrivate, APIKey: k, APISecret: s,
 				Dialer: &websocket.Dialer{HandshakeTimeout: 2 * time.Second}, Backoff: func(int) time.Duration { return 20 * time.Millisecond }})
+		}
+		if te.configure != nil {
+			te.configure(c)
 		}
 	})
 }

@@ -177,6 +177,7 @@ func (s *UserState) applyOrder(ev Event) bool {
 // have left their windows. Open attempts never expire: they are closed
 // only by an outcome.
 func (s *UserState) prune(now time.Time) {
+	s.pruneConfirmations(now)
 	if n := len(s.Counters.Orders); n > 0 && now.Sub(s.Counters.Orders[0].At) >= notionalWindow {
 		i := 0
 		for i < n && now.Sub(s.Counters.Orders[i].At) >= notionalWindow {

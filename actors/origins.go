@@ -62,6 +62,39 @@ func originAllowed(ev Event, actor string) bool {
 		return actor == messages.ActorSystem || actor == messages.ActorVenue
 	case messages.RecordOrderRefused:
 		return slices.Contains([]string{messages.ActorAgent, messages.ActorCLIUser, messages.ActorCLIAdmin, messages.ActorExecutor}, actor)
+	case messages.RecordConfirmationRequested:
+		return actor == messages.ActorAgent
+	case messages.RecordConfirmationExecuted:
+		return actor == messages.ActorExecutor
+	case messages.RecordConfirmationDecided:
+		p, ok := ev.Payload.(messages.ConfirmationDecidedEvent)
+		if !ok {
+			return false
+		}
+		return decisionAllowed(p, actor)
+	}
+	return false
+}
+
+// decisionAllowed is who may journal a confirmation decision: a human's
+// decision on the CLI comes from the CLI; a decision on the client's form
+// is relayed by the MCP layer (the agent's session, never the model: no
+// tool decides); the agent or a human may withdraw a waiting one; only
+// the server expires one.
+func decisionAllowed(p messages.ConfirmationDecidedEvent, actor string) bool {
+	human := actor == messages.ActorCLIUser || actor == messages.ActorCLIAdmin
+	switch p.Decision {
+	case messages.DecisionApprove, messages.DecisionReject:
+		switch p.Channel {
+		case messages.ConfirmChannelCLI:
+			return human
+		case messages.ConfirmChannelClientUI:
+			return actor == messages.ActorAgent
+		}
+	case messages.DecisionCancel:
+		return human || actor == messages.ActorAgent
+	case messages.DecisionExpire:
+		return actor == messages.ActorSystem
 	}
 	return false
 }
@@ -95,6 +128,12 @@ func checkReplayedOrigin(seq uint64, typ messages.RecordType, actor string, payl
 			return fmt.Errorf("journal seq %d (%s): %w", seq, typ, err)
 		}
 		ev.Payload = messages.CredentialAddedEvent{Attested: p.Attested}
+	case messages.RecordConfirmationDecided:
+		var p messages.ConfirmationDecidedEvent
+		if err := json.Unmarshal(payload, &p); err != nil {
+			return fmt.Errorf("journal seq %d (%s): %w", seq, typ, err)
+		}
+		ev.Payload = p
 	}
 	if !originAllowed(ev, actor) {
 		return fmt.Errorf("journal seq %d: a %s record by %q is not allowed; the journal was edited outside the server (inspect it with `guarded-exchange journal dump`)", seq, typ, actor)

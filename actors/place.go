@@ -109,13 +109,46 @@ func (u *userActor) onMarketFetched(ctx actor.Context, m *marketFetched) {
 			a.Qty = pos.Size // all; a larger qty is cut by decidePlace
 		}
 	}
-	plan, ans, e := u.state.decidePlace(tool, a, u.venue, u.env, m.market, u.reserved(), u.now())
+	mk := m.market
+	if shown := u.shownOf(act.origin); shown != nil && shown.Order != nil {
+		// An approved order runs as shown: the same side, at most the
+		// qty shown (a close or reduce-only order is cut to what is
+		// left), a market order at the worst price shown.
+		if a.Side != shown.Order.Side {
+			u.refuseTool(ctx, tool, a.Category, a.Symbol, false, &messages.Error{Code: messages.CodePermissionDenied,
+				Message: "the position changed side since the human approved; nothing was sent", NextStep: "call the tool again; a new confirmation shows the plan as it is now",
+				Details: map[string]any{"reason": "risk_direction_changed"}}, act.origin, act.waiter)
+			return
+		}
+		if !a.Qty.IsPositive() || a.Qty.GreaterThan(shown.Order.Qty) {
+			a.Qty = shown.Order.Qty
+		}
+		mk.confirmed = true
+		if a.OrderType == "Market" {
+			mk.worst = shown.Order.Price
+		}
+	}
+	plan, ans, e := u.state.decidePlace(tool, a, u.venue, u.env, mk, u.reserved(), u.now())
 	if e != nil {
 		u.refuseTool(ctx, tool, a.Category, a.Symbol, a.DryRun, e, act.origin, act.waiter)
 		return
 	}
 	if a.DryRun {
 		u.reply(ctx, act.waiter, ans)
+		return
+	}
+	if act.origin.ConfirmationID != "" {
+		// The key's claim is the parked call's arguments, whatever the
+		// run cut.
+		plan.argsSHA256 = act.place.hash
+	}
+	var parked any = act.place.args
+	if tool == toolClosePosition {
+		o := act.place.args
+		parked = messages.ClosePositionArgs{Category: o.Category, Symbol: o.Symbol, Qty: o.Qty, IdempotencyKey: o.IdempotencyKey}
+	}
+	if u.confirmGate(ctx, act, plan.needsConfirm, parkRequest{tool: tool, category: a.Category, symbol: a.Symbol, args: parked,
+		hash: act.place.hash, key: a.IdempotencyKey, shown: messages.ShownToUser{Order: ans, RiskIncreasing: plan.riskIncreasing}}) {
 		return
 	}
 	if a.IdempotencyKey == "" && plan.riskIncreasing {
@@ -147,9 +180,11 @@ func (u *userActor) refuseTool(ctx actor.Context, tool string, cat messages.Cate
 		u.reply(ctx, to, e)
 		return
 	}
-	ev := Event{Type: messages.RecordOrderRefused, Payload: map[string]any{
-		"tool": tool, "category": cat, "symbol": symbol, "code": e.Code, "details": e.Details,
-	}}
+	payload := map[string]any{"tool": tool, "category": cat, "symbol": symbol, "code": e.Code, "details": e.Details}
+	if origin.ConfirmationID != "" {
+		payload["confirmation_id"] = origin.ConfirmationID
+	}
+	ev := Event{Type: messages.RecordOrderRefused, Payload: payload}
 	u.write(ctx, ev, origin, func(_ wal.Record, err error) {
 		if err != nil {
 			u.reply(ctx, to, messages.AsError(err))
@@ -167,9 +202,29 @@ func (u *userActor) refuseTool(ctx actor.Context, tool string, cat messages.Cate
 // 30 s of the previous answer (10 min after an unknown outcome) gets that
 // answer. Reduce-only orders are never deduplicated without a key.
 func (u *userActor) repeat(ctx actor.Context, tool, idemKey, hash string, net bool, origin messages.Origin, to *actor.PID) bool {
+	if origin.ConfirmationID != "" {
+		// An approved action's run is the parked call itself, not a
+		// repeat of it (and not of an earlier order).
+		return false
+	}
 	var answer any
 	rep := messages.OrderRepeatEvent{Tool: tool, IdempotencyKey: idemKey}
 	now := u.now()
+	if ans := u.pendingRepeat(tool, idemKey, hash); ans != nil {
+		answer, rep.Reason = ans, "pending_confirmation"
+		if e, ok := ans.(*messages.Error); ok && e.Code == messages.CodeIdempotencyConflict {
+			rep.Reason = "conflict"
+		}
+		ev := Event{messages.RecordOrderRepeat, rep}
+		u.write(ctx, ev, origin, func(_ wal.Record, err error) {
+			if err != nil {
+				u.reply(ctx, to, messages.AsError(err))
+				return
+			}
+			u.reply(ctx, to, answer)
+		})
+		return true
+	}
 	inFlight := func(match func(*action) bool) *action {
 		for _, x := range u.actions {
 			if x.claim != nil && x.claim.dryRun {
@@ -383,6 +438,13 @@ func orderAnswerOf(planned *messages.OrderAnswer, r *orderResult, w *orderWritte
 // tradingCommand runs a trading tool's command through the action path;
 // false for other commands.
 func (u *userActor) tradingCommand(ctx actor.Context, m *userCommand, sender *actor.PID) bool {
+	switch m.cmd.(type) {
+	case *messages.ConfirmationStatusCommand, *messages.ListConfirmationsCommand, *messages.CancelConfirmationCommand, *messages.DecideConfirmationCommand:
+		u.confirmCommand(ctx, m, sender)
+		return true
+	}
+	// Only the MCP layer sets ClientUI, from the session, for the agent.
+	m.origin.FormElicitation = m.origin.Role == messages.RoleAgent && clientUI(m.cmd)
 	switch c := m.cmd.(type) {
 	case *messages.PlaceOrderCommand:
 		u.place(ctx, &placeAsk{ctx: m.ctx, args: c.Args, origin: m.origin}, sender)
@@ -402,4 +464,25 @@ func (u *userActor) tradingCommand(ctx actor.Context, m *userCommand, sender *ac
 		return false
 	}
 	return true
+}
+
+// clientUI is a trading command's ClientUI.
+func clientUI(cmd messages.Command) bool {
+	switch c := cmd.(type) {
+	case *messages.PlaceOrderCommand:
+		return c.ClientUI
+	case *messages.CancelOrderCommand:
+		return c.ClientUI
+	case *messages.SetLeverageCommand:
+		return c.ClientUI
+	case *messages.ClosePositionCommand:
+		return c.ClientUI
+	case *messages.TradingStopCommand:
+		return c.ClientUI
+	case *messages.AmendOrderCommand:
+		return c.ClientUI
+	case *messages.CancelAllCommand:
+		return c.ClientUI
+	}
+	return false
 }

@@ -110,13 +110,13 @@ func holdsForRecovery(msg any) bool {
 	switch m := msg.(type) {
 	case *userCommand:
 		switch c := m.cmd.(type) {
-		case *messages.ShowPolicyRequest, *messages.ShowCredentialRequest:
+		case *messages.ShowPolicyRequest, *messages.ShowCredentialRequest, *messages.ConfirmationStatusCommand, *messages.ListConfirmationsCommand:
 			return false
 		case *messages.SetKillSwitchRequest:
 			return !c.On
 		}
 		return true
-	case *decideAsk, *placeAsk, *cancelAsk:
+	case *decideAsk, *placeAsk, *cancelAsk, *confirmExecute, *confirmSweep:
 		return true
 	}
 	return false

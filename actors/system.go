@@ -53,6 +53,10 @@ type Config struct {
 	// SettleWait bounds the wait for an unknown outcome's client order id
 	// on the stream (default DefaultSettleWait).
 	SettleWait time.Duration
+	// ConfirmCLI lets the CLI decide confirmations over the control
+	// socket (GX_CONFIRM_CLI_ENABLED=true). Off: a confirmation needs the
+	// client's own form, or the action is refused.
+	ConfirmCLI bool
 }
 
 // System is a running actor system. Its methods are safe for concurrent use;
@@ -140,7 +144,7 @@ func Start(cfg Config) (*System, error) {
 		deps := &userDeps{
 			venue: level, env: cfg.Environment, journal: s.journal, logger: logger, masterKey: cfg.MasterKey,
 			factory: cfg.Clients, timeout: s.timeout, now: s.now, mw: mw, health: s.health, registry: s.registry,
-			tokens: s.tokens, streams: cfg.Streams, settleWait: cfg.SettleWait,
+			tokens: s.tokens, streams: cfg.Streams, settleWait: cfg.SettleWait, confirmCLI: cfg.ConfirmCLI,
 		}
 		if deps.settleWait <= 0 {
 			deps.settleWait = DefaultSettleWait

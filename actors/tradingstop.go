@@ -3,7 +3,6 @@ package actors
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"slices"
 	"strings"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -125,13 +124,6 @@ func (u *userActor) onStopMarket(ctx actor.Context, act *action, m *marketFetche
 			return
 		}
 	}
-	p := u.state.effective(u.venue, u.env)
-	if slices.Contains(p.ConfirmActions, toolTradingStop) {
-		refuse(&messages.Error{Code: messages.CodeConfirmationChannelUnavailable,
-			Message:  "the policy requires a human to confirm this action, and no confirmation channel is available; nothing was sent",
-			NextStep: "a human can change confirm_actions outside the chat", Details: map[string]any{"limit": "confirm_actions", "allowed": p.ConfirmActions}})
-		return
-	}
 	planned := messages.TradingStopAnswer{Status: messages.AnswerPreview, Category: a.Category, Symbol: a.Symbol, PositionSide: pos.Side,
 		IdempotencyKey: a.IdempotencyKey}
 	if a.TakeProfit.Valid {
@@ -144,7 +136,12 @@ func (u *userActor) onStopMarket(ctx actor.Context, act *action, m *marketFetche
 		u.reply(ctx, act.waiter, &planned)
 		return
 	}
-	plan := orderPlan{tool: toolTradingStop, category: a.Category, symbol: a.Symbol, riskIncreasing: risk,
+	needed := needsConfirmation(u.state.effective(u.venue, u.env), toolTradingStop, decimal.Zero)
+	if u.confirmGate(ctx, act, needed, parkRequest{tool: toolTradingStop, category: a.Category, symbol: a.Symbol, args: a, hash: act.stop.hash,
+		key: a.IdempotencyKey, shown: messages.ShownToUser{TradingStop: &planned, RiskIncreasing: risk}}) {
+		return
+	}
+	plan := orderPlan{tool: toolTradingStop, category: a.Category, symbol: a.Symbol, riskIncreasing: risk, needsConfirm: needed,
 		stop:           &messages.TradingStopRequest{Category: a.Category, Symbol: a.Symbol, TakeProfit: a.TakeProfit, StopLoss: a.StopLoss},
 		idempotencyKey: a.IdempotencyKey, argsSHA256: act.stop.hash}
 	ex := u.execute(ctx, plan, act.origin, act.waiter)

@@ -103,6 +103,9 @@ type userDeps struct {
 	registry *userRegistry
 	// tokens finds the user of a bearer token (tokens.go).
 	tokens *tokenIndex
+	// confirmCLI: the server runs with GX_CONFIRM_CLI_ENABLED=true, so
+	// the CLI may decide confirmations (confirm.go).
+	confirmCLI bool
 }
 
 // userActor is the thin shell around one user's UserState: it decides,
@@ -124,6 +127,9 @@ type userActor struct {
 	// foreignAttemptsLogged: the warning about open attempts of another
 	// venue was logged once.
 	foreignAttemptsLogged bool
+	// executing counts the writes of each approved confirmation this
+	// incarnation runs (confirm.go).
+	executing map[string]int
 	serial
 }
 
@@ -136,6 +142,9 @@ func (u *userActor) Receive(ctx actor.Context) {
 		u.state = u.snap.load()
 		u.actions = map[uint64]*action{}
 		u.startRecovery(ctx)
+		// Confirmations left waiting, approved or executing by an earlier
+		// process are looked at once the recovery phase is over.
+		ctx.Send(ctx.Self(), &confirmSweep{})
 	case *actor.Restarting:
 		u.replaced = true
 		u.failInFlight(ctx)
@@ -143,7 +152,7 @@ func (u *userActor) Receive(ctx actor.Context) {
 		if ev, ok, err := DecodeEvent(messages.RecordType(m.rec.Type), m.rec.Payload); ok && err == nil {
 			u.commit(ev)
 		}
-	case *userCommand, *decideAsk, *accountAsk, *keyChecked, *orderLookedUp, *crashRequest:
+	case *userCommand, *decideAsk, *accountAsk, *keyChecked, *orderLookedUp, *crashRequest, *confirmExecute, *confirmDone, *confirmSweep:
 		u.handle(ctx, m, ctx.Sender())
 	default:
 		if isOrderMessage(m) {
@@ -196,6 +205,12 @@ func (u *userActor) handle(ctx actor.Context, msg any, sender *actor.PID) {
 		u.onOrderLookedUp(ctx, m)
 	case *crashRequest:
 		panic("user: crash requested by test")
+	case *confirmExecute:
+		u.onConfirmExecute(ctx, m)
+	case *confirmDone:
+		u.onConfirmDone(ctx, m)
+	case *confirmSweep:
+		u.onConfirmSweep(ctx)
 	default:
 		u.handleOrder(ctx, msg, sender)
 	}

@@ -36,6 +36,8 @@ type UserState struct {
 	// Recent are the answered risk-increasing orders without a key of the
 	// last 10 minutes: the 30 s safety net (limits.go).
 	Recent []RecentOrder
+	// Confirmations are the parked actions by confirmation id (confirm.go).
+	Confirmations map[string]Confirmation
 }
 
 // Event is one journaled change: its record type and typed payload.
@@ -186,7 +188,7 @@ func (s *UserState) refuseDisabled() error {
 // Apply changes the state from a journaled event. It is the only code that
 // changes a UserState, live or during replay.
 func (s *UserState) Apply(ev Event) {
-	if s.applyCredential(ev) || s.applyOrder(ev) || s.applyToken(ev) {
+	if s.applyConfirm(ev) || s.applyCredential(ev) || s.applyOrder(ev) || s.applyToken(ev) {
 		return
 	}
 	switch p := ev.Payload.(type) {
@@ -233,6 +235,12 @@ func DecodeEvent(typ messages.RecordType, payload []byte) (Event, bool, error) {
 		return decodeAs[messages.TokenIssuedEvent](typ, payload)
 	case messages.RecordTokenRevoked:
 		return decodeAs[messages.TokenRevokedEvent](typ, payload)
+	case messages.RecordConfirmationRequested:
+		return decodeAs[messages.ConfirmationRequestedEvent](typ, payload)
+	case messages.RecordConfirmationDecided:
+		return decodeAs[messages.ConfirmationDecidedEvent](typ, payload)
+	case messages.RecordConfirmationExecuted:
+		return decodeAs[messages.ConfirmationExecutedEvent](typ, payload)
 	}
 	return Event{}, false, nil
 }

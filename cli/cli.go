@@ -118,6 +118,10 @@ type Runtime interface {
 	// in-process under the home lock until the change is durable. It
 	// returns the typed answer.
 	Deliver(ctx context.Context, g *Globals, cmd messages.Command) (any, error)
+	// DeliverToServer is Deliver over the control socket only: with no
+	// server running it refuses (an approval executes at once, and only
+	// the running server sends).
+	DeliverToServer(ctx context.Context, g *Globals, cmd messages.Command) (any, error)
 }
 
 // CLI is the command tree.
@@ -133,6 +137,7 @@ type CLI struct {
 	KillSwitch KillSwitchCmd `cmd:"" name:"kill-switch" help:"Turn your kill switch on or off (only a human turns it off)."`
 	Admin      AdminCmd      `cmd:"" help:"Admin: ceilings, overrides, the admin kill switch, users, bearer tokens."`
 	Keys       KeysCmd       `cmd:"" help:"Your exchange key for --venue: add, show, replace, delete."`
+	Confirm    ConfirmCmd    `cmd:"" help:"Decide the actions parked for a human: list, approve, reject (needs the server with GX_CONFIRM_CLI_ENABLED=true)."`
 	Doctor     DoctorCmd     `cmd:"" help:"Check the installation and say what to fix."`
 	Version    VersionCmd    `cmd:"" help:"Print the version."`
 }

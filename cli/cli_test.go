@@ -42,6 +42,10 @@ func (f *fakeRuntime) Deliver(_ context.Context, _ *Globals, cmd messages.Comman
 	return &messages.PolicyView{User: "local", KillSwitch: messages.KillSwitchNone}, nil
 }
 
+func (f *fakeRuntime) DeliverToServer(ctx context.Context, g *Globals, cmd messages.Command) (any, error) {
+	return f.Deliver(ctx, g, cmd)
+}
+
 func runCLI(t *testing.T, rt *fakeRuntime, stdin string, args ...string) (int, string, string) {
 	t.Helper()
 	var out, errb bytes.Buffer

@@ -188,7 +188,7 @@ func TestToolsListBothEras(t *testing.T) {
 					t.Errorf("%s: read tool without readOnlyHint", tl.Name)
 				}
 			}
-			want := "activate_kill_switch,get_balances,get_instrument,get_klines,get_my_policy,get_open_orders," +
+			want := "activate_kill_switch,cancel_confirmation,get_balances,get_confirmation_status,get_instrument,get_klines,get_my_policy,get_open_orders," +
 				"get_order_history,get_orderbook,get_positions,get_ticker,get_trades"
 			if got := strings.Join(names, ","); got != want {
 				t.Fatalf("tools = %s, want %s", got, want)

@@ -29,7 +29,46 @@ func (s *server) safetyTools() []*tool {
 			schema:      empty,
 			handle:      s.activateKillSwitch,
 		},
+		{
+			name:  "get_confirmation_status",
+			title: "Get a confirmation's status",
+			description: "The status of an action parked for a human (pending, approved, executing, executed, failed, rejected, expired, " +
+				"expired_after_approval, cancelled), the plan shown to the human, and once executed the tool's answer. No tool approves or rejects: a human decides outside the chat.",
+			kind:   KindRead,
+			schema: objectSchema([]string{"confirmation_id"}, map[string]any{"confirmation_id": confirmationIDSchema}),
+			handle: s.getConfirmationStatus,
+		},
+		{
+			name:        "cancel_confirmation",
+			title:       "Withdraw a confirmation",
+			description: "Withdraw an action of yours that waits for a human: it can no longer be approved, and nothing is sent. It cannot approve anything.",
+			kind:        KindSafety,
+			schema:      objectSchema([]string{"confirmation_id"}, map[string]any{"confirmation_id": confirmationIDSchema}),
+			handle:      s.cancelConfirmation,
+		},
 	}
+}
+
+var confirmationIDSchema = map[string]any{"type": "string", "pattern": messages.ConfirmationIDRE.String(), "description": "the confirmation_id of a pending answer"}
+
+func (s *server) confirmationCall(ctx context.Context, c *call, cancel bool) (any, error) {
+	id := c.args.str("confirmation_id", true, messages.ConfirmationIDRE, "must be the confirmation_id of a pending answer (cf_ and 24 hex digits)")
+	if err := c.args.done(); err != nil {
+		return nil, err
+	}
+	var cmd messages.Command = &messages.ConfirmationStatusCommand{User: c.principal.User, ConfirmationID: id}
+	if cancel {
+		cmd = &messages.CancelConfirmationCommand{User: c.principal.User, ConfirmationID: id}
+	}
+	return answerOf[*messages.ConfirmationStatus](s.opts.Backend.Handle(ctx, cmd, messages.ActorAgent))
+}
+
+func (s *server) getConfirmationStatus(ctx context.Context, c *call) (any, error) {
+	return s.confirmationCall(ctx, c, false)
+}
+
+func (s *server) cancelConfirmation(ctx context.Context, c *call) (any, error) {
+	return s.confirmationCall(ctx, c, true)
 }
 
 type policyOut struct {

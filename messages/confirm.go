@@ -202,3 +202,61 @@ func (c *DecideConfirmationCommand) Validate() *Error {
 	}
 	return nil
 }
+
+// ConfirmationRequestedEvent is journaled as confirmation_requested when
+// an action is parked: the plan shown to the human and the arguments to
+// run again once approved (never anything the model wrote besides its
+// typed arguments).
+type ConfirmationRequestedEvent struct {
+	ConfirmationID string       `json:"confirmation_id"`
+	Tool           string       `json:"tool"`
+	Channel        string       `json:"channel"`
+	Environment    string       `json:"environment"`
+	CreatedAt      time.Time    `json:"created_at"`
+	ExpiresAt      time.Time    `json:"expires_at"`
+	ShownToUser    *ShownToUser `json:"shown_to_user"`
+	// Args are the tool's typed arguments, to run again once approved.
+	Args           json.RawMessage `json:"args"`
+	ArgsSHA256     string          `json:"args_sha256"`
+	IdempotencyKey string          `json:"idempotency_key,omitempty"`
+}
+
+// Decisions journaled besides a human's approve and reject.
+const (
+	// DecisionCancel: the agent withdrew the confirmation.
+	DecisionCancel = "cancel"
+	// DecisionExpire: the TTL ran out, or execution did not start within
+	// ExecuteWithin of the approval.
+	DecisionExpire = "expire"
+)
+
+// ConfirmationDecidedEvent is journaled as confirmation_decided when a
+// confirmation stops waiting: a human's approve or reject (naming the
+// channel, and the approver's uid for the CLI), the agent's cancel, or the
+// server's expiry.
+type ConfirmationDecidedEvent struct {
+	ConfirmationID string `json:"confirmation_id"`
+	// Decision is approve, reject, cancel or expire.
+	Decision string `json:"decision"`
+	// Channel is client_ui or cli for a human's decision, agent for a
+	// cancel, system for an expiry.
+	Channel string `json:"channel"`
+	// ApproverUID is the socket peer's uid of a CLI decision.
+	ApproverUID *int64 `json:"approver_uid,omitempty"`
+	// Status is the confirmation's status after the decision.
+	Status string    `json:"status"`
+	At     time.Time `json:"at"`
+}
+
+// ConfirmationExecutedEvent is journaled as confirmation_executed when an
+// approved action starts executing (status executing, naming the client
+// order id derived from the confirmation id), and again with its end
+// (executed with the tool's answer, or failed with the refusal).
+type ConfirmationExecutedEvent struct {
+	ConfirmationID string          `json:"confirmation_id"`
+	Status         string          `json:"status"`
+	ClientOrderID  string          `json:"client_order_id,omitempty"`
+	At             time.Time       `json:"at"`
+	Result         json.RawMessage `json:"result,omitempty"`
+	Error          *Error          `json:"error,omitempty"`
+}

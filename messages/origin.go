@@ -46,10 +46,21 @@ type Origin struct {
 	PeerPID int64
 	// TokenID names the bearer token of an HTTP session (never the token).
 	TokenID string
+	// FormElicitation is true when the MCP client declared form
+	// elicitation (set by the MCP layer from the session, never from tool
+	// arguments): a confirmation may then be asked through the client.
+	FormElicitation bool
+	// ConfirmationID is set only for the server's execution of an
+	// approved confirmation: its records are journaled under
+	// system:executor.
+	ConfirmationID string
 }
 
 // Actor is the SPEC §12 journal actor of the origin.
 func (o Origin) Actor() string {
+	if o.ConfirmationID != "" {
+		return ActorExecutor
+	}
 	switch o.Role {
 	case RoleAgent:
 		return ActorAgent
@@ -65,6 +76,9 @@ func (o Origin) Actor() string {
 // agent on stdio and the server's own work, else the channel and the peer,
 // e.g. "socket uid=1000 pid=4242".
 func (o Origin) ChannelText() string {
+	if o.ConfirmationID != "" {
+		return "confirmation " + o.ConfirmationID
+	}
 	switch o.Channel {
 	case ChannelSocket, ChannelInProcess:
 		s := fmt.Sprintf("%s uid=%d pid=%d", o.Channel, o.PeerUID, o.PeerPID)

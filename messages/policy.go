@@ -144,7 +144,7 @@ func DefaultPolicy(venue VenueLevel) Policy {
 		ConfirmActions:               slices.Clone(TradingTools),
 		ConfirmAboveNotionalUSDT:     decimal.Zero,
 		ConfirmationTTLS:             defaultConfirmTTLS,
-		TrustClientUI:                false,
+		TrustClientUI:                venue != VenueLive,
 		MaxPending:                   defaultMaxPending,
 		DailyNotionalCapUSDT:         daily,
 		MaxUnconfirmedActionsPerHour: 10,
@@ -186,8 +186,14 @@ func (p Policy) Looser(s PolicySettings) []string {
 
 // Effective is the policy a user is held to: the defaults overlaid by the
 // admin ceiling, then tightened by the user's own settings.
+// Live never trusts the client's UI for confirmation, whatever the ceiling
+// says (SPEC §2).
 func Effective(venue VenueLevel, ceiling, own PolicySettings) Policy {
-	return DefaultPolicy(venue).Overlay(ceiling).Tighten(own)
+	p := DefaultPolicy(venue).Overlay(ceiling).Tighten(own)
+	if venue == VenueLive {
+		p.TrustClientUI = false
+	}
+	return p
 }
 
 // Validate checks every set field's range (SPEC §6 hard limits), returning

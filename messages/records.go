@@ -23,7 +23,7 @@ const (
 	RecordConfirmationRequested RecordType = 6
 	// A confirmation_decided record is journaled when a human approves or rejects, naming the channel.
 	RecordConfirmationDecided RecordType = 7
-	// A confirmation_executed record is journaled when an approved action starts executing.
+	// A confirmation_executed record is journaled when an approved action starts executing, and again with its end.
 	RecordConfirmationExecuted RecordType = 8
 	// A kill_switch_on record is journaled when the kill switch is turned on.
 	RecordKillSwitchOn RecordType = 9
@@ -119,9 +119,9 @@ var RecordTypes = []RecordTypeInfo{
 	{RecordOrderAttempt, "order_attempt", WriterUser, ReplayEvent},
 	{RecordOrderOutcome, "order_outcome", WriterUser, ReplayEvent},
 	{RecordOrderRepeat, "order_repeat", WriterUser, ReplayNone},
-	{RecordConfirmationRequested, "confirmation_requested", WriterUser, ReplayNone},
-	{RecordConfirmationDecided, "confirmation_decided", WriterUser, ReplayNone},
-	{RecordConfirmationExecuted, "confirmation_executed", WriterUser, ReplayNone},
+	{RecordConfirmationRequested, "confirmation_requested", WriterUser, ReplayEvent},
+	{RecordConfirmationDecided, "confirmation_decided", WriterUser, ReplayEvent},
+	{RecordConfirmationExecuted, "confirmation_executed", WriterUser, ReplayEvent},
 	{RecordKillSwitchOn, "kill_switch_on", WriterUser, ReplayWhole},
 	{RecordKillSwitchOff, "kill_switch_off", WriterUser, ReplayWhole},
 	{RecordPolicyCeilingSet, "policy_ceiling_set", WriterUser, ReplayWhole},

@@ -18,6 +18,20 @@ import (
 // approver uid, which cannot read the home, reaches the server through
 // GX_CONTROL_SOCKET alone.
 func (r *Runtime) Deliver(ctx context.Context, g *cli.Globals, cmd messages.Command) (any, error) {
+	return r.deliver(ctx, g, cmd, false)
+}
+
+// DeliverToServer is Deliver over the control socket only: with no server
+// running it refuses and sends nothing (confirm approve|reject: an
+// approval executes at once, and only the running server sends).
+func (r *Runtime) DeliverToServer(ctx context.Context, g *cli.Globals, cmd messages.Command) (any, error) {
+	return r.deliver(ctx, g, cmd, true)
+}
+
+// errNeedsServer is the refusal of a decision with no server running.
+const errNeedsServer = "no server is running: the server must run to execute an approval (start `guarded-exchange serve` with GX_CONFIRM_CLI_ENABLED=true); nothing was decided"
+
+func (r *Runtime) deliver(ctx context.Context, g *cli.Globals, cmd messages.Command, serverOnly bool) (any, error) {
 	p, err := resolvePaths(g)
 	if err != nil {
 		return nil, cli.CannotStart("%v", err)
@@ -33,6 +47,8 @@ func (r *Runtime) Deliver(ctx context.Context, g *cli.Globals, cmd messages.Comm
 	}
 	server, err := l.ServerUID()
 	switch {
+	case errors.Is(err, fs.ErrNotExist) && serverOnly:
+		return nil, cli.Refused(errNeedsServer)
 	case errors.Is(err, fs.ErrNotExist):
 		// No directory, no server: host the actors here.
 	case err != nil:
@@ -45,6 +61,9 @@ func (r *Runtime) Deliver(ctx context.Context, g *cli.Globals, cmd messages.Comm
 		}
 		if !errors.Is(err, cli.ErrNoServer) {
 			return nil, cli.Refused("%v", err)
+		}
+		if serverOnly {
+			return nil, cli.Refused(errNeedsServer)
 		}
 	}
 	key, err := checkInstallation(p)

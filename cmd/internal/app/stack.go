@@ -152,6 +152,9 @@ func startStack(ctx context.Context, p paths, vc venueConfig, masterKey []byte, 
 	st.sys, err = actors.Start(actors.Config{
 		Journal: l, Market: market, Logger: logger, Users: replay, Venue: vc.level(),
 		Environment: vc.Name, MasterKey: masterKey, Clients: clients, Streams: streams,
+		// Only a server decides confirmations on the CLI, and only when
+		// told to: anything but "true" leaves the channel closed.
+		ConfirmCLI: command == "serve" && os.Getenv("GX_CONFIRM_CLI_ENABLED") == "true",
 	})
 	if err != nil {
 		st.close()

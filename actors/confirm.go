@@ -1,0 +1,787 @@
+package actors
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/shopspring/decimal"
+
+	"github.com/guarded-exchange/guarded-exchange/messages"
+	"github.com/guarded-exchange/guarded-exchange/wal"
+)
+
+// Human confirmation (SPEC §9) in the user actor. An action the policy
+// wants confirmed is decided as usual (every check of SPEC §8), then,
+// instead of executing, parked: confirmation_requested is journaled with
+// the server's own plan (shown_to_user) and the typed arguments, and the
+// call is answered with *messages.ConfirmationPending. A human decides
+// (confirmation_decided, naming the channel); an approval sends the actor
+// a message of its own (confirmExecute) that journals
+// confirmation_executed (executing, with the client order id derived from
+// the confirmation id) and runs the tool's own path again under the origin
+// system:executor, re-checking everything as of that moment; its end is
+// journaled as confirmation_executed again (executed or failed). A crash
+// between the attempt and its outcome leaves an open attempt that is
+// reconciled at start (recovery.go) and never resent; its outcome settles
+// the confirmation (applyConfirm).
+//
+// Confirmations are part of UserState, rebuilt from the journal through
+// the same Apply. Replacing or deleting the key cancels the waiting and
+// approved confirmations of its environment (applied from the credential
+// record itself, so it can never be lost between two records).
+
+// Confirmation is one parked action as the user actor keeps it.
+type Confirmation struct {
+	ID             string
+	Tool           string
+	Channel        string
+	Environment    string
+	Status         string
+	CreatedAt      time.Time
+	ExpiresAt      time.Time
+	Shown          *messages.ShownToUser
+	Args           json.RawMessage
+	ArgsSHA256     string
+	IdempotencyKey string
+	DecidedChannel string
+	DecidedAt      time.Time
+	ClientOrderID  string
+	Result         json.RawMessage
+	Error          *messages.Error
+}
+
+// confirmationKeep is how long a confirmation that can no longer change is
+// remembered (for get_confirmation_status and confirm list --all).
+const confirmationKeep = 24 * time.Hour
+
+// executeTimeout bounds the wait for an approved action's answer; the
+// action itself keeps its own limits (venue timeouts, the settle wait).
+const executeTimeout = 2 * time.Minute
+
+// confirmExecute is the execution of an approved confirmation: a message
+// of its own, run after the approval is durable.
+type confirmExecute struct {
+	id     string
+	waiter *actor.PID
+}
+
+// confirmDone is the answer of an approved action's run.
+type confirmDone struct {
+	id     string
+	answer any
+	waiter *actor.PID
+	err    error
+}
+
+// confirmSweep journals the expiry of confirmations whose time ran out.
+type confirmSweep struct{}
+
+// newConfirmationID is "cf_" and 24 random hex digits.
+func newConfirmationID() string {
+	var b [12]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic("actors: no randomness for confirmation ids: " + err.Error())
+	}
+	return "cf_" + hex.EncodeToString(b[:])
+}
+
+// confirmClientOrderID is the client order id of a confirmed action's n-th
+// write (n from 1): "gx-cf-<24 hex>", then "-2", "-3"... for the cancels
+// of a cancel_all_orders. At most 36 characters.
+func confirmClientOrderID(confirmationID string, n int) string {
+	id := "gx-" + strings.ReplaceAll(confirmationID, "_", "-")
+	if n > 1 {
+		id += "-" + strconv.Itoa(n)
+	}
+	return id
+}
+
+// executorOrigin is the origin of an approved action's run.
+func executorOrigin(id string) messages.Origin {
+	o := systemOrigin
+	o.ConfirmationID = id
+	return o
+}
+
+// waiting reports whether a confirmation still waits for a human (as of
+// its status; expiry is journaled by the sweep).
+func (c Confirmation) waiting() bool { return c.Status == messages.ConfirmStatusPending }
+
+// live reports whether a confirmation may still lead to an execution.
+func (c Confirmation) live() bool {
+	return c.Status == messages.ConfirmStatusPending || c.Status == messages.ConfirmStatusApproved
+}
+
+// setConfirmation replaces one confirmation (the map is replaced, never
+// changed in place, so committed snapshots stay exact).
+func (s *UserState) setConfirmation(c Confirmation) {
+	m := maps.Clone(s.Confirmations)
+	if m == nil {
+		m = map[string]Confirmation{}
+	}
+	m[c.ID] = c
+	s.Confirmations = m
+}
+
+// applyConfirm applies the confirmation records, and what other records
+// mean for confirmations (an outcome settles an executing one; a key
+// replaced or deleted cancels the live ones of its environment). It
+// reports whether ev was a confirmation record.
+func (s *UserState) applyConfirm(ev Event) bool {
+	switch p := ev.Payload.(type) {
+	case messages.ConfirmationRequestedEvent:
+		s.setConfirmation(Confirmation{ID: p.ConfirmationID, Tool: p.Tool, Channel: p.Channel, Environment: p.Environment,
+			Status: messages.ConfirmStatusPending, CreatedAt: p.CreatedAt, ExpiresAt: p.ExpiresAt, Shown: p.ShownToUser,
+			Args: p.Args, ArgsSHA256: p.ArgsSHA256, IdempotencyKey: p.IdempotencyKey})
+		return true
+	case messages.ConfirmationDecidedEvent:
+		c, ok := s.Confirmations[p.ConfirmationID]
+		if !ok {
+			return true
+		}
+		c.Status = p.Status
+		if p.Decision == messages.DecisionApprove || p.Decision == messages.DecisionReject {
+			c.DecidedChannel, c.DecidedAt = p.Channel, p.At
+		}
+		s.setConfirmation(c)
+		return true
+	case messages.ConfirmationExecutedEvent:
+		c, ok := s.Confirmations[p.ConfirmationID]
+		if !ok {
+			return true
+		}
+		c.Status = p.Status
+		if p.ClientOrderID != "" {
+			c.ClientOrderID = p.ClientOrderID
+		}
+		if len(p.Result) > 0 {
+			c.Result = p.Result
+		}
+		if p.Error != nil {
+			c.Error = p.Error
+		}
+		s.setConfirmation(c)
+		return true
+	case messages.OrderOutcomeEvent:
+		for _, c := range s.Confirmations {
+			if c.Status != messages.ConfirmStatusExecuting || c.ClientOrderID != p.ClientOrderID || p.ClientOrderID == "" {
+				continue
+			}
+			c.Status = messages.ConfirmStatusExecuted
+			if p.Status == messages.OutcomeRejected || p.Status == messages.OutcomeNotFound {
+				c.Status = messages.ConfirmStatusFailed
+			}
+			if len(p.Answer) > 0 {
+				c.Result = p.Answer
+			}
+			s.setConfirmation(c)
+		}
+	case messages.CredentialAddedEvent:
+		s.cancelLive(p.Environment)
+	case messages.CredentialDeletedEvent:
+		s.cancelLive(p.Environment)
+	}
+	return false
+}
+
+// cancelLive cancels the waiting and approved confirmations of env: the
+// key they were decided for is gone.
+func (s *UserState) cancelLive(env string) {
+	for _, c := range s.Confirmations {
+		if c.live() && (c.Environment == env || c.Environment == "") {
+			c.Status = messages.ConfirmStatusCancelled
+			c.Error = &messages.Error{Code: messages.CodeExchangeCredentialsInvalid, Message: "the exchange key was replaced or deleted; the confirmation was cancelled",
+				NextStep: "call the tool again if the action is still wanted", Details: map[string]any{"reason": "key_replaced"}}
+			s.setConfirmation(c)
+		}
+	}
+}
+
+// pruneConfirmations forgets the confirmations that can no longer change
+// and were created over confirmationKeep ago.
+func (s *UserState) pruneConfirmations(now time.Time) {
+	var old []string
+	for id, c := range s.Confirmations {
+		if messages.FinalConfirmStatus(c.Status) && now.Sub(c.CreatedAt) >= confirmationKeep {
+			old = append(old, id)
+		}
+	}
+	if len(old) == 0 {
+		return
+	}
+	m := maps.Clone(s.Confirmations)
+	for _, id := range old {
+		delete(m, id)
+	}
+	s.Confirmations = m
+}
+
+// statusOf is a confirmation as the outside sees it.
+func statusOf(user string, c Confirmation) messages.ConfirmationStatus {
+	st := messages.ConfirmationStatus{ConfirmationID: c.ID, User: user, Status: c.Status, Tool: c.Tool, Channel: c.Channel,
+		CreatedAt: c.CreatedAt, ExpiresAt: c.ExpiresAt, ShownToUser: c.Shown, DecidedChannel: c.DecidedChannel,
+		ClientOrderID: c.ClientOrderID, Result: c.Result, Error: c.Error}
+	if !c.DecidedAt.IsZero() {
+		t := c.DecidedAt
+		st.DecidedAt = &t
+	}
+	if st.ClientOrderID == "" && c.live() && (c.Shown != nil && c.Shown.Order != nil) {
+		st.ClientOrderID = confirmClientOrderID(c.ID, 1)
+	}
+	return st
+}
+
+// pendingOf is the parked call's answer.
+func pendingOf(env string, c Confirmation) *messages.ConfirmationPending {
+	return &messages.ConfirmationPending{ConfirmationID: c.ID, Channel: c.Channel, Tool: c.Tool, Venue: env, ExpiresAt: c.ExpiresAt,
+		ShownToUser: c.Shown, ArgsSHA256: c.ArgsSHA256}
+}
+
+// needsConfirmation is SPEC §8 step 5: the tool is in confirm_actions, or
+// the action's value reaches confirm_above_notional_usdt.
+func needsConfirmation(p messages.Policy, tool string, notional decimal.Decimal) bool {
+	return slices.Contains(p.ConfirmActions, tool) || (p.ConfirmAboveNotionalUSDT.IsPositive() && notional.GreaterThanOrEqual(p.ConfirmAboveNotionalUSDT))
+}
+
+// parkRequest is a decided action that needs a human.
+type parkRequest struct {
+	tool     string
+	category messages.Category
+	symbol   string
+	// args are the tool's typed arguments, run again once approved.
+	args any
+	hash string
+	key  string
+	// shown is the plan (its tool field set; the rest is filled in).
+	shown messages.ShownToUser
+}
+
+// confirmGate is the confirmation step of a decided action, after its
+// preview is built. For an approved action's run it checks that the risk
+// direction is the one the human approved; otherwise, when the action
+// needs confirmation, it parks it. It reports whether it answered (the
+// caller stops).
+func (u *userActor) confirmGate(ctx actor.Context, act *action, needed bool, r parkRequest) bool {
+	if id := act.origin.ConfirmationID; id != "" {
+		c := u.state.Confirmations[id]
+		if c.Shown != nil && !c.Shown.RiskIncreasing && r.shown.RiskIncreasing {
+			u.refuseTool(ctx, r.tool, r.category, r.symbol, false, &messages.Error{Code: messages.CodePermissionDenied,
+				Message:  "the approved action reduced risk, and as of now it would add risk; nothing was sent",
+				NextStep: "call the tool again; a new confirmation shows the plan as it is now",
+				Details:  map[string]any{"reason": "risk_direction_changed"}}, act.origin, act.waiter)
+			return true
+		}
+		return false
+	}
+	if !needed {
+		return false
+	}
+	u.park(ctx, r, act.origin, act.waiter)
+	return true
+}
+
+// channelFor picks the confirmation channel: the client's own form when
+// the client declared form elicitation and the effective policy trusts
+// the client UI (never on live), else the CLI when the server runs with
+// GX_CONFIRM_CLI_ENABLED=true, else none.
+func (u *userActor) channelFor(origin messages.Origin) string {
+	p := u.state.effective(u.venue, u.env)
+	switch {
+	case origin.FormElicitation && p.TrustClientUI && u.venue != messages.VenueLive:
+		return messages.ConfirmChannelClientUI
+	case u.confirmCLI:
+		return messages.ConfirmChannelCLI
+	}
+	return ""
+}
+
+// park journals confirmation_requested and answers the pending
+// confirmation; without a channel, or with max_pending confirmations
+// waiting, it refuses (journaled, nothing sent).
+func (u *userActor) park(ctx actor.Context, r parkRequest, origin messages.Origin, to *actor.PID) {
+	p := u.state.effective(u.venue, u.env)
+	channel := u.channelFor(origin)
+	if channel == "" {
+		u.refuseTool(ctx, r.tool, r.category, r.symbol, false, &messages.Error{Code: messages.CodeConfirmationChannelUnavailable,
+			Message:  "the policy requires a human to confirm this action, and no confirmation channel is available; nothing was sent",
+			NextStep: "a human can enable the CLI channel (GX_CONFIRM_CLI_ENABLED=true), use a client with form elicitation, or change confirm_actions outside the chat",
+			Details:  map[string]any{"limit": "confirm_actions", "allowed": p.ConfirmActions}}, origin, to)
+		return
+	}
+	now := u.now()
+	waiting := 0
+	for _, c := range u.state.Confirmations {
+		if c.waiting() && now.Before(c.ExpiresAt) {
+			waiting++
+		}
+	}
+	if waiting >= p.MaxPending {
+		u.refuseTool(ctx, r.tool, r.category, r.symbol, false, &messages.Error{Code: messages.CodePendingLimitReached,
+			Message:  "too many confirmations are already waiting for a human; nothing was parked or sent",
+			NextStep: "wait for a human to decide, or withdraw one with cancel_confirmation",
+			Details:  map[string]any{"limit": "max_pending", "allowed": itoa(p.MaxPending)}}, origin, to)
+		return
+	}
+	args, err := json.Marshal(r.args)
+	if err != nil {
+		u.reply(ctx, to, messages.Internal(err))
+		return
+	}
+	shown := r.shown
+	shown.Tool, shown.User, shown.Venue = r.tool, u.state.User, u.env
+	shown.Summary = summarize(&shown)
+	ttl := time.Duration(p.ConfirmationTTLS) * time.Second
+	ev := Event{messages.RecordConfirmationRequested, messages.ConfirmationRequestedEvent{
+		ConfirmationID: newConfirmationID(), Tool: r.tool, Channel: channel, Environment: u.env,
+		CreatedAt: now.UTC(), ExpiresAt: now.Add(ttl).UTC(), ShownToUser: &shown, Args: args, ArgsSHA256: r.hash, IdempotencyKey: r.key,
+	}}
+	u.write(ctx, ev, origin, func(_ wal.Record, err error) {
+		if err != nil {
+			u.reply(ctx, to, messages.AsError(err))
+			return
+		}
+		u.commit(ev)
+		id := ev.Payload.(messages.ConfirmationRequestedEvent).ConfirmationID
+		u.reply(ctx, to, pendingOf(u.env, u.state.Confirmations[id]))
+		u.sweepAfter(ctx, ttl)
+	})
+}
+
+// pendingRepeat answers a call that repeats a parked one: the same
+// idempotency key (or, without a key, the same arguments) while the
+// confirmation waits gets the same pending confirmation; the same key with
+// other arguments is idempotency_conflict; while the approved action runs,
+// in_progress. nil: not a repeat of a parked call.
+func (u *userActor) pendingRepeat(tool, key, hash string) any {
+	now := u.now()
+	for _, c := range u.state.Confirmations {
+		active := c.live() || c.Status == messages.ConfirmStatusExecuting
+		if !active || c.waiting() && !now.Before(c.ExpiresAt) {
+			continue
+		}
+		switch {
+		case key != "" && c.IdempotencyKey == key:
+			if c.ArgsSHA256 != hash || c.Tool != tool {
+				return conflict()
+			}
+		case key == "" && c.IdempotencyKey == "" && c.Tool == tool && c.ArgsSHA256 == hash && c.waiting():
+		default:
+			continue
+		}
+		if c.waiting() {
+			return pendingOf(u.env, c)
+		}
+		return inProgress(c.ClientOrderID)
+	}
+	return nil
+}
+
+// summarize is the one line a human reads first, built from the plan.
+func summarize(s *messages.ShownToUser) string {
+	where := func(cat messages.Category, sym string) string { return sym + " (" + string(cat) + ")" }
+	switch {
+	case s.Order != nil:
+		o := s.Order
+		price := "at " + o.Price.String()
+		if o.OrderType == "Market" {
+			price = "Market, worst price " + o.Price.String()
+		}
+		reduce := ""
+		if o.ReduceOnly {
+			reduce = " reduce-only"
+		}
+		return fmt.Sprintf("%s %s %s%s %s, value up to %s USDT", o.Side, o.Qty, where(o.Category, o.Symbol), reduce, price, o.NotionalUSDT.StringFixed(2))
+	case s.Cancel != nil:
+		return fmt.Sprintf("Cancel order %s on %s (origin %s)", s.Cancel.OrderID, where(s.Cancel.Category, s.Cancel.Symbol), s.Cancel.Origin)
+	case s.Amend != nil:
+		a := s.Amend
+		return fmt.Sprintf("Amend order %s on %s to qty %s at %s, value up to %s USDT (origin %s)", a.OrderID, where(a.Category, a.Symbol), a.Qty, a.Price, a.NotionalUSDT.StringFixed(2), a.Origin)
+	case s.CancelAll != nil:
+		a := s.CancelAll
+		return fmt.Sprintf("Cancel %d open orders on %s, %d of them external (exactly the orders listed)", a.Count, where(a.Category, a.Symbol), a.ExternalCount)
+	case s.Leverage != nil:
+		l := s.Leverage
+		return fmt.Sprintf("Set the leverage of %s to %sx (now %sx)", where(l.Category, l.Symbol), l.Leverage, l.Previous)
+	case s.TradingStop != nil:
+		t := s.TradingStop
+		parts := []string{}
+		if t.TakeProfit != nil {
+			parts = append(parts, "take-profit "+t.TakeProfit.String())
+		}
+		if t.StopLoss != nil {
+			parts = append(parts, "stop-loss "+t.StopLoss.String())
+		}
+		return fmt.Sprintf("Set %s on the %s position of %s", strings.Join(parts, " and "), t.PositionSide, where(t.Category, t.Symbol))
+	}
+	return s.Tool
+}
+
+// confirmCommand serves the confirmation commands.
+func (u *userActor) confirmCommand(ctx actor.Context, m *userCommand, sender *actor.PID) {
+	if !u.state.Exists {
+		u.reply(ctx, sender, messages.Errorf(messages.CodeNotFound, "no such user"))
+		return
+	}
+	find := func(id string) (Confirmation, *messages.Error) {
+		if e := messages.CheckConfirmationID(id); e != nil {
+			return Confirmation{}, e
+		}
+		c, ok := u.state.Confirmations[id]
+		if !ok {
+			return c, &messages.Error{Code: messages.CodeNotFound, Message: "no confirmation with this id for this user",
+				NextStep: "list the waiting confirmations with `guarded-exchange confirm list`"}
+		}
+		return c, nil
+	}
+	switch c := m.cmd.(type) {
+	case *messages.ConfirmationStatusCommand:
+		conf, e := find(c.ConfirmationID)
+		if e != nil {
+			u.reply(ctx, sender, e)
+			return
+		}
+		st := statusOf(u.state.User, conf)
+		u.reply(ctx, sender, &st)
+	case *messages.ListConfirmationsCommand:
+		out := &messages.ConfirmationList{User: u.state.User, Confirmations: []messages.ConfirmationStatus{}}
+		for _, conf := range u.state.Confirmations {
+			if c.All || conf.live() || conf.Status == messages.ConfirmStatusExecuting {
+				out.Confirmations = append(out.Confirmations, statusOf(u.state.User, conf))
+			}
+		}
+		slices.SortFunc(out.Confirmations, func(a, b messages.ConfirmationStatus) int { return a.CreatedAt.Compare(b.CreatedAt) })
+		u.reply(ctx, sender, out)
+	case *messages.CancelConfirmationCommand:
+		conf, e := find(c.ConfirmationID)
+		if e != nil {
+			u.reply(ctx, sender, e)
+			return
+		}
+		if !conf.waiting() {
+			u.reply(ctx, sender, notPending(conf))
+			return
+		}
+		channel := "agent"
+		if m.origin.Role != messages.RoleAgent {
+			channel = messages.ConfirmChannelCLI
+		}
+		u.decided(ctx, conf, messages.DecisionCancel, channel, nil, messages.ConfirmStatusCancelled, m.origin, sender)
+	case *messages.DecideConfirmationCommand:
+		u.decideConfirmation(ctx, m, c, sender)
+	}
+}
+
+// notPending is the refusal of a decision on a confirmation that no longer
+// waits.
+func notPending(c Confirmation) *messages.Error {
+	e := messages.InvalidParams("confirmation_id", "the confirmation is no longer pending")
+	e.Details["status"] = c.Status
+	e.NextStep = "read it with get_confirmation_status or `guarded-exchange confirm list --all`"
+	return e
+}
+
+// decideConfirmation is a human's decision. Exactly one decision wins: the
+// first one handled journals it; any later one finds it no longer pending.
+func (u *userActor) decideConfirmation(ctx actor.Context, m *userCommand, c *messages.DecideConfirmationCommand, sender *actor.PID) {
+	if e := c.Validate(); e != nil {
+		u.reply(ctx, sender, e)
+		return
+	}
+	conf, ok := u.state.Confirmations[c.ConfirmationID]
+	if !ok {
+		u.reply(ctx, sender, &messages.Error{Code: messages.CodeNotFound, Message: "no confirmation with this id for this user",
+			NextStep: "list the waiting confirmations with `guarded-exchange confirm list`"})
+		return
+	}
+	deny := func(msg, next string) {
+		u.reply(ctx, sender, &messages.Error{Code: messages.CodePermissionDenied, Message: msg, NextStep: next})
+	}
+	var uid *int64
+	switch c.Channel {
+	case messages.ConfirmChannelCLI:
+		if m.origin.Role == messages.RoleAgent {
+			deny("the agent cannot decide a confirmation", "a human decides with `guarded-exchange confirm approve|reject ID`")
+			return
+		}
+		if !u.confirmCLI {
+			deny("the server runs without GX_CONFIRM_CLI_ENABLED=true; the CLI cannot decide confirmations", "restart the server with GX_CONFIRM_CLI_ENABLED=true")
+			return
+		}
+		v := m.origin.PeerUID
+		uid = &v
+	case messages.ConfirmChannelClientUI:
+		if m.origin.Role != messages.RoleAgent || conf.Channel != messages.ConfirmChannelClientUI {
+			deny("this confirmation is not decided through the client's form", "decide it with `guarded-exchange confirm approve|reject ID`")
+			return
+		}
+		if c.ArgsSHA256 != conf.ArgsSHA256 {
+			deny("the decision does not match the parked action", "call the tool again")
+			return
+		}
+	}
+	if !conf.waiting() {
+		u.reply(ctx, sender, notPending(conf))
+		return
+	}
+	if !u.now().Before(conf.ExpiresAt) {
+		u.decided(ctx, conf, messages.DecisionExpire, "system", nil, messages.ConfirmStatusExpired, systemOrigin, nil)
+		u.reply(ctx, sender, notPending(Confirmation{Status: messages.ConfirmStatusExpired}))
+		return
+	}
+	if c.Decision == messages.DecisionReject {
+		u.decided(ctx, conf, messages.DecisionReject, c.Channel, uid, messages.ConfirmStatusRejected, m.origin, sender)
+		return
+	}
+	u.decided(ctx, conf, messages.DecisionApprove, c.Channel, uid, messages.ConfirmStatusApproved, m.origin, nil)
+	// The execution is a message of its own, handled after the approval
+	// is durable (the write holds later messages until then).
+	ctx.Send(ctx.Self(), &confirmExecute{id: conf.ID, waiter: sender})
+}
+
+// decidedEvent is the confirmation_decided record of one decision.
+func (u *userActor) decidedEvent(conf Confirmation, decision, channel string, uid *int64, status string) Event {
+	return Event{messages.RecordConfirmationDecided, messages.ConfirmationDecidedEvent{ConfirmationID: conf.ID, Decision: decision,
+		Channel: channel, ApproverUID: uid, Status: status, At: u.now().UTC()}}
+}
+
+// decided journals confirmation_decided and answers the confirmation's
+// status (to may be nil).
+func (u *userActor) decided(ctx actor.Context, conf Confirmation, decision, channel string, uid *int64, status string, origin messages.Origin, to *actor.PID) {
+	ev := u.decidedEvent(conf, decision, channel, uid, status)
+	u.write(ctx, ev, origin, func(_ wal.Record, err error) {
+		if err != nil {
+			u.reply(ctx, to, messages.AsError(err))
+			return
+		}
+		u.commit(ev)
+		st := statusOf(u.state.User, u.state.Confirmations[conf.ID])
+		u.reply(ctx, to, &st)
+	})
+}
+
+// onConfirmExecute runs an approved action: within ExecuteWithin of the
+// approval, journal confirmation_executed (executing), then the tool's own
+// path under system:executor, whose answer comes back as confirmDone.
+func (u *userActor) onConfirmExecute(ctx actor.Context, m *confirmExecute) {
+	conf, ok := u.state.Confirmations[m.id]
+	if !ok || conf.Status != messages.ConfirmStatusApproved {
+		if ok && m.waiter != nil {
+			st := statusOf(u.state.User, conf)
+			u.reply(ctx, m.waiter, &st)
+		}
+		return
+	}
+	if u.now().Sub(conf.DecidedAt) > messages.ExecuteWithin {
+		u.decided(ctx, conf, messages.DecisionExpire, "system", nil, messages.ConfirmStatusExpiredAfterApproval, systemOrigin, m.waiter)
+		return
+	}
+	origin := executorOrigin(conf.ID)
+	ev := Event{messages.RecordConfirmationExecuted, messages.ConfirmationExecutedEvent{ConfirmationID: conf.ID,
+		Status: messages.ConfirmStatusExecuting, ClientOrderID: confirmClientOrderID(conf.ID, 1), At: u.now().UTC()}}
+	u.write(ctx, ev, origin, func(_ wal.Record, err error) {
+		if err != nil {
+			u.reply(ctx, m.waiter, messages.AsError(err))
+			return
+		}
+		u.commit(ev)
+		if u.executing == nil {
+			u.executing = map[string]int{}
+		}
+		u.executing[conf.ID] = 0
+		fut := actor.NewFuture(ctx.ActorSystem(), executeTimeout)
+		if e := u.rerun(ctx, conf, origin, fut.PID()); e != nil {
+			u.reply(ctx, fut.PID(), e)
+		}
+		self, root := ctx.Self(), ctx.ActorSystem().Root
+		go func() {
+			res, err := fut.Result()
+			root.Send(self, &confirmDone{id: conf.ID, answer: res, waiter: m.waiter, err: err})
+		}()
+	})
+}
+
+// rerun sends the confirmation's typed arguments through the tool's own
+// path.
+func (u *userActor) rerun(ctx actor.Context, c Confirmation, origin messages.Origin, to *actor.PID) *messages.Error {
+	decode := func(v any) *messages.Error {
+		if err := json.Unmarshal(c.Args, v); err != nil {
+			return messages.Internal(fmt.Errorf("confirmation %s: arguments: %w", c.ID, err))
+		}
+		return nil
+	}
+	switch c.Tool {
+	case toolPlaceOrder:
+		var a messages.PlaceOrderArgs
+		if e := decode(&a); e != nil {
+			return e
+		}
+		u.place(ctx, &placeAsk{ctx: context.Background(), args: a, origin: origin}, to)
+	case toolClosePosition:
+		var a messages.ClosePositionArgs
+		if e := decode(&a); e != nil {
+			return e
+		}
+		u.closePosition(ctx, a, origin, to)
+	case "cancel_order":
+		var a messages.CancelOrderArgs
+		if e := decode(&a); e != nil {
+			return e
+		}
+		u.cancelOrder(ctx, &cancelAsk{ctx: context.Background(), args: a, origin: origin}, to)
+	case toolAmendOrder:
+		var a messages.AmendOrderArgs
+		if e := decode(&a); e != nil {
+			return e
+		}
+		u.amendOrder(ctx, a, origin, to)
+	case toolCancelAll:
+		var a messages.CancelAllArgs
+		if e := decode(&a); e != nil {
+			return e
+		}
+		u.cancelAll(ctx, a, origin, to)
+	case "set_leverage":
+		var a messages.SetLeverageArgs
+		if e := decode(&a); e != nil {
+			return e
+		}
+		u.setLeverage(ctx, a, origin, to)
+	case toolTradingStop:
+		var a messages.TradingStopArgs
+		if e := decode(&a); e != nil {
+			return e
+		}
+		u.setTradingStop(ctx, a, origin, to)
+	default:
+		return messages.Internal(fmt.Errorf("confirmation %s: unknown tool", c.ID))
+	}
+	return nil
+}
+
+// onConfirmDone journals the end of an approved action's run, then answers
+// the decider with the tool's answer. An outcome that is not known yet
+// (outcome_unknown: the attempt stays open and is reconciled) leaves the
+// confirmation executing; the outcome settles it.
+func (u *userActor) onConfirmDone(ctx actor.Context, m *confirmDone) {
+	delete(u.executing, m.id)
+	answer := m.answer
+	if m.err != nil {
+		answer = &messages.Error{Code: messages.CodeOutcomeUnknown, Message: "the approved action did not answer in time; it is being reconciled, never resent",
+			NextStep: "check it with `guarded-exchange confirm list --all` or get_confirmation_status"}
+	}
+	conf, ok := u.state.Confirmations[m.id]
+	e, failed := answer.(*messages.Error)
+	// The order's outcome may already have settled the status
+	// (applyConfirm); the run's end is journaled all the same.
+	ran := conf.Status == messages.ConfirmStatusExecuting || conf.Status == messages.ConfirmStatusExecuted || conf.Status == messages.ConfirmStatusFailed
+	if !ok || !ran || failed && e.Code == messages.CodeOutcomeUnknown {
+		u.reply(ctx, m.waiter, answer)
+		return
+	}
+	out := messages.ConfirmationExecutedEvent{ConfirmationID: m.id, Status: messages.ConfirmStatusExecuted, At: u.now().UTC()}
+	if failed {
+		out.Status, out.Error = messages.ConfirmStatusFailed, e
+	} else if raw, err := json.Marshal(answer); err == nil {
+		out.Result = raw
+	}
+	ev := Event{messages.RecordConfirmationExecuted, out}
+	u.write(ctx, ev, executorOrigin(m.id), func(_ wal.Record, err error) {
+		if err != nil {
+			u.reply(ctx, m.waiter, messages.AsError(err))
+			return
+		}
+		u.commit(ev)
+		u.reply(ctx, m.waiter, answer)
+	})
+}
+
+// nextConfirmLinkID is the client order id of a confirmed action's next
+// write in this process.
+func (u *userActor) nextConfirmLinkID(id string) string {
+	if u.executing == nil {
+		u.executing = map[string]int{}
+	}
+	u.executing[id]++
+	return confirmClientOrderID(id, u.executing[id])
+}
+
+// sweepAfter schedules a sweep.
+func (u *userActor) sweepAfter(ctx actor.Context, d time.Duration) {
+	self, root := ctx.Self(), ctx.ActorSystem().Root
+	time.AfterFunc(d+10*time.Millisecond, func() { root.Send(self, &confirmSweep{}) })
+}
+
+// onConfirmSweep journals one due change (an expiry, an approval whose run
+// never started in time, or a run interrupted before it sent anything),
+// then, once it is durable, looks again.
+func (u *userActor) onConfirmSweep(ctx actor.Context) {
+	now := u.now()
+	for _, c := range u.state.Confirmations {
+		var ev Event
+		origin := systemOrigin
+		switch {
+		case c.waiting() && !now.Before(c.ExpiresAt):
+			ev = u.decidedEvent(c, messages.DecisionExpire, "system", nil, messages.ConfirmStatusExpired)
+		case c.Status == messages.ConfirmStatusApproved && now.Sub(c.DecidedAt) > messages.ExecuteWithin:
+			ev = u.decidedEvent(c, messages.DecisionExpire, "system", nil, messages.ConfirmStatusExpiredAfterApproval)
+		case c.Status == messages.ConfirmStatusApproved:
+			// Approved and not run by this process (a restart came
+			// between): it runs now, still within ExecuteWithin.
+			ctx.Send(ctx.Self(), &confirmExecute{id: c.ID})
+			continue
+		case c.Status == messages.ConfirmStatusExecuting && !u.runsConfirmation(c):
+			// Nothing of it is in flight and no attempt is open: the
+			// process stopped before its write was journaled, so nothing
+			// was sent.
+			origin = executorOrigin(c.ID)
+			ev = Event{messages.RecordConfirmationExecuted, messages.ConfirmationExecutedEvent{ConfirmationID: c.ID, Status: messages.ConfirmStatusFailed,
+				At: now.UTC(), Error: &messages.Error{Code: messages.CodeInternalError, Message: "the server stopped before the approved action was sent; nothing was sent",
+					NextStep: "call the tool again if the action is still wanted", Details: map[string]any{"reason": "interrupted"}}}}
+		default:
+			continue
+		}
+		u.write(ctx, ev, origin, func(_ wal.Record, err error) {
+			if err != nil {
+				u.logger.Error("confirmation sweep: journal write failed", "user", u.state.User, "err", err.Error())
+				return
+			}
+			u.commit(ev)
+			ctx.Send(ctx.Self(), &confirmSweep{})
+		})
+		return
+	}
+}
+
+// runsConfirmation reports whether an executing confirmation still has
+// something in flight: its run in this process, or an open attempt with
+// its client order id (reconciled at start, never resent).
+func (u *userActor) runsConfirmation(c Confirmation) bool {
+	if _, ok := u.executing[c.ID]; ok {
+		return true
+	}
+	prefix := confirmClientOrderID(c.ID, 1)
+	for id := range u.state.Attempts {
+		if strings.HasPrefix(id, prefix) {
+			return true
+		}
+	}
+	return false
+}
+
+// shownOf is the plan an approved action's run was approved with (nil for
+// any other call).
+func (u *userActor) shownOf(origin messages.Origin) *messages.ShownToUser {
+	if origin.ConfirmationID == "" {
+		return nil
+	}
+	return u.state.Confirmations[origin.ConfirmationID].Shown
+}
