@@ -161,7 +161,9 @@ func (s *server) elicitLegacy(ctx context.Context, c *call, st formState, form *
 	if !ok || ss == nil {
 		return s.decide(ctx, c, st, false, check)
 	}
-	ectx, cancel := context.WithDeadline(ctx, time.UnixMilli(st.Expires))
+	// The wait ends a moment before the confirmation expires, so that a
+	// form nobody answered is journaled as this channel's rejection.
+	ectx, cancel := context.WithDeadline(ctx, time.UnixMilli(st.Expires).Add(-legacyMargin))
 	er, err := ss.Elicit(ectx, form)
 	cancel()
 	if err != nil {
@@ -171,8 +173,26 @@ func (s *server) elicitLegacy(ctx context.Context, c *call, st formState, form *
 		s.logger.Info("confirmation form not answered; rejecting", "confirmation_id", st.ConfirmationID, "cause", err.Error())
 		er = nil
 	}
-	return s.decide(ctx, c, st, approved(er), check)
+	yes := approved(er)
+	res, err := s.decide(ctx, c, st, yes, check)
+	if err == nil || yes {
+		return res, err
+	}
+	// The rejection came too late to be a decision (the confirmation
+	// expired, or was decided or withdrawn elsewhere meanwhile): the
+	// call answers what became of it.
+	sctx, scancel := context.WithTimeout(context.WithoutCancel(ctx), decideTimeout)
+	defer scancel()
+	sres, serr := s.opts.Backend.Handle(sctx, &messages.ConfirmationStatusCommand{User: st.User, ConfirmationID: st.ConfirmationID}, messages.ActorAgent)
+	if cs, isStatus := sres.(*messages.ConfirmationStatus); serr == nil && isStatus && cs.Status != messages.ConfirmStatusPending {
+		return s.outcome(cs), nil
+	}
+	return nil, err
 }
+
+// legacyMargin is how long before the confirmation's expiry a classic
+// elicitation stops waiting.
+const legacyMargin = time.Second
 
 // approved reports whether the human accepted the form with the box
 // ticked. Anything else (decline, cancel, an unticked or missing box, a

@@ -14,6 +14,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/guarded-exchange/guarded-exchange/actors"
 	"github.com/guarded-exchange/guarded-exchange/messages"
 )
 
@@ -222,7 +223,7 @@ func (e *env) onlyConfirmation(t testing.TB, user string) *messages.Confirmation
 // finished (the CLI can no longer approve it), and the agent's answer
 // does not say which of these the human did.
 func TestClientFormEveryAnswerBothEras(t *testing.T) {
-	e := newEnv(t)
+	e := newEnvConfig(t, func(c *actors.Config) { c.ConfirmCLI = true })
 	for _, era := range eras {
 		for _, fa := range formAnswers {
 			user := "f-legacy-" + fa.name
@@ -338,20 +339,36 @@ func firstRound(t testing.TB, cs *sdk.ClientSession, tool string, args map[strin
 // answerRound repeats the call with the form's answer and a state.
 func answerRound(t testing.TB, cs *sdk.ClientSession, tool string, args map[string]any, state string, r *sdk.ElicitResult) map[string]any {
 	t.Helper()
+	out, err := answerRoundErr(cs, tool, args, state, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// answerRoundErr is answerRound for a goroutine other than the test's.
+func answerRoundErr(cs *sdk.ClientSession, tool string, args map[string]any, state string, r *sdk.ElicitResult) (map[string]any, error) {
 	p := &sdk.CallToolParams{Name: tool, Arguments: args, RequestState: state}
 	if r != nil {
 		p.InputResponses = sdk.InputResponseMap{formKey: r}
 	}
 	res, err := cs.CallTool(context.Background(), p)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	if res.NeedsInput() {
-		return map[string]any{"input_required": true}
+		return map[string]any{"input_required": true}, nil
 	}
-	out := resultJSON(t, res)
+	b, err := json.Marshal(res.StructuredContent)
+	if err != nil {
+		return nil, err
+	}
+	var out map[string]any
+	if err := json.Unmarshal(b, &out); err != nil {
+		return nil, err
+	}
 	out["is_error"] = res.IsError
-	return out
+	return out, nil
 }
 
 var ticked = &sdk.ElicitResult{Action: "accept", Content: map[string]any{"approve": true}}
@@ -385,7 +402,9 @@ func TestClientFormHostileAgent(t *testing.T) {
 	// Arguments and text: every extra field is refused before anything.
 	for _, extra := range []string{"approve", "requestState", "request_state", "client_ui", "confirmation_id", "decision", "inputResponses"} {
 		out, isErr := callJSON(t, alice, "place_order", with(order, extra, true))
-		if d, _ := out["details"].(map[string]any); !isErr || out["code"] != "invalid_params" || d["field"] != extra {
+		// The refusal names the field, or only "arguments" for a name it
+		// does not repeat.
+		if d, _ := out["details"].(map[string]any); !isErr || out["code"] != "invalid_params" || d["field"] != extra && d["field"] != "arguments" {
 			t.Fatalf("argument %s: %v", extra, out)
 		}
 	}
@@ -456,12 +475,14 @@ func TestClientFormHostileAgent(t *testing.T) {
 // exactly one decision wins, the journal names its channel once, and at
 // most one order reaches the venue (exactly one when the winner approved).
 func TestClientFormRacesCLI(t *testing.T) {
-	e := newEnv(t)
+	e := newEnvConfig(t, func(c *actors.Config) { c.ConfirmCLI = true })
 	key := e.confirmUser(t, "alice", true)
 	cs := manualClient(t, Options{Backend: e.sys, Principal: fixedPrincipal("alice", ProfileTrade)})
 	const rounds = 8
 	ids := make([]string, 0, rounds)
 	wantOrders := 0
+	wins := map[string]int{}
+	var winner []string
 	for i := 0; i < rounds; i++ {
 		order := limitOrder(fmt.Sprint(30000 + i))
 		_, state := firstRound(t, cs, "place_order", order)
@@ -478,7 +499,7 @@ func TestClientFormRacesCLI(t *testing.T) {
 		ids = append(ids, id)
 		formApproves := i%2 == 0 // odd rounds: the form rejects while the CLI approves
 		var formOut map[string]any
-		var cliErr error
+		var formErr, cliErr error
 		var wg sync.WaitGroup
 		start := make(chan struct{})
 		wg.Add(2)
@@ -489,7 +510,7 @@ func TestClientFormRacesCLI(t *testing.T) {
 			if !formApproves {
 				r = &sdk.ElicitResult{Action: "decline"}
 			}
-			formOut = answerRound(t, cs, "place_order", order, state, r)
+			formOut, formErr = answerRoundErr(cs, "place_order", order, state, r)
 		}()
 		go func() {
 			defer wg.Done()
@@ -498,6 +519,9 @@ func TestClientFormRacesCLI(t *testing.T) {
 		}()
 		close(start)
 		wg.Wait()
+		if formErr != nil {
+			t.Fatal(formErr)
+		}
 		formWon := formOut["is_error"] == false
 		cliWon := cliErr == nil
 		if formWon == cliWon {
@@ -514,27 +538,30 @@ func TestClientFormRacesCLI(t *testing.T) {
 		if cliWon || formApproves {
 			wantOrders++
 		}
+		wins[wantChannel]++
+		winner = append(winner, wantChannel)
 		if n := len(e.ordersOf(t, key)); n != wantOrders {
 			t.Fatalf("round %d: %d orders on the venue, want %d", i, n, wantOrders)
 		}
 	}
+	t.Logf("winners: %v", wins)
 	// One confirmation_decided per confirmation, naming the winner.
 	decided := map[string]int{}
+	channel := map[string]string{}
 	for _, r := range e.records(t) {
 		if messages.RecordType(r.Type) != messages.RecordConfirmationDecided {
 			continue
 		}
-		var p struct {
-			ConfirmationID string `json:"confirmation_id"`
-		}
+		var p messages.ConfirmationDecidedEvent
 		if err := json.Unmarshal(r.Payload, &p); err != nil {
 			t.Fatal(err)
 		}
 		decided[p.ConfirmationID]++
+		channel[p.ConfirmationID] = p.Channel
 	}
-	for _, id := range ids {
-		if decided[id] != 1 {
-			t.Fatalf("%s: %d confirmation_decided records", id, decided[id])
+	for i, id := range ids {
+		if decided[id] != 1 || channel[id] != winner[i] {
+			t.Fatalf("%s: %d confirmation_decided records, channel %q, want %q", id, decided[id], channel[id], winner[i])
 		}
 	}
 }

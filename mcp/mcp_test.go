@@ -46,6 +46,12 @@ type env struct {
 
 func newEnv(t testing.TB) *env {
 	t.Helper()
+	return newEnvConfig(t, nil)
+}
+
+// newEnvConfig is newEnv with the actor configuration changed by edit.
+func newEnvConfig(t testing.TB, edit func(*actors.Config)) *env {
+	t.Helper()
 	// The public per-IP limit is lifted so benchmarks measure the server.
 	srv := httptest.NewServer(sim.New(sim.Config{Seed: 3, NoPublicRateLimit: true}).Handler())
 	t.Cleanup(srv.Close)
@@ -62,14 +68,18 @@ func newEnv(t testing.TB) *env {
 	if _, err := rand.Read(masterKey); err != nil {
 		t.Fatal(err)
 	}
-	sys, err := actors.Start(actors.Config{
+	cfg := actors.Config{
 		Journal: l, Market: market{c, venue.NewInstrumentCache(c, time.Minute, nil)},
 		Users: actors.NewUserReplay(), Venue: messages.VenuePaper,
 		Environment: "paper", MasterKey: masterKey,
 		Clients: func(k, s string) (*venue.Client, error) {
 			return venue.NewClient(venue.Config{BaseURL: srv.URL, APIKey: k, APISecret: s})
 		},
-	})
+	}
+	if edit != nil {
+		edit(&cfg)
+	}
+	sys, err := actors.Start(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
