@@ -320,7 +320,8 @@ type nodeReport struct {
 		Message   string         `json:"message"`
 		Schema    map[string]any `json:"schema"`
 	} `json:"forms"`
-	OpenOrders []string `json:"openOrders"`
+	OpenOrders  []string `json:"openOrders"`
+	NeverStatus string   `json:"neverStatus"`
 }
 
 // Node clients of both eras answer the form through their own
@@ -391,6 +392,11 @@ func TestNodeClientsAnswerTheForm(t *testing.T) {
 			}
 			if len(r.OpenOrders) != 1 || r.OpenOrders[0] != "30000" {
 				t.Fatalf("open orders %v, want the accepted one only", r.OpenOrders)
+			}
+			// Unanswered: rejected by the server's wait (2025-11-25) or
+			// expired in the actor (MRTR holds nothing open).
+			if want := map[string]string{"sdk": "rejected", "client": "expired"}[c.name]; r.NeverStatus != want {
+				t.Fatalf("the unanswered confirmation is %q, want %q", r.NeverStatus, want)
 			}
 		})
 	}

@@ -54,16 +54,28 @@ if (which === "sdk") {
 }
 await client.connect(transport);
 const protocol = which === "client" ? client.getNegotiatedProtocolVersion() : negotiated;
-const report = { client: which, protocol, calls: {}, forms, openOrders: [] };
+const report = { client: which, protocol, calls: {}, forms, openOrders: [], neverStatus: "" };
 for (const [i, b] of behaviours.entries()) {
   current = b;
   const args = { symbol: "BTCUSDT", category: "linear", side: "Buy", order_type: "Limit", qty: "0.01", price: String(30000 + i) };
   try {
-    const res = await call({ name: "place_order", arguments: args }, 25000);
+    // A client whose own handler never answers waits forever on MRTR
+    // (the server holds nothing open): give up after the TTL and more.
+    const res = await Promise.race([
+      call({ name: "place_order", arguments: args }, 25000),
+      new Promise((_, reject) => setTimeout(() => reject(new Error("gave up waiting for the human")), 15000)),
+    ]);
     report.calls[b] = { isError: !!res.isError, structured: res.structuredContent ?? null, text: res.content?.[0]?.text ?? "" };
   } catch (e) {
     report.calls[b] = { error: String(e?.message ?? e) || "error" };
   }
+}
+// What became of the confirmation nobody answered, as the agent sees it.
+const never = forms.find((f) => f.behaviour === "never");
+const id = never?.message.match(/cf_[0-9a-f]{24}/)?.[0];
+if (id) {
+  const st = await call({ name: "get_confirmation_status", arguments: { confirmation_id: id } }, 25000);
+  report.neverStatus = st.structuredContent?.status ?? "";
 }
 const oo = await call({ name: "get_open_orders", arguments: { category: "linear", symbol: "BTCUSDT" } }, 25000);
 report.openOrders = (oo.structuredContent?.orders ?? []).map((o) => o.price);
