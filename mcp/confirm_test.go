@@ -634,3 +634,34 @@ func TestHTTPClientFormBothEras(t *testing.T) {
 		t.Fatalf("the token's own answer: %v", out)
 	}
 }
+
+// The human ticks the box after the kill switch went on: the approval is
+// checked again as of that moment, and a risk-increasing order is not
+// sent. And a form answered after the confirmation expired executes
+// nothing, however genuine its state.
+func TestClientFormApprovalRecheckedAndLate(t *testing.T) {
+	e := newEnv(t)
+	key := e.confirmUser(t, "alice", true)
+	cs := manualClient(t, Options{Backend: e.sys, Principal: fixedPrincipal("alice", ProfileTrade)})
+
+	order := limitOrder("30000")
+	_, state := firstRound(t, cs, "place_order", order)
+	if _, err := e.sys.Handle(context.Background(), &messages.SetKillSwitchRequest{User: "alice", On: true, Level: messages.KillSwitchUser}, messages.ActorCLIUser); err != nil {
+		t.Fatal(err)
+	}
+	out := answerRound(t, cs, "place_order", order, state, ticked)
+	if out["is_error"] != true || out["code"] != string(messages.CodeKillSwitchActive) || len(e.ordersOf(t, key)) != 0 {
+		t.Fatalf("approved under the kill switch: %v, %d orders", out, len(e.ordersOf(t, key)))
+	}
+	if _, err := e.sys.Handle(context.Background(), &messages.SetKillSwitchRequest{User: "alice", On: false, Level: messages.KillSwitchUser}, messages.ActorCLIUser); err != nil {
+		t.Fatal(err)
+	}
+
+	late := limitOrder("30500")
+	_, state = firstRound(t, cs, "place_order", late)
+	time.Sleep((formTTL + 1) * time.Second)
+	wantStateRefused(t, "after expiry", answerRound(t, cs, "place_order", late, state, ticked))
+	if n := len(e.ordersOf(t, key)); n != 0 {
+		t.Fatalf("%d orders after a late approval", n)
+	}
+}
