@@ -105,8 +105,8 @@ func (s *server) trade(ctx context.Context, c *call, tool string, args any, cmd 
 
 // pending is the SPEC §9 pending answer of a parked action.
 func (s *server) pending(p *messages.ConfirmationPending) Pending {
-	next := "a human approves or rejects it outside the chat (`guarded-exchange confirm approve|reject` " + p.ConfirmationID +
-		"); watch it with get_confirmation_status, withdraw it with cancel_confirmation; it expires at expires_at"
+	next := "a human approves or rejects it outside the chat (`guarded-exchange confirm approve|reject " + p.ConfirmationID +
+		"`); watch it with get_confirmation_status, withdraw it with cancel_confirmation; it expires at expires_at"
 	if p.Channel == messages.ConfirmChannelClientUI {
 		next = "the human is asked in the client that made the first call; watch it with get_confirmation_status, " +
 			"withdraw it with cancel_confirmation; it expires at expires_at"
