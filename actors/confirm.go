@@ -121,6 +121,17 @@ func (c Confirmation) live() bool {
 	return c.Status == messages.ConfirmStatusPending || c.Status == messages.ConfirmStatusApproved
 }
 
+// liveConfirmations reports whether a confirmation waits, is approved or
+// executing: the user actor starts at once to run or expire it.
+func (s *UserState) liveConfirmations() bool {
+	for _, c := range s.Confirmations {
+		if c.live() || c.Status == messages.ConfirmStatusExecuting {
+			return true
+		}
+	}
+	return false
+}
+
 // setConfirmation replaces one confirmation (the map is replaced, never
 // changed in place, so committed snapshots stay exact).
 func (s *UserState) setConfirmation(c Confirmation) {
@@ -541,9 +552,13 @@ func (u *userActor) decideConfirmation(ctx actor.Context, m *userCommand, c *mes
 		u.decided(ctx, conf, messages.DecisionReject, c.Channel, uid, messages.ConfirmStatusRejected, m.origin, sender)
 		return
 	}
-	u.decided(ctx, conf, messages.DecisionApprove, c.Channel, uid, messages.ConfirmStatusApproved, m.origin, nil)
-	// The execution is a message of its own, handled after the approval
-	// is durable (the write holds later messages until then).
+	// The approval goes out with the execution's order_attempt (one fsync
+	// before the wire): see writeLazy.
+	if e := u.writeLazy(ctx, u.decidedEvent(conf, messages.DecisionApprove, c.Channel, uid, messages.ConfirmStatusApproved), m.origin); e != nil {
+		u.reply(ctx, sender, e)
+		return
+	}
+	// The execution is a message of its own.
 	ctx.Send(ctx.Self(), &confirmExecute{id: conf.ID, waiter: sender})
 }
 
@@ -587,26 +602,72 @@ func (u *userActor) onConfirmExecute(ctx actor.Context, m *confirmExecute) {
 	origin := executorOrigin(conf.ID)
 	ev := Event{messages.RecordConfirmationExecuted, messages.ConfirmationExecutedEvent{ConfirmationID: conf.ID,
 		Status: messages.ConfirmStatusExecuting, ClientOrderID: confirmClientOrderID(conf.ID, 1), At: u.now().UTC()}}
-	u.write(ctx, ev, origin, func(_ wal.Record, err error) {
-		if err != nil {
-			u.reply(ctx, m.waiter, messages.AsError(err))
-			return
+	if e := u.writeLazy(ctx, ev, origin); e != nil {
+		u.reply(ctx, m.waiter, e)
+		return
+	}
+	if u.executing == nil {
+		u.executing = map[string]int{}
+	}
+	u.executing[conf.ID] = 0
+	fut := actor.NewFuture(ctx.ActorSystem(), executeTimeout)
+	if e := u.rerun(ctx, conf, origin, fut.PID()); e != nil {
+		u.reply(ctx, fut.PID(), e)
+	}
+	self, root := ctx.Self(), ctx.ActorSystem().Root
+	go func() {
+		res, err := fut.Result()
+		root.Send(self, &confirmDone{id: conf.ID, answer: res, waiter: m.waiter, err: err})
+	}()
+}
+
+// lazyFlushAfter is how long a lazy confirmation record may wait for a
+// record that flushes before it asks the journal to flush.
+const lazyFlushAfter = time.Second
+
+// writeLazy journals ev without waiting for its fsync, and applies it at
+// once: it goes out with the next record that flushes (the journal is
+// ordered, so when that one is durable, ev is too), or within
+// lazyFlushAfter. It is used for an approval and the start of its
+// execution only: nothing is sent before the execution's order_attempt,
+// which is durable first and carries them to disk in the same fsync. If
+// the process dies before, nothing was sent, and the confirmation is
+// pending or approved again after the restart. A failed write marks the
+// journal down: every later write, and so every send, is refused.
+func (u *userActor) writeLazy(ctx actor.Context, ev Event, o messages.Origin) *messages.Error {
+	origin := o.Actor()
+	if !originAllowed(ev, origin) {
+		return refuseOrigin(ev, origin)
+	}
+	if u.health.isDown() {
+		return messages.Internal(fmt.Errorf("journal: the journal has failed; refusing"))
+	}
+	payload, err := json.Marshal(ev.Payload)
+	if err != nil {
+		return messages.Internal(err)
+	}
+	reply := make(chan *AppendResponse, 1)
+	ctx.Send(u.journal, &AppendRequest{Entry: wal.Entry{Time: u.now().UTC(), Type: uint16(ev.Type), User: u.state.User, Actor: origin,
+		Channel: o.ChannelText(), Payload: payload}, Reply: reply, Lazy: true})
+	u.commit(ev)
+	root, journal, health, logger := ctx.ActorSystem().Root, u.journal, u.health, u.logger
+	go func() {
+		var res *AppendResponse
+		select {
+		case res = <-reply:
+		case <-time.After(lazyFlushAfter):
+			root.Send(journal, &flushRequest{})
+			select {
+			case res = <-reply:
+			case <-time.After(journalTimeout):
+			}
 		}
-		u.commit(ev)
-		if u.executing == nil {
-			u.executing = map[string]int{}
+		if res == nil || res.Err != nil {
+			health.markDown()
+			logger.Error("journal: a confirmation record did not become durable; refusing all further writes", "type", ev.Type.String())
 		}
-		u.executing[conf.ID] = 0
-		fut := actor.NewFuture(ctx.ActorSystem(), executeTimeout)
-		if e := u.rerun(ctx, conf, origin, fut.PID()); e != nil {
-			u.reply(ctx, fut.PID(), e)
-		}
-		self, root := ctx.Self(), ctx.ActorSystem().Root
-		go func() {
-			res, err := fut.Result()
-			root.Send(self, &confirmDone{id: conf.ID, answer: res, waiter: m.waiter, err: err})
-		}()
-	})
+	}()
+	return nil
 }
 
 // rerun sends the confirmation's typed arguments through the tool's own

@@ -3,6 +3,7 @@ package actors
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync"
@@ -151,7 +152,7 @@ func TestConfirmParkApproveExecute(t *testing.T) {
 	if st := ce.status(t, p.ConfirmationID); st.Status != messages.ConfirmStatusPending {
 		t.Fatalf("status %+v", st)
 	}
-	// The market moves up; the approved order keeps the worst price shown.
+	// The approved order keeps the worst price shown (never worse).
 	res, e := ce.decide(p.ConfirmationID, messages.DecisionApprove, cliOrigin)
 	if e != nil {
 		t.Fatal(e)
@@ -161,7 +162,7 @@ func TestConfirmParkApproveExecute(t *testing.T) {
 		t.Fatalf("approval answer %T", res)
 	}
 	wantID := confirmClientOrderID(p.ConfirmationID, 1)
-	if ans.ClientOrderID != wantID || !ans.Price.Equal(shown.Price) || !ans.Qty.Equal(shown.Qty) || ans.Status != messages.AnswerAccepted {
+	if ans.ClientOrderID != wantID || ans.Price.GreaterThan(shown.Price) || !ans.Qty.Equal(shown.Qty) || ans.Status != messages.AnswerAccepted {
 		t.Fatalf("executed %+v, want %s at %s", ans, wantID, shown.Price)
 	}
 	if n := ce.simOrders(t, wantID); n != 1 {
@@ -402,5 +403,104 @@ func TestTrustClientUIPerVenue(t *testing.T) {
 	}
 	if messages.Effective(messages.VenueLive, messages.PolicySettings{TrustClientUI: &yes}, messages.PolicySettings{}).TrustClientUI {
 		t.Fatal("live trusts the client UI")
+	}
+}
+
+// Replay refuses confirmation records the live actor could not have
+// written: a second human decision, an execution never approved, a
+// decision on a confirmation never requested; the records it writes
+// replay.
+func TestReplayRefusesForgedConfirmationRecords(t *testing.T) {
+	const id = "cf_0123456789abcdef01234567"
+	now := time.Now().UTC()
+	uid := int64(1000)
+	requested := messages.ConfirmationRequestedEvent{ConfirmationID: id, Tool: "place_order", Channel: messages.ConfirmChannelCLI,
+		Environment: "paper", CreatedAt: now, ExpiresAt: now.Add(time.Minute), ShownToUser: &messages.ShownToUser{Tool: "place_order"}, Args: json.RawMessage(`{}`)}
+	approve := messages.ConfirmationDecidedEvent{ConfirmationID: id, Decision: messages.DecisionApprove, Channel: messages.ConfirmChannelCLI,
+		ApproverUID: &uid, Status: messages.ConfirmStatusApproved, At: now}
+	reject := approve
+	reject.Decision, reject.Status = messages.DecisionReject, messages.ConfirmStatusRejected
+	executing := messages.ConfirmationExecutedEvent{ConfirmationID: id, Status: messages.ConfirmStatusExecuting, ClientOrderID: "gx-cf-0123456789abcdef01234567", At: now}
+	setup := func(t *testing.T) (string, *testSystem) {
+		dir := t.TempDir()
+		ts := startUsers(t, dir)
+		ts.must(t, &messages.CreateUserRequest{User: "rae"}, messages.ActorCLIAdmin)
+		return dir, ts
+	}
+	t.Run("written by the server", func(t *testing.T) {
+		dir, ts := setup(t)
+		forge(t, ts.log, messages.RecordConfirmationRequested, "rae", messages.ActorAgent, requested)
+		forge(t, ts.log, messages.RecordConfirmationDecided, "rae", messages.ActorCLIUser, approve)
+		forge(t, ts.log, messages.RecordConfirmationExecuted, "rae", messages.ActorExecutor, executing)
+		ts.stop()
+		r, err := reopen(t, dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := r.states(time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c := st["rae"].Confirmations[id]; c.Status != messages.ConfirmStatusExecuting || c.DecidedChannel != messages.ConfirmChannelCLI {
+			t.Fatalf("rebuilt %+v", c)
+		}
+	})
+	t.Run("second decision", func(t *testing.T) {
+		dir, ts := setup(t)
+		forge(t, ts.log, messages.RecordConfirmationRequested, "rae", messages.ActorAgent, requested)
+		forge(t, ts.log, messages.RecordConfirmationDecided, "rae", messages.ActorCLIUser, reject)
+		seq := forge(t, ts.log, messages.RecordConfirmationDecided, "rae", messages.ActorCLIUser, approve)
+		ts.stop()
+		wantRefused(t, dir, seq, "confirmation_decided")
+	})
+	t.Run("execution never approved", func(t *testing.T) {
+		dir, ts := setup(t)
+		forge(t, ts.log, messages.RecordConfirmationRequested, "rae", messages.ActorAgent, requested)
+		seq := forge(t, ts.log, messages.RecordConfirmationExecuted, "rae", messages.ActorExecutor, executing)
+		ts.stop()
+		wantRefused(t, dir, seq, "confirmation_executed")
+	})
+	t.Run("never requested", func(t *testing.T) {
+		dir, ts := setup(t)
+		seq := forge(t, ts.log, messages.RecordConfirmationDecided, "rae", messages.ActorCLIUser, approve)
+		ts.stop()
+		wantRefused(t, dir, seq, "confirmation_decided")
+	})
+	t.Run("approved by the agent on the cli channel", func(t *testing.T) {
+		dir, ts := setup(t)
+		forge(t, ts.log, messages.RecordConfirmationRequested, "rae", messages.ActorAgent, requested)
+		seq := forge(t, ts.log, messages.RecordConfirmationDecided, "rae", messages.ActorAgent, approve)
+		ts.stop()
+		if _, err := reopen(t, dir); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("seq %d", seq)) {
+			t.Fatalf("start: %v", err)
+		}
+	})
+}
+
+// An approval whose execution had not started when the process stopped
+// runs at the next start within 30 s of the approval, and after that
+// becomes expired_after_approval: nothing is sent.
+func TestConfirmExpiredAfterApproval(t *testing.T) {
+	ce := newConfirmEnv(t, true, "place_order")
+	p := ce.park(t, limitArgs("0.01", "30000"))
+	uid := int64(1000)
+	forge(t, ce.log, messages.RecordConfirmationDecided, ce.user, messages.ActorCLIUser, messages.ConfirmationDecidedEvent{ConfirmationID: p.ConfirmationID,
+		Decision: messages.DecisionApprove, Channel: messages.ConfirmChannelCLI, ApproverUID: &uid, Status: messages.ConfirmStatusApproved, At: time.Now().UTC()})
+	ce.stop()
+	ce.offset.Store(int64(40 * time.Second))
+	ce.testSystem = ce.start(t, ce.dir)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		st := ce.status(t, p.ConfirmationID)
+		if st.Status == messages.ConfirmStatusExpiredAfterApproval {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("status %s", st.Status)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if countRecords(t, ce.dir, messages.RecordOrderAttempt) != 0 || ce.simCount(t, "gx-cf-") != 0 {
+		t.Fatal("an expired approval was sent")
 	}
 }

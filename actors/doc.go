@@ -2,7 +2,8 @@
 // supervisor; the journal actor (the single writer of the WAL, with group
 // commit); the users supervisor with, per user, a supervisor of two
 // siblings: the user actor (policy, kill switch, sealed exchange keys, order
-// state and the actions in flight; spawned on first use) and the venue
+// state, pending confirmations (confirm.go) and the actions in flight;
+// spawned on first use) and the venue
 // actor (the user's venue session); and the market-data actor (the one
 // path to the venue's public endpoints).
 //

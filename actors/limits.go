@@ -200,6 +200,11 @@ func (s *UserState) decidePlace(tool string, a messages.PlaceOrderArgs, venue me
 		} else {
 			price = roundToTick(best.Mul(decimal.NewFromInt(1).Sub(slip)), in.TickSize, true)
 		}
+		if m.worst.IsPositive() {
+			// An approved market order keeps the worst price the human
+			// was shown (the band below may only make it better).
+			price = m.worst
+		}
 		if m.band != nil {
 			if buy && m.band.BuyLimit.IsPositive() && price.GreaterThan(m.band.BuyLimit) {
 				price = roundToTick(m.band.BuyLimit, in.TickSize, false)
@@ -207,11 +212,6 @@ func (s *UserState) decidePlace(tool string, a messages.PlaceOrderArgs, venue me
 			if !buy && m.band.SellLimit.IsPositive() && price.LessThan(m.band.SellLimit) {
 				price = roundToTick(m.band.SellLimit, in.TickSize, true)
 			}
-		}
-		if m.worst.IsPositive() {
-			// An approved market order keeps the worst price the human
-			// was shown.
-			price = m.worst
 		}
 	}
 	if e := priceBand(price, buy, in, m.band); e != nil {

@@ -28,7 +28,20 @@ type replayGuard struct {
 	// none yet, the own settings are empty). It is decoded only when a
 	// later tighten with another payload must be compared with it.
 	ownRaw []byte
+	// confirms is where each confirmation stands (confirmStep), so that a
+	// decision or an execution the live actor could not have journaled
+	// (a second human decision, an execution never approved) is refused.
+	confirms map[string]confirmStep
 }
+
+// confirmStep is where a confirmation stands during replay.
+type confirmStep uint8
+
+const (
+	confirmRequested confirmStep = iota + 1
+	confirmApproved
+	confirmEnded
+)
 
 // errEditedJournal is the start refusal for a record the server could not
 // have written.
@@ -151,6 +164,44 @@ func (g *replayGuard) check(rec wal.Record, typ messages.RecordType) error {
 		}
 		if p.At.After(rec.Time.Add(replayClockSkew)) {
 			return fail("its at is later than the record's own time")
+		}
+	case messages.RecordConfirmationRequested, messages.RecordConfirmationDecided, messages.RecordConfirmationExecuted:
+		var p struct {
+			ID       string `json:"confirmation_id"`
+			Decision string `json:"decision"`
+		}
+		if err := decode(&p); err != nil {
+			return err
+		}
+		if g.confirms == nil {
+			g.confirms = map[string]confirmStep{}
+		}
+		at := g.confirms[p.ID]
+		switch {
+		case typ == messages.RecordConfirmationRequested:
+			if at != 0 {
+				return fail("a confirmation id was requested twice")
+			}
+			g.confirms[p.ID] = confirmRequested
+		case at == 0:
+			return fail("it names a confirmation that was never requested")
+		case typ == messages.RecordConfirmationExecuted:
+			if at != confirmApproved {
+				return fail("an execution of a confirmation that was not approved")
+			}
+		case p.Decision == messages.DecisionExpire:
+			if at == confirmEnded {
+				return fail("a confirmation expired after it ended")
+			}
+			g.confirms[p.ID] = confirmEnded
+		default:
+			if at != confirmRequested {
+				return fail("a second decision on one confirmation")
+			}
+			g.confirms[p.ID] = confirmEnded
+			if p.Decision == messages.DecisionApprove {
+				g.confirms[p.ID] = confirmApproved
+			}
 		}
 	case messages.RecordCredentialAdded, messages.RecordCredentialChecked:
 		var p struct {

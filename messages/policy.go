@@ -127,7 +127,8 @@ var PolicyFields = func() []string {
 }()
 
 // DefaultPolicy is the policy of a user nobody configured (SPEC §6):
-// read_only, empty allowlist, every trading action confirmed, and the
+// read_only, empty allowlist, every trading action confirmed, the client UI
+// trusted for confirmation except on live, and the
 // per-order limits of the venue: 1000 USDT and x10 on paper and demo, 50 USDT
 // and x3 on live.
 func DefaultPolicy(venue VenueLevel) Policy {

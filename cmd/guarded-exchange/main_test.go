@@ -537,7 +537,8 @@ func TestDemo(t *testing.T) {
 		t.Fatalf("demo: %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
 	for _, want := range []string{"get_ticker", "invalid_params", "journal verify", "ok: ",
-		"resting as Limit GTC (order_status New)", "amended: price", "cancelled (order_status Cancelled)", "order_status Filled, filled 0.001"} {
+		"resting as Limit GTC (order_status New)", "amended: price", "cancelled (order_status Cancelled)", "order_status Filled, filled 0.001",
+		"status pending, confirmation cf_", "the human sees the server's plan: Buy", "client order id gx-cf-", "kill_switch_active", "confirmation_executed"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("demo output lacks %q", want)
 		}

@@ -20,10 +20,11 @@ import (
 )
 
 // Demo is the scripted walkthrough of SPEC §3 on the paper venue, in a
-// throw-away home: init, serve as a child over a real stdio pipe driven by
-// an MCP client, market reads, a refused call, then the journal dumped and
-// verified. Later releases extend it with orders, approval and the kill
-// switch.
+// throw-away home: init, a trade ceiling, serve as a child over a real
+// stdio pipe driven by an MCP client, market reads, orders, an order parked
+// for confirmation and approved through the control socket, its fill, a
+// refused call, the kill switch and its refusal, then the journal dumped
+// and verified.
 func (r *Runtime) Demo(ctx context.Context, _ *cli.Globals, out cli.IO) error {
 	tmp, err := os.MkdirTemp("", "guarded-exchange-demo-")
 	if err != nil {
@@ -62,14 +63,15 @@ func (r *Runtime) Demo(ctx context.Context, _ *cli.Globals, out cli.IO) error {
 		return err
 	}
 
-	say("admin: let `local` trade BTCUSDT on paper, without confirmation (none exists yet)")
+	say("admin: a trade ceiling: `local` trades BTCUSDT on paper; an order worth %s USDT or more waits for a human", demoConfirmAbove)
 	paper, none := messages.VenuePaper, []string{}
 	tradeProfile, allow := messages.ProfileTrade, []string{"linear:BTCUSDT"}
+	above := decimal.RequireFromString(demoConfirmAbove)
 	if _, err := quiet.Deliver(ctx, g, &messages.SetCeilingRequest{User: g.User, Settings: messages.PolicySettings{
-		Profile: &tradeProfile, Allow: &allow, ConfirmActions: &none, VenueCeiling: &paper}}); err != nil {
+		Profile: &tradeProfile, Allow: &allow, ConfirmActions: &none, ConfirmAboveNotionalUSDT: &above, VenueCeiling: &paper}}); err != nil {
 		return err
 	}
-	fmt.Fprintln(w, "   profile trade, allowlist [linear:BTCUSDT], confirm_actions none")
+	fmt.Fprintf(w, "   profile trade, allowlist [linear:BTCUSDT], confirm_actions none, confirm_above_notional_usdt %s\n", demoConfirmAbove)
 
 	say("start `guarded-exchange serve` as a child over a real stdio pipe")
 	exe, err := os.Executable()
@@ -78,7 +80,8 @@ func (r *Runtime) Demo(ctx context.Context, _ *cli.Globals, out cli.IO) error {
 	}
 	cmd := exec.CommandContext(ctx, exe, "serve")
 	cmd.Env = append(os.Environ(),
-		"GX_HOME="+g.Home, "GX_MASTER_KEY_FILE="+g.MasterKeyFile, "GX_USER="+g.User, "GX_VENUE=paper", "GX_ENV_FILE=")
+		"GX_HOME="+g.Home, "GX_MASTER_KEY_FILE="+g.MasterKeyFile, "GX_USER="+g.User, "GX_VENUE=paper", "GX_ENV_FILE=",
+		"GX_CONFIRM_CLI_ENABLED=true", "GX_CONTROL_SOCKET=")
 	cmd.Stderr = logFile
 	client := sdk.NewClient(&sdk.Implementation{Name: "guarded-exchange-demo", Version: r.Release}, nil)
 	cctx, cancel := context.WithTimeout(ctx, 60*time.Second)
@@ -210,6 +213,9 @@ func (r *Runtime) Demo(ctx context.Context, _ *cli.Globals, out cli.IO) error {
 	if err := demoTrading(cctx, cs, w, say, tk.Bid); err != nil {
 		return err
 	}
+	if err := demoConfirmation(cctx, &quiet, g, cs, w, say, tk.Ask); err != nil {
+		return err
+	}
 
 	say("a bad call is refused with a stable code (a number where a string is required)")
 	res, err := cs.CallTool(cctx, &sdk.CallToolParams{Name: "get_ticker", Arguments: map[string]any{"symbol": 42, "category": "linear"}})
@@ -227,6 +233,14 @@ func (r *Runtime) Demo(ctx context.Context, _ *cli.Globals, out cli.IO) error {
 		return err
 	}
 	fmt.Fprintf(w, "   kill switch %s: %s\n", ks.KillSwitch, ks.Message)
+
+	say("place_order under the kill switch: refused, nothing sent")
+	res, err = cs.CallTool(cctx, &sdk.CallToolParams{Name: "place_order", Arguments: map[string]any{"symbol": "BTCUSDT", "category": "linear",
+		"side": "Buy", "order_type": "Market", "qty": "0.002"}})
+	if err != nil {
+		return cli.Refused("place_order: %v", err)
+	}
+	fmt.Fprintf(w, "   isError=%v %s\n", res.IsError, textOf(res))
 
 	say("stop the server (close its stdin)")
 	if err := cs.Close(); err != nil {
@@ -318,10 +332,10 @@ func demoTrading(ctx context.Context, cs *sdk.ClientSession, w io.Writer, say fu
 		FilledQty     string `json:"filled_qty"`
 		Origin        string `json:"origin"`
 	}
-	say("place_order: a Limit buy of 0.01 BTCUSDT at %s, 10%% under the bid: it rests", rest)
+	say("place_order: a Limit buy of 0.001 BTCUSDT at %s, 10%% under the bid: it rests (below the confirmation threshold)", rest)
 	var placed orderOut
 	if err := callTool(ctx, cs, "place_order", map[string]any{"symbol": "BTCUSDT", "category": "linear", "side": "Buy",
-		"order_type": "Limit", "qty": "0.01", "price": rest.String(), "idempotency_key": "demo-1"}, &placed); err != nil {
+		"order_type": "Limit", "qty": "0.001", "price": rest.String(), "idempotency_key": "demo-1"}, &placed); err != nil {
 		return err
 	}
 	fmt.Fprintf(w, "   %s, resting as %s (order_status %s), client order id %s, origin %s\n",
@@ -350,5 +364,61 @@ func demoTrading(ctx context.Context, cs *sdk.ClientSession, w io.Writer, say fu
 		return err
 	}
 	fmt.Fprintf(w, "   %s as %s at worst %s: order_status %s, filled %s\n", market.Status, market.SentAs, market.Price, market.OrderStatus, market.FilledQty)
+	return nil
+}
+
+// demoConfirmAbove is the demo's confirm_above_notional_usdt.
+const demoConfirmAbove = "200"
+
+// demoConfirmation parks an order above the confirmation threshold,
+// prints the server's plan, approves it over the control socket as a human
+// at the CLI would (`confirm approve ID --yes`), and shows the fill.
+func demoConfirmation(ctx context.Context, r *Runtime, g *cli.Globals, cs *sdk.ClientSession, w io.Writer, say func(string, ...any), ask string) error {
+	a, err := decimal.NewFromString(ask)
+	if err != nil || !a.IsPositive() {
+		return cli.Refused("demo: no ask price to size the order")
+	}
+	qty := decimal.NewFromInt(300).Div(a).RoundUp(3)
+	say("place_order: a Market buy of %s (about 300 USDT): above the threshold, it parks for a human", qty)
+	var pending struct {
+		Status         string                `json:"status"`
+		ConfirmationID string                `json:"confirmation_id"`
+		ExpiresAt      string                `json:"expires_at"`
+		ShownToUser    *messages.ShownToUser `json:"shown_to_user"`
+		NextStep       string                `json:"next_step"`
+	}
+	if err := callTool(ctx, cs, "place_order", map[string]any{"symbol": "BTCUSDT", "category": "linear", "side": "Buy",
+		"order_type": "Market", "qty": qty.String()}, &pending); err != nil {
+		return err
+	}
+	if pending.Status != "pending" || pending.ShownToUser == nil {
+		return cli.Refused("demo: the order did not park (status %s)", pending.Status)
+	}
+	fmt.Fprintf(w, "   status %s, confirmation %s, expires %s\n   the human sees the server's plan: %s\n   next step for the agent: %s\n",
+		pending.Status, pending.ConfirmationID, pending.ExpiresAt, pending.ShownToUser.Summary, pending.NextStep)
+
+	say("a human approves it through the control socket (`guarded-exchange confirm approve %s --yes`)", pending.ConfirmationID)
+	res, err := r.DeliverToServer(ctx, g, &messages.DecideConfirmationCommand{User: g.User, ConfirmationID: pending.ConfirmationID,
+		Decision: messages.DecisionApprove, Channel: messages.ConfirmChannelCLI})
+	if err != nil {
+		return err
+	}
+	raw, err := json.Marshal(res)
+	if err != nil {
+		return cli.Refused("demo: %v", err)
+	}
+	var filled struct {
+		Status        string `json:"status"`
+		ClientOrderID string `json:"client_order_id"`
+		OrderStatus   string `json:"order_status"`
+		Price         string `json:"price"`
+		FilledQty     string `json:"filled_qty"`
+	}
+	if err := json.Unmarshal(raw, &filled); err != nil {
+		return cli.Refused("demo: %v", err)
+	}
+	say("the fill: executed by the server as a message of its own, at the worst price shown")
+	fmt.Fprintf(w, "   %s at worst %s: order_status %s, filled %s, client order id %s (derived from the confirmation id)\n",
+		filled.Status, filled.Price, filled.OrderStatus, filled.FilledQty, filled.ClientOrderID)
 	return nil
 }
