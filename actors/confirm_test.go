@@ -504,3 +504,41 @@ func TestConfirmExpiredAfterApproval(t *testing.T) {
 		t.Fatal("an expired approval was sent")
 	}
 }
+
+// An approved action that reduced risk and would now add it is refused at
+// execution with risk_direction_changed: leverage 10 → 5 was parked as a
+// reduction; the leverage was lowered to 3 outside the server meanwhile,
+// so 5 would now raise it. Nothing is sent. A keyless repeat of a parked
+// call gets the same confirmation.
+func TestConfirmRiskDirectionChanged(t *testing.T) {
+	ce := newConfirmEnv(t, true, "set_leverage")
+	lev := func() (any, *messages.Error) {
+		return ce.call(t, &messages.SetLeverageCommand{User: ce.user, Args: messages.SetLeverageArgs{Category: messages.CategoryLinear,
+			Symbol: "BTCUSDT", Leverage: decimal.NewFromInt(5)}})
+	}
+	res, e := lev()
+	if e != nil {
+		t.Fatal(e)
+	}
+	p, ok := res.(*messages.ConfirmationPending)
+	if !ok || p.ShownToUser.Leverage == nil || p.ShownToUser.RiskIncreasing {
+		t.Fatalf("parked %+v", res)
+	}
+	if again, _ := lev(); again.(*messages.ConfirmationPending).ConfirmationID != p.ConfirmationID {
+		t.Fatal("a keyless repeat parked a second confirmation")
+	}
+	if _, err := ce.outside(t).SetLeverage(context.Background(), messages.SetLeverageRequest{Category: messages.CategoryLinear, Symbol: "BTCUSDT",
+		Leverage: decimal.NewFromInt(3)}); err != nil {
+		t.Fatal(err)
+	}
+	_, e = ce.decide(p.ConfirmationID, messages.DecisionApprove, cliOrigin)
+	if e == nil || e.Details["reason"] != "risk_direction_changed" {
+		t.Fatalf("approval: %v", e)
+	}
+	if countRecords(t, ce.dir, messages.RecordOrderAttempt) != 0 {
+		t.Fatal("something was sent")
+	}
+	if st := ce.status(t, p.ConfirmationID); st.Status != messages.ConfirmStatusFailed {
+		t.Fatalf("status %s", st.Status)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -331,4 +332,45 @@ func simOrdersWith(t *testing.T, base, link string) int {
 		}
 	}
 	return n
+}
+
+// An approver uid (GX_APPROVER_UIDS, reaching the server through
+// GX_CONTROL_SOCKET) may list and approve; a uid that is not allowed is
+// refused at the socket and decides nothing.
+func TestConfirmByAnApproverUID(t *testing.T) {
+	base, cliBin := hostileBase(t)
+	in := newInstall(t)
+	confirmCeiling(t, in, "paper")
+	ctl := filepath.Join(base, "ctl")
+	sock := filepath.Join(ctl, "control.sock")
+	cs, _ := connectStdio(t, in, "", "GX_APPROVER_UIDS="+fmt.Sprint(approver), "GX_CONTROL_SOCKET="+sock, "GX_CONFIRM_CLI_ENABLED=true")
+	defer cs.Close()
+	out, _ := callTool(t, cs, "place_order", limitOrder)
+	id, _ := out["confirmation_id"].(string)
+	if id == "" {
+		t.Fatalf("place_order: %v", out)
+	}
+	as := func(uid uint32, args ...string) (string, error) {
+		cmd := exec.Command(cliBin, args...)
+		cmd.Env = []string{"HOME=" + base, "GX_HOME=" + filepath.Join(base, "nohome"), "GX_CONTROL_SOCKET=" + sock}
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uid, Gid: uid}}
+		b, err := cmd.CombinedOutput()
+		return string(b), err
+	}
+	if o, err := as(stranger, "confirm", "approve", id, "--yes"); err == nil {
+		t.Fatalf("a stranger approved: %s", o)
+	}
+	if len(decisions(t, in, id)) != 0 {
+		t.Fatal("a stranger's attempt decided")
+	}
+	if o, err := as(approver, "confirm", "list", "--format", "json"); err != nil || !strings.Contains(o, id) {
+		t.Fatalf("approver list: %v %s", err, o)
+	}
+	if o, err := as(approver, "confirm", "approve", id, "--yes"); err != nil || !strings.Contains(o, "gx-cf-") {
+		t.Fatalf("approver approve: %v %s", err, o)
+	}
+	ds := decisions(t, in, id)
+	if len(ds) != 1 || fmt.Sprint(ds[0]["payload"].(map[string]any)["approver_uid"]) != fmt.Sprint(approver) {
+		t.Fatalf("decisions %v", ds)
+	}
 }

@@ -125,7 +125,7 @@ func TestStdioBothEras(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(tools.Tools) != 13 {
+			if len(tools.Tools) != 13 { // the read_only profile: reads, the kill switch, the confirmation tools
 				t.Fatalf("%d tools", len(tools.Tools))
 			}
 			res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "get_ticker", Arguments: map[string]any{"symbol": "BTCUSDT", "category": "linear"}})
