@@ -46,12 +46,25 @@ type env struct {
 
 func newEnv(t testing.TB) *env {
 	t.Helper()
-	return newEnvWith(t, false)
+	return newEnvFull(t, false, nil)
 }
 
 // newEnvWith is newEnv; with stream, each user's venue actor also runs
 // the private stream of the simulator.
 func newEnvWith(t testing.TB, stream bool) *env {
+	t.Helper()
+	return newEnvFull(t, stream, nil)
+}
+
+// newEnvConfig is newEnv with the actor configuration changed by edit.
+func newEnvConfig(t testing.TB, edit func(*actors.Config)) *env {
+	t.Helper()
+	return newEnvFull(t, false, edit)
+}
+
+// newEnvFull is newEnv with the private stream (stream) and the actor
+// configuration changed by edit.
+func newEnvFull(t testing.TB, stream bool, edit func(*actors.Config)) *env {
 	t.Helper()
 	// The public per-IP limit is lifted so benchmarks measure the server.
 	srv := httptest.NewServer(sim.New(sim.Config{Seed: 3, NoPublicRateLimit: true}).Handler())
@@ -82,6 +95,9 @@ func newEnvWith(t testing.TB, stream bool) *env {
 			return venue.NewStream(venue.StreamConfig{URL: "ws" + strings.TrimPrefix(srv.URL, "http") + "/v5/private", APIKey: k, APISecret: s,
 				Backoff: func(int) time.Duration { return 20 * time.Millisecond }})
 		}
+	}
+	if edit != nil {
+		edit(&cfg)
 	}
 	sys, err := actors.Start(cfg)
 	if err != nil {

@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -85,6 +86,12 @@ type Options struct {
 	Presence *Presence
 	// now is the clock of the call limiter (tests).
 	now func() time.Time
+	// StateKey seals the requestState of the client's confirmation form
+	// (32 bytes; RequestStateKey derives it from the master key). Nil
+	// means a random key made by NewServer: a form answered after the
+	// server was rebuilt is then refused (fail closed), so a server that
+	// must survive a restart between the two rounds sets it.
+	StateKey []byte
 	// extraTools are added to the registry; tests use it for a write tool.
 	extraTools []*tool
 }
@@ -114,7 +121,18 @@ func NewServer(o Options) (*sdk.Server, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	s := &server{opts: o, logger: logger, ownPresence: NewPresence(), denied: map[string]bool{}}
+	stateKey := o.StateKey
+	if stateKey == nil {
+		stateKey = make([]byte, 32)
+		if _, err := rand.Read(stateKey); err != nil {
+			return nil, err
+		}
+	}
+	sealer, err := newStateSealer(stateKey, nil)
+	if err != nil {
+		return nil, err
+	}
+	s := &server{opts: o, logger: logger, sealer: sealer, ownPresence: NewPresence(), denied: map[string]bool{}}
 	s.reg = newRegistry(s.allTools()...)
 	if err := checkDeny(s.reg, o.DenyTools); err != nil {
 		return nil, err
@@ -179,6 +197,7 @@ type server struct {
 	// calls is the per-session call budget (calllimit.go).
 	calls       *callLimiter
 	ownPresence *Presence
+	sealer      *stateSealer
 }
 
 // offered reports whether p may see and call t: its profile allows it

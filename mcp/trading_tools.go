@@ -168,7 +168,7 @@ func (s *server) setLeverage(ctx context.Context, c *call) (any, error) {
 		return nil, err
 	}
 	args.Leverage = lev.Decimal
-	return answerOf[*messages.LeverageAnswer](s.opts.Backend.Handle(ctx, &messages.SetLeverageCommand{User: c.principal.User, Args: args}, messages.ActorAgent))
+	return s.trade(ctx, c, "set_leverage", args, &messages.SetLeverageCommand{User: c.principal.User, Args: args, ClientUI: c.canElicitForm()}, answerOf[*messages.LeverageAnswer])
 }
 
 func (s *server) placeOrder(ctx context.Context, c *call) (any, error) {
@@ -186,7 +186,7 @@ func (s *server) placeOrder(ctx context.Context, c *call) (any, error) {
 		return nil, err
 	}
 	args.Qty = qty.Decimal
-	return answerOf[*messages.OrderAnswer](s.opts.Backend.Handle(ctx, &messages.PlaceOrderCommand{User: c.principal.User, Args: args}, messages.ActorAgent))
+	return s.trade(ctx, c, "place_order", args, &messages.PlaceOrderCommand{User: c.principal.User, Args: args, ClientUI: c.canElicitForm()}, answerOf[*messages.OrderAnswer])
 }
 
 func (s *server) cancelOrder(ctx context.Context, c *call) (any, error) {
@@ -198,7 +198,7 @@ func (s *server) cancelOrder(ctx context.Context, c *call) (any, error) {
 	if err := a.done(); err != nil {
 		return nil, err
 	}
-	return answerOf[*messages.CancelAnswer](s.opts.Backend.Handle(ctx, &messages.CancelOrderCommand{User: c.principal.User, Args: args}, messages.ActorAgent))
+	return s.trade(ctx, c, "cancel_order", args, &messages.CancelOrderCommand{User: c.principal.User, Args: args, ClientUI: c.canElicitForm()}, answerOf[*messages.CancelAnswer])
 }
 
 func (s *server) closePosition(ctx context.Context, c *call) (any, error) {
@@ -214,7 +214,7 @@ func (s *server) closePosition(ctx context.Context, c *call) (any, error) {
 		return nil, messages.InvalidParams("qty", "must be positive; leave it out to close all")
 	}
 	args.Qty = qty.Decimal
-	return answerOf[*messages.OrderAnswer](s.opts.Backend.Handle(ctx, &messages.ClosePositionCommand{User: c.principal.User, Args: args}, messages.ActorAgent))
+	return s.trade(ctx, c, "close_position", args, &messages.ClosePositionCommand{User: c.principal.User, Args: args, ClientUI: c.canElicitForm()}, answerOf[*messages.OrderAnswer])
 }
 
 func (s *server) setTradingStop(ctx context.Context, c *call) (any, error) {
@@ -227,7 +227,7 @@ func (s *server) setTradingStop(ctx context.Context, c *call) (any, error) {
 	if err := a.done(); err != nil {
 		return nil, err
 	}
-	return answerOf[*messages.TradingStopAnswer](s.opts.Backend.Handle(ctx, &messages.TradingStopCommand{User: c.principal.User, Args: args}, messages.ActorAgent))
+	return s.trade(ctx, c, "set_trading_stop", args, &messages.TradingStopCommand{User: c.principal.User, Args: args, ClientUI: c.canElicitForm()}, answerOf[*messages.TradingStopAnswer])
 }
 
 func (s *server) amendOrder(ctx context.Context, c *call) (any, error) {
@@ -241,7 +241,7 @@ func (s *server) amendOrder(ctx context.Context, c *call) (any, error) {
 	if err := a.done(); err != nil {
 		return nil, err
 	}
-	return answerOf[*messages.AmendAnswer](s.opts.Backend.Handle(ctx, &messages.AmendOrderCommand{User: c.principal.User, Args: args}, messages.ActorAgent))
+	return s.trade(ctx, c, "amend_order", args, &messages.AmendOrderCommand{User: c.principal.User, Args: args, ClientUI: c.canElicitForm()}, answerOf[*messages.AmendAnswer])
 }
 
 func (s *server) cancelAllOrders(ctx context.Context, c *call) (any, error) {
@@ -252,11 +252,12 @@ func (s *server) cancelAllOrders(ctx context.Context, c *call) (any, error) {
 	if err := a.done(); err != nil {
 		return nil, err
 	}
-	return answerOf[*messages.CancelAllAnswer](s.opts.Backend.Handle(ctx, &messages.CancelAllCommand{User: c.principal.User, Args: args}, messages.ActorAgent))
+	return s.trade(ctx, c, "cancel_all_orders", args, &messages.CancelAllCommand{User: c.principal.User, Args: args, ClientUI: c.canElicitForm()}, answerOf[*messages.CancelAllAnswer])
 }
 
-// answerOf passes on the user actor's answer to a trading command, checking
-// that it is of the type the tool returns.
+// answerOf passes on the user actor's answer to a trading command (or to
+// the approval of a parked one), checking that it is of the type the tool
+// returns.
 func answerOf[T any](res any, err error) (any, error) {
 	if err != nil {
 		return nil, err

@@ -86,6 +86,7 @@ func (r *Runtime) serveHTTP(ctx context.Context, g *cli.Globals, o cli.ServeOpti
 		Logger:    logger.With("component", "mcp"),
 		DenyTools: o.DenyTools,
 		Presence:  presence,
+		StateKey:  st.stateKey,
 	})
 	if err != nil {
 		return cli.CannotStart("%v", err)

@@ -291,7 +291,7 @@ func (r *Runtime) startRelay(p paths, st *stack, venueName string, logger *slog.
 	return listenRelay(p, st.sys, func(user string) mcp.Options {
 		return mcp.Options{
 			Backend: st.sys, Principal: policyPrincipal(st.sys, user), Venue: venueName, Version: r.Release,
-			Logger: logger.With("component", "mcp", "user", user), DenyTools: slices.Clone(deny), Presence: presence,
+			Logger: logger.With("component", "mcp", "user", user), DenyTools: slices.Clone(deny), Presence: presence, StateKey: st.stateKey,
 		}
 	}, logger.With("component", "relay"))
 }

@@ -239,6 +239,7 @@ func (r *Runtime) Serve(ctx context.Context, g *cli.Globals, o cli.ServeOptions,
 		Logger:    logger.With("component", "mcp"),
 		DenyTools: o.DenyTools,
 		Presence:  presence,
+		StateKey:  st.stateKey,
 	})
 	if err != nil {
 		return cli.CannotStart("%v", err)

@@ -14,6 +14,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/guarded-exchange/guarded-exchange/actors"
+	"github.com/guarded-exchange/guarded-exchange/mcp"
 	"github.com/guarded-exchange/guarded-exchange/messages"
 	"github.com/guarded-exchange/guarded-exchange/venue"
 	"github.com/guarded-exchange/guarded-exchange/venue/keys"
@@ -35,6 +36,10 @@ type stack struct {
 	paper     *sim.InProcessServer
 	paperHTTP *http.Client
 	baseURL   string // the venue's REST base (the simulator's for paper)
+	// stateKey seals the requestState of the client's confirmation form:
+	// a sub-key of the master key, so a form answered across a restart
+	// still opens.
+	stateKey []byte
 }
 
 // paperStartingUSDT is the paper wallet of each key at start.
@@ -124,7 +129,11 @@ const instrumentTTL = 10 * time.Minute
 // onRecord, if not nil, sees every record of the journal in order while it
 // is opened and verified.
 func startStack(ctx context.Context, p paths, vc venueConfig, masterKey []byte, logger *slog.Logger, version, command string, onRecord func(wal.Record) error) (*stack, error) {
-	st := &stack{venue: vc}
+	stateKey, err := mcp.RequestStateKey(masterKey)
+	if err != nil {
+		return nil, err
+	}
+	st := &stack{venue: vc, stateKey: stateKey}
 	replay := actors.NewUserReplay()
 	l, rec, err := wal.Open(p.journal(), wal.Options{OnRecord: func(r wal.Record) error {
 		if err := replay.OnRecord(r); err != nil {
