@@ -151,13 +151,13 @@ func (u *userActor) onAmendFetched(ctx actor.Context, act *action, m *orderFetch
 			map[string]any{"rule": "min_notional", "min_notional": in.MinNotional.String()}))
 		return
 	}
+	var e *messages.Error
 	if loosens && !exposure {
-		// Refusals say that the order protects a position.
-		refuse = func(e *messages.Error) {
-			u.refuseTool(ctx, toolAmendOrder, a.Category, a.Symbol, a.DryRun, protectiveRefusal(e), act.origin, act.waiter)
-		}
+		e = u.decideLoosening(toolAmendOrder, a.Category, a.Symbol)
+	} else {
+		e = u.state.DecideAction(&messages.DecideActionRequest{Tool: toolAmendOrder, Category: a.Category, Symbol: a.Symbol, RiskIncreasing: risk, RiskReducing: !risk}, u.venue, u.env)
 	}
-	if e := u.state.DecideAction(&messages.DecideActionRequest{Tool: toolAmendOrder, Category: a.Category, Symbol: a.Symbol, RiskIncreasing: risk, RiskReducing: !risk}, u.venue, u.env); e != nil {
+	if e != nil {
 		refuse(e)
 		return
 	}
@@ -170,14 +170,7 @@ func (u *userActor) onAmendFetched(ctx actor.Context, act *action, m *orderFetch
 			return
 		}
 	case loosens:
-		// Like a stop-loss moved away (D53): the rates apply; the order
-		// adds no exposure, so the value limits do not.
-		growth = decimal.Zero
-		_, perMinute, unconfirmed := u.state.Counters.Window(u.now())
-		if e := rateLimits(p, perMinute, unconfirmed, u.reserved()); e != nil {
-			refuse(e)
-			return
-		}
+		growth = decimal.Zero // no exposure added: nothing for the daily cap
 	}
 	planned := messages.AmendAnswer{Status: messages.AnswerPreview, OrderID: o.OrderID, Category: a.Category, Symbol: a.Symbol,
 		Origin: u.state.orderOrigin(o.OrderLinkID), RequestedQty: o.Qty, Qty: qty, Price: price, NotionalUSDT: notional,

@@ -118,13 +118,11 @@ func (u *userActor) onOrderFetched(ctx actor.Context, m *orderFetched) {
 	// changed while the venue answered, and cancelling an order that
 	// protects a position adds risk (D99).
 	risk := m.order != nil && protectiveOrder(m.order)
-	e := u.state.DecideAction(&messages.DecideActionRequest{Tool: "cancel_order", Category: a.Category, Symbol: a.Symbol, RiskIncreasing: risk, RiskReducing: !risk}, u.venue, u.env)
-	if e == nil && risk {
-		_, perMinute, unconfirmed := u.state.Counters.Window(u.now())
-		e = rateLimits(u.state.effective(u.venue, u.env), perMinute, unconfirmed, u.reserved())
-	}
-	if e != nil && risk {
-		e = protectiveRefusal(e)
+	var e *messages.Error
+	if risk {
+		e = u.decideLoosening("cancel_order", a.Category, a.Symbol)
+	} else {
+		e = u.state.DecideAction(&messages.DecideActionRequest{Tool: "cancel_order", Category: a.Category, Symbol: a.Symbol, RiskReducing: true}, u.venue, u.env)
 	}
 	if e == nil && m.order == nil {
 		e = &messages.Error{Code: messages.CodeNotFound, Message: "no open order with this id on this instrument",

@@ -33,6 +33,25 @@ func protectiveOrder(o *messages.Order) bool {
 	return o.ReduceOnly || conditionalOrder(o)
 }
 
+// decideLoosening decides a change that takes protection away (the
+// cancel of a protective order, a smaller reduce-only order, any amend of
+// a conditional one) as a risk-increasing action, like a stop-loss moved
+// away from the price (D53): the kill switch, the posture, the allowlist
+// and the rate limits apply; the value limits do not (no exposure is
+// added). A refusal that only the risk direction causes says that the
+// order protects a position.
+func (u *userActor) decideLoosening(tool string, cat messages.Category, symbol string) *messages.Error {
+	e := u.state.DecideAction(&messages.DecideActionRequest{Tool: tool, Category: cat, Symbol: symbol, RiskIncreasing: true}, u.venue, u.env)
+	if e == nil {
+		_, perMinute, unconfirmed := u.state.Counters.Window(u.now())
+		e = rateLimits(u.state.effective(u.venue, u.env), perMinute, unconfirmed, u.reserved())
+	}
+	if e != nil && u.state.DecideAction(&messages.DecideActionRequest{Tool: tool, Category: cat, Symbol: symbol, RiskReducing: true}, u.venue, u.env) == nil {
+		e = protectiveRefusal(e)
+	}
+	return e
+}
+
 // protectiveRefusal marks a refusal of a change to a protective order, so
 // the agent learns why a cancel or an amend counted as adding risk.
 func protectiveRefusal(e *messages.Error) *messages.Error {
