@@ -17,8 +17,11 @@ import (
 // for a sell); then the kill switch blocks it, and the allowlist,
 // max_order_notional_usdt (on the whole order at its new values), the
 // symbol's leverage, the rates and the daily cap (by the growth of the
-// order's value) apply. An amend of a reduce-only order reduces risk and
-// is cut to the position. The instrument's rules apply to the new values.
+// order's value) apply. An amend of a reduce-only order is cut to the
+// position and reduces risk, unless it shrinks what the order covers;
+// that, and any amend of a conditional order, loosens a protection and
+// adds risk (D99): the kill switch, the posture, the allowlist and the
+// rates apply. The instrument's rules apply to the new values.
 
 const toolAmendOrder = "amend_order"
 
@@ -119,14 +122,20 @@ func (u *userActor) onAmendFetched(ctx actor.Context, act *action, m *orderFetch
 		}
 	}
 	buy := o.Side == "Buy"
-	risk := false
+	// Two ways to add risk: a larger or worse order adds exposure; a
+	// smaller protective order, or any change to a conditional one (whose
+	// trigger cannot be seen to tighten), loosens a protection (D99).
+	exposure, loosens := false, conditionalOrder(&o)
 	if o.ReduceOnly {
-		if pos := mk.position; pos != nil && pos.Size.IsPositive() && qty.GreaterThan(pos.Size) {
-			qty = pos.Size
+		covers := o.Qty
+		if pos := mk.position; pos != nil && pos.Size.IsPositive() {
+			qty, covers = decimal.Min(qty, pos.Size), decimal.Min(o.Qty, pos.Size)
 		}
+		loosens = loosens || qty.LessThan(covers)
 	} else {
-		risk = qty.GreaterThan(o.Qty) || (buy && price.GreaterThan(o.Price)) || (!buy && price.LessThan(o.Price))
+		exposure = qty.GreaterThan(o.Qty) || (buy && price.GreaterThan(o.Price)) || (!buy && price.LessThan(o.Price))
 	}
+	risk := exposure || loosens
 	if !qty.IsPositive() || qty.LessThan(in.MinOrderQty) {
 		refuse(ruleViolation("the quantity is below the instrument's minimum", "order at least min_qty",
 			map[string]any{"rule": "min_qty", "min_qty": in.MinOrderQty.String(), "qty_step": in.QtyStep.String()}))
@@ -142,17 +151,26 @@ func (u *userActor) onAmendFetched(ctx actor.Context, act *action, m *orderFetch
 			map[string]any{"rule": "min_notional", "min_notional": in.MinNotional.String()}))
 		return
 	}
-	if e := u.state.DecideAction(&messages.DecideActionRequest{Tool: toolAmendOrder, Category: a.Category, Symbol: a.Symbol, RiskIncreasing: risk, RiskReducing: !risk}, u.venue, u.env); e != nil {
+	var e *messages.Error
+	if loosens && !exposure {
+		e = u.decideLoosening(toolAmendOrder, a.Category, a.Symbol)
+	} else {
+		e = u.state.DecideAction(&messages.DecideActionRequest{Tool: toolAmendOrder, Category: a.Category, Symbol: a.Symbol, RiskIncreasing: risk, RiskReducing: !risk}, u.venue, u.env)
+	}
+	if e != nil {
 		refuse(e)
 		return
 	}
 	p := u.state.effective(u.venue, u.env)
 	growth := decimal.Max(decimal.Zero, notional.Sub(o.Qty.Mul(o.Price)))
-	if risk {
+	switch {
+	case exposure:
 		if e := u.riskLimits(p, a.Category, notional, growth, mk); e != nil {
 			refuse(e)
 			return
 		}
+	case loosens:
+		growth = decimal.Zero // no exposure added: nothing for the daily cap
 	}
 	planned := messages.AmendAnswer{Status: messages.AnswerPreview, OrderID: o.OrderID, Category: a.Category, Symbol: a.Symbol,
 		Origin: u.state.orderOrigin(o.OrderLinkID), RequestedQty: o.Qty, Qty: qty, Price: price, NotionalUSDT: notional,

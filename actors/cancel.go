@@ -15,10 +15,13 @@ import (
 )
 
 // cancel_order through the one action path. A cancel reduces risk: the
-// kill switch lets it through and it reserves no notional. The order is
-// looked up first (open orders, by its id), so the answer can say whether
-// the server placed it (origin) and an unknown outcome can be settled by
-// its client order id.
+// kill switch lets it through and it reserves no notional; except the
+// cancel of an order that protects a position (reduce-only or
+// conditional, D99), which adds risk: the kill switch, the posture, the
+// allowlist and the rate limits apply and it counts in the rate windows.
+// The order is looked up first (open orders, by its id), so the decision
+// knows what it cancels, the answer can say whether the server placed it
+// (origin) and an unknown outcome can be settled by its client order id.
 
 // cancelAsk is one cancel_order call with its structured origin.
 type cancelAsk struct {
@@ -111,8 +114,16 @@ func (u *userActor) onOrderFetched(ctx actor.Context, m *orderFetched) {
 	if !a.DryRun && u.repeat(ctx, "cancel_order", a.IdempotencyKey, act.cancel.hash, false, act.origin, act.waiter) {
 		return
 	}
-	// The gate again: the state may have changed while the venue answered.
-	e := u.state.DecideAction(&messages.DecideActionRequest{Tool: "cancel_order", Category: a.Category, Symbol: a.Symbol, RiskReducing: true}, u.venue, u.env)
+	// The gate again, now that the order is known: the state may have
+	// changed while the venue answered, and cancelling an order that
+	// protects a position adds risk (D99).
+	risk := m.order != nil && protectiveOrder(m.order)
+	var e *messages.Error
+	if risk {
+		e = u.decideLoosening("cancel_order", a.Category, a.Symbol)
+	} else {
+		e = u.state.DecideAction(&messages.DecideActionRequest{Tool: "cancel_order", Category: a.Category, Symbol: a.Symbol, RiskReducing: true}, u.venue, u.env)
+	}
 	if e == nil && m.order == nil {
 		e = &messages.Error{Code: messages.CodeNotFound, Message: "no open order with this id on this instrument",
 			NextStep: "list the open orders with get_open_orders; a filled or cancelled order cannot be cancelled"}
@@ -134,10 +145,10 @@ func (u *userActor) onOrderFetched(ctx actor.Context, m *orderFetched) {
 	p := u.state.effective(u.venue, u.env)
 	needed := needsConfirmation(p, "cancel_order", decimal.Zero)
 	if u.confirmGate(ctx, act, needed, parkRequest{tool: "cancel_order", category: a.Category, symbol: a.Symbol, args: a, hash: act.cancel.hash,
-		key: a.IdempotencyKey, shown: messages.ShownToUser{Cancel: &planned}}) {
+		key: a.IdempotencyKey, shown: messages.ShownToUser{Cancel: &planned, RiskIncreasing: risk}}) {
 		return
 	}
-	plan := orderPlan{tool: "cancel_order", needsConfirm: needed, category: a.Category, symbol: a.Symbol, settleLinkID: o.OrderLinkID,
+	plan := orderPlan{tool: "cancel_order", needsConfirm: needed, category: a.Category, symbol: a.Symbol, settleLinkID: o.OrderLinkID, riskIncreasing: risk,
 		cancel:         &messages.CancelOrderRequest{Category: a.Category, Symbol: a.Symbol, OrderID: o.OrderID},
 		idempotencyKey: a.IdempotencyKey, argsSHA256: act.cancel.hash}
 	ex := u.execute(ctx, plan, act.origin, act.waiter)

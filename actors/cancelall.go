@@ -21,8 +21,9 @@ import (
 // cancel_all_orders through the one action path: a snapshot of the plain
 // open orders (New, PartiallyFilled) it has just read, at most 20,
 // cancelled one by one by id; never the venue's cancel-all endpoint, so
-// nothing placed after the snapshot is touched. It reduces risk: the kill
-// switch lets it through. The call is one parent attempt (which claims the
+// nothing placed after the snapshot is touched. Orders that protect a
+// position (reduce-only, D99) are left and counted. It reduces risk: the
+// kill switch lets it through. The call is one parent attempt (which claims the
 // idempotency key and, in its outcome, keeps the whole answer) around one
 // cancel attempt per order.
 
@@ -185,8 +186,15 @@ func (u *userActor) onOpenOrdersFetched(ctx actor.Context, m *openOrdersFetched)
 	}
 	var plain []messages.Order
 	shown := u.shownOf(act.origin)
+	protective := 0
 	for _, o := range m.orders {
 		if o.Symbol == a.Symbol && (o.Status == "New" || o.Status == "PartiallyFilled") {
+			if protectiveOrder(&o) {
+				// Cancelling it adds risk (D99): left, like the dead-man
+				// switch leaves it, so this call reduces risk only.
+				protective++
+				continue
+			}
 			// An approved cancel-all cancels exactly the orders shown.
 			if shown != nil && (shown.CancelAll == nil || !slices.ContainsFunc(shown.CancelAll.Orders, func(r messages.CancelAllRow) bool { return r.OrderID == o.OrderID })) {
 				continue
@@ -195,7 +203,7 @@ func (u *userActor) onOpenOrdersFetched(ctx actor.Context, m *openOrdersFetched)
 		}
 	}
 	ans := &messages.CancelAllAnswer{Status: messages.AnswerPreview, Category: a.Category, Symbol: a.Symbol, HasMore: m.hasMore || len(plain) > cancelAllMax,
-		IdempotencyKey: a.IdempotencyKey, Orders: []messages.CancelAllRow{}}
+		IdempotencyKey: a.IdempotencyKey, Orders: []messages.CancelAllRow{}, ProtectiveLeft: protective}
 	if len(plain) > cancelAllMax {
 		plain = plain[:cancelAllMax]
 	}

@@ -201,6 +201,11 @@ func TestGrownPermissionsBlockTrading(t *testing.T) {
 	if err != nil || d.Err == nil || d.Err.Code != messages.CodeCredentialsPermissionsChanged {
 		t.Fatalf("after the permissions grew: %v %+v", err, d)
 	}
+	// The permission names are the exchange's words: only in
+	// untrusted_text, counted in details.
+	if d.Err.Details["offending"] != nil || d.Err.Details["offending_count"] != 1 || d.Err.UntrustedText != `offending: "Wallet.Withdraw"` {
+		t.Fatalf("refusal names the permissions outside untrusted_text: %+v", d.Err)
+	}
 	// Reads still work; the block is on trading.
 	if _, err := ke.Account(context.Background(), &messages.GetBalancesRequest{User: "max"}); err != nil {
 		t.Fatalf("read after the block: %v", err)

@@ -198,7 +198,8 @@ func (c *streamCache) dailyLoss(now time.Time) decimal.Decimal {
 }
 
 // exposure is the open orders by origin and the open positions (at most
-// max listed, largest first).
+// max listed, largest first); a position whose symbol or side is not one
+// is counted in Unreadable instead.
 func (c *streamCache) exposure(origin func(clientOrderID string) string, max int) messages.PostureExposure {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -216,6 +217,11 @@ func (c *streamCache) exposure(origin func(clientOrderID string) string, max int
 	}
 	for _, p := range c.positions {
 		if !p.Size.IsPositive() {
+			continue
+		}
+		if !messages.SymbolRE.MatchString(p.Symbol) || (p.Side != "Buy" && p.Side != "Sell") {
+			// Exchange text that is not a symbol or side: counted, never shown.
+			out.Unreadable++
 			continue
 		}
 		mark := p.MarkPrice

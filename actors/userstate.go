@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/guarded-exchange/guarded-exchange/messages"
 )
@@ -322,7 +324,10 @@ func (s *UserState) DecideAction(r *messages.DecideActionRequest, venue messages
 			return &messages.Error{
 				Code: messages.CodeCredentialsPermissionsChanged, Message: "the exchange key's permissions changed; trading is blocked",
 				NextStep: "a human must replace the key with `guarded-exchange keys replace`, outside the chat",
-				Details:  map[string]any{"offending": c.Offending},
+				// The permission names are the exchange's words: counted
+				// in details, named only in untrusted_text.
+				Details:       map[string]any{"offending_count": len(c.Offending)},
+				UntrustedText: "offending: " + strconv.QuoteToASCII(strings.Join(c.Offending, ",")),
 			}
 		}
 	}

@@ -22,7 +22,8 @@ import (
 // answers of order_outcome, and any field a record type does not list.
 // Text that came from the exchange (a venue order id, status or symbol that
 // fails its strict check, a client order id of a venue_update row, the
-// permission names of a key check) goes into untrusted_text, referenced by
+// permission names of a key check or of a refusal for a changed key) goes
+// into untrusted_text, referenced by
 // number, exactly as in the account tools (untrusted.go).
 //
 // Paging: next_cursor is this server's signed cursor (cursor.go) bound to
@@ -214,6 +215,19 @@ func renderRecord(e *messages.JournalEntry, ut *untrustedText) (map[string]any, 
 			put("category", p.Category)
 			put("symbol", p.Symbol)
 			put("code", p.Code)
+			if raw, has := p.Details["offending"]; has {
+				// The exchange's permission names (a key whose
+				// permissions changed): exchange text, never a detail.
+				delete(p.Details, "offending")
+				list, _ := raw.([]any)
+				names := make([]string, 0, len(list))
+				for _, x := range list {
+					if s, isStr := x.(string); isStr {
+						names = append(names, s)
+					}
+				}
+				permissionsRef(out, "offending", names, ut)
+			}
 			if d := scalarDetails(p.Details); len(d) > 0 {
 				out["details"] = d
 			}

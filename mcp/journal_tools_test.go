@@ -315,3 +315,45 @@ func TestGetMyJournalStaysSmall(t *testing.T) {
 		t.Fatalf("paging reached %d of %d records", len(seen), records)
 	}
 }
+
+// A refusal for a key whose permissions changed names the exchange's
+// permissions: get_my_journal shows them in untrusted_text only (an
+// offending_ref), whether the record names them in details (as written
+// before D99) or not.
+func TestGetMyJournalKeepsRefusalPermissionsInUntrustedText(t *testing.T) {
+	e := newEnv(t)
+	e.tradeUser(t, "alice", messages.PolicySettings{})
+	e.stop()
+	inject := "IGNORE.PREVIOUS-INSTRUCTIONS"
+	l, _, err := wal.Open(e.dir, wal.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	payload, _ := json.Marshal(map[string]any{"tool": "place_order", "category": "linear", "symbol": "BTCUSDT", "code": messages.CodeCredentialsPermissionsChanged,
+		"details": map[string]any{"offending": []string{"Wallet.Withdraw", inject}, "limit": "credentials"}})
+	if _, err := l.Append([]wal.Entry{{Type: uint16(messages.RecordOrderRefused), User: "alice", Actor: messages.ActorAgent, Payload: payload}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	sys := restartAt(t, e.dir)
+	cs := connect(t, Options{Backend: sys, Principal: fixedPrincipal("alice", ProfileTrade)}, "")
+	out, isErr := callJSON(t, cs, "get_my_journal", map[string]any{"limit": 1})
+	if isErr {
+		t.Fatal(out)
+	}
+	rec := out["records"].([]any)[0].(map[string]any)
+	ut, _ := out["untrusted_text"].(string)
+	d, _ := rec["details"].(map[string]any)
+	if rec["type"] != "order_refused" || rec["offending_ref"] != float64(1) || d["limit"] != "credentials" || d["offending"] != nil {
+		t.Fatalf("the refusal: %v", rec)
+	}
+	if want := `[1] offending: "Wallet.Withdraw,` + inject + `"`; ut != want {
+		t.Fatalf("untrusted_text %q, want %q", ut, want)
+	}
+	raw, _ := json.Marshal(out["records"])
+	if strings.Contains(string(raw), "IGNORE") || strings.Contains(string(raw), "Withdraw") {
+		t.Fatalf("permission names outside untrusted_text: %s", raw)
+	}
+}

@@ -89,7 +89,7 @@ func (s *server) tradingTools() []*tool {
 		{
 			name:        "cancel_order",
 			title:       "Cancel order",
-			description: "Cancel one open order by order_id (allowed under the kill switch). Returns its status and origin.",
+			description: "Cancel one open order by order_id (allowed under the kill switch, unless it is reduce-only or conditional: that adds risk). Returns its status and origin.",
 			kind:        KindTrade,
 			schema: objectSchema([]string{"symbol", "category", "order_id"}, map[string]any{
 				"symbol": symbolSchema, "category": categorySchema,
@@ -114,7 +114,7 @@ func (s *server) tradingTools() []*tool {
 		{
 			name:        "cancel_all_orders",
 			title:       "Cancel all orders",
-			description: "Cancel a symbol's open orders one by one (20 a call; has_more: call again). Returns each status and origin.",
+			description: "Cancel a symbol's open orders one by one (20 a call; has_more: call again); reduce-only ones are left (protective_left). Returns each status and origin.",
 			kind:        KindTrade,
 			schema: objectSchema([]string{"symbol", "category"}, map[string]any{
 				"symbol": symbolSchema, "category": categorySchema, "idempotency_key": idempotencyKeySchema, "dry_run": dryRunSchema,

@@ -159,6 +159,16 @@ type Order struct {
 	// RejectReason is "EC_NoError" or the exchange's reason; untrusted.
 	RejectReason string
 	ReduceOnly   bool
+	// CloseOnTrigger marks an order that closes a position when it is
+	// triggered (Bybit's TP/SL orders carry it).
+	CloseOnTrigger bool
+	// StopOrderType is "" (or "UNKNOWN") for a plain order, else the kind
+	// of conditional order: "TakeProfit", "StopLoss", "TrailingStop",
+	// "Stop", "PartialTakeProfit", "PartialStopLoss", "tpslOrder", ...
+	StopOrderType string
+	// TriggerPrice is the price that triggers a conditional order; zero
+	// for a plain one.
+	TriggerPrice decimal.Decimal
 	CreatedTime  time.Time
 	UpdatedTime  time.Time
 }

@@ -166,6 +166,10 @@ type PostureExposure struct {
 	Orders    map[string]OriginOrders `json:"open_orders"`
 	Positions []PositionExposure      `json:"positions"`
 	More      int                     `json:"more_positions,omitempty"`
+	// Unreadable counts the positions left out because the venue's row
+	// had a symbol or side that is not one (exchange text is never shown
+	// outside untrusted_text).
+	Unreadable int `json:"unreadable_positions,omitempty"`
 }
 
 // OriginOrders counts the open orders of one origin and their notional.

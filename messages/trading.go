@@ -318,6 +318,10 @@ type CancelAllAnswer struct {
 	Orders        []CancelAllRow `json:"orders"`
 	Count         int            `json:"count"`
 	ExternalCount int            `json:"external_count"`
+	// ProtectiveLeft counts the open orders left because they protect a
+	// position (reduce-only; D99): cancel_order removes one where the
+	// posture allows adding risk.
+	ProtectiveLeft int `json:"protective_left"`
 	// HasMore is true when more open orders remain: call again.
 	HasMore        bool   `json:"has_more"`
 	ResultSource   string `json:"result_source,omitempty"`

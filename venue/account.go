@@ -593,8 +593,13 @@ type wireOrder struct {
 	OrderStatus  string   `json:"orderStatus"`
 	RejectReason string   `json:"rejectReason"`
 	ReduceOnly   flexBool `json:"reduceOnly"`
-	CreatedTime  flexNum  `json:"createdTime"`
-	UpdatedTime  flexNum  `json:"updatedTime"`
+	// CloseOnTrigger, StopOrderType and TriggerPrice say whether the
+	// order is conditional or protects a position (D99).
+	CloseOnTrigger flexBool `json:"closeOnTrigger"`
+	StopOrderType  string   `json:"stopOrderType"`
+	TriggerPrice   flexNum  `json:"triggerPrice"`
+	CreatedTime    flexNum  `json:"createdTime"`
+	UpdatedTime    flexNum  `json:"updatedTime"`
 }
 
 func parseOrder(cat messages.Category, w *wireOrder) (messages.Order, error) {
@@ -616,8 +621,12 @@ func parseOrder(cat messages.Category, w *wireOrder) (messages.Order, error) {
 		Status:       w.OrderStatus,
 		RejectReason: w.RejectReason,
 		ReduceOnly:   bool(w.ReduceOnly),
-		CreatedTime:  d.ms("createdTime", w.CreatedTime),
-		UpdatedTime:  d.ms("updatedTime", w.UpdatedTime),
+		// Untrusted text, kept only to be compared with known kinds.
+		StopOrderType:  w.StopOrderType,
+		CloseOnTrigger: bool(w.CloseOnTrigger),
+		TriggerPrice:   d.decNum("triggerPrice", w.TriggerPrice),
+		CreatedTime:    d.ms("createdTime", w.CreatedTime),
+		UpdatedTime:    d.ms("updatedTime", w.UpdatedTime),
 	}
 	if d.err != nil {
 		return messages.Order{}, d.err

@@ -596,3 +596,28 @@ func FuzzAccountResponseBody(f *testing.F) {
 		}
 	})
 }
+
+// A conditional order (a position's stop-loss, as Bybit lists it) keeps
+// what says that it protects a position: stopOrderType, triggerPrice and
+// closeOnTrigger; a plain order has none of them.
+func TestOpenOrdersConditionalFields(t *testing.T) {
+	fv := newFakeVenue(t, func(w http.ResponseWriter, r *http.Request) {
+		writeEnvelope(w, 0, "OK", `{"category":"linear","nextPageCursor":"","list":[
+			{"symbol":"BTCUSDT","orderId":"a1","side":"Sell","orderType":"Market","price":"0","qty":"0.01","orderStatus":"Untriggered",
+			 "stopOrderType":"StopLoss","triggerPrice":"58000.5","closeOnTrigger":true,"reduceOnly":true,"createdTime":"1","updatedTime":"1"},
+			{"symbol":"BTCUSDT","orderId":"a2","side":"Buy","orderType":"Limit","price":"50000","qty":"0.01","orderStatus":"New",
+			 "stopOrderType":"","triggerPrice":"0.00","closeOnTrigger":false,"reduceOnly":false,"createdTime":"1","updatedTime":"1"}]}`)
+	})
+	c, _ := newTestClient(t, fv.URL)
+	page, err := c.OpenOrders(context.Background(), OrderQuery{Category: messages.CategoryLinear, Symbol: "BTCUSDT"})
+	if err != nil || len(page.Items) != 2 {
+		t.Fatalf("%+v %v", page, err)
+	}
+	sl, plain := page.Items[0], page.Items[1]
+	if sl.StopOrderType != "StopLoss" || !sl.CloseOnTrigger || !sl.ReduceOnly || sl.TriggerPrice.String() != "58000.5" {
+		t.Fatalf("stop-loss %+v", sl)
+	}
+	if plain.StopOrderType != "" || plain.CloseOnTrigger || !plain.TriggerPrice.IsZero() {
+		t.Fatalf("plain order %+v", plain)
+	}
+}

@@ -235,6 +235,11 @@ type seedOrder struct {
 	TimeInForce  string  `json:"timeInForce"`
 	ReduceOnly   bool    `json:"reduceOnly"`
 	RejectReason string  `json:"rejectReason"`
+	// StopOrderType and CloseOnTrigger describe a conditional order as
+	// Bybit lists it (a position's SL/TP: Untriggered, "StopLoss",
+	// reduce-only, close-on-trigger); the engine never triggers it.
+	StopOrderType  string `json:"stopOrderType"`
+	CloseOnTrigger bool   `json:"closeOnTrigger"`
 }
 
 // msValue is a millisecond timestamp given as a JSON number or a numeric
@@ -338,6 +343,14 @@ func (s *Sim) checkSeedOrder(where string, so *seedOrder, nowMs int64) (*simOrde
 		cancelType:   "UNKNOWN",
 		reduceOnly:   so.ReduceOnly,
 		createdMs:    nowMs,
+
+		stopOrderType:  so.StopOrderType,
+		closeOnTrigger: so.CloseOnTrigger,
+	}
+	switch o.stopOrderType {
+	case "", "TakeProfit", "StopLoss", "TrailingStop", "Stop", "PartialTakeProfit", "PartialStopLoss", "tpslOrder":
+	default:
+		return nil, fmt.Errorf("%s: stopOrderType is not one the simulator lists", where)
 	}
 	if so.Side != "Buy" && so.Side != "Sell" {
 		return nil, fmt.Errorf("%s: side must be Buy or Sell", where)
