@@ -20,7 +20,7 @@ import (
 // order's value) apply. An amend of a reduce-only order is cut to the
 // position and reduces risk, unless it shrinks what the order covers;
 // that, and any amend of a conditional order, loosens a protection and
-// adds risk (D99): the kill switch, the posture, the allowlist and the
+// adds risk (D73): the kill switch, the posture, the allowlist and the
 // rates apply. The instrument's rules apply to the new values.
 
 const toolAmendOrder = "amend_order"
@@ -124,7 +124,7 @@ func (u *userActor) onAmendFetched(ctx actor.Context, act *action, m *orderFetch
 	buy := o.Side == "Buy"
 	// Two ways to add risk: a larger or worse order adds exposure; a
 	// smaller protective order, or any change to a conditional one (whose
-	// trigger cannot be seen to tighten), loosens a protection (D99).
+	// trigger cannot be seen to tighten), loosens a protection (D73).
 	exposure, loosens := false, conditionalOrder(&o)
 	if o.ReduceOnly {
 		covers := o.Qty

@@ -17,7 +17,7 @@ import (
 // cancel_order through the one action path. A cancel reduces risk: the
 // kill switch lets it through and it reserves no notional; except the
 // cancel of an order that protects a position (reduce-only or
-// conditional, D99), which adds risk: the kill switch, the posture, the
+// conditional, D73), which adds risk: the kill switch, the posture, the
 // allowlist and the rate limits apply and it counts in the rate windows.
 // The order is looked up first (open orders, by its id), so the decision
 // knows what it cancels, the answer can say whether the server placed it
@@ -116,7 +116,7 @@ func (u *userActor) onOrderFetched(ctx actor.Context, m *orderFetched) {
 	}
 	// The gate again, now that the order is known: the state may have
 	// changed while the venue answered, and cancelling an order that
-	// protects a position adds risk (D99).
+	// protects a position adds risk (D73).
 	risk := m.order != nil && protectiveOrder(m.order)
 	var e *messages.Error
 	if risk {

@@ -22,7 +22,7 @@ import (
 // open orders (New, PartiallyFilled) it has just read, at most 20,
 // cancelled one by one by id; never the venue's cancel-all endpoint, so
 // nothing placed after the snapshot is touched. Orders that protect a
-// position (reduce-only, D99) are left and counted. It reduces risk: the
+// position (reduce-only, D73) are left and counted. It reduces risk: the
 // kill switch lets it through. The call is one parent attempt (which claims the
 // idempotency key and, in its outcome, keeps the whole answer) around one
 // cancel attempt per order.
@@ -190,7 +190,7 @@ func (u *userActor) onOpenOrdersFetched(ctx actor.Context, m *openOrdersFetched)
 	for _, o := range m.orders {
 		if o.Symbol == a.Symbol && (o.Status == "New" || o.Status == "PartiallyFilled") {
 			if protectiveOrder(&o) {
-				// Cancelling it adds risk (D99): left, like the dead-man
+				// Cancelling it adds risk (D73): left, like the dead-man
 				// switch leaves it, so this call reduces risk only.
 				protective++
 				continue

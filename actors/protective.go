@@ -2,7 +2,7 @@ package actors
 
 import "github.com/guarded-exchange/guarded-exchange/messages"
 
-// Orders that protect a position (D99). Cancelling one, or shrinking it,
+// Orders that protect a position (D73). Cancelling one, or shrinking it,
 // can only let a position lose more, so cancel_order and amend_order
 // treat that as risk-increasing (like a stop-loss moved away from the
 // price, D53), cancel_all_orders leaves such orders, and so does the

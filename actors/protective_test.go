@@ -8,7 +8,7 @@ import (
 	"github.com/guarded-exchange/guarded-exchange/messages"
 )
 
-// Which orders protect a position (D99): every sign Bybit gives of a
+// Which orders protect a position (D73): every sign Bybit gives of a
 // conditional order, and reduce-only; a plain order, with Bybit's
 // spellings of "none", does not.
 func TestProtectiveOrder(t *testing.T) {

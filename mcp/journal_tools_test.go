@@ -319,7 +319,7 @@ func TestGetMyJournalStaysSmall(t *testing.T) {
 // A refusal for a key whose permissions changed names the exchange's
 // permissions: get_my_journal shows them in untrusted_text only (an
 // offending_ref), whether the record names them in details (as written
-// before D99) or not.
+// before D73) or not.
 func TestGetMyJournalKeepsRefusalPermissionsInUntrustedText(t *testing.T) {
 	e := newEnv(t)
 	e.tradeUser(t, "alice", messages.PolicySettings{})

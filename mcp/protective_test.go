@@ -10,7 +10,7 @@ import (
 	"github.com/guarded-exchange/guarded-exchange/messages"
 )
 
-// Orders that protect a position (D99): cancelling or shrinking one adds
+// Orders that protect a position (D73): cancelling or shrinking one adds
 // risk, so under HALTED or REDUCING the agent cannot take a stop-loss or
 // a take-profit away, while the ways out (cancelling the orders that add
 // risk, closing) stay open.

@@ -319,7 +319,7 @@ type CancelAllAnswer struct {
 	Count         int            `json:"count"`
 	ExternalCount int            `json:"external_count"`
 	// ProtectiveLeft counts the open orders left because they protect a
-	// position (reduce-only; D99): cancel_order removes one where the
+	// position (reduce-only; D73): cancel_order removes one where the
 	// posture allows adding risk.
 	ProtectiveLeft int `json:"protective_left"`
 	// HasMore is true when more open orders remain: call again.

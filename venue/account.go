@@ -594,7 +594,7 @@ type wireOrder struct {
 	RejectReason string   `json:"rejectReason"`
 	ReduceOnly   flexBool `json:"reduceOnly"`
 	// CloseOnTrigger, StopOrderType and TriggerPrice say whether the
-	// order is conditional or protects a position (D99).
+	// order is conditional or protects a position (D73).
 	CloseOnTrigger flexBool `json:"closeOnTrigger"`
 	StopOrderType  string   `json:"stopOrderType"`
 	TriggerPrice   flexNum  `json:"triggerPrice"`
