@@ -219,10 +219,11 @@ func Start(cfg Config) (*System, error) {
 		// Recovery phase: every user with an open attempt (an
 		// order_attempt without an outcome) is started now and reconciles
 		// it before it takes new writes; so is every user with a live
-		// confirmation, to run or expire it (confirm.go). The others
-		// start on first use.
+		// confirmation, to run or expire it (confirm.go), and every user
+		// with heartbeat_s on, whose silence counts from now
+		// (deadman.go). The others start on first use.
 		for user, c := range holders {
-			if st := c.p.Load(); len(st.Attempts) == 0 && !st.liveConfirmations() {
+			if st := c.p.Load(); len(st.Attempts) == 0 && !st.liveConfirmations() && st.effective(deps.venue, deps.env).HeartbeatS <= 0 {
 				continue
 			}
 			if _, err := ask[*ensureUserResponse](context.Background(), s, s.users, &ensureUserRequest{user: user}); err != nil {
