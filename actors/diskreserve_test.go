@@ -84,7 +84,8 @@ func TestDiskReserveDoesNotJournalAgentReads(t *testing.T) {
 
 // In the inner half of the last reserve no call of the agent is journaled
 // (it cannot eat what is left; a call that could change something is
-// refused), while a human still turns the kill switch
+// refused, except activate_kill_switch, which goes on without its
+// tool_call), while a human still turns the kill switch
 // on and the journal still takes the dead-man switch's and the action
 // path's records.
 func TestDiskInnerReserveKeepsTheKillSwitchAndRefusesTheAgent(t *testing.T) {
@@ -96,6 +97,13 @@ func TestDiskInnerReserveKeepsTheKillSwitchAndRefusesTheAgent(t *testing.T) {
 	if wait, err := ts.ToolCalled(ctx, readCall(), false); err != nil || wait != nil {
 		t.Fatalf("a read in the inner reserve: wait %v, err %v", wait != nil, err)
 	}
+	agentKill := &messages.ToolCalled{User: "alice", Profile: "trade", Tool: "activate_kill_switch", Admitted: true, ArgsSHA256: strings.Repeat("0", 64)}
+	if wait, err := ts.ToolCalled(ctx, agentKill, true); err != nil || wait != nil {
+		t.Fatalf("the agent's activate_kill_switch in the inner reserve: wait %v, err %v", wait != nil, err)
+	}
+	agentKill.Admitted = false
+	_, err = ts.ToolCalled(ctx, agentKill, true)
+	wantDiskReserve(t, "a refused activate_kill_switch in the inner reserve", err)
 	hb := 60
 	_, err = ts.Handle(ctx, &messages.TightenPolicyRequest{User: "alice", Settings: messages.PolicySettings{HeartbeatS: &hb}}, messages.ActorCLIUser)
 	wantDiskReserve(t, "a policy change in the inner reserve", err)

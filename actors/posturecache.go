@@ -417,11 +417,15 @@ func diskReserveRefusal() *messages.Error {
 		Details:  map[string]any{"reason": "disk_reserve"}}
 }
 
+// killSwitchTool is the agent's tool that turns the kill switch on: it
+// still works in the inner half of the last reserve (System.ToolCalled).
+const killSwitchTool = "activate_kill_switch"
+
 // agentReserveRefusal refuses an agent's tool call before anything is
 // journaled, in the inner half of the disk's last reserve.
 func agentReserveRefusal() *messages.Error {
 	return &messages.Error{Code: messages.CodeInternalError,
-		Message:  "the journal's disk is almost full: no tool call that could change anything can be journaled until space is freed (a human can still turn the kill switch on or close from the CLI)",
+		Message:  "the journal's disk is almost full: no tool call that could change anything can be journaled until space is freed (activate_kill_switch still works; a human can still close from the CLI)",
 		NextStep: "ask a human to free disk space on the server's journal; nothing was done",
 		Details:  map[string]any{"reason": "disk_reserve"}}
 }

@@ -534,16 +534,19 @@ func ask[T any](ctx context.Context, s *System, pid *actor.PID, msg any) (T, err
 // call goes on, and the skipped records are counted in memory and logged.
 // In the inner half of the reserve every other call is refused here
 // (internal_error, details.reason disk_reserve) before anything is
-// journaled (posturecache.go).
+// journaled (posturecache.go), except activate_kill_switch: it goes on
+// without its tool_call, and its kill_switch_on record (written only when
+// the switch changes, by mcp:agent) is its trace.
 func (s *System) ToolCalled(ctx context.Context, call *messages.ToolCalled, durable bool) (wait func(context.Context) error, err error) {
-	if !durable && s.disk.belowFloor() {
+	inner := durable && s.disk.belowInnerFloor()
+	if inner && !(call.Admitted && call.Tool == killSwitchTool) {
+		return nil, agentReserveRefusal()
+	}
+	if inner || (!durable && s.disk.belowFloor()) {
 		if n := s.readsNotJournaled.Add(1); n&(n-1) == 0 {
 			s.logger.Warn("journal disk in its last reserve: read tool calls are answered but not journaled", "not_journaled", n)
 		}
 		return nil, nil
-	}
-	if durable && s.disk.belowInnerFloor() {
-		return nil, agentReserveRefusal()
 	}
 	payload, err := json.Marshal(call)
 	if err != nil {
