@@ -25,6 +25,15 @@ import (
 // reduce-only orders of the server are left (they can only lower risk).
 // Nothing the agent sends can turn it off: the policy is tighten-only and
 // only a human changes it outside the chat.
+//
+// Silence is counted from the latest of: the last message of any session
+// of the user, the end of the last tool call in flight (a call in flight,
+// such as a wait_for_update, is a sign of life while it lasts), the start
+// of the user's actor, and the last change of heartbeat_s. So a heartbeat
+// a human turns on fires heartbeat_s later if nothing is heard, and after
+// a restart a user with heartbeat_s on (whose actor the server starts at
+// once) has its orders cancelled heartbeat_s after the start unless an
+// agent session of it speaks by then.
 
 // deadmanOrigin is the origin of the dead-man switch's records.
 var deadmanOrigin = messages.Origin{Role: messages.RoleDeadman, Channel: messages.ChannelInternal, PeerUID: -1, PeerPID: -1}
@@ -68,8 +77,14 @@ type deadmanOrders struct {
 // deadmanState is the user actor's part of the dead-man switch. It lives
 // in memory only: sessions do not survive a restart.
 type deadmanState struct {
-	sessions  int
+	sessions int
+	// calls counts the tool calls in flight (SessionCallStarted not yet
+	// ended): while above zero the user is not silent.
+	calls int
+	// lastHeard is when silence started to count (see above).
 	lastHeard time.Time
+	// heartbeatS is the heartbeat_s the timer was last set up for.
+	heartbeatS int
 	// silentFired: the silence trigger fired and nothing was heard since.
 	silentFired bool
 	tickArmed   bool
@@ -92,9 +107,7 @@ func isDeadmanMessage(m any) bool {
 // handleDeadman serves the dead-man switch's messages and hands watches
 // to the venue actor.
 func (u *userActor) handleDeadman(ctx actor.Context, msg any, sender *actor.PID) {
-	if u.deadman == nil {
-		u.deadman = &deadmanState{}
-	}
+	u.deadmanState()
 	switch m := msg.(type) {
 	case *sessionSignal:
 		u.onSession(ctx, m)
@@ -110,9 +123,44 @@ func (u *userActor) handleDeadman(ctx actor.Context, msg any, sender *actor.PID)
 	}
 }
 
+// deadmanState returns the dead-man switch's state, made on first use.
+func (u *userActor) deadmanState() *deadmanState {
+	if u.deadman == nil {
+		u.deadman = &deadmanState{}
+	}
+	return u.deadman
+}
+
+// heartbeatPolicy sets the heartbeat timer up for the current heartbeat_s
+// when it differs from the one seen last (the actor's start, a policy
+// change): a heartbeat turned on or changed counts silence from now at
+// the earliest, and is armed without waiting for a message.
+func (u *userActor) heartbeatPolicy(ctx actor.Context) {
+	d := u.deadmanState()
+	hb := u.state.effective(u.venue, u.env).HeartbeatS
+	if hb == d.heartbeatS {
+		return
+	}
+	d.heartbeatS = hb
+	if hb <= 0 {
+		return
+	}
+	if now := u.now(); d.lastHeard.Before(now) {
+		d.lastHeard = now
+	}
+	d.silentFired = false
+	u.armHeartbeat(ctx)
+}
+
 func (u *userActor) onSession(ctx actor.Context, m *sessionSignal) {
 	d := u.deadman
 	switch m.kind {
+	case messages.SessionCallStarted:
+		d.calls++
+	case messages.SessionCallEnded:
+		if d.calls > 0 {
+			d.calls--
+		}
 	case messages.SessionOpened:
 		d.sessions++
 	case messages.SessionClosed:
@@ -160,6 +208,9 @@ func (u *userActor) checkHeartbeat(ctx actor.Context) {
 	hb := u.state.effective(u.venue, u.env).HeartbeatS
 	if hb <= 0 || d.silentFired || d.lastHeard.IsZero() {
 		return
+	}
+	if d.calls > 0 {
+		d.lastHeard = u.now() // a call in flight: alive while it lasts
 	}
 	if u.now().Sub(d.lastHeard) >= time.Duration(hb)*time.Second {
 		d.silentFired = true

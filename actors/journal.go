@@ -203,7 +203,7 @@ func (j *journalActor) Receive(ctx actor.Context) {
 			p.answer(ctx, &AppendResponse{Err: messages.Internal(j.failed)})
 			return
 		}
-		if j.disk.belowFloor() && !essentialRecord(messages.RecordType(m.Entry.Type)) {
+		if j.disk.refuses(messages.RecordType(m.Entry.Type)) {
 			p.answer(ctx, &AppendResponse{Err: diskReserveRefusal()})
 			return
 		}

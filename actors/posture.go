@@ -249,7 +249,7 @@ func (u *userActor) writeCommand(ctx actor.Context, ev Event, o messages.Origin,
 		then(wal.Record{}, messages.Internal(fmt.Errorf("journal: the journal has failed; refusing")))
 		return
 	}
-	if u.disk.belowFloor() && !essentialRecord(ev.Type) {
+	if u.disk.refuses(ev.Type) {
 		// The journal would refuse the switch record (turning it off
 		// waits for space) and write the posture record alone.
 		then(wal.Record{}, diskReserveRefusal())

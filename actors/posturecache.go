@@ -294,7 +294,8 @@ func (v *venueActor) pollPositions() {
 
 // DefaultDiskFloor is the journal's last reserve: below it only the
 // records that make things safer or settle what is in flight are written
-// (essentialRecord), whatever the margin.
+// (essentialRecord), whatever the margin; below half of it, none of the
+// agent's calls (innerRecord).
 const DefaultDiskFloor = 8 << 20
 
 // diskWatch measures the free space of the journal's file system
@@ -358,13 +359,54 @@ func (d *diskWatch) belowFloor() bool {
 	return d.measured.Load() && free < d.floor
 }
 
+// belowInnerFloor reports whether the disk is in the inner half of its
+// last reserve, kept for what a human and the dead-man switch need.
+func (d *diskWatch) belowInnerFloor() bool {
+	if d == nil {
+		return false
+	}
+	free := d.freeBytes()
+	return d.measured.Load() && free < d.floor/2
+}
+
+// refuses reports whether a record of type t is refused for lack of space:
+// in the last reserve only essentialRecord types are written, and in its
+// inner half (below floor/2) only innerRecord types.
+func (d *diskWatch) refuses(t messages.RecordType) bool {
+	if d == nil {
+		return false
+	}
+	free := d.freeBytes()
+	switch {
+	case !d.measured.Load() || free >= d.floor:
+		return false
+	case free < d.floor/2:
+		return !innerRecord(t)
+	default:
+		return !essentialRecord(t)
+	}
+}
+
 // essentialRecord reports whether a record is written from the disk's last
-// reserve: turning the kill switch on, the posture, and what the action
-// path needs to refuse, settle or reduce (under REDUCING nothing adds
-// risk). Everything else (policy, keys, tokens, users) is refused there.
+// reserve: turning the kill switch on, the posture, the dead-man switch's
+// trigger, the agent's tool_call of a tool that is not a read (System.
+// ToolCalled does not journal a read tool's call there), and
+// what the action path needs to refuse, settle or reduce (under REDUCING
+// nothing adds risk). Everything else (policy, keys, tokens, users) is
+// refused there.
 func essentialRecord(t messages.RecordType) bool {
+	return t == messages.RecordToolCall || innerRecord(t)
+}
+
+// innerRecord reports whether a record is written from the inner half of
+// the last reserve: everything essential except the agent's tool_call, so
+// no call of the agent (each starts with its tool_call) can use it up,
+// while the kill switch going on, the posture, the dead-man switch and the
+// action path of a human's or the dead-man switch's cancel or close still
+// work.
+func innerRecord(t messages.RecordType) bool {
 	switch t {
-	case messages.RecordKillSwitchOn, messages.RecordPostureChanged, messages.RecordToolCall,
+	case messages.RecordKillSwitchOn, messages.RecordPostureChanged, messages.RecordDeadmanTriggered,
 		messages.RecordOrderAttempt, messages.RecordOrderOutcome, messages.RecordOrderRefused,
 		messages.RecordOrderRepeat, messages.RecordVenueUpdate:
 		return true
@@ -378,5 +420,18 @@ func diskReserveRefusal() *messages.Error {
 	return &messages.Error{Code: messages.CodeInternalError,
 		Message:  "the journal's disk is almost full; only the kill switch, the posture and risk-reducing actions are journaled",
 		NextStep: "free disk space on the journal's file system; nothing was changed",
+		Details:  map[string]any{"reason": "disk_reserve"}}
+}
+
+// killSwitchTool is the agent's tool that turns the kill switch on: it
+// still works in the inner half of the last reserve (System.ToolCalled).
+const killSwitchTool = "activate_kill_switch"
+
+// agentReserveRefusal refuses an agent's tool call before anything is
+// journaled, in the inner half of the disk's last reserve.
+func agentReserveRefusal() *messages.Error {
+	return &messages.Error{Code: messages.CodeInternalError,
+		Message:  "the journal's disk is almost full: no tool call that could change anything can be journaled until space is freed (activate_kill_switch still works; a human can still close from the CLI)",
+		NextStep: "ask a human to free disk space on the server's journal; nothing was done",
 		Details:  map[string]any{"reason": "disk_reserve"}}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -102,6 +103,11 @@ type System struct {
 	// index keeps each user's recent records for get_my_journal
 	// (journalindex.go).
 	index *journalIndex
+	// disk watches the journal's free space (nil: not watched).
+	disk *diskWatch
+	// readsNotJournaled counts the read tools' tool_call records skipped
+	// in the disk's last reserve (ToolCalled).
+	readsNotJournaled atomic.Uint64
 }
 
 // Start builds the actor system: the root supervisor and, under it, the
@@ -120,6 +126,7 @@ func Start(cfg Config) (*System, error) {
 		floor = DefaultDiskFloor
 	}
 	disk := newDiskWatch(cfg.JournalDir, cfg.DiskMarginBytes, floor)
+	s.disk = disk
 	if s.timeout <= 0 {
 		s.timeout = 10 * time.Second
 	}
@@ -212,10 +219,11 @@ func Start(cfg Config) (*System, error) {
 		// Recovery phase: every user with an open attempt (an
 		// order_attempt without an outcome) is started now and reconciles
 		// it before it takes new writes; so is every user with a live
-		// confirmation, to run or expire it (confirm.go). The others
-		// start on first use.
+		// confirmation, to run or expire it (confirm.go), and every user
+		// with heartbeat_s on, whose silence counts from now
+		// (deadman.go). The others start on first use.
 		for user, c := range holders {
-			if st := c.p.Load(); len(st.Attempts) == 0 && !st.liveConfirmations() {
+			if st := c.p.Load(); len(st.Attempts) == 0 && !st.liveConfirmations() && st.effective(deps.venue, deps.env).HeartbeatS <= 0 {
 				continue
 			}
 			if _, err := ask[*ensureUserResponse](context.Background(), s, s.users, &ensureUserRequest{user: user}); err != nil {
@@ -519,7 +527,27 @@ func ask[T any](ctx context.Context, s *System, pid *actor.PID, msg any) (T, err
 // the same fsync, so wait then returns at once; a call that wrote nothing
 // else makes wait force a flush. Either way a state-changing call costs one
 // fsync, not two in a row.
+//
+// When the journal's disk is in its last reserve, a read-only tool's
+// record is not journaled (reads acknowledge nothing, and the agent must
+// not use up the space kept for the kill switch and the ways out): the
+// call goes on, and the skipped records are counted in memory and logged.
+// In the inner half of the reserve every other call is refused here
+// (internal_error, details.reason disk_reserve) before anything is
+// journaled (posturecache.go), except activate_kill_switch: it goes on
+// without its tool_call, and its kill_switch_on record (written only when
+// the switch changes, by mcp:agent) is its trace.
 func (s *System) ToolCalled(ctx context.Context, call *messages.ToolCalled, durable bool) (wait func(context.Context) error, err error) {
+	inner := durable && s.disk.belowInnerFloor()
+	if inner && !(call.Admitted && call.Tool == killSwitchTool) {
+		return nil, agentReserveRefusal()
+	}
+	if inner || (!durable && s.disk.belowFloor()) {
+		if n := s.readsNotJournaled.Add(1); n&(n-1) == 0 {
+			s.logger.Warn("journal disk in its last reserve: read tool calls are answered but not journaled", "not_journaled", n)
+		}
+		return nil, nil
+	}
 	payload, err := json.Marshal(call)
 	if err != nil {
 		return nil, messages.Internal(err)

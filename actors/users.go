@@ -162,6 +162,7 @@ func (u *userActor) Receive(ctx actor.Context) {
 		u.startRecovery(ctx)
 		u.startPostureTicker(ctx)
 		u.wakeVenue(ctx)
+		u.heartbeatPolicy(ctx) // silence counts from the start (deadman.go)
 		// Confirmations left waiting, approved or executing by an earlier
 		// process are looked at once the recovery phase is over.
 		ctx.Send(ctx.Self(), &confirmSweep{})
@@ -319,6 +320,7 @@ func (u *userActor) command(ctx actor.Context, m *userCommand, sender *actor.PID
 			return
 		}
 		u.commit(*ev)
+		u.heartbeatPolicy(ctx) // a heartbeat_s turned on is armed at once
 		if ev.Type == messages.RecordCredentialDeleted {
 			u.toVenue(ctx, &rekey{}, nil)
 		}

@@ -26,6 +26,8 @@ type contractBackend struct {
 	n       int
 }
 
+func (b *contractBackend) SessionEvent(context.Context, string, messages.SessionEventKind) {}
+
 func (b *contractBackend) ToolCalled(context.Context, *messages.ToolCalled, bool) (func(context.Context) error, error) {
 	return nil, nil
 }

@@ -215,3 +215,30 @@ func TestDeadmanWaitsForTheLastSession(t *testing.T) {
 		return containsNone(openOrderIDs(t, e, "alice"), id)
 	})
 }
+
+// An agent that waits with wait_for_update, as the instructions say, is
+// not silent: with heartbeat_s (3) shorter than its wait (6 s) its orders
+// stay while the call is in flight; once it falls silent after the answer
+// they are cancelled.
+func TestDeadmanCallInFlightIsNotSilence(t *testing.T) {
+	e := newEnvWith(t, true)
+	const hb = 3
+	outside := e.streamUser(t, "alice", messages.PolicySettings{HeartbeatS: intp(hb)})
+	cs := connect(t, Options{Backend: e.sys, Principal: fixedPrincipal("alice", ProfileTrade)}, "")
+	waitStream(t, cs, outside)
+	mine := placeResting(t, cs, "30000")
+	r := <-waitAsync(cs, map[string]any{"order_id": mine, "symbol": "BTCUSDT", "timeout_s": 2 * hb})
+	if r.isErr || r.out["changed"] != false {
+		t.Fatalf("wait_for_update: %v", r.out)
+	}
+	if !containsAll(openOrderIDs(t, e, "alice"), mine) {
+		t.Fatalf("the order was cancelled by the dead-man switch while the agent waited in wait_for_update (%s)", r.took)
+	}
+	eventually(t, (hb+2)*time.Second, "the order cancelled after heartbeat_s of silence after the answer", func() bool {
+		return containsNone(openOrderIDs(t, e, "alice"), mine)
+	})
+	trig, _ := deadmanRecords(t, e.records(t))
+	if len(trig) != 1 || trig[0].Reason != messages.DeadmanSilence || trig[0].Orders != 1 {
+		t.Fatalf("deadman_triggered %+v, want one silence for the order", trig)
+	}
+}

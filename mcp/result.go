@@ -101,6 +101,9 @@ func failure(logger *slog.Logger, err error, requestID string) *sdk.CallToolResu
 			requestID = newRequestID()
 		}
 		details := map[string]any{"request_id": requestID}
+		if e.Details["reason"] == "disk_reserve" {
+			details["reason"] = "disk_reserve" // a fixed word: why nothing was done
+		}
 		body.Details = details
 		if logger != nil {
 			cause := ""

@@ -195,7 +195,10 @@ type server struct {
 	// denied are the tools the operator withholds.
 	denied map[string]bool
 	// calls is the per-session call budget (calllimit.go).
-	calls       *callLimiter
+	calls *callLimiter
+	// waits counts each session's wait_for_update calls in flight
+	// (wait_tools.go).
+	waits       waitCounter
 	ownPresence *Presence
 	sealer      *stateSealer
 }
@@ -267,6 +270,13 @@ func (s *server) guard(next sdk.MethodHandler) sdk.MethodHandler {
 				return failure(s.logger, err, ""), nil
 			}
 			s.identified(ctx, req, p)
+			if p.User != "" {
+				// A call in flight is a sign of life for the dead-man
+				// switch until it is answered (a wait_for_update is
+				// not silence).
+				s.opts.Backend.SessionEvent(ctx, p.User, messages.SessionCallStarted)
+				defer s.opts.Backend.SessionEvent(context.WithoutCancel(ctx), p.User, messages.SessionCallEnded)
+			}
 			ss, _ := req.GetSession().(*sdk.ServerSession)
 			if e := s.calls.allow(sessionKey(ss, p.TokenID), p); e != nil {
 				return failure(s.logger, e, ""), nil

@@ -2,7 +2,10 @@ package mcp
 
 import (
 	"context"
+	"sync"
 	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/guarded-exchange/guarded-exchange/messages"
 )
@@ -14,6 +17,41 @@ import (
 
 // waitMaxRows bounds the rows of one answer (a push holds a few).
 const waitMaxRows = 20
+
+// MaxWaitsPerSession bounds the wait_for_update calls of one session in
+// flight. It stays well below MaxInFlight, the stdio transport's bound on
+// unanswered requests, so a session full of waits still has room for
+// pings and other calls (and the dead-man switch still hears it).
+const MaxWaitsPerSession = 16
+
+// waitCounter counts each session's wait_for_update calls in flight.
+type waitCounter struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+// take takes a slot for key; false when the session is at the bound.
+func (w *waitCounter) take(key string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.n == nil {
+		w.n = map[string]int{}
+	}
+	if w.n[key] >= MaxWaitsPerSession {
+		return false
+	}
+	w.n[key]++
+	return true
+}
+
+// release gives key's slot back.
+func (w *waitCounter) release(key string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.n[key]--; w.n[key] <= 0 {
+		delete(w.n, key)
+	}
+}
 
 func (s *server) waitTools() []*tool {
 	return []*tool{{
@@ -58,6 +96,16 @@ func (s *server) waitForUpdate(ctx context.Context, c *call) (any, error) {
 	case orderID == "" && symbol == "":
 		return nil, messages.InvalidParams("order_id", "give order_id, symbol or both")
 	}
+	var ss *sdk.ServerSession
+	if c.req != nil {
+		ss, _ = c.req.GetSession().(*sdk.ServerSession)
+	}
+	key := sessionKey(ss, c.principal.TokenID)
+	if !s.waits.take(key) {
+		return nil, &messages.Error{Code: messages.CodeRateLimited, Message: "too many wait_for_update calls are waiting in this session",
+			NextStep: "wait for one to answer before starting another", RetryAfterS: 1, Details: map[string]any{"limit": MaxWaitsPerSession}}
+	}
+	defer s.waits.release(key)
 	start := time.Now()
 	ans, err := s.opts.Backend.WaitForUpdate(ctx, &messages.WaitForUpdateRequest{User: c.principal.User, OrderID: orderID, Symbol: symbol,
 		Timeout: time.Duration(timeout) * time.Second})

@@ -135,3 +135,38 @@ func BenchmarkWaitForUpdateLatency(b *testing.B) {
 	}
 	b.ReportMetric(float64(medianOf(lat).Microseconds())/1000, "p50-ms")
 }
+
+// One session may keep at most MaxWaitsPerSession waits in flight, below
+// the stdio transport's MaxInFlight, so a session full of waits still
+// gets a ping and other calls answered: of one wait more than the bound,
+// started together, exactly one is refused at once with rate_limited.
+func TestWaitForUpdateBoundPerSession(t *testing.T) {
+	if MaxWaitsPerSession >= MaxInFlight {
+		t.Fatalf("MaxWaitsPerSession %d must stay below MaxInFlight %d", MaxWaitsPerSession, MaxInFlight)
+	}
+	e := newEnvWith(t, true)
+	outside := e.streamUser(t, "alice", messages.PolicySettings{})
+	cs := connect(t, Options{Backend: e.sys, Principal: fixedPrincipal("alice", ProfileTrade), CallBurst: 100}, "")
+	waitStream(t, cs, outside)
+	const timeout = 5
+	results := make(chan waitResult, MaxWaitsPerSession+1)
+	for range MaxWaitsPerSession + 1 {
+		go func() { results <- <-waitAsync(cs, map[string]any{"symbol": "ETHUSDT", "timeout_s": timeout}) }()
+	}
+	first := <-results
+	if !first.isErr || first.out["code"] != string(messages.CodeRateLimited) ||
+		first.out["details"].(map[string]any)["limit"] != float64(MaxWaitsPerSession) || first.took >= timeout*time.Second {
+		t.Fatalf("the wait over the bound: %v after %s", first.out, first.took)
+	}
+	if err := cs.Ping(context.Background(), nil); err != nil {
+		t.Fatalf("ping while the session's waits are in flight: %v", err)
+	}
+	if out, isErr := callJSON(t, cs, "get_my_policy", map[string]any{}); isErr {
+		t.Fatalf("a call while the session's waits are in flight: %v", out)
+	}
+	for range MaxWaitsPerSession {
+		if r := <-results; r.isErr || r.out["changed"] != false {
+			t.Fatalf("a wait within the bound: %v", r.out)
+		}
+	}
+}

@@ -16,6 +16,12 @@ const (
 	// SessionClosed: a session that was opened ended (stdio EOF, an HTTP
 	// session closed or expired, a relay client gone).
 	SessionClosed
+	// SessionCallStarted: a tool call of the user's agent is in flight; the
+	// user counts as alive until the matching SessionCallEnded (a long
+	// wait_for_update is no silence).
+	SessionCallStarted
+	// SessionCallEnded: that tool call was answered (or abandoned).
+	SessionCallEnded
 )
 
 // Dead-man trigger reasons.
