@@ -184,23 +184,11 @@ func (u *userActor) onOpenOrdersFetched(ctx actor.Context, m *openOrdersFetched)
 		u.refuseTool(ctx, toolCancelAll, a.Category, a.Symbol, a.DryRun, e, act.origin, act.waiter)
 		return
 	}
-	var plain []messages.Order
-	shown := u.shownOf(act.origin)
-	protective := 0
-	for _, o := range m.orders {
-		if o.Symbol == a.Symbol && (o.Status == "New" || o.Status == "PartiallyFilled") {
-			if protectiveOrder(&o) {
-				// Cancelling it adds risk (D73): left, like the dead-man
-				// switch leaves it, so this call reduces risk only.
-				protective++
-				continue
-			}
-			// An approved cancel-all cancels exactly the orders shown.
-			if shown != nil && (shown.CancelAll == nil || !slices.ContainsFunc(shown.CancelAll.Orders, func(r messages.CancelAllRow) bool { return r.OrderID == o.OrderID })) {
-				continue
-			}
-			plain = append(plain, o)
-		}
+	plain, malformed, protective := cancelAllCandidates(m.orders, a.Symbol, u.shownOf(act.origin))
+	if malformed > 0 {
+		// The id is not logged: it is the exchange's text, of any shape.
+		u.logger.Warn("cancel_all_orders: the venue listed open orders with a malformed order id; left out",
+			"user", u.state.User, "symbol", a.Symbol, "count", malformed)
 	}
 	ans := &messages.CancelAllAnswer{Status: messages.AnswerPreview, Category: a.Category, Symbol: a.Symbol, HasMore: m.hasMore || len(plain) > cancelAllMax,
 		IdempotencyKey: a.IdempotencyKey, Orders: []messages.CancelAllRow{}, ProtectiveLeft: protective}
@@ -227,6 +215,37 @@ func (u *userActor) onOpenOrdersFetched(ctx actor.Context, m *openOrdersFetched)
 		return
 	}
 	u.runCancelAll(ctx, act, a, plain, ans)
+}
+
+// cancelAllCandidates picks from the venue's open orders those a
+// cancel-all cancels: the plain open orders of symbol (an order that
+// protects a position is left and counted in protective); for an approved
+// one (shown is its plan) only those the human was shown. An order whose
+// id is not shaped like a venue order id (messages.OrderIDRE) is left
+// out and counted in malformed: its id would carry the exchange's text to
+// the human's form or terminal, to the agent and back to the venue.
+func cancelAllCandidates(orders []messages.Order, symbol string, shown *messages.ShownToUser) (plain []messages.Order, malformed, protective int) {
+	for _, o := range orders {
+		if o.Symbol != symbol || (o.Status != "New" && o.Status != "PartiallyFilled") {
+			continue
+		}
+		if !messages.OrderIDRE.MatchString(o.OrderID) {
+			malformed++
+			continue
+		}
+		if protectiveOrder(&o) {
+			// Cancelling it adds risk (D73): left, like the dead-man
+			// switch leaves it, so this call reduces risk only.
+			protective++
+			continue
+		}
+		// An approved cancel-all cancels exactly the orders shown.
+		if shown != nil && (shown.CancelAll == nil || !slices.ContainsFunc(shown.CancelAll.Orders, func(r messages.CancelAllRow) bool { return r.OrderID == o.OrderID })) {
+			continue
+		}
+		plain = append(plain, o)
+	}
+	return plain, malformed, protective
 }
 
 // runCancelAll journals the parent attempt (it claims the key), cancels

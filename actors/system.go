@@ -486,16 +486,30 @@ func errOrNil(e *messages.Error) error {
 	return e
 }
 
+// askBound is how long ask waits for the answer to msg when the caller's
+// context sets no shorter deadline.
+func askBound(requestTimeout time.Duration, msg any) time.Duration {
+	bound := requestTimeout + 5*time.Second
+	if uc, ok := msg.(*userCommand); ok {
+		if d, ok := uc.cmd.(*messages.DecideConfirmationCommand); ok && d.Decision == messages.DecisionApprove {
+			bound = max(bound, messages.DecisionAnswerWait)
+		}
+	}
+	return bound
+}
+
 // ask sends msg to pid and waits for a reply of type T. A *messages.Error
 // reply (from a supervisor answering a crash) is returned as the error; a
 // timeout or a dead actor becomes internal_error. The wait is bounded by
-// ctx's deadline or the system's request timeout plus a margin.
+// ctx's deadline or the system's request timeout plus a margin; an
+// approval, which answers once the approved action ran, by
+// messages.DecisionAnswerWait at least.
 func ask[T any](ctx context.Context, s *System, pid *actor.PID, msg any) (T, error) {
 	var zero T
 	if pid == nil {
 		return zero, messages.Internal(fmt.Errorf("ask %T: no actor serves this in this process", msg))
 	}
-	timeout := s.timeout + 5*time.Second
+	timeout := askBound(s.timeout, msg)
 	if dl, ok := ctx.Deadline(); ok {
 		timeout = min(timeout, time.Until(dl))
 	}

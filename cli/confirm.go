@@ -3,10 +3,12 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/guarded-exchange/guarded-exchange/messages"
 )
@@ -42,11 +44,11 @@ func (c *ConfirmListCmd) Run(ctx context.Context, g *Globals, rt Runtime, o IO) 
 		if err != nil {
 			return refusal(err)
 		}
-		_, err = fmt.Fprintf(o.Out, "%s\n", b)
+		_, err = fmt.Fprintf(o.Out, "%s\n", messages.PrintableJSON(b))
 		return err
 	}
 	if len(list.Confirmations) == 0 {
-		_, err := fmt.Fprintf(o.Out, "nothing waits for a decision (user %s)\n", list.User)
+		_, err := fmt.Fprintf(o.Out, "nothing waits for a decision (user %s)\n", messages.Printable(list.User))
 		return err
 	}
 	for _, st := range list.Confirmations {
@@ -102,16 +104,31 @@ func (c *ConfirmRejectCmd) Run(ctx context.Context, g *Globals, rt Runtime, o IO
 	return decide(ctx, g, rt, o, c.ID, messages.DecisionReject, c.JSON)
 }
 
+// approveWait bounds the wait for an approval's answer: the server
+// answers once the approved action ran (messages.DecisionAnswerWait),
+// plus the way over the control socket.
+const approveWait = messages.DecisionAnswerWait + 15*time.Second
+
 func decide(ctx context.Context, g *Globals, rt Runtime, o IO, id, decision string, asJSON bool) error {
+	if decision == messages.DecisionApprove {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, approveWait)
+		defer cancel()
+	}
 	res, err := rt.DeliverToServer(ctx, g, &messages.DecideConfirmationCommand{User: g.User, ConfirmationID: id, Decision: decision,
 		Channel: messages.ConfirmChannelCLI})
 	if err != nil {
+		if decision == messages.DecisionApprove && outcomeUnknown(err) {
+			return refusal(fmt.Errorf("%w; whether approval %s was executed is NOT known: the order may have gone out. "+
+				"Do not approve or place it again; check with `guarded-exchange confirm list --all` (status executing, executed or failed)", err, id))
+		}
 		return refusal(err)
 	}
 	raw, err := json.Marshal(res)
 	if err != nil {
 		return refusal(err)
 	}
+	raw = messages.PrintableJSON(raw)
 	if asJSON {
 		_, err = fmt.Fprintf(o.Out, "%s\n", raw)
 		return err
@@ -126,48 +143,52 @@ func decide(ctx context.Context, g *Globals, rt Runtime, o IO, id, decision stri
 		_, err = fmt.Fprintf(o.Out, "rejected %s: nothing was sent\n", id)
 		return err
 	}
-	_, err = fmt.Fprintf(o.Out, "approved %s: executed, status %s", id, probe.Status)
+	_, err = fmt.Fprintf(o.Out, "approved %s: executed, status %s", id, messages.Printable(probe.Status))
 	if probe.OrderID != "" {
-		fmt.Fprintf(o.Out, ", order %s", probe.OrderID)
+		fmt.Fprintf(o.Out, ", order %s", messages.Printable(probe.OrderID))
 	}
 	if probe.ClientOrderID != "" {
-		fmt.Fprintf(o.Out, ", client order id %s", probe.ClientOrderID)
+		fmt.Fprintf(o.Out, ", client order id %s", messages.Printable(probe.ClientOrderID))
 	}
 	fmt.Fprintf(o.Out, "\n%s\n", raw)
 	return err
 }
 
 // printPlan prints what the human approves: the server's own plan, never
-// the model's words.
+// the model's words. Text that came from the exchange (order ids, an
+// error's message) or through the server from anywhere else passes
+// through messages.Printable: it cannot act on the terminal.
 func printPlan(w io.Writer, st *messages.ConfirmationStatus) {
-	fmt.Fprintf(w, "%s  %s  %s  (user %s, channel %s, expires %s)\n", st.ConfirmationID, st.Status, st.Tool, st.User, st.Channel, st.ExpiresAt.Format("15:04:05Z07:00"))
+	p := messages.Printable
+	fmt.Fprintf(w, "%s  %s  %s  (user %s, channel %s, expires %s)\n", p(st.ConfirmationID), p(st.Status), p(st.Tool), p(st.User), p(st.Channel),
+		st.ExpiresAt.Format("15:04:05Z07:00"))
 	s := st.ShownToUser
 	if s == nil {
 		return
 	}
-	fmt.Fprintf(w, "  venue %s: %s\n", s.Venue, s.Summary)
+	fmt.Fprintf(w, "  venue %s: %s\n", p(s.Venue), p(s.Summary))
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	switch {
 	case s.Order != nil:
 		o := s.Order
 		fmt.Fprintf(tw, "  side\t%s\n  qty (after rounding)\t%s (asked %s)\n  sent as\t%s\n  price\t%s\n  value up to\t%s USDT\n  reduce-only\t%v\n  risk-increasing\t%v\n",
-			o.Side, o.Qty, o.RequestedQty, o.SentAs, o.Price, o.NotionalUSDT.StringFixed(2), o.ReduceOnly, o.RiskIncreasing)
+			p(o.Side), o.Qty, o.RequestedQty, p(o.SentAs), o.Price, o.NotionalUSDT.StringFixed(2), o.ReduceOnly, o.RiskIncreasing)
 	case s.Cancel != nil:
-		fmt.Fprintf(tw, "  order\t%s\n  origin\t%s\n", s.Cancel.OrderID, originText(s.Cancel.Origin))
+		fmt.Fprintf(tw, "  order\t%s\n  origin\t%s\n", p(s.Cancel.OrderID), originText(s.Cancel.Origin))
 	case s.Amend != nil:
 		a := s.Amend
-		fmt.Fprintf(tw, "  order\t%s\n  origin\t%s\n  new qty\t%s\n  new price\t%s\n  value up to\t%s USDT\n", a.OrderID, originText(a.Origin), a.Qty, a.Price, a.NotionalUSDT.StringFixed(2))
+		fmt.Fprintf(tw, "  order\t%s\n  origin\t%s\n  new qty\t%s\n  new price\t%s\n  value up to\t%s USDT\n", p(a.OrderID), originText(a.Origin), a.Qty, a.Price, a.NotionalUSDT.StringFixed(2))
 	case s.CancelAll != nil:
 		fmt.Fprintf(tw, "  ORDER\tORIGIN\n")
 		for _, r := range s.CancelAll.Orders {
-			fmt.Fprintf(tw, "  %s\t%s\n", r.OrderID, originText(r.Origin))
+			fmt.Fprintf(tw, "  %s\t%s\n", p(r.OrderID), originText(r.Origin))
 		}
 	case s.Leverage != nil:
 		fmt.Fprintf(tw, "  leverage\t%sx (now %sx)\n", s.Leverage.Leverage, s.Leverage.Previous)
 	}
 	tw.Flush()
 	if st.Error != nil {
-		fmt.Fprintf(w, "  error: %s: %s\n", st.Error.Code, st.Error.Message)
+		fmt.Fprintf(w, "  error: %s: %s\n", p(string(st.Error.Code)), p(st.Error.Message))
 	}
 }
 
@@ -176,5 +197,21 @@ func originText(origin string) string {
 	if origin == messages.OriginSystem {
 		return "placed by this server"
 	}
-	return strings.ToUpper(origin) + " (not placed by this server)"
+	return strings.ToUpper(messages.Printable(origin)) + " (not placed by this server)"
+}
+
+// outcomeUnknown reports whether an approval's failure leaves open
+// whether the action ran: no answer came (timeout, a dropped
+// connection), or the server itself says so. A refusal (not pending,
+// not allowed, ...) is a clear answer: nothing ran.
+func outcomeUnknown(err error) bool {
+	var ee *ExitError
+	if errors.As(err, &ee) {
+		return false // refused before anything was sent (no server, ...)
+	}
+	var me *messages.Error
+	if !errors.As(err, &me) {
+		return true
+	}
+	return me.Code == messages.CodeOutcomeUnknown || me.Code == messages.CodeInternalError
 }

@@ -152,7 +152,8 @@ func printCredential(w io.Writer, v *messages.CredentialView) {
 		return
 	}
 	fmt.Fprintf(w, "%s key of %s: %s (id %s)\n", v.Environment, v.User, v.Fingerprint, v.CredentialID)
-	fmt.Fprintf(w, "permissions: %s\n", orDash(strings.Join(v.Permissions, ", ")))
+	// The permission names are the exchange's answer.
+	fmt.Fprintf(w, "permissions: %s\n", messages.Printable(orDash(strings.Join(v.Permissions, ", "))))
 	if v.ReadOnlyCap {
 		fmt.Fprintln(w, "this key can only read: the user is capped at read_only")
 	}
@@ -160,7 +161,7 @@ func printCredential(w io.Writer, v *messages.CredentialView) {
 		fmt.Fprintln(w, "permissions not verified: accepted on the admin's attestation")
 	}
 	if v.PermissionsChanged {
-		fmt.Fprintf(w, "PERMISSIONS CHANGED (%s): trading is blocked until the key is replaced\n", strings.Join(v.Offending, ", "))
+		fmt.Fprintf(w, "PERMISSIONS CHANGED (%s): trading is blocked until the key is replaced\n", messages.Printable(strings.Join(v.Offending, ", ")))
 	}
 	if !v.CheckedAt.IsZero() {
 		fmt.Fprintf(w, "last checked %s\n", v.CheckedAt.UTC().Format("2006-01-02T15:04:05Z"))

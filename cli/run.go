@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/alecthomas/kong"
+
+	"github.com/guarded-exchange/guarded-exchange/messages"
 )
 
 // Main parses args, runs the chosen command with rt, and returns the exit
@@ -34,7 +37,7 @@ func Main(ctx context.Context, args []string, rt Runtime, io IO, version string)
 		return code
 	}
 	if err := kctx.Run(&root.Globals); err != nil {
-		fmt.Fprintf(io.Err, "guarded-exchange: %v\n", err)
+		fmt.Fprintf(io.Err, "guarded-exchange: %s\n", printableLines(err.Error()))
 		return CodeOf(err)
 	}
 	return ExitOK
@@ -70,4 +73,15 @@ func parse(p *kong.Kong, args []string, exited *int) (kctx *kong.Context, code i
 		return nil, ExitCannot, true
 	}
 	return kctx, 0, false
+}
+
+// printableLines is messages.Printable line by line: an error's message
+// may carry the exchange's or the model's text to the human's terminal,
+// and keeps its own line breaks.
+func printableLines(s string) string {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = messages.Printable(l)
+	}
+	return strings.Join(lines, "\n")
 }

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -100,7 +101,7 @@ func (s *server) trade(ctx context.Context, c *call, tool string, args any, cmd 
 		}
 		return inputRequiredResult(sdk.InputRequestMap{formKey: form}, wire), nil
 	}
-	return s.elicitLegacy(ctx, c, st, form, check)
+	return s.elicitLegacy(ctx, c, p, st, form, check)
 }
 
 // pending is the SPEC §9 pending answer of a parked action.
@@ -155,12 +156,19 @@ func (s *server) formAnswered(ctx context.Context, c *call, tool, digest string,
 
 // elicitLegacy asks the human with a classic elicitation/create on the
 // session (protocols before 2026-07-28) and waits for the answer until
-// the confirmation expires; then decides.
-func (s *server) elicitLegacy(ctx context.Context, c *call, st formState, form *sdk.ElicitParams, check answerCheck) (any, error) {
+// the confirmation expires; then decides. One form at a time is open per
+// confirmation: a repeat of the call while the human has the form
+// answers status pending (p) and opens nothing.
+func (s *server) elicitLegacy(ctx context.Context, c *call, p *messages.ConfirmationPending, st formState, form *sdk.ElicitParams, check answerCheck) (any, error) {
 	ss, ok := c.req.GetSession().(*sdk.ServerSession)
 	if !ok || ss == nil {
 		return s.decide(ctx, c, st, false, check)
 	}
+	release, first := legacyForms.claim(st.User, st.ConfirmationID)
+	if !first {
+		return pendingResult(s.pending(p)), nil
+	}
+	defer release()
 	// The wait ends a moment before the confirmation expires, so that a
 	// form nobody answered is journaled as this channel's rejection.
 	ectx, cancel := context.WithDeadline(ctx, time.UnixMilli(st.Expires).Add(-legacyMargin))
@@ -188,6 +196,37 @@ func (s *server) elicitLegacy(ctx context.Context, c *call, st formState, form *
 		return s.outcome(cs), nil
 	}
 	return nil, err
+}
+
+// openForms are the confirmations whose classic elicitation form is open
+// now, each named by user and confirmation id. It is safe for concurrent
+// use.
+type openForms struct {
+	mu   sync.Mutex
+	open map[string]struct{}
+}
+
+// legacyForms are the open classic forms of the whole process: a
+// confirmation can be repeated on another session of the same user (each
+// relayed or HTTP session has its own server), and the human still gets
+// one form.
+var legacyForms = &openForms{open: map[string]struct{}{}}
+
+// claim marks the form of a confirmation open. first is false when it is
+// open already; otherwise release marks it closed again.
+func (f *openForms) claim(user, confirmationID string) (release func(), first bool) {
+	k := user + "\x00" + confirmationID
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, busy := f.open[k]; busy {
+		return nil, false
+	}
+	f.open[k] = struct{}{}
+	return func() {
+		f.mu.Lock()
+		delete(f.open, k)
+		f.mu.Unlock()
+	}, true
 }
 
 // legacyMargin is how long before the confirmation's expiry a classic
@@ -276,8 +315,9 @@ func formMessage(id string, expires time.Time, shown *messages.ShownToUser) stri
 	var b strings.Builder
 	b.WriteString("guarded-exchange asks you to approve an action the AI agent requested.\n\n")
 	if shown != nil {
-		fmt.Fprintf(&b, "%s\n\n", shown.Summary)
-		fmt.Fprintf(&b, "tool: %s\nuser: %s\nvenue: %s\nrisk increasing: %t\n", shown.Tool, shown.User, shown.Venue, shown.RiskIncreasing)
+		fmt.Fprintf(&b, "%s\n\n", messages.Printable(shown.Summary))
+		fmt.Fprintf(&b, "tool: %s\nuser: %s\nvenue: %s\nrisk increasing: %t\n",
+			messages.Printable(shown.Tool), messages.Printable(shown.User), messages.Printable(shown.Venue), shown.RiskIncreasing)
 		var plan map[string]any
 		if json.Unmarshal(mustJSON(shown), &plan) == nil {
 			for _, k := range []string{"tool", "user", "venue", "summary", "risk_increasing"} {
@@ -296,10 +336,14 @@ func formMessage(id string, expires time.Time, shown *messages.ShownToUser) stri
 }
 
 // planSkip are fields of a plan that say nothing to the human (a dry
-// run's own status and bookkeeping).
-var planSkip = map[string]bool{"status": true, "result_source": true, "venue": true}
+// run's own status and bookkeeping), and the text the agent chose itself
+// (its idempotency key, at every level of the plan): the form shows the
+// server's plan only, so nothing in it is the model's to word.
+var planSkip = map[string]bool{"status": true, "result_source": true, "venue": true, "idempotency_key": true}
 
-// flatten lists a JSON value as "path: value" lines, keys sorted.
+// flatten lists a JSON value as "path: value" lines, keys sorted. Values
+// may be the exchange's text (a cancel-all row's order id): control and
+// format characters are replaced before a human reads them.
 func flatten(prefix string, v any) []string {
 	switch x := v.(type) {
 	case map[string]any:
@@ -329,6 +373,6 @@ func flatten(prefix string, v any) []string {
 	case nil:
 		return nil
 	default:
-		return []string{prefix + ": " + fmt.Sprint(x)}
+		return []string{messages.Printable(prefix) + ": " + messages.Printable(fmt.Sprint(x))}
 	}
 }

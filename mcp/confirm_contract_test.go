@@ -26,11 +26,16 @@ type contractBackend struct {
 	n       int
 }
 
-func (b *contractBackend) SessionEvent(context.Context, string, messages.SessionEventKind) {}
-
 func (b *contractBackend) ToolCalled(context.Context, *messages.ToolCalled, bool) (func(context.Context) error, error) {
 	return nil, nil
 }
+
+// SessionEvent ignores the dead-man switch's session events (the
+// presence middleware reports every session's first message).
+func (b *contractBackend) SessionEvent(context.Context, string, messages.SessionEventKind) {}
+
+// CallsRateLimited ignores the call budget's refusal counts.
+func (b *contractBackend) CallsRateLimited(*messages.CallsRateLimitedEvent) error { return nil }
 
 func (b *contractBackend) Handle(_ context.Context, cmd messages.Command, origin string) (any, error) {
 	b.mu.Lock()
