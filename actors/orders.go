@@ -196,7 +196,7 @@ func (s *UserState) prune(now time.Time) {
 	for len(s.keyExpiry) > 0 && now.Sub(s.keyExpiry[0].at) >= idempotencyWindow {
 		c := s.keyExpiry.pop()
 		// A key released and claimed again has a newer claim of its own.
-		if e, ok := s.Idempotency[c.key]; ok && e.ClientOrderID == c.clientOrderID && e.At.Equal(c.at) {
+		if e, ok := s.Idempotency[c.key]; ok && e.ClientOrderID == c.clientOrderID {
 			delete(s.Idempotency, c.key)
 		}
 	}
