@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"container/heap"
 	"encoding/json"
 	"maps"
 	"slices"
@@ -109,63 +110,60 @@ func (c RollingCounters) Window(now time.Time) (dailyNotional decimal.Decimal, p
 	return daily.value(), perMinute, unconfirmedPerHour
 }
 
-// applyOrder applies the order event records. Every change builds new maps
-// and slices (copy on write), so a committed snapshot is never changed.
-// The windows are pruned by the caller, with the journal's time (the live
-// clock, or the record's time at replay), never a payload's own time.
+// applyOrder applies the order event records. The order part of the
+// state (Attempts, Idempotency, Counters, Recent) is the user actor's own
+// and changes in place (D77): committing an order costs O(1) amortized
+// (O(log n) for a key), whatever the last 24 h hold. The windows are
+// pruned by the caller, with the journal's time (the live clock, or the
+// record's time at replay), never a payload's own time.
 func (s *UserState) applyOrder(ev Event) bool {
 	switch p := ev.Payload.(type) {
 	case messages.OrderAttemptEvent:
-		att := maps.Clone(s.Attempts)
-		if att == nil {
-			att = map[string]Attempt{}
+		if s.Attempts == nil {
+			s.Attempts = map[string]Attempt{}
 		}
-		att[p.ClientOrderID] = Attempt{
+		s.Attempts[p.ClientOrderID] = Attempt{
 			ActionID: p.ActionID, ClientOrderID: p.ClientOrderID, Environment: p.Environment, Category: p.Category, Symbol: p.Symbol, At: p.At,
 			NotionalUSDT: p.NotionalUSDT, RiskIncreasing: p.RiskIncreasing, IdempotencyKey: p.IdempotencyKey, ArgsSHA256: p.ArgsSHA256,
 		}
-		s.Attempts = att
-		s.Counters.Orders = append(slices.Clip(s.Counters.Orders), OrderMark{ClientOrderID: p.ClientOrderID, At: p.At, NotionalUSDT: p.NotionalUSDT, RiskIncreasing: p.RiskIncreasing, Confirmed: p.Confirmed, Rated: p.RiskIncreasing})
+		s.Counters.Orders = append(s.Counters.Orders, OrderMark{ClientOrderID: p.ClientOrderID, At: p.At, NotionalUSDT: p.NotionalUSDT, RiskIncreasing: p.RiskIncreasing, Confirmed: p.Confirmed, Rated: p.RiskIncreasing})
 		if p.IdempotencyKey != "" {
-			idem := maps.Clone(s.Idempotency)
-			if idem == nil {
-				idem = map[string]IdempotencyEntry{}
+			if s.Idempotency == nil {
+				s.Idempotency = map[string]IdempotencyEntry{}
 			}
-			idem[p.IdempotencyKey] = IdempotencyEntry{ArgsSHA256: p.ArgsSHA256, ClientOrderID: p.ClientOrderID, At: p.At}
-			s.Idempotency = idem
+			s.indexKeys()
+			s.Idempotency[p.IdempotencyKey] = IdempotencyEntry{ArgsSHA256: p.ArgsSHA256, ClientOrderID: p.ClientOrderID, At: p.At}
+			s.keyExpiry.push(keyClaim{at: p.At, key: p.IdempotencyKey, clientOrderID: p.ClientOrderID})
 		}
 	case messages.OrderOutcomeEvent:
 		a, open := s.Attempts[p.ClientOrderID]
 		if !open {
 			return true
 		}
-		att := maps.Clone(s.Attempts)
-		delete(att, p.ClientOrderID)
-		s.Attempts = att
+		delete(s.Attempts, p.ClientOrderID)
 		if p.Status == messages.OutcomeRejected && a.RiskIncreasing {
 			// Nothing was placed: the order does not count against the
-			// daily notional (it still counts against the rate).
-			orders := slices.Clone(s.Counters.Orders)
-			for i := range orders {
+			// daily notional (it still counts against the rate). Its mark
+			// is searched from the newest: an outcome follows its attempt
+			// closely, so only the orders sent in between are passed.
+			orders := s.Counters.Orders
+			for i := len(orders) - 1; i >= 0; i-- {
 				if orders[i].ClientOrderID == a.ClientOrderID {
 					orders[i].RiskIncreasing = false
 					break
 				}
 			}
-			s.Counters.Orders = orders
 		}
 		if e, ok := s.Idempotency[a.IdempotencyKey]; ok && a.IdempotencyKey != "" && e.ClientOrderID == p.ClientOrderID {
-			idem := maps.Clone(s.Idempotency)
 			if p.ReleaseKey {
-				delete(idem, a.IdempotencyKey)
+				delete(s.Idempotency, a.IdempotencyKey)
 			} else {
 				e.Status, e.Answer = p.Status, p.Answer
-				idem[a.IdempotencyKey] = e
+				s.Idempotency[a.IdempotencyKey] = e
 			}
-			s.Idempotency = idem
 		}
 		if a.IdempotencyKey == "" && a.RiskIncreasing && a.ArgsSHA256 != "" && !p.ReleaseKey && len(p.Answer) > 0 {
-			s.Recent = append(slices.Clip(s.Recent), RecentOrder{ArgsSHA256: a.ArgsSHA256, ClientOrderID: a.ClientOrderID, At: p.At,
+			s.Recent = append(s.Recent, RecentOrder{ArgsSHA256: a.ArgsSHA256, ClientOrderID: a.ClientOrderID, At: p.At,
 				Unknown: p.Status == messages.OutcomeNotFound, Answer: p.Answer})
 		}
 	default:
@@ -176,7 +174,8 @@ func (s *UserState) applyOrder(ev Event) bool {
 
 // prune drops, as of now, the counter marks and idempotency entries that
 // have left their windows. Open attempts never expire: they are closed
-// only by an outcome.
+// only by an outcome. Each mark, recent order and key is dropped once, so
+// pruning costs O(1) amortized (O(log n) per key).
 func (s *UserState) prune(now time.Time) {
 	s.pruneConfirmations(now)
 	if n := len(s.Counters.Orders); n > 0 && now.Sub(s.Counters.Orders[0].At) >= notionalWindow {
@@ -184,26 +183,83 @@ func (s *UserState) prune(now time.Time) {
 		for i < n && now.Sub(s.Counters.Orders[i].At) >= notionalWindow {
 			i++
 		}
-		s.Counters.Orders = slices.Clone(s.Counters.Orders[i:])
+		s.Counters.Orders = s.Counters.Orders[i:]
 	}
 	if n := len(s.Recent); n > 0 && now.Sub(s.Recent[0].At) >= safetyNetUnknown {
 		i := 0
 		for i < n && now.Sub(s.Recent[i].At) >= safetyNetUnknown {
 			i++
 		}
-		s.Recent = slices.Clone(s.Recent[i:])
+		s.Recent = s.Recent[i:]
 	}
-	var stale []string
-	for k, e := range s.Idempotency {
-		if now.Sub(e.At) >= idempotencyWindow {
-			stale = append(stale, k)
+	s.indexKeys()
+	for len(s.keyExpiry) > 0 && now.Sub(s.keyExpiry[0].at) >= idempotencyWindow {
+		c := s.keyExpiry.pop()
+		// A key released and claimed again has a newer claim of its own.
+		if e, ok := s.Idempotency[c.key]; ok && e.ClientOrderID == c.clientOrderID {
+			delete(s.Idempotency, c.key)
 		}
-	}
-	if len(stale) > 0 {
-		idem := maps.Clone(s.Idempotency)
-		for _, k := range stale {
-			delete(idem, k)
-		}
-		s.Idempotency = idem
 	}
 }
+
+// indexKeys rebuilds the expiry index of the idempotency keys when it
+// cannot cover them all: the table was filled without it (a state built
+// by hand). Every claim pushes an entry, so a live or replayed state never
+// needs it.
+func (s *UserState) indexKeys() {
+	if len(s.keyExpiry) >= len(s.Idempotency) {
+		return
+	}
+	s.keyExpiry = make(keyExpiry, 0, len(s.Idempotency))
+	for k, e := range s.Idempotency {
+		s.keyExpiry = append(s.keyExpiry, keyClaim{at: e.At, key: k, clientOrderID: e.ClientOrderID})
+	}
+	heap.Init(&s.keyExpiry)
+}
+
+// ownOrderPart returns s with a private copy of the order part, for a new
+// owner (a restarted user actor): it never shares a map or a backing array
+// with the state it was copied from.
+func (s UserState) ownOrderPart() *UserState {
+	s.Attempts = maps.Clone(s.Attempts)
+	s.Idempotency = maps.Clone(s.Idempotency)
+	s.Counters.Orders = slices.Clone(s.Counters.Orders)
+	s.Recent = slices.Clone(s.Recent)
+	s.keyExpiry = slices.Clone(s.keyExpiry)
+	return &s
+}
+
+// withoutOrderPart returns s without the order part, for a reader on
+// another goroutine: the user actor changes that part in place.
+func (s UserState) withoutOrderPart() *UserState {
+	s.Attempts, s.Idempotency, s.Counters, s.Recent, s.keyExpiry = nil, nil, RollingCounters{}, nil, nil
+	return &s
+}
+
+// keyClaim is one claim of an idempotency key, for its expiry.
+type keyClaim struct {
+	at                 time.Time
+	key, clientOrderID string
+}
+
+// keyExpiry is a min-heap of the key claims by time (container/heap): the
+// oldest claim leaves first. Claims are in journal order, which is nearly
+// time order; the heap keeps pruning exact when it is not.
+type keyExpiry []keyClaim
+
+func (h keyExpiry) Len() int           { return len(h) }
+func (h keyExpiry) Less(i, j int) bool { return h[i].at.Before(h[j].at) }
+func (h keyExpiry) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+
+// Push and Pop are container/heap's; use push and pop.
+func (h *keyExpiry) Push(x any) { *h = append(*h, x.(keyClaim)) }
+func (h *keyExpiry) Pop() any {
+	old := *h
+	c := old[len(old)-1]
+	old[len(old)-1] = keyClaim{}
+	*h = old[:len(old)-1]
+	return c
+}
+
+func (h *keyExpiry) push(c keyClaim) { heap.Push(h, c) }
+func (h *keyExpiry) pop() keyClaim   { return heap.Pop(h).(keyClaim) }

@@ -50,14 +50,23 @@ var errActorRestarted = errors.New("the user actor restarted while this request 
 
 // committed holds the last durable state of one user, for a restart. Only
 // the user actor writes it, after each journaled change; the actor's
-// producer reads it when the supervisor restarts the actor. The state is
-// never mutated in place (Apply replaces fields and maps with new values),
-// so a shallow copy is a safe snapshot.
+// producer reads it when the supervisor restarts the actor, and readers on
+// other goroutines (venue actor, user list, token lookup) read it any
+// time. Apply replaces the fields those readers see with new values, never
+// changing them in place, so a shallow copy is a safe snapshot of them.
+// The order part (orders.go) changes in place and is the user actor's own
+// (D77): load leaves it out, resume copies it for the next incarnation.
 type committed struct{ p atomic.Pointer[UserState] }
 
 func (c *committed) store(s *UserState) { cp := *s; c.p.Store(&cp) }
 
-func (c *committed) load() *UserState { cp := *c.p.Load(); return &cp }
+// load is a snapshot for a reader on another goroutine, without the
+// order part.
+func (c *committed) load() *UserState { return c.p.Load().withoutOrderPart() }
+
+// resume is the state a new incarnation of the user actor starts from: the
+// last durable state with a private copy of the order part.
+func (c *committed) resume() *UserState { return c.p.Load().ownOrderPart() }
 
 // journalTimeout bounds one wait for the journal.
 const journalTimeout = 30 * time.Second
@@ -157,7 +166,7 @@ type afterJournal func(rec wal.Record, err error)
 func (u *userActor) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
-		u.state = u.snap.load()
+		u.state = u.snap.resume()
 		u.actions = map[uint64]*action{}
 		u.startRecovery(ctx)
 		u.startPostureTicker(ctx)

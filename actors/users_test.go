@@ -500,8 +500,9 @@ func TestCompactedReplayEqualsFullReplay(t *testing.T) {
 			}
 			full[user].Apply(back)
 			if rng.IntN(5) == 0 {
-				// A committed snapshot must not change when later
-				// events are applied (copy on write).
+				// A reader's committed snapshot must not change when
+				// later events are applied (copy on write; the order
+				// part, which changes in place, is not in it: D77).
 				c := &committed{}
 				c.store(full[user])
 				b, _ := json.Marshal(c.load())

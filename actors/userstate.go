@@ -30,14 +30,17 @@ type UserState struct {
 
 	// Order state rebuilt from event records (orders.go): the open
 	// attempts (order_attempt without an order_outcome), the 24 h
-	// idempotency table and the rolling counters. Maps and slices are
-	// replaced, never changed in place, so committed snapshots stay exact.
+	// idempotency table and the rolling counters. This order part is the
+	// user actor's own: it changes in place, and a committed snapshot
+	// hands it only to the next incarnation, as a copy (D77).
 	Attempts    map[string]Attempt
 	Idempotency map[string]IdempotencyEntry
 	Counters    RollingCounters
 	// Recent are the answered risk-increasing orders without a key of the
 	// last 10 minutes: the 30 s safety net (limits.go).
 	Recent []RecentOrder
+	// keyExpiry orders the idempotency keys by claim time, for prune.
+	keyExpiry keyExpiry
 	// Posture is the set of REDUCING causes and PostureState the state as
 	// last journaled (posture_changed; posture.go).
 	Posture      messages.PostureCauses
