@@ -188,10 +188,7 @@ func (v *venueActor) fetchOrder(ctx actor.Context, m *orderFetch) {
 		return
 	}
 	if v.session == nil {
-		err := v.keyErr
-		if err == nil {
-			err = noKeyError()
-		}
+		err := v.noSessionError()
 		ctx.Send(userPID, &orderFetched{action: m.action, err: err})
 		return
 	}

@@ -119,10 +119,7 @@ func (v *venueActor) fetchOpenOrders(ctx actor.Context, m *openOrdersFetch) {
 		return
 	}
 	if v.session == nil {
-		err := v.keyErr
-		if err == nil {
-			err = noKeyError()
-		}
+		err := v.noSessionError()
 		ctx.Send(userPID, &openOrdersFetched{action: m.action, err: err})
 		return
 	}

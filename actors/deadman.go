@@ -318,10 +318,7 @@ func (v *venueActor) fetchAllOpenOrders(ctx actor.Context, m *deadmanFetch) {
 		return
 	}
 	if v.session == nil {
-		err := v.keyErr
-		if err == nil {
-			err = noKeyError()
-		}
+		err := v.noSessionError()
 		ctx.Send(userPID, &deadmanOrders{reason: m.reason, err: err})
 		return
 	}

@@ -39,10 +39,7 @@ func (v *venueActor) lookup(ctx actor.Context, m *lookupOrderRequest) {
 		return
 	}
 	if v.session == nil {
-		err := v.keyErr
-		if err == nil {
-			err = noKeyError()
-		}
+		err := v.noSessionError()
 		ctx.Send(userPID, &orderLookedUp{action: m.action, err: err})
 		return
 	}

@@ -180,6 +180,16 @@ func (v *venueActor) read(ctx actor.Context, m *accountAsk) {
 	}, func(err *messages.Error) any { return err })
 }
 
+// noSessionError is why the venue actor has no session: the stored key's
+// error, or no key at all.
+func (v *venueActor) noSessionError() *messages.Error {
+	if v.keyErr != nil {
+		return v.keyErr
+	}
+	return noKeyError()
+}
+
+// noKeyError is the refusal when no key is stored for the user and venue.
 func noKeyError() *messages.Error {
 	return &messages.Error{
 		Code:     messages.CodeExchangeCredentialsInvalid,

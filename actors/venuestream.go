@@ -178,10 +178,7 @@ func (v *venueActor) write(ctx actor.Context, m *orderWrite) {
 	}
 	w, ok := v.session.(orderWriter)
 	if v.session == nil || !ok {
-		err := v.keyErr
-		if err == nil {
-			err = noKeyError()
-		}
+		err := v.noSessionError()
 		ctx.Send(userPID, &orderWritten{action: m.action, class: venue.WriteNotSent, err: err})
 		return
 	}
@@ -298,10 +295,7 @@ func (v *venueActor) fetchMarket(ctx actor.Context, m *marketFetch) {
 	}
 	r, ok := v.session.(marketReader)
 	if v.session == nil || !ok {
-		err := v.keyErr
-		if err == nil {
-			err = noKeyError()
-		}
+		err := v.noSessionError()
 		ctx.Send(userPID, &marketFetched{action: m.action, err: err})
 		return
 	}

@@ -298,20 +298,9 @@ var PolicyFieldTable = []PolicyField{
 		func(s *PolicySettings) **decimal.Decimal { return &s.ConfirmAboveNotionalUSDT }, func(p *Policy) *decimal.Decimal { return &p.ConfirmAboveNotionalUSDT }, limitRange)},
 	{Name: "confirmation_ttl_s", Flag: "confirmation-ttl", Help: "confirmation_ttl_s (10-600)", ops: intField("confirmation_ttl_s",
 		func(s *PolicySettings) **int { return &s.ConfirmationTTLS }, func(p *Policy) *int { return &p.ConfirmationTTLS }, intRange(10, MaxConfirmationTTLS))},
-	{Name: "trust_client_ui", Flag: "trust-client-ui", Help: "trust_client_ui: true or false", ops: scalarField[bool]{
-		name: "trust_client_ui", setting: func(s *PolicySettings) **bool { return &s.TrustClientUI }, value: func(p *Policy) *bool { return &p.TrustClientUI },
-		stricter: func(a, b bool) bool { return !a && b }, eq: same[bool], check: func(bool) string { return "" },
-		read: func(t string) (bool, string) {
-			switch t {
-			case "true":
-				return true, ""
-			case "false":
-				return false, ""
-			}
-			return false, "must be true or false"
-		},
-		format: strconv.FormatBool,
-	}},
+	{Name: "trust_client_ui", Flag: "trust-client-ui", Help: "trust_client_ui: true or false", ops: boolField("trust_client_ui",
+		func(s *PolicySettings) **bool { return &s.TrustClientUI }, func(p *Policy) *bool { return &p.TrustClientUI },
+		func(a, b bool) bool { return !a && b })},
 	{Name: "max_pending", Flag: "max-pending", Help: "max_pending", ops: intField("max_pending",
 		func(s *PolicySettings) **int { return &s.MaxPending }, func(p *Policy) *int { return &p.MaxPending }, intRange(0, 100000))},
 	{Name: "daily_notional_cap_usdt", Flag: "daily-notional-cap", Help: "daily_notional_cap_usdt (USDT, rolling 24 h)", ops: decField("daily_notional_cap_usdt",
