@@ -85,13 +85,14 @@ func (s *server) trade(ctx context.Context, c *call, tool string, args any, cmd 
 	if !parked {
 		return check(res, nil)
 	}
-	if p.Channel != messages.ConfirmChannelClientUI || !c.canElicitForm() {
+	if p.Channel != messages.ConfirmChannelClientUI || !c.canElicitForm() || !s.formTrusted(ctx, c, p) {
 		// The CLI decides; or the confirmation waits for the form of
-		// another client (a repeat of a call made there).
+		// another client (a repeat of a call made there); or the form
+		// may no longer decide it.
 		return pendingResult(s.pending(p)), nil
 	}
 	st := formState{User: c.principal.User, TokenID: c.principal.TokenID, Tool: tool, CallDigest: digest,
-		ConfirmationID: p.ConfirmationID, ActorDigest: p.ArgsSHA256, Expires: p.ExpiresAt.UnixMilli()}
+		ConfirmationID: p.ConfirmationID, ActorDigest: p.ArgsSHA256, Env: p.Venue, Expires: p.ExpiresAt.UnixMilli()}
 	form := s.formParams(p.ConfirmationID, p.ExpiresAt, p.ShownToUser)
 	if modernClient(c.req) {
 		wire, err := s.sealer.seal(st)
@@ -101,6 +102,21 @@ func (s *server) trade(ctx context.Context, c *call, tool string, args any, cmd 
 		return inputRequiredResult(sdk.InputRequestMap{formKey: form}, wire), nil
 	}
 	return s.elicitLegacy(ctx, c, st, form, check)
+}
+
+// formTrusted reports whether the client's form may still decide p, asked
+// before the human is asked (again: a repeat of a parked call answers the
+// same confirmation): the effective policy trusts the client UI now (it
+// never does on live), and p was parked on the venue the server runs on.
+// The user actor checks the same at the decision; this keeps a human from
+// answering a form whose answer would be refused. Any doubt (the policy
+// cannot be read) shows no form.
+func (s *server) formTrusted(ctx context.Context, c *call, p *messages.ConfirmationPending) bool {
+	if s.opts.Venue != "" && p.Venue != s.opts.Venue {
+		return false
+	}
+	v, err := s.policyView(ctx, &messages.ShowPolicyRequest{User: c.principal.User})
+	return err == nil && v.Effective.TrustClientUI
 }
 
 // pending is the SPEC §9 pending answer of a parked action.
@@ -126,7 +142,7 @@ func (s *server) formAnswered(ctx context.Context, c *call, tool, digest string,
 	if !c.canElicitForm() {
 		return nil, stateRefused(stateReasonForeign)
 	}
-	st, e := s.sealer.open(c.req.Params.RequestState, c.principal, tool, digest)
+	st, e := s.sealer.open(c.req.Params.RequestState, c.principal, tool, digest, s.opts.Venue)
 	if e != nil {
 		return nil, e
 	}
