@@ -245,7 +245,7 @@ func (g *replayGuard) check(rec wal.Record, typ messages.RecordType) error {
 			case want == "" && seen.step == confirmRequested:
 				return fail("an unknown decision")
 			case want == "":
-				return fail("a second decision on one confirmation")
+				return fail("a second decision on one confirmation (or one whose key was replaced)")
 			case p.Status != want:
 				return fail("its status does not follow from its decision")
 			case p.Channel == messages.ConfirmChannelClientUI && (p.Decision == messages.DecisionApprove || p.Decision == messages.DecisionReject) &&
