@@ -85,7 +85,7 @@ func (s *server) trade(ctx context.Context, c *call, tool string, args any, cmd 
 	if !parked {
 		return check(res, nil)
 	}
-	if p.Channel != messages.ConfirmChannelClientUI || !c.canElicitForm() || !s.formTrusted(ctx, c, p) {
+	if p.Channel != messages.ConfirmChannelClientUI || !c.canElicitForm() || !s.formTrusted(ctx, c, p.Venue) {
 		// The CLI decides; or the confirmation waits for the form of
 		// another client (a repeat of a call made there); or the form
 		// may no longer decide it.
@@ -104,15 +104,16 @@ func (s *server) trade(ctx context.Context, c *call, tool string, args any, cmd 
 	return s.elicitLegacy(ctx, c, st, form, check)
 }
 
-// formTrusted reports whether the client's form may still decide p, asked
+// formTrusted reports whether the client's form may still decide a
+// confirmation parked on venue, asked
 // before the human is asked (again: a repeat of a parked call answers the
 // same confirmation): the effective policy trusts the client UI now (it
 // never does on live), and p was parked on the venue the server runs on.
 // The user actor checks the same at the decision; this keeps a human from
 // answering a form whose answer would be refused. Any doubt (the policy
 // cannot be read) shows no form.
-func (s *server) formTrusted(ctx context.Context, c *call, p *messages.ConfirmationPending) bool {
-	if s.opts.Venue != "" && p.Venue != s.opts.Venue {
+func (s *server) formTrusted(ctx context.Context, c *call, venue string) bool {
+	if s.opts.Venue != "" && venue != s.opts.Venue {
 		return false
 	}
 	v, err := s.policyView(ctx, &messages.ShowPolicyRequest{User: c.principal.User})
@@ -158,6 +159,10 @@ func (s *server) formAnswered(ctx context.Context, c *call, tool, digest string,
 		}
 		if cs.Status != messages.ConfirmStatusPending {
 			return s.outcome(cs), nil
+		}
+		if !s.formTrusted(ctx, c, st.Env) {
+			return pendingResult(s.pending(&messages.ConfirmationPending{ConfirmationID: cs.ConfirmationID, Channel: cs.Channel,
+				Tool: cs.Tool, Venue: st.Env, ExpiresAt: cs.ExpiresAt, ShownToUser: cs.ShownToUser})), nil
 		}
 		wire, err := s.sealer.seal(st)
 		if err != nil {

@@ -9,7 +9,8 @@ import (
 )
 
 // The human turns trust_client_ui off while a form waits: a repeat of the
-// parked call shows no form again (the pending answer), and the answer to
+// parked call, or of the form's round without an answer, shows no form
+// again (the pending answer), and the answer to
 // the form shown before is refused by the user actor (client_ui_untrusted):
 // nothing is decided or sent, the confirmation still waits for the CLI.
 func TestClientFormTrustRevoked(t *testing.T) {
@@ -29,6 +30,11 @@ func TestClientFormTrustRevoked(t *testing.T) {
 	}
 	if repeat["input_required"] == true || repeat["status"] != "pending" {
 		t.Fatalf("the repeat after trust was revoked: %v", repeat)
+	}
+	// The repeat that carries the state but no answer asks no form
+	// again either.
+	if again := answerRound(t, cs, "place_order", order, state, nil); again["input_required"] == true || again["status"] != "pending" {
+		t.Fatalf("the state without an answer after trust was revoked: %v", again)
 	}
 	out := answerRound(t, cs, "place_order", order, state, ticked)
 	d, _ := out["details"].(map[string]any)
