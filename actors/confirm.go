@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -38,6 +37,11 @@ import (
 // the same Apply. Replacing or deleting the key cancels the waiting and
 // approved confirmations of its environment (applied from the credential
 // record itself, so it can never be lost between two records).
+//
+// A confirmation is bound to the environment it was parked on: the human
+// approved a plan for that venue. A server that runs on another venue
+// never decides or runs it: the start sweep (or the first decision, if
+// it comes first) cancels it with reason venue_changed.
 
 // Confirmation is one parked action as the user actor keeps it.
 type Confirmation struct {
@@ -62,6 +66,12 @@ type Confirmation struct {
 // confirmationKeep is how long a confirmation that can no longer change is
 // remembered (for get_confirmation_status and confirm list --all).
 const confirmationKeep = 24 * time.Hour
+
+// confirmationKeepMax is how many confirmations that can no longer change
+// are remembered at most: beyond it the oldest (by creation) are
+// forgotten first, so a loop of park and withdraw cannot grow the state.
+// Live ones (max_pending at most waiting) are always kept.
+const confirmationKeepMax = 200
 
 // executeTimeout bounds the wait for an approved action's answer; the
 // action itself keeps its own limits (venue timeouts, the settle wait).
@@ -132,15 +142,57 @@ func (s *UserState) liveConfirmations() bool {
 	return false
 }
 
-// setConfirmation replaces one confirmation (the map is replaced, never
-// changed in place, so committed snapshots stay exact).
+// setConfirmation replaces one confirmation. The map is changed in place:
+// it is the user actor's own, like the order part (D77: readers' snapshots
+// leave it out, a restarted actor gets its own copy), so a change costs
+// one entry, not a copy of every remembered confirmation.
 func (s *UserState) setConfirmation(c Confirmation) {
-	m := maps.Clone(s.Confirmations)
-	if m == nil {
-		m = map[string]Confirmation{}
+	if s.Confirmations == nil {
+		s.Confirmations = map[string]Confirmation{}
 	}
-	m[c.ID] = c
-	s.Confirmations = m
+	s.Confirmations[c.ID] = c
+	if messages.FinalConfirmStatus(c.Status) {
+		s.capConfirmations()
+	}
+}
+
+// decidedStatus is the status a decision leads to from the status before;
+// "" for a decision the confirmation cannot take there (the server never
+// journals one; replay refuses it). Status is derived, never read from the
+// record apart from its decision.
+func decidedStatus(decision, before string) string {
+	switch before {
+	case messages.ConfirmStatusPending:
+		switch decision {
+		case messages.DecisionApprove:
+			return messages.ConfirmStatusApproved
+		case messages.DecisionReject:
+			return messages.ConfirmStatusRejected
+		case messages.DecisionCancel:
+			return messages.ConfirmStatusCancelled
+		case messages.DecisionExpire:
+			return messages.ConfirmStatusExpired
+		}
+	case messages.ConfirmStatusApproved:
+		switch decision {
+		case messages.DecisionExpire:
+			return messages.ConfirmStatusExpiredAfterApproval
+		case messages.DecisionCancel:
+			// Only the server's own cancel (venue_changed) follows an
+			// approval.
+			return messages.ConfirmStatusCancelled
+		}
+	}
+	return ""
+}
+
+// venueChangedError is why a confirmation parked on another venue was
+// cancelled.
+func venueChangedError() *messages.Error {
+	return &messages.Error{Code: messages.CodePermissionDenied,
+		Message:  "the server now runs on another venue than the one this confirmation was parked for; it was cancelled and nothing was sent",
+		NextStep: "call the tool again if the action is still wanted on this venue; a new confirmation shows the plan for it",
+		Details:  map[string]any{"reason": messages.ReasonVenueChanged}}
 }
 
 // applyConfirm applies the confirmation records, and what other records
@@ -159,9 +211,16 @@ func (s *UserState) applyConfirm(ev Event) bool {
 		if !ok {
 			return true
 		}
-		c.Status = p.Status
+		st := decidedStatus(p.Decision, c.Status)
+		if st == "" {
+			return true
+		}
+		c.Status = st
 		if p.Decision == messages.DecisionApprove || p.Decision == messages.DecisionReject {
 			c.DecidedChannel, c.DecidedAt = p.Channel, p.At
+		}
+		if p.Reason == messages.ReasonVenueChanged {
+			c.Error = venueChangedError()
 		}
 		s.setConfirmation(c)
 		return true
@@ -220,20 +279,37 @@ func (s *UserState) cancelLive(env string) {
 // pruneConfirmations forgets the confirmations that can no longer change
 // and were created over confirmationKeep ago.
 func (s *UserState) pruneConfirmations(now time.Time) {
-	var old []string
 	for id, c := range s.Confirmations {
 		if messages.FinalConfirmStatus(c.Status) && now.Sub(c.CreatedAt) >= confirmationKeep {
-			old = append(old, id)
+			delete(s.Confirmations, id)
 		}
 	}
-	if len(old) == 0 {
-		return
+}
+
+// capConfirmations forgets, beyond confirmationKeepMax confirmations that
+// can no longer change, the oldest of them (by creation, then id: replay
+// forgets the same ones). It runs when one becomes final, so it is over
+// by one at most.
+func (s *UserState) capConfirmations() {
+	final := 0
+	for _, c := range s.Confirmations {
+		if messages.FinalConfirmStatus(c.Status) {
+			final++
+		}
 	}
-	m := maps.Clone(s.Confirmations)
-	for _, id := range old {
-		delete(m, id)
+	for ; final > confirmationKeepMax; final-- {
+		var oldest *Confirmation
+		for _, c := range s.Confirmations {
+			if !messages.FinalConfirmStatus(c.Status) {
+				continue
+			}
+			if oldest == nil || c.CreatedAt.Before(oldest.CreatedAt) || c.CreatedAt.Equal(oldest.CreatedAt) && c.ID < oldest.ID {
+				c := c
+				oldest = &c
+			}
+		}
+		delete(s.Confirmations, oldest.ID)
 	}
-	s.Confirmations = m
 }
 
 // statusOf is a confirmation as the outside sees it.
@@ -305,14 +381,22 @@ func (u *userActor) confirmGate(ctx actor.Context, act *action, needed bool, r p
 // the client UI (never on live), else the CLI when the server runs with
 // GX_CONFIRM_CLI_ENABLED=true, else none.
 func (u *userActor) channelFor(origin messages.Origin) string {
-	p := u.state.effective(u.venue, u.env)
 	switch {
-	case origin.FormElicitation && p.TrustClientUI && u.venue != messages.VenueLive:
+	case origin.FormElicitation && u.clientUITrusted():
 		return messages.ConfirmChannelClientUI
 	case u.confirmCLI:
 		return messages.ConfirmChannelCLI
 	}
 	return ""
+}
+
+// clientUITrusted reports whether the client's form may decide a
+// confirmation now: the server does not run live and the effective policy
+// trusts the client UI. It is asked again at every client_ui decision, so
+// turning trust_client_ui off (or a restart on live) stops the forms
+// already waiting.
+func (u *userActor) clientUITrusted() bool {
+	return u.venue != messages.VenueLive && u.state.effective(u.venue, u.env).TrustClientUI
 }
 
 // park journals confirmation_requested and answers the pending
@@ -376,7 +460,7 @@ func (u *userActor) pendingRepeat(tool, key, hash string) any {
 	now := u.now()
 	for _, c := range u.state.Confirmations {
 		active := c.live() || c.Status == messages.ConfirmStatusExecuting
-		if !active || c.waiting() && !now.Before(c.ExpiresAt) {
+		if !active || c.waiting() && !now.Before(c.ExpiresAt) || c.Environment != u.env {
 			continue
 		}
 		switch {
@@ -485,7 +569,7 @@ func (u *userActor) confirmCommand(ctx actor.Context, m *userCommand, sender *ac
 		if m.origin.Role != messages.RoleAgent {
 			channel = messages.ConfirmChannelCLI
 		}
-		u.decided(ctx, conf, messages.DecisionCancel, channel, nil, messages.ConfirmStatusCancelled, m.origin, sender)
+		u.decided(ctx, conf, messages.DecisionCancel, channel, nil, m.origin, sender)
 	case *messages.DecideConfirmationCommand:
 		u.decideConfirmation(ctx, m, c, sender)
 	}
@@ -538,23 +622,37 @@ func (u *userActor) decideConfirmation(ctx actor.Context, m *userCommand, c *mes
 			deny("the decision does not match the parked action", "call the tool again")
 			return
 		}
+		// Trust is asked again now: live never trusts the client's
+		// form, and a human may have turned trust_client_ui off since
+		// the form was shown.
+		if !u.clientUITrusted() {
+			u.reply(ctx, sender, &messages.Error{Code: messages.CodePermissionDenied,
+				Message:  "the policy no longer trusts the client's form to confirm actions (trust_client_ui is off, or the server runs live); nothing was decided",
+				NextStep: "a human decides it with `guarded-exchange confirm approve|reject ID`, or it expires",
+				Details:  map[string]any{"reason": "client_ui_untrusted"}})
+			return
+		}
 	}
 	if !conf.waiting() {
 		u.reply(ctx, sender, notPending(conf))
 		return
 	}
+	if conf.Environment != u.env {
+		u.cancelVenueChanged(ctx, conf, sender)
+		return
+	}
 	if !u.now().Before(conf.ExpiresAt) {
-		u.decided(ctx, conf, messages.DecisionExpire, "system", nil, messages.ConfirmStatusExpired, systemOrigin, nil)
+		u.decided(ctx, conf, messages.DecisionExpire, "system", nil, systemOrigin, nil)
 		u.reply(ctx, sender, notPending(Confirmation{Status: messages.ConfirmStatusExpired}))
 		return
 	}
 	if c.Decision == messages.DecisionReject {
-		u.decided(ctx, conf, messages.DecisionReject, c.Channel, uid, messages.ConfirmStatusRejected, m.origin, sender)
+		u.decided(ctx, conf, messages.DecisionReject, c.Channel, uid, m.origin, sender)
 		return
 	}
 	// The approval goes out with the execution's order_attempt (one fsync
 	// before the wire): see writeLazy.
-	if e := u.writeLazy(ctx, u.decidedEvent(conf, messages.DecisionApprove, c.Channel, uid, messages.ConfirmStatusApproved), m.origin); e != nil {
+	if e := u.writeLazy(ctx, u.decidedEvent(conf, messages.DecisionApprove, c.Channel, uid), m.origin); e != nil {
 		u.reply(ctx, sender, e)
 		return
 	}
@@ -563,15 +661,40 @@ func (u *userActor) decideConfirmation(ctx actor.Context, m *userCommand, c *mes
 }
 
 // decidedEvent is the confirmation_decided record of one decision.
-func (u *userActor) decidedEvent(conf Confirmation, decision, channel string, uid *int64, status string) Event {
+// Its status follows from the decision and conf's status.
+func (u *userActor) decidedEvent(conf Confirmation, decision, channel string, uid *int64) Event {
 	return Event{messages.RecordConfirmationDecided, messages.ConfirmationDecidedEvent{ConfirmationID: conf.ID, Decision: decision,
-		Channel: channel, ApproverUID: uid, Status: status, At: u.now().UTC()}}
+		Channel: channel, ApproverUID: uid, Status: decidedStatus(decision, conf.Status), At: u.now().UTC()}}
+}
+
+// venueChangedEvent is the server's cancel of a live confirmation parked
+// on another environment than the one it runs on.
+func (u *userActor) venueChangedEvent(conf Confirmation) Event {
+	ev := u.decidedEvent(conf, messages.DecisionCancel, "system", nil)
+	p := ev.Payload.(messages.ConfirmationDecidedEvent)
+	p.Reason = messages.ReasonVenueChanged
+	ev.Payload = p
+	return ev
+}
+
+// cancelVenueChanged journals the cancel of a confirmation parked on
+// another environment, then answers to (may be nil) why nothing happens.
+func (u *userActor) cancelVenueChanged(ctx actor.Context, conf Confirmation, to *actor.PID) {
+	ev := u.venueChangedEvent(conf)
+	u.write(ctx, ev, systemOrigin, func(_ wal.Record, err error) {
+		if err != nil {
+			u.reply(ctx, to, messages.AsError(err))
+			return
+		}
+		u.commit(ev)
+		u.reply(ctx, to, venueChangedError())
+	})
 }
 
 // decided journals confirmation_decided and answers the confirmation's
 // status (to may be nil).
-func (u *userActor) decided(ctx actor.Context, conf Confirmation, decision, channel string, uid *int64, status string, origin messages.Origin, to *actor.PID) {
-	ev := u.decidedEvent(conf, decision, channel, uid, status)
+func (u *userActor) decided(ctx actor.Context, conf Confirmation, decision, channel string, uid *int64, origin messages.Origin, to *actor.PID) {
+	ev := u.decidedEvent(conf, decision, channel, uid)
 	u.write(ctx, ev, origin, func(_ wal.Record, err error) {
 		if err != nil {
 			u.reply(ctx, to, messages.AsError(err))
@@ -595,8 +718,12 @@ func (u *userActor) onConfirmExecute(ctx actor.Context, m *confirmExecute) {
 		}
 		return
 	}
+	if conf.Environment != u.env {
+		u.cancelVenueChanged(ctx, conf, m.waiter)
+		return
+	}
 	if u.now().Sub(conf.DecidedAt) > messages.ExecuteWithin {
-		u.decided(ctx, conf, messages.DecisionExpire, "system", nil, messages.ConfirmStatusExpiredAfterApproval, systemOrigin, m.waiter)
+		u.decided(ctx, conf, messages.DecisionExpire, "system", nil, systemOrigin, m.waiter)
 		return
 	}
 	origin := executorOrigin(conf.ID)
@@ -790,10 +917,14 @@ func (u *userActor) onConfirmSweep(ctx actor.Context) {
 		var ev Event
 		origin := systemOrigin
 		switch {
+		case c.live() && c.Environment != u.env:
+			// Parked on another venue (the server restarted with
+			// another --venue): never decided or run here.
+			ev = u.venueChangedEvent(c)
 		case c.waiting() && !now.Before(c.ExpiresAt):
-			ev = u.decidedEvent(c, messages.DecisionExpire, "system", nil, messages.ConfirmStatusExpired)
+			ev = u.decidedEvent(c, messages.DecisionExpire, "system", nil)
 		case c.Status == messages.ConfirmStatusApproved && now.Sub(c.DecidedAt) > messages.ExecuteWithin:
-			ev = u.decidedEvent(c, messages.DecisionExpire, "system", nil, messages.ConfirmStatusExpiredAfterApproval)
+			ev = u.decidedEvent(c, messages.DecisionExpire, "system", nil)
 		case c.Status == messages.ConfirmStatusApproved:
 			// Approved and not run by this process (a restart came
 			// between): it runs now, still within ExecuteWithin.

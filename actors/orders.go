@@ -226,13 +226,16 @@ func (s UserState) ownOrderPart() *UserState {
 	s.Counters.Orders = slices.Clone(s.Counters.Orders)
 	s.Recent = slices.Clone(s.Recent)
 	s.keyExpiry = slices.Clone(s.keyExpiry)
+	s.Confirmations = maps.Clone(s.Confirmations)
 	return &s
 }
 
 // withoutOrderPart returns s without the order part, for a reader on
-// another goroutine: the user actor changes that part in place.
+// another goroutine: the user actor changes that part, and the
+// confirmations (confirm.go), in place.
 func (s UserState) withoutOrderPart() *UserState {
 	s.Attempts, s.Idempotency, s.Counters, s.Recent, s.keyExpiry = nil, nil, RollingCounters{}, nil, nil
+	s.Confirmations = nil
 	return &s
 }
 

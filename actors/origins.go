@@ -84,10 +84,15 @@ func originAllowed(ev Event, actor string) bool {
 // decisionAllowed is who may journal a confirmation decision: a human's
 // decision on the CLI comes from the CLI; a decision on the client's form
 // is relayed by the MCP layer (the agent's session, never the model: no
-// tool decides); the agent or a human may withdraw a waiting one; only
-// the server expires one.
+// tool decides; replaycheck.go also requires that the confirmation was
+// parked for the form); the agent or a human may withdraw a waiting one;
+// only the server expires one, or cancels one parked on another venue
+// (reason venue_changed, the only reason a record may carry).
 func decisionAllowed(p messages.ConfirmationDecidedEvent, actor string) bool {
 	human := actor == messages.ActorCLIUser || actor == messages.ActorCLIAdmin
+	if p.Reason != "" {
+		return p.Reason == messages.ReasonVenueChanged && p.Decision == messages.DecisionCancel && actor == messages.ActorSystem
+	}
 	switch p.Decision {
 	case messages.DecisionApprove, messages.DecisionReject:
 		switch p.Channel {

@@ -28,10 +28,12 @@ type replayGuard struct {
 	// none yet, the own settings are empty). It is decoded only when a
 	// later tighten with another payload must be compared with it.
 	ownRaw []byte
-	// confirms is where each confirmation stands (confirmStep), so that a
-	// decision or an execution the live actor could not have journaled
-	// (a second human decision, an execution never approved) is refused.
-	confirms map[string]confirmStep
+	// confirms is where each confirmation stands (confirmStep) and what
+	// it was parked for, so that a decision or an execution the live
+	// actor could not have journaled (a second human decision, an
+	// execution never approved, a client_ui decision on a confirmation
+	// parked for the CLI) is refused.
+	confirms map[string]confirmSeen
 }
 
 // confirmStep is where a confirmation stands during replay.
@@ -40,8 +42,40 @@ type confirmStep uint8
 const (
 	confirmRequested confirmStep = iota + 1
 	confirmApproved
+	confirmExecuting
 	confirmEnded
 )
+
+// confirmSeen is one confirmation as replay follows it.
+type confirmSeen struct {
+	step confirmStep
+	// clientUI: parked for the client's form (the only confirmations a
+	// client_ui decision may decide).
+	clientUI bool
+	env      string
+}
+
+// liveEnvironment reports whether env may reach real money: anything but
+// the paper simulator and Bybit's demo and testnet (unknown names count as
+// live: the check fails closed).
+func liveEnvironment(env string) bool {
+	return !slices.Contains([]string{"paper", "bybit-demo", "bybit-testnet"}, env)
+}
+
+// replayedStatus is the status a replayed decision must carry, from where
+// the confirmation stands; "" when the live actor could not have decided
+// it there.
+func replayedStatus(at confirmStep, decision, reason string) string {
+	switch at {
+	case confirmRequested:
+		return decidedStatus(decision, messages.ConfirmStatusPending)
+	case confirmApproved:
+		if decision == messages.DecisionExpire || decision == messages.DecisionCancel && reason == messages.ReasonVenueChanged {
+			return decidedStatus(decision, messages.ConfirmStatusApproved)
+		}
+	}
+	return ""
+}
 
 // errEditedJournal is the start refusal for a record the server could not
 // have written.
@@ -167,45 +201,77 @@ func (g *replayGuard) check(rec wal.Record, typ messages.RecordType) error {
 		}
 	case messages.RecordConfirmationRequested, messages.RecordConfirmationDecided, messages.RecordConfirmationExecuted:
 		var p struct {
-			ID       string `json:"confirmation_id"`
-			Decision string `json:"decision"`
+			ID          string `json:"confirmation_id"`
+			Decision    string `json:"decision"`
+			Channel     string `json:"channel"`
+			Environment string `json:"environment"`
+			Status      string `json:"status"`
+			Reason      string `json:"reason"`
 		}
 		if err := decode(&p); err != nil {
 			return err
 		}
 		if g.confirms == nil {
-			g.confirms = map[string]confirmStep{}
+			g.confirms = map[string]confirmSeen{}
 		}
-		at := g.confirms[p.ID]
+		seen, known := g.confirms[p.ID]
 		switch {
 		case typ == messages.RecordConfirmationRequested:
-			if at != 0 {
+			if known {
 				return fail("a confirmation id was requested twice")
 			}
-			g.confirms[p.ID] = confirmRequested
-		case at == 0:
+			clientUI := p.Channel == messages.ConfirmChannelClientUI
+			if !clientUI && p.Channel != messages.ConfirmChannelCLI {
+				return fail("a confirmation parked for an unknown channel")
+			}
+			if clientUI && liveEnvironment(p.Environment) {
+				return fail("a confirmation parked for the client's form on a live environment")
+			}
+			g.confirms[p.ID] = confirmSeen{step: confirmRequested, clientUI: clientUI, env: p.Environment}
+		case !known:
 			return fail("it names a confirmation that was never requested")
 		case typ == messages.RecordConfirmationExecuted:
-			if at != confirmApproved {
+			switch {
+			case seen.step == confirmApproved && p.Status == messages.ConfirmStatusExecuting:
+				seen.step = confirmExecuting
+			case seen.step == confirmExecuting && (p.Status == messages.ConfirmStatusExecuted || p.Status == messages.ConfirmStatusFailed):
+			default:
 				return fail("an execution of a confirmation that was not approved")
 			}
-		case p.Decision == messages.DecisionExpire:
-			if at == confirmEnded {
-				return fail("a confirmation expired after it ended")
-			}
-			g.confirms[p.ID] = confirmEnded
+			g.confirms[p.ID] = seen
 		default:
-			if at != confirmRequested {
-				return fail("a second decision on one confirmation")
+			want := replayedStatus(seen.step, p.Decision, p.Reason)
+			switch {
+			case want == "" && seen.step == confirmRequested:
+				return fail("an unknown decision")
+			case want == "":
+				return fail("a second decision on one confirmation (or one whose key was replaced)")
+			case p.Status != want:
+				return fail("its status does not follow from its decision")
+			case p.Channel == messages.ConfirmChannelClientUI && (p.Decision == messages.DecisionApprove || p.Decision == messages.DecisionReject) &&
+				(!seen.clientUI || liveEnvironment(seen.env)):
+				return fail("a decision on the client's form of a confirmation not parked for it")
 			}
-			g.confirms[p.ID] = confirmEnded
-			if p.Decision == messages.DecisionApprove {
-				g.confirms[p.ID] = confirmApproved
+			seen.step = confirmEnded
+			if want == messages.ConfirmStatusApproved {
+				seen.step = confirmApproved
 			}
+			g.confirms[p.ID] = seen
 		}
+	case messages.RecordCredentialDeleted:
+		// Replacing or deleting a key cancels the live confirmations of
+		// its environment (applyConfirm): nothing decides them after.
+		var p struct {
+			Environment string `json:"environment"`
+		}
+		if err := decode(&p); err != nil {
+			return err
+		}
+		g.keyChanged(p.Environment)
 	case messages.RecordCredentialAdded, messages.RecordCredentialChecked:
 		var p struct {
-			CheckedAt time.Time `json:"checked_at"`
+			CheckedAt   time.Time `json:"checked_at"`
+			Environment string    `json:"environment"`
 		}
 		if err := decode(&p); err != nil {
 			return err
@@ -213,8 +279,22 @@ func (g *replayGuard) check(rec wal.Record, typ messages.RecordType) error {
 		if p.CheckedAt.After(rec.Time.Add(replayClockSkew)) {
 			return fail("its checked_at is later than the record's own time")
 		}
+		if typ == messages.RecordCredentialAdded {
+			g.keyChanged(p.Environment)
+		}
 	}
 	return nil
+}
+
+// keyChanged ends the requested and approved confirmations of env, as
+// applyConfirm cancels them when its key is replaced or deleted.
+func (g *replayGuard) keyChanged(env string) {
+	for id, seen := range g.confirms {
+		if (seen.step == confirmRequested || seen.step == confirmApproved) && (seen.env == env || seen.env == "") {
+			seen.step = confirmEnded
+			g.confirms[id] = seen
+		}
+	}
 }
 
 // looserOwn lists the fields in which after is looser than before: a field

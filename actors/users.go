@@ -54,8 +54,9 @@ var errActorRestarted = errors.New("the user actor restarted while this request 
 // other goroutines (venue actor, user list, token lookup) read it any
 // time. Apply replaces the fields those readers see with new values, never
 // changing them in place, so a shallow copy is a safe snapshot of them.
-// The order part (orders.go) changes in place and is the user actor's own
-// (D77): load leaves it out, resume copies it for the next incarnation.
+// The order part (orders.go) and the confirmations (confirm.go) change in
+// place and are the user actor's own (D77): load leaves them out, resume
+// copies them for the next incarnation.
 type committed struct{ p atomic.Pointer[UserState] }
 
 func (c *committed) store(s *UserState) { cp := *s; c.p.Store(&cp) }

@@ -86,13 +86,14 @@ func (s *server) trade(ctx context.Context, c *call, tool string, args any, cmd 
 	if !parked {
 		return check(res, nil)
 	}
-	if p.Channel != messages.ConfirmChannelClientUI || !c.canElicitForm() {
+	if p.Channel != messages.ConfirmChannelClientUI || !c.canElicitForm() || !s.formTrusted(ctx, c, p.Venue) {
 		// The CLI decides; or the confirmation waits for the form of
-		// another client (a repeat of a call made there).
+		// another client (a repeat of a call made there); or the form
+		// may no longer decide it.
 		return pendingResult(s.pending(p)), nil
 	}
 	st := formState{User: c.principal.User, TokenID: c.principal.TokenID, Tool: tool, CallDigest: digest,
-		ConfirmationID: p.ConfirmationID, ActorDigest: p.ArgsSHA256, Expires: p.ExpiresAt.UnixMilli()}
+		ConfirmationID: p.ConfirmationID, ActorDigest: p.ArgsSHA256, Env: p.Venue, Expires: p.ExpiresAt.UnixMilli()}
 	form := s.formParams(p.ConfirmationID, p.ExpiresAt, p.ShownToUser)
 	if modernClient(c.req) {
 		wire, err := s.sealer.seal(st)
@@ -102,6 +103,22 @@ func (s *server) trade(ctx context.Context, c *call, tool string, args any, cmd 
 		return inputRequiredResult(sdk.InputRequestMap{formKey: form}, wire), nil
 	}
 	return s.elicitLegacy(ctx, c, p, st, form, check)
+}
+
+// formTrusted reports whether the client's form may still decide a
+// confirmation parked on venue, asked
+// before the human is asked (again: a repeat of a parked call answers the
+// same confirmation): the effective policy trusts the client UI now (it
+// never does on live), and p was parked on the venue the server runs on.
+// The user actor checks the same at the decision; this keeps a human from
+// answering a form whose answer would be refused. Any doubt (the policy
+// cannot be read) shows no form.
+func (s *server) formTrusted(ctx context.Context, c *call, venue string) bool {
+	if s.opts.Venue != "" && venue != s.opts.Venue {
+		return false
+	}
+	v, err := s.policyView(ctx, &messages.ShowPolicyRequest{User: c.principal.User})
+	return err == nil && v.Effective.TrustClientUI
 }
 
 // pending is the SPEC §9 pending answer of a parked action.
@@ -127,7 +144,7 @@ func (s *server) formAnswered(ctx context.Context, c *call, tool, digest string,
 	if !c.canElicitForm() {
 		return nil, stateRefused(stateReasonForeign)
 	}
-	st, e := s.sealer.open(c.req.Params.RequestState, c.principal, tool, digest)
+	st, e := s.sealer.open(c.req.Params.RequestState, c.principal, tool, digest, s.opts.Venue)
 	if e != nil {
 		return nil, e
 	}
@@ -143,6 +160,10 @@ func (s *server) formAnswered(ctx context.Context, c *call, tool, digest string,
 		}
 		if cs.Status != messages.ConfirmStatusPending {
 			return s.outcome(cs), nil
+		}
+		if !s.formTrusted(ctx, c, st.Env) {
+			return pendingResult(s.pending(&messages.ConfirmationPending{ConfirmationID: cs.ConfirmationID, Channel: cs.Channel,
+				Tool: cs.Tool, Venue: st.Env, ExpiresAt: cs.ExpiresAt, ShownToUser: cs.ShownToUser})), nil
 		}
 		wire, err := s.sealer.seal(st)
 		if err != nil {

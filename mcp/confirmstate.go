@@ -29,6 +29,9 @@ import (
 //   - the tool and a digest of the call's parsed arguments (the repeated
 //     call must be the same call),
 //   - the confirmation id and the user actor's own argument digest,
+//   - the environment (venue) the confirmation was parked on: a server
+//     restarted on another venue refuses the answer (the user actor
+//     refuses it as well, and cancels the confirmation: venue_changed),
 //   - an expiry (the confirmation's).
 //
 // Single use is the user actor's: a confirmation is decided once, so a
@@ -65,6 +68,8 @@ type formState struct {
 	CallDigest     string `json:"d"`
 	ConfirmationID string `json:"c"`
 	ActorDigest    string `json:"a"`
+	// Env is the environment the confirmation was parked on.
+	Env string `json:"n"`
 	// Expires is the confirmation's expiry, Unix milliseconds.
 	Expires int64 `json:"e"`
 }
@@ -116,6 +121,7 @@ const (
 	stateReasonInvalid = "is not a confirmation form state of this server"
 	stateReasonForeign = "belongs to another principal or another call"
 	stateReasonExpired = "has expired; the confirmation can no longer be approved"
+	stateReasonVenue   = "was made on another venue than the one the server runs on; the confirmation can no longer be approved"
 )
 
 // stateRefused is the refusal of a request state.
@@ -126,8 +132,9 @@ func stateRefused(reason string) *messages.Error {
 }
 
 // open returns the content of a sealed state if it is authentic, made for
-// this principal, tool and call, and not expired.
-func (s *stateSealer) open(wire string, p Principal, tool, callDigest string) (formState, *messages.Error) {
+// this principal, tool and call, on venue (when the server names its
+// venue; the user actor checks it in any case), and not expired.
+func (s *stateSealer) open(wire string, p Principal, tool, callDigest, venue string) (formState, *messages.Error) {
 	var st formState
 	if len(wire) > maxRequestState || len(wire) <= len(requestStatePrefix) || wire[:len(requestStatePrefix)] != requestStatePrefix {
 		return st, stateRefused(stateReasonInvalid)
@@ -148,6 +155,9 @@ func (s *stateSealer) open(wire string, p Principal, tool, callDigest string) (f
 	}
 	if st.User != p.User || st.TokenID != p.TokenID || st.Tool != tool || st.CallDigest != callDigest {
 		return formState{}, stateRefused(stateReasonForeign)
+	}
+	if venue != "" && st.Env != venue {
+		return formState{}, stateRefused(stateReasonVenue)
 	}
 	if !s.now().Before(time.UnixMilli(st.Expires)) {
 		return formState{}, stateRefused(stateReasonExpired)

@@ -64,7 +64,7 @@ func TestRequestStateSealing(t *testing.T) {
 	s := testSealer(t, master, clock)
 	p := Principal{User: "alice", Profile: ProfileTrade, TokenID: "tok_1"}
 	st := formState{User: "alice", TokenID: "tok_1", Tool: "place_order", CallDigest: callDigest("place_order", map[string]string{"qty": "1"}),
-		ConfirmationID: "cf_0123456789abcdef01234567", ActorDigest: "ad", Expires: now.Add(time.Minute).UnixMilli()}
+		ConfirmationID: "cf_0123456789abcdef01234567", ActorDigest: "ad", Env: "paper", Expires: now.Add(time.Minute).UnixMilli()}
 	wire, err := s.seal(st)
 	if err != nil {
 		t.Fatal(err)
@@ -72,15 +72,15 @@ func TestRequestStateSealing(t *testing.T) {
 	if strings.Contains(wire, "alice") || strings.Contains(wire, st.ConfirmationID) {
 		t.Fatalf("the state is readable: %s", wire)
 	}
-	got, e := s.open(wire, p, "place_order", st.CallDigest)
+	got, e := s.open(wire, p, "place_order", st.CallDigest, "paper")
 	if e != nil || got.ConfirmationID != st.ConfirmationID || got.ActorDigest != "ad" {
 		t.Fatalf("open: %+v %v", got, e)
 	}
 	// The same master key after a restart opens it; another does not.
-	if _, e := testSealer(t, master, clock).open(wire, p, "place_order", st.CallDigest); e != nil {
+	if _, e := testSealer(t, master, clock).open(wire, p, "place_order", st.CallDigest, "paper"); e != nil {
 		t.Fatalf("after a restart: %v", e)
 	}
-	_, e = testSealer(t, bytes.Repeat([]byte{8}, 32), clock).open(wire, p, "place_order", st.CallDigest)
+	_, e = testSealer(t, bytes.Repeat([]byte{8}, 32), clock).open(wire, p, "place_order", st.CallDigest, "paper")
 	wantRefused(t, "another master key", e, stateReasonInvalid)
 
 	// Every byte changed, one at a time.
@@ -91,7 +91,7 @@ func TestRequestStateSealing(t *testing.T) {
 	for i := range raw {
 		bad := bytes.Clone(raw)
 		bad[i] ^= 0x01
-		_, e := s.open(requestStatePrefix+base64.RawURLEncoding.EncodeToString(bad), p, "place_order", st.CallDigest)
+		_, e := s.open(requestStatePrefix+base64.RawURLEncoding.EncodeToString(bad), p, "place_order", st.CallDigest, "paper")
 		wantRefused(t, "flipped byte", e, stateReasonInvalid)
 	}
 	for name, w := range map[string]string{
@@ -99,7 +99,7 @@ func TestRequestStateSealing(t *testing.T) {
 		"truncated": wire[:len(wire)-4], "not base64": requestStatePrefix + "!!!!", "huge": requestStatePrefix + strings.Repeat("A", maxRequestState),
 		"other version": "gx2." + strings.TrimPrefix(wire, requestStatePrefix), "appended": wire + "AAAA",
 	} {
-		_, e := s.open(w, p, "place_order", st.CallDigest)
+		_, e := s.open(w, p, "place_order", st.CallDigest, "paper")
 		wantRefused(t, name, e, stateReasonInvalid)
 		if strings.Contains(e.Message, w) && w != "" {
 			t.Fatalf("%s: the refusal echoes the state", name)
@@ -116,11 +116,19 @@ func TestRequestStateSealing(t *testing.T) {
 		"other call":   {p, "place_order", callDigest("place_order", map[string]string{"qty": "2"})},
 		"other digest": {p, "place_order", callDigest("cancel_order", map[string]string{"qty": "1"})},
 	} {
-		_, e := s.open(wire, c.p, c.tool, c.digest)
+		_, e := s.open(wire, c.p, c.tool, c.digest, "paper")
 		wantRefused(t, name, e, stateReasonForeign)
 	}
+	// The venue is bound: a server restarted on another venue refuses
+	// it; a server that names no venue leaves the check to the user
+	// actor.
+	_, e = s.open(wire, p, "place_order", st.CallDigest, "bybit-demo")
+	wantRefused(t, "other venue", e, stateReasonVenue)
+	if _, e := s.open(wire, p, "place_order", st.CallDigest, ""); e != nil {
+		t.Fatalf("no venue named: %v", e)
+	}
 	now = now.Add(time.Minute)
-	_, e = s.open(wire, p, "place_order", st.CallDigest)
+	_, e = s.open(wire, p, "place_order", st.CallDigest, "paper")
 	wantRefused(t, "expired", e, stateReasonExpired)
 
 	// A state sealed with a malformed confirmation id does not open (a
@@ -129,7 +137,7 @@ func TestRequestStateSealing(t *testing.T) {
 	bad.ConfirmationID = "cf_x"
 	bad.Expires = now.Add(time.Hour).UnixMilli()
 	w2, _ := s.seal(bad)
-	_, e = s.open(w2, p, "place_order", st.CallDigest)
+	_, e = s.open(w2, p, "place_order", st.CallDigest, "paper")
 	wantRefused(t, "malformed id", e, stateReasonInvalid)
 }
 
@@ -151,7 +159,7 @@ func FuzzRequestStateOpen(f *testing.F) {
 	now := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
 	s := testSealer(f, master, func() time.Time { return now })
 	p := Principal{User: "alice", Profile: ProfileTrade}
-	sealed := formState{V: 1, User: "alice", Tool: "place_order", CallDigest: "d", ConfirmationID: "cf_0123456789abcdef01234567", Expires: now.Add(time.Minute).UnixMilli()}
+	sealed := formState{V: 1, User: "alice", Tool: "place_order", CallDigest: "d", ConfirmationID: "cf_0123456789abcdef01234567", Env: "paper", Expires: now.Add(time.Minute).UnixMilli()}
 	genuine, err := s.seal(sealed)
 	if err != nil {
 		f.Fatal(err)
@@ -161,7 +169,7 @@ func FuzzRequestStateOpen(f *testing.F) {
 	f.Add(requestStatePrefix + strings.Repeat("A", 100))
 	f.Add("")
 	f.Fuzz(func(t *testing.T, wire string) {
-		st, e := s.open(wire, p, "place_order", "d")
+		st, e := s.open(wire, p, "place_order", "d", "paper")
 		if e == nil {
 			// Only a state sealed under this key opens (a fuzzing worker
 			// seals its own genuine seed), and it opens as sealed.
@@ -182,14 +190,14 @@ func BenchmarkRequestState(b *testing.B) {
 	s := testSealer(b, bytes.Repeat([]byte{5}, 32), nil)
 	p := Principal{User: "alice", Profile: ProfileTrade, TokenID: "tok_1"}
 	st := formState{User: "alice", TokenID: "tok_1", Tool: "place_order", CallDigest: strings.Repeat("d", 64),
-		ConfirmationID: "cf_0123456789abcdef01234567", ActorDigest: strings.Repeat("a", 64), Expires: time.Now().Add(time.Hour).UnixMilli()}
+		ConfirmationID: "cf_0123456789abcdef01234567", ActorDigest: strings.Repeat("a", 64), Env: "paper", Expires: time.Now().Add(time.Hour).UnixMilli()}
 	b.ReportAllocs()
 	for b.Loop() {
 		wire, err := s.seal(st)
 		if err != nil {
 			b.Fatal(err)
 		}
-		if _, e := s.open(wire, p, "place_order", st.CallDigest); e != nil {
+		if _, e := s.open(wire, p, "place_order", st.CallDigest, "paper"); e != nil {
 			b.Fatal(e)
 		}
 	}

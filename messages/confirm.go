@@ -243,10 +243,20 @@ type ConfirmationDecidedEvent struct {
 	Channel string `json:"channel"`
 	// ApproverUID is the socket peer's uid of a CLI decision.
 	ApproverUID *int64 `json:"approver_uid,omitempty"`
-	// Status is the confirmation's status after the decision.
+	// Status is the confirmation's status after the decision; it follows
+	// from the decision and the status before (replay refuses a mismatch).
 	Status string    `json:"status"`
 	At     time.Time `json:"at"`
+	// Reason is why the server itself cancelled a confirmation:
+	// ReasonVenueChanged (channel system), else empty.
+	Reason string `json:"reason,omitempty"`
 }
+
+// ReasonVenueChanged is the reason of a confirmation the server cancelled
+// because it now runs on another venue (environment) than the one the
+// confirmation was parked for: the human approved a plan for that venue
+// only.
+const ReasonVenueChanged = "venue_changed"
 
 // ConfirmationExecutedEvent is journaled as confirmation_executed when an
 // approved action starts executing (status executing, naming the client
