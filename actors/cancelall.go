@@ -72,6 +72,18 @@ func (p *cancelPacer) note(now time.Time) {
 	}
 }
 
+// answered moves the cancel sent at sent to now, when its answer came: the
+// venue counted it somewhere in between, so pacing from the answer keeps
+// the window even when a busy host delays requests on their way out.
+func (p *cancelPacer) answered(sent, now time.Time) {
+	for i := len(p.sent) - 1; i >= 0; i-- {
+		if p.sent[i].Equal(sent) {
+			p.sent[i] = now
+			return
+		}
+	}
+}
+
 // cancelAllResume continues a cancel_all_orders call after a pacing wait.
 // It runs only if the call is still in flight in this incarnation of the
 // user actor (a restart answers it and reconciles its attempts instead).
@@ -275,13 +287,15 @@ func (u *userActor) runCancelAll(ctx actor.Context, act *action, a messages.Canc
 				u.later(ctx, parent, d, func() { next(i, tries) })
 				return
 			}
-			u.cancelPace.note(time.Now())
+			sentAt := time.Now()
+			u.cancelPace.note(sentAt)
 			o := plain[i]
 			plan := orderPlan{tool: toolCancelAll, category: a.Category, symbol: a.Symbol, settleLinkID: o.OrderLinkID,
 				cancel: &messages.CancelOrderRequest{Category: a.Category, Symbol: a.Symbol, OrderID: o.OrderID}}
 			child := u.execute(ctx, plan, act.origin, nil)
 			var retryAfter time.Duration
 			child.complete = func(r *orderResult, w *orderWritten) any {
+				u.cancelPace.answered(sentAt, time.Now())
 				if r.Err != nil {
 					ans.Orders[i].Status = string(r.Err.Code)
 					if w != nil && w.class == venue.WriteRefused && r.Err.Code == messages.CodeRateLimited {
