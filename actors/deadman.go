@@ -270,6 +270,7 @@ func (u *userActor) onDeadmanOrders(ctx actor.Context, m *deadmanOrders) {
 			u.deadmanDone()
 			return
 		}
+		u.logger.Info("dead-man switch trigger journaled", "user", u.state.User, "reason", m.reason, "orders", len(cancel))
 		if m.err != nil {
 			if d.retries < deadmanRetries {
 				d.retries++

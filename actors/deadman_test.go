@@ -11,10 +11,15 @@ import (
 )
 
 // fired waits up to within for the dead-man switch of the test system to
-// fire (its log line), and reports whether it did.
+// fire and journal its trigger (its log line), and reports whether it did.
 func fired(ts *testSystem, within time.Duration) bool {
+	return logged(ts, "dead-man switch trigger journaled", within)
+}
+
+// logged waits up to within for a log line with message msg.
+func logged(ts *testSystem, msg string, within time.Duration) bool {
 	for end := time.Now().Add(within); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
-		if strings.Contains(ts.buf.String(), `"msg":"dead-man switch fired"`) {
+		if strings.Contains(ts.buf.String(), `"msg":"`+msg+`"`) {
 			return true
 		}
 	}
@@ -93,7 +98,7 @@ func TestHeartbeatCallInFlightIsNotSilence(t *testing.T) {
 	ctx := context.Background()
 	ts.SessionEvent(ctx, "alice", messages.SessionOpened)
 	ts.SessionEvent(ctx, "alice", messages.SessionCallStarted)
-	if fired(ts, 2500*time.Millisecond) {
+	if logged(ts, "dead-man switch fired", 2500*time.Millisecond) {
 		t.Fatal("the switch fired while a call of the agent was in flight")
 	}
 	ts.SessionEvent(ctx, "alice", messages.SessionCallEnded)

@@ -62,6 +62,9 @@ type journalHealth struct {
 	next       atomic.Uint32
 	flushStart atomic.Int64  // unix nanoseconds of the flush in progress; 0 when none
 	flushes    atomic.Uint64 // batches written (one fsync each)
+	// writing counts the flusher goroutines at work on the log: Stop
+	// waits for them, so the log is never closed under a write.
+	writing sync.WaitGroup
 }
 
 const healthShards = 16
@@ -282,7 +285,9 @@ func (j *journalActor) flush(ctx actor.Context) {
 	self, root, log, health, index := ctx.Self(), ctx.ActorSystem().Root, j.log, j.health, j.index
 	health.flushStart.Store(time.Now().UnixNano())
 	health.flushes.Add(1)
+	health.writing.Add(1)
 	go func() {
+		defer health.writing.Done()
 		recs, err := log.Append(entries)
 		health.flushStart.Store(0)
 		if err == nil && len(recs) != len(batch) {

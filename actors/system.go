@@ -266,6 +266,9 @@ func (s *System) Stop() {
 	_, _ = s.sys.Root.RequestFuture(s.journal, &drainRequest{}, 30*time.Second).Result()
 	_, _ = s.sys.Root.PoisonFuture(s.root).Result()
 	s.sys.Shutdown()
+	// A write that began between the drain and the stop finishes before
+	// the caller may close the log.
+	s.health.writing.Wait()
 }
 
 // journalEntry appends one record and returns it once it is durable.
