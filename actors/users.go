@@ -716,7 +716,7 @@ func NewUserReplay() *UserReplay {
 // without decoding. A record the server could not have written refuses
 // start, naming its seq: a type not in the record table, a user that is
 // not a valid name or differs from the payload's, a record whose actor may
-// not cause it, a kill switch or own-settings change that does not follow
+// not cause it, a kill switch, posture or own-settings change that does not follow
 // from the records before it, a payload time after the record's own
 // (replaycheck.go).
 func (r *UserReplay) OnRecord(rec wal.Record) error {
