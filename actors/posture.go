@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -120,14 +121,34 @@ func (u *userActor) liveAutoCauses(now time.Time) messages.PostureCauses {
 	return out
 }
 
+// postureDue is a posture evaluation postponed behind a journal write: it
+// waits in the actor's queue and runs in its turn, after the messages
+// queued before it.
+type postureDue struct{}
+
 // onPostureTick journals the automatic causes that started or ended. A
-// tick while a write is in flight or recovery runs is skipped: the next
-// one comes soon.
+// tick while a write is in flight is postponed, not skipped: the
+// evaluation is queued once (postureDue) and runs after the writes queued
+// before it, so an agent that keeps a write in flight at all times cannot
+// keep an automatic cause from taking effect. While recovery runs the tick
+// is skipped: the next one comes soon.
 func (u *userActor) onPostureTick(ctx actor.Context) {
 	if u.cache != nil && u.cache.wantsPositions(u.now(), u.positionPoll) {
 		u.toVenue(ctx, &posturePositions{}, nil)
 	}
-	if u.busy || u.recovering > 0 || !u.state.Exists {
+	if u.busy {
+		if !slices.ContainsFunc(u.queue, func(q queued) bool { _, ok := q.msg.(*postureDue); return ok }) {
+			u.queue = append(u.queue, queued{msg: &postureDue{}})
+		}
+		return
+	}
+	u.evaluatePosture(ctx)
+}
+
+// evaluatePosture journals the automatic causes that started or ended,
+// unless recovery runs.
+func (u *userActor) evaluatePosture(ctx actor.Context) {
+	if u.recovering > 0 || !u.state.Exists {
 		return
 	}
 	after := u.state.Posture.Human()

@@ -243,6 +243,8 @@ func (u *userActor) handle(ctx actor.Context, msg any, sender *actor.PID) {
 		u.onConfirmDone(ctx, m)
 	case *confirmSweep:
 		u.onConfirmSweep(ctx)
+	case *postureDue:
+		u.evaluatePosture(ctx)
 	default:
 		if isDeadmanMessage(msg) {
 			u.handleDeadman(ctx, msg, sender)
