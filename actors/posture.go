@@ -145,17 +145,47 @@ func (u *userActor) onPostureTick(ctx actor.Context) {
 	u.evaluatePosture(ctx)
 }
 
-// evaluatePosture journals the automatic causes that started or ended,
-// unless recovery runs.
+// evaluatePosture journals the day's realised PnL when it changed, then
+// the automatic causes that started or ended, unless recovery runs.
 func (u *userActor) evaluatePosture(ctx actor.Context) {
 	if u.recovering > 0 || !u.state.Exists {
 		return
 	}
-	after := u.state.Posture.Human()
-	for _, c := range u.liveAutoCauses(u.now()) {
-		after = after.With(c)
+	u.noteDailyPnl(ctx, func() {
+		after := u.state.Posture.Human()
+		for _, c := range u.liveAutoCauses(u.now()) {
+			after = after.With(c)
+		}
+		u.writePosture(ctx, systemOrigin, after, causeReason(u.state.Posture, after), nil)
+	})
+}
+
+// noteDailyPnl journals the stream cache's count of the day
+// (daily_pnl_noted) when it changed since it was last journaled, then
+// runs then. A failed write is tried again at the next evaluation; the
+// cache keeps counting meanwhile.
+func (u *userActor) noteDailyPnl(ctx actor.Context, then func()) {
+	if u.cache == nil {
+		then()
+		return
 	}
-	u.writePosture(ctx, systemOrigin, after, causeReason(u.state.Posture, after), nil)
+	ev, version, ok := u.cache.pendingDay(u.now())
+	if !ok {
+		then()
+		return
+	}
+	e := Event{messages.RecordDailyPnlNoted, ev}
+	u.write(ctx, e, systemOrigin, func(_ wal.Record, err error) {
+		if err != nil {
+			u.logger.Debug("could not journal the day's realised PnL", "user", u.state.User, "code", string(messages.CodeOf(err)))
+		} else {
+			u.commit(e)
+			u.cache.notedDay(ev, version)
+		}
+		if !u.busy {
+			then()
+		}
+	})
 }
 
 // causeReason names what changed between two cause sets: the first cause

@@ -160,6 +160,9 @@ func (u *userActor) Receive(ctx actor.Context) {
 		u.state = u.snap.load()
 		u.actions = map[uint64]*action{}
 		u.startRecovery(ctx)
+		if u.cache != nil {
+			u.cache.restoreDay(u.state.DailyPnl, u.now())
+		}
 		u.startPostureTicker(ctx)
 		u.wakeVenue(ctx)
 		// Confirmations left waiting, approved or executing by an earlier
@@ -688,6 +691,7 @@ const (
 	partDisabled        // user_disabled
 	partCreated         // user_created (Exists)
 	partPosture         // posture_changed
+	partDailyPnl        // daily_pnl_noted
 	numStateParts
 )
 
@@ -705,6 +709,8 @@ func statePart(t messages.RecordType) (int, bool) {
 		return partDisabled, true
 	case messages.RecordPostureChanged:
 		return partPosture, true
+	case messages.RecordDailyPnlNoted:
+		return partDailyPnl, true
 	}
 	return 0, false
 }
