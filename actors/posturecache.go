@@ -290,7 +290,7 @@ func roundS(d time.Duration) float64 { return float64(d.Milliseconds()) / 1000 }
 
 // dailyLoss is the day's realised plus unrealised loss (negative: a gain)
 // of the linear positions: realised is each position's count of the day
-// (dayCount). Spot trades are not counted (docs/decisions.md D99).
+// (dayCount). Spot trades are not counted (docs/decisions.md D59).
 func (c *streamCache) dailyLoss(now time.Time) decimal.Decimal {
 	c.mu.Lock()
 	defer c.mu.Unlock()
