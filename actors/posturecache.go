@@ -247,6 +247,52 @@ func (c *streamCache) seed(orders []messages.Order, positions []messages.Positio
 	}
 }
 
+// vanished is the open positions of the cache that a read of every open
+// position (list) no longer shows: closed while no push reached the
+// cache. Their rows are read by symbol (a flat row keeps its realised
+// PnL), so that neither the exposure nor the day's loss keeps a position
+// that is gone.
+func (c *streamCache) vanished(list []messages.Position) []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	listed := map[string]bool{}
+	for _, p := range list {
+		listed[posKey(p.Category, p.Symbol, p.PositionIdx)] = true
+	}
+	var out []string
+	for k, p := range c.positions {
+		if p.Category == messages.CategoryLinear && p.Size.IsPositive() && !listed[k] && !slices.Contains(out, p.Symbol) {
+			out = append(out, p.Symbol)
+		}
+	}
+	slices.Sort(out)
+	if len(out) > maxVanishedReads {
+		out = out[:maxVanishedReads]
+	}
+	return out
+}
+
+// maxVanishedReads bounds the reads by symbol after one positions read;
+// the rest are read at the next one.
+const maxVanishedReads = 10
+
+// readPositions reads every open linear position and, by symbol, the
+// rows of the positions the cache holds open that the read no longer
+// lists (vanished). nil: the read failed.
+func readPositions(ctx context.Context, client *venue.Client, cache *streamCache) []messages.Position {
+	page, err := client.Positions(ctx, venue.PositionQuery{Category: messages.CategoryLinear, Limit: 200})
+	if err != nil {
+		return nil
+	}
+	out := append([]messages.Position{}, page.Items...)
+	for _, sym := range cache.vanished(out) {
+		if one, err := client.Positions(ctx, venue.PositionQuery{Category: messages.CategoryLinear, Symbol: sym}); err == nil {
+			out = append(out, one.Items...)
+		}
+	}
+	return out
+}
+
 // wantsPositions reports whether the positions should be read again (a
 // position is open and the last read is older than every), and marks the
 // read as started.
@@ -366,11 +412,7 @@ func (v *venueActor) seedCache() {
 				orders = []messages.Order{}
 			}
 		}
-		var positions []messages.Position
-		if page, err := client.Positions(ctx, venue.PositionQuery{Category: messages.CategoryLinear, Limit: 200}); err == nil {
-			positions = append([]messages.Position{}, page.Items...)
-		}
-		cache.seed(orders, positions, now())
+		cache.seed(orders, readPositions(ctx, client, cache), now())
 	}()
 }
 
@@ -387,12 +429,7 @@ func (v *venueActor) pollPositions() {
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		defer cancel()
-		page, err := client.Positions(ctx, venue.PositionQuery{Category: messages.CategoryLinear, Limit: 200})
-		if err != nil {
-			cache.polled(nil, now())
-			return
-		}
-		cache.polled(append([]messages.Position{}, page.Items...), now())
+		cache.polled(readPositions(ctx, client, cache), now())
 	}()
 }
 

@@ -182,3 +182,47 @@ func TestDailyLossSurvivesARestart(t *testing.T) {
 		})
 	}
 }
+
+// A position closed while no push reached the cache (the stream was
+// down) is read again by symbol when a read of every open position no
+// longer lists it: it leaves the exposure, and the loss its close
+// realised counts.
+func TestDailyLossCountsAPositionClosedWhileTheStreamWasDown(t *testing.T) {
+	s := newLossStack(t)
+	e := s.start(t)
+	if _, err := e.sys.Handle(context.Background(), &messages.CreateUserRequest{User: "alice"}, messages.ActorCLIAdmin); err != nil {
+		t.Fatal(err)
+	}
+	key := e.addKey(t, "alice")
+	e.seed(t, key, "balances", map[string]string{"USDT": "100000"}, nil)
+	paper := messages.VenuePaper
+	if _, err := e.sys.Handle(context.Background(), &messages.SetCeilingRequest{User: "alice", Settings: messages.PolicySettings{
+		Profile: profp(messages.ProfileTrade), Allow: stringsp("linear:BTCUSDT"), ConfirmActions: stringsp(), VenueCeiling: &paper, MaxDailyLossUSDT: decp("50"),
+	}}, messages.ActorCLIAdmin); err != nil {
+		t.Fatal(err)
+	}
+	cs := connect(t, Options{Backend: e.sys, Principal: fixedPrincipal("alice", ProfileTrade)}, "")
+	waitPosture(t, cs, 10*time.Second, "ACTIVE with the stream connected", streamConnected)
+	if buy, isErr := callJSON(t, cs, "place_order", marketBuy()); isErr {
+		t.Fatalf("buy: %v", buy)
+	}
+	waitPosture(t, cs, 5*time.Second, "showing the position", func(p map[string]any) bool { return positionsShown(p) == 1 })
+	simDo(t, http.MethodPost, s.srv.URL+"/sim/faults", map[string]any{"kind": "ws_disconnect", "path": "/v5/private"}, nil)
+	waitPosture(t, cs, 10*time.Second, "the stream down", func(p map[string]any) bool {
+		st, _ := p["stream"].(map[string]any)
+		return st["connected"] == false
+	})
+	// Closed outside the stream's sight, with 80 USDT realised.
+	e.seed(t, key, "positions", []map[string]any{{"symbol": "BTCUSDT", "side": "", "size": "0", "avgPrice": "0", "positionIdx": 0, "leverage": "10", "cumRealisedPnl": "-80"}}, nil)
+	simDo(t, http.MethodDelete, s.srv.URL+"/sim/faults", nil, nil)
+	p := waitPosture(t, cs, 15*time.Second, "the close seen", func(p map[string]any) bool {
+		st, _ := p["stream"].(map[string]any)
+		return st["connected"] == true && positionsShown(p) == 0
+	})
+	if !stateIs("REDUCING", messages.CauseDailyLoss)(p) {
+		waitPosture(t, cs, time.Second, "REDUCING for daily_loss", stateIs("REDUCING", messages.CauseDailyLoss))
+	}
+	if got := lossOf(posture(t, cs)); got.LessThan(decimal.NewFromInt(79)) {
+		t.Fatalf("loss %s after a close of 80 USDT realised", got)
+	}
+}
