@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -120,21 +121,71 @@ func (u *userActor) liveAutoCauses(now time.Time) messages.PostureCauses {
 	return out
 }
 
+// postureDue is a posture evaluation postponed behind a journal write: it
+// waits in the actor's queue and runs in its turn, after the messages
+// queued before it.
+type postureDue struct{}
+
 // onPostureTick journals the automatic causes that started or ended. A
-// tick while a write is in flight or recovery runs is skipped: the next
-// one comes soon.
+// tick while a write is in flight is postponed, not skipped: the
+// evaluation is queued once (postureDue) and runs after the writes queued
+// before it, so an agent that keeps a write in flight at all times cannot
+// keep an automatic cause from taking effect. While recovery runs the tick
+// is skipped: the next one comes soon.
 func (u *userActor) onPostureTick(ctx actor.Context) {
 	if u.cache != nil && u.cache.wantsPositions(u.now(), u.positionPoll) {
 		u.toVenue(ctx, &posturePositions{}, nil)
 	}
-	if u.busy || u.recovering > 0 || !u.state.Exists {
+	if u.busy {
+		if !slices.ContainsFunc(u.queue, func(q queued) bool { _, ok := q.msg.(*postureDue); return ok }) {
+			u.queue = append(u.queue, queued{msg: &postureDue{}})
+		}
 		return
 	}
-	after := u.state.Posture.Human()
-	for _, c := range u.liveAutoCauses(u.now()) {
-		after = after.With(c)
+	u.evaluatePosture(ctx)
+}
+
+// evaluatePosture journals the day's realised PnL when it changed, then
+// the automatic causes that started or ended, unless recovery runs.
+func (u *userActor) evaluatePosture(ctx actor.Context) {
+	if u.recovering > 0 || !u.state.Exists {
+		return
 	}
-	u.writePosture(ctx, systemOrigin, after, causeReason(u.state.Posture, after), nil)
+	u.noteDailyPnl(ctx, func() {
+		after := u.state.Posture.Human()
+		for _, c := range u.liveAutoCauses(u.now()) {
+			after = after.With(c)
+		}
+		u.writePosture(ctx, systemOrigin, after, causeReason(u.state.Posture, after), nil)
+	})
+}
+
+// noteDailyPnl journals the stream cache's count of the day
+// (daily_pnl_noted) when it changed since it was last journaled, then
+// runs then. A failed write is tried again at the next evaluation; the
+// cache keeps counting meanwhile.
+func (u *userActor) noteDailyPnl(ctx actor.Context, then func()) {
+	if u.cache == nil {
+		then()
+		return
+	}
+	ev, version, ok := u.cache.pendingDay(u.now())
+	if !ok {
+		then()
+		return
+	}
+	e := Event{messages.RecordDailyPnlNoted, ev}
+	u.write(ctx, e, systemOrigin, func(_ wal.Record, err error) {
+		if err != nil {
+			u.logger.Debug("could not journal the day's realised PnL", "user", u.state.User, "code", string(messages.CodeOf(err)))
+		} else {
+			u.commit(e)
+			u.cache.notedDay(ev, version)
+		}
+		if !u.busy {
+			then()
+		}
+	})
 }
 
 // causeReason names what changed between two cause sets: the first cause

@@ -3,6 +3,8 @@ package actors
 import (
 	"context"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -30,17 +32,42 @@ type streamCache struct {
 	known     bool // something was cached (a push or a seed)
 	orders    map[string]messages.Order
 	positions map[string]messages.Position
-	// dayStart is the UTC day of baseline; baseline is each symbol's
-	// cumulative realised PnL when first seen that day.
+	// dayStart is the UTC day counted; day is each position's count of
+	// that day (dayCount), by posKey. dirty: the count changed since it
+	// was last journaled (daily_pnl_noted); version counts the changes.
 	dayStart  time.Time
-	baseline  map[string]decimal.Decimal
+	day       map[string]*dayCount
+	dirty     bool
+	version   uint64
 	polledAt  time.Time
 	polling   bool
 	positionN int // non-flat positions
 }
 
 func newStreamCache() *streamCache {
-	return &streamCache{orders: map[string]messages.Order{}, positions: map[string]messages.Position{}, baseline: map[string]decimal.Decimal{}}
+	return &streamCache{orders: map[string]messages.Order{}, positions: map[string]messages.Position{}, day: map[string]*dayCount{}}
+}
+
+// dayCount is one position's realised PnL of the day: carried plus, once
+// the position was seen since the process started, its cumulative
+// realised PnL now minus base.
+//
+// The exchange's cumRealisedPnl is all-time (Bybit keeps a flat
+// position's row and its value), so the day's part is its move since the
+// day's first sight. A restart restores carried (the day's realised PnL
+// as last journaled) and floor (the cumulative value then): at the next
+// sight base is the higher of the value seen and floor, so a loss
+// realised while the server was down counts, and a value that fell back
+// toward zero (a paper venue that restarted, a row the exchange no longer
+// shows) does not erase the loss already counted: fail closed.
+type dayCount struct {
+	category messages.Category
+	symbol   string
+	idx      int
+	carried  decimal.Decimal
+	base     decimal.Decimal
+	floor    decimal.Decimal
+	seen     bool
 }
 
 // opened notes a stream that was just started (down until it connects).
@@ -92,15 +119,28 @@ func (c *streamCache) noteOrdersLocked(list []messages.Order) {
 	}
 }
 
-func posKey(cat messages.Category, symbol string) string { return string(cat) + ":" + symbol }
+// posKey is a position's key: in hedge mode a symbol has two positions
+// (positionIdx 1 and 2).
+func posKey(cat messages.Category, symbol string, idx int) string {
+	return string(cat) + ":" + symbol + ":" + strconv.Itoa(idx)
+}
 
 func (c *streamCache) notePositionsLocked(list []messages.Position, now time.Time) {
 	c.known = true
 	c.rollDayLocked(now)
 	for _, p := range list {
-		k := posKey(p.Category, p.Symbol)
-		if _, ok := c.baseline[k]; !ok {
-			c.baseline[k] = p.CumRealisedPnl
+		k := posKey(p.Category, p.Symbol, p.PositionIdx)
+		old, had := c.positions[k]
+		d := c.day[k]
+		switch {
+		case d == nil:
+			c.day[k] = &dayCount{category: p.Category, symbol: p.Symbol, idx: p.PositionIdx, base: p.CumRealisedPnl, seen: true}
+			c.changedLocked()
+		case !d.seen:
+			d.base, d.seen = decimal.Max(p.CumRealisedPnl, d.floor), true
+			c.changedLocked()
+		case !had || !old.CumRealisedPnl.Equal(p.CumRealisedPnl):
+			c.changedLocked()
 		}
 		c.positions[k] = p
 	}
@@ -112,16 +152,84 @@ func (c *streamCache) notePositionsLocked(list []messages.Position, now time.Tim
 	}
 }
 
-// rollDayLocked starts a new day's baseline at 00:00 UTC.
+func (c *streamCache) changedLocked() { c.dirty, c.version = true, c.version+1 }
+
+// rollDayLocked starts a new day's count at 00:00 UTC: every position
+// known starts from its value now.
 func (c *streamCache) rollDayLocked(now time.Time) {
 	day := messages.DayStart(now)
 	if day.Equal(c.dayStart) {
 		return
 	}
 	c.dayStart = day
-	c.baseline = map[string]decimal.Decimal{}
+	c.day = map[string]*dayCount{}
 	for k, p := range c.positions {
-		c.baseline[k] = p.CumRealisedPnl
+		c.day[k] = &dayCount{category: p.Category, symbol: p.Symbol, idx: p.PositionIdx, base: p.CumRealisedPnl, seen: true}
+	}
+	c.dirty = false
+	if len(c.day) > 0 {
+		c.changedLocked()
+	}
+}
+
+// realisedLocked is a position's realised PnL of the day.
+func (c *streamCache) realisedLocked(k string, d *dayCount) decimal.Decimal {
+	if !d.seen {
+		return d.carried
+	}
+	return d.carried.Add(c.positions[k].CumRealisedPnl.Sub(d.base))
+}
+
+// restoreDay starts the day's count from what was journaled last
+// (UserState.DailyPnl): a record of another day counts nothing, and a
+// position already counted since the process started (the user actor
+// restarted, not the cache) keeps its count.
+func (c *streamCache) restoreDay(ev messages.DailyPnlEvent, now time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.rollDayLocked(now)
+	if ev.Day != c.dayStart.Format(time.DateOnly) {
+		return
+	}
+	for _, r := range ev.Rows {
+		k := posKey(r.Category, r.Symbol, r.PositionIdx)
+		if _, ok := c.day[k]; ok {
+			continue
+		}
+		c.day[k] = &dayCount{category: r.Category, symbol: r.Symbol, idx: r.PositionIdx, carried: r.RealisedUSDT, floor: r.CumRealisedPnl}
+	}
+}
+
+// pendingDay is the day's count to journal when it changed since it was
+// last journaled, with its version for notedDay.
+func (c *streamCache) pendingDay(now time.Time) (messages.DailyPnlEvent, uint64, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.rollDayLocked(now)
+	if !c.dirty {
+		return messages.DailyPnlEvent{}, 0, false
+	}
+	ev := messages.DailyPnlEvent{Day: c.dayStart.Format(time.DateOnly), Rows: make([]messages.DailyPnlRow, 0, len(c.day))}
+	for k, d := range c.day {
+		cum := d.floor
+		if d.seen {
+			cum = c.positions[k].CumRealisedPnl
+		}
+		ev.Rows = append(ev.Rows, messages.DailyPnlRow{Category: d.category, Symbol: d.symbol, PositionIdx: d.idx,
+			CumRealisedPnl: cum, RealisedUSDT: c.realisedLocked(k, d)})
+	}
+	slices.SortFunc(ev.Rows, func(a, b messages.DailyPnlRow) int {
+		return strings.Compare(posKey(a.Category, a.Symbol, a.PositionIdx), posKey(b.Category, b.Symbol, b.PositionIdx))
+	})
+	return ev, c.version, true
+}
+
+// notedDay notes that the count of version is durable.
+func (c *streamCache) notedDay(ev messages.DailyPnlEvent, version uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if version == c.version && ev.Day == c.dayStart.Format(time.DateOnly) {
+		c.dirty = false
 	}
 }
 
@@ -137,6 +245,52 @@ func (c *streamCache) seed(orders []messages.Order, positions []messages.Positio
 	if positions != nil {
 		c.notePositionsLocked(positions, now)
 	}
+}
+
+// vanished is the open positions of the cache that a read of every open
+// position (list) no longer shows: closed while no push reached the
+// cache. Their rows are read by symbol (a flat row keeps its realised
+// PnL), so that neither the exposure nor the day's loss keeps a position
+// that is gone.
+func (c *streamCache) vanished(list []messages.Position) []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	listed := map[string]bool{}
+	for _, p := range list {
+		listed[posKey(p.Category, p.Symbol, p.PositionIdx)] = true
+	}
+	var out []string
+	for k, p := range c.positions {
+		if p.Category == messages.CategoryLinear && p.Size.IsPositive() && !listed[k] && !slices.Contains(out, p.Symbol) {
+			out = append(out, p.Symbol)
+		}
+	}
+	slices.Sort(out)
+	if len(out) > maxVanishedReads {
+		out = out[:maxVanishedReads]
+	}
+	return out
+}
+
+// maxVanishedReads bounds the reads by symbol after one positions read;
+// the rest are read at the next one.
+const maxVanishedReads = 10
+
+// readPositions reads every open linear position and, by symbol, the
+// rows of the positions the cache holds open that the read no longer
+// lists (vanished). nil: the read failed.
+func readPositions(ctx context.Context, client *venue.Client, cache *streamCache) []messages.Position {
+	page, err := client.Positions(ctx, venue.PositionQuery{Category: messages.CategoryLinear, Limit: 200})
+	if err != nil {
+		return nil
+	}
+	out := append([]messages.Position{}, page.Items...)
+	for _, sym := range cache.vanished(out) {
+		if one, err := client.Positions(ctx, venue.PositionQuery{Category: messages.CategoryLinear, Symbol: sym}); err == nil {
+			out = append(out, one.Items...)
+		}
+	}
+	return out
 }
 
 // wantsPositions reports whether the positions should be read again (a
@@ -180,16 +334,18 @@ func (c *streamCache) health(now time.Time) messages.StreamHealth {
 
 func roundS(d time.Duration) float64 { return float64(d.Milliseconds()) / 1000 }
 
-// dailyLoss is the day's realised plus unrealised loss (negative: a gain):
-// realised is each symbol's cumulative realised PnL since its baseline of
-// the day.
+// dailyLoss is the day's realised plus unrealised loss (negative: a gain)
+// of the linear positions: realised is each position's count of the day
+// (dayCount). Spot trades are not counted (docs/decisions.md D59).
 func (c *streamCache) dailyLoss(now time.Time) decimal.Decimal {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.rollDayLocked(now)
 	pnl := decimal.Zero
-	for k, p := range c.positions {
-		pnl = pnl.Add(p.CumRealisedPnl.Sub(c.baseline[k]))
+	for k, d := range c.day {
+		pnl = pnl.Add(c.realisedLocked(k, d))
+	}
+	for _, p := range c.positions {
 		if p.Size.IsPositive() {
 			pnl = pnl.Add(p.UnrealisedPnl)
 		}
@@ -262,11 +418,7 @@ func (v *venueActor) seedCache() {
 				orders = []messages.Order{}
 			}
 		}
-		var positions []messages.Position
-		if page, err := client.Positions(ctx, venue.PositionQuery{Category: messages.CategoryLinear, Limit: 200}); err == nil {
-			positions = append([]messages.Position{}, page.Items...)
-		}
-		cache.seed(orders, positions, now())
+		cache.seed(orders, readPositions(ctx, client, cache), now())
 	}()
 }
 
@@ -283,12 +435,7 @@ func (v *venueActor) pollPositions() {
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		defer cancel()
-		page, err := client.Positions(ctx, venue.PositionQuery{Category: messages.CategoryLinear, Limit: 200})
-		if err != nil {
-			cache.polled(nil, now())
-			return
-		}
-		cache.polled(append([]messages.Position{}, page.Items...), now())
+		cache.polled(readPositions(ctx, client, cache), now())
 	}()
 }
 

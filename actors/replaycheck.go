@@ -19,8 +19,8 @@ const replayClockSkew = 5 * time.Minute
 
 // replayGuard is what replay keeps per user, beyond the records, to
 // refuse a record that the live user actor could never have journaled
-// after the records before it: the running kill switch and the last own
-// settings. Both are cheap to keep while scanning; only the small records
+// after the records before it: the running kill switch, the posture's
+// causes and the last own settings. Both are cheap to keep while scanning; only the small records
 // that change them are decoded.
 type replayGuard struct {
 	kill messages.KillSwitch
@@ -28,6 +28,12 @@ type replayGuard struct {
 	// none yet, the own settings are empty). It is decoded only when a
 	// later tighten with another payload must be compared with it.
 	ownRaw []byte
+	// posture is the causes of the last posture_changed record (none
+	// before the first): each record's causes_before must be them, as the
+	// live actor journals its own causes as the before, so a record that
+	// does not follow from the one before it (one that names no causes
+	// before, to drop a human's REDUCING) is refused.
+	posture messages.PostureCauses
 	// confirms is where each confirmation stands (confirmStep) and what
 	// it was parked for, so that a decision or an execution the live
 	// actor could not have journaled (a second human decision, an
@@ -167,6 +173,15 @@ func (g *replayGuard) check(rec wal.Record, typ messages.RecordType) error {
 			}
 		}
 		g.kill = p.After
+	case messages.RecordPostureChanged:
+		var p messages.PostureChangedEvent
+		if err := decode(&p); err != nil {
+			return err
+		}
+		if !sameCauses(p.CausesBefore, g.posture) {
+			return fail("its causes_before are not the causes of the posture record before it")
+		}
+		g.posture = p.Causes
 	case messages.RecordPolicyTightened, messages.RecordPolicyOverridesReset:
 		if g.ownRaw != nil && bytes.Equal(rec.Payload, g.ownRaw) {
 			return nil // the same after as the record that set own

@@ -106,6 +106,61 @@ func TestReplayRefusesKillSwitchRecordsThatDoNotFollow(t *testing.T) {
 	}
 }
 
+// A posture_changed record whose causes_before are not the causes of the
+// posture record before it refuses start: a record by the agent that
+// names no causes before and after would otherwise lift a human's
+// REDUCING. The records the server writes itself (a human REDUCING, the
+// agent's, a kill switch over them, a human resume) replay.
+func TestReplayRefusesPostureRecordsThatDoNotFollow(t *testing.T) {
+	human := messages.PostureCauses{messages.CauseHuman}
+	cases := []struct {
+		name  string
+		actor string
+		ev    messages.PostureChangedEvent
+	}{
+		{"agent record with no causes before or after", messages.ActorAgent, messages.PostureChangedEvent{
+			Before: messages.PostureActive, After: messages.PostureActive, CausesBefore: messages.PostureCauses{}, Causes: messages.PostureCauses{}}},
+		{"human resume from causes that never held", messages.ActorCLIUser, messages.PostureChangedEvent{
+			Before: messages.PostureReducing, After: messages.PostureActive, CausesBefore: messages.PostureCauses{messages.CauseAgent}, Causes: messages.PostureCauses{}}},
+		{"server record that drops the human cause", messages.ActorSystem, messages.PostureChangedEvent{
+			Before: messages.PostureReducing, After: messages.PostureReducing, CausesBefore: messages.PostureCauses{messages.CauseDiskLow}, Causes: messages.PostureCauses{messages.CauseDiskLow}}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			ts := startUsers(t, dir)
+			ts.must(t, &messages.CreateUserRequest{User: "alice"}, messages.ActorCLIAdmin)
+			if _, err := ts.Handle(context.Background(), &messages.SetPostureRequest{User: "alice", Reduce: true}, messages.ActorCLIUser); err != nil {
+				t.Fatal(err)
+			}
+			if got := postureOf(t, ts, "alice"); got.State != messages.PostureReducing || !sameCauses(got.Why, human) {
+				t.Fatalf("setup: %+v", got)
+			}
+			seq := forge(t, ts.log, messages.RecordPostureChanged, "alice", c.actor, c.ev)
+			ts.stop()
+			wantRefused(t, dir, seq, "posture_changed")
+		})
+	}
+	dir := t.TempDir()
+	ts := startUsers(t, dir)
+	ts.must(t, &messages.CreateUserRequest{User: "alice"}, messages.ActorCLIAdmin)
+	for _, step := range []struct {
+		reduce bool
+		actor  string
+	}{{true, messages.ActorCLIUser}, {true, messages.ActorAgent}, {false, messages.ActorCLIUser}, {true, messages.ActorCLIUser}} {
+		if _, err := ts.Handle(context.Background(), &messages.SetPostureRequest{User: "alice", Reduce: step.reduce}, step.actor); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ts.must(t, &messages.SetKillSwitchRequest{User: "alice", On: true, Level: messages.KillSwitchUser}, messages.ActorAgent)
+	ts.must(t, &messages.SetKillSwitchRequest{User: "alice", On: false, Level: messages.KillSwitchUser}, messages.ActorCLIUser)
+	ts.stop()
+	ts = startUsers(t, dir)
+	if got := postureOf(t, ts, "alice"); got.State != messages.PostureReducing || !sameCauses(got.Why, human) {
+		t.Fatalf("replayed posture %s %v, want REDUCING %v", got.State, got.Why, human)
+	}
+}
+
 // A policy_tightened record that loosens the own settings refuses start; a
 // stricter one replays.
 func TestReplayRefusesALooseningTighten(t *testing.T) {

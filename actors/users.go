@@ -170,6 +170,9 @@ func (u *userActor) Receive(ctx actor.Context) {
 		u.state = u.snap.resume()
 		u.actions = map[uint64]*action{}
 		u.startRecovery(ctx)
+		if u.cache != nil {
+			u.cache.restoreDay(u.state.DailyPnl, u.now())
+		}
 		u.startPostureTicker(ctx)
 		u.wakeVenue(ctx)
 		u.heartbeatPolicy(ctx) // silence counts from the start (deadman.go)
@@ -254,6 +257,8 @@ func (u *userActor) handle(ctx actor.Context, msg any, sender *actor.PID) {
 		u.onConfirmDone(ctx, m)
 	case *confirmSweep:
 		u.onConfirmSweep(ctx)
+	case *postureDue:
+		u.evaluatePosture(ctx)
 	default:
 		if isDeadmanMessage(msg) {
 			u.handleDeadman(ctx, msg, sender)
@@ -698,6 +703,7 @@ const (
 	partDisabled        // user_disabled
 	partCreated         // user_created (Exists)
 	partPosture         // posture_changed
+	partDailyPnl        // daily_pnl_noted
 	numStateParts
 )
 
@@ -715,6 +721,8 @@ func statePart(t messages.RecordType) (int, bool) {
 		return partDisabled, true
 	case messages.RecordPostureChanged:
 		return partPosture, true
+	case messages.RecordDailyPnlNoted:
+		return partDailyPnl, true
 	}
 	return 0, false
 }
@@ -728,7 +736,7 @@ func NewUserReplay() *UserReplay {
 // without decoding. A record the server could not have written refuses
 // start, naming its seq: a type not in the record table, a user that is
 // not a valid name or differs from the payload's, a record whose actor may
-// not cause it, a kill switch or own-settings change that does not follow
+// not cause it, a kill switch, posture or own-settings change that does not follow
 // from the records before it, a payload time after the record's own
 // (replaycheck.go).
 func (r *UserReplay) OnRecord(rec wal.Record) error {

@@ -45,6 +45,11 @@ type UserState struct {
 	// last journaled (posture_changed; posture.go).
 	Posture      messages.PostureCauses
 	PostureState messages.PostureState
+	// DailyPnl is the day's realised PnL per position as last journaled
+	// (daily_pnl_noted): the stream cache starts from it, so a restart
+	// keeps counting the day's realised loss (posturecache.go). Rows is
+	// replaced, never changed in place.
+	DailyPnl messages.DailyPnlEvent
 	// Confirmations are the parked actions by confirmation id (confirm.go).
 	Confirmations map[string]Confirmation
 }
@@ -217,6 +222,8 @@ func (s *UserState) Apply(ev Event) {
 		s.Disabled = true
 	case messages.PostureChangedEvent:
 		s.Posture, s.PostureState = p.Causes, p.After
+	case messages.DailyPnlEvent:
+		s.DailyPnl = p
 	}
 }
 
@@ -248,6 +255,8 @@ func DecodeEvent(typ messages.RecordType, payload []byte) (Event, bool, error) {
 		return decodeAs[messages.TokenRevokedEvent](typ, payload)
 	case messages.RecordPostureChanged:
 		return decodeAs[messages.PostureChangedEvent](typ, payload)
+	case messages.RecordDailyPnlNoted:
+		return decodeAs[messages.DailyPnlEvent](typ, payload)
 	case messages.RecordConfirmationRequested:
 		return decodeAs[messages.ConfirmationRequestedEvent](typ, payload)
 	case messages.RecordConfirmationDecided:

@@ -100,6 +100,29 @@ type PostureChangedEvent struct {
 	Causes       PostureCauses `json:"causes"`
 }
 
+// DailyPnlEvent is the payload of daily_pnl_noted: the day's realised PnL
+// of every position seen that day, as the stream cache counts it. Each
+// record carries the whole day (only the last one matters); a record of
+// an earlier day counts nothing.
+type DailyPnlEvent struct {
+	// Day is the UTC day counted, "2006-01-02".
+	Day  string        `json:"day"`
+	Rows []DailyPnlRow `json:"rows"`
+}
+
+// DailyPnlRow is one position's count of the day.
+type DailyPnlRow struct {
+	Category    Category `json:"category"`
+	Symbol      string   `json:"symbol"`
+	PositionIdx int      `json:"position_idx"`
+	// CumRealisedPnl is the exchange's cumulative realised PnL of the
+	// position when last seen.
+	CumRealisedPnl decimal.Decimal `json:"cum_realised_pnl"`
+	// RealisedUSDT is the PnL realised on the position that day (negative:
+	// a loss).
+	RealisedUSDT decimal.Decimal `json:"realised_usdt"`
+}
+
 // ShowPostureRequest asks for a user's posture (get_posture, `posture
 // show`). It never waits on the exchange. Answer: *PostureView.
 type ShowPostureRequest struct {

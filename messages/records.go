@@ -81,6 +81,11 @@ const (
 	// per session, when tool calls were refused for the session's call
 	// rate: how many since the last such record.
 	RecordCallsRateLimited RecordType = 41
+	// A daily_pnl_noted record is journaled when the day's realised PnL of
+	// a user's positions changes (a fill, the first sight of a position
+	// that day, a new UTC day): every position's count of the day, so that
+	// a restart keeps counting the day's realised loss (posturecache.go).
+	RecordDailyPnlNoted RecordType = 45
 )
 
 // RecordTypeInfo is one entry of the record type table: its SPEC §12 name,
@@ -156,6 +161,7 @@ var RecordTypes = []RecordTypeInfo{
 	{RecordPostureChanged, "posture_changed", WriterUser, ReplayWhole},
 	{RecordDeadmanTriggered, "deadman_triggered", WriterUser, ReplayNone},
 	{RecordCallsRateLimited, "calls_rate_limited", WriterGuard, ReplayNone},
+	{RecordDailyPnlNoted, "daily_pnl_noted", WriterUser, ReplayWhole},
 }
 
 // RecordInfo returns the table entry of t.

@@ -23,7 +23,8 @@ import (
 //	POST /sim/accounts/{api_key}/positions  [{"symbol": "BTCUSDT", "side": "Buy", "size": "0.01", "avgPrice": "67200",
 //	                                          "leverage": "10", "positionIdx": 0, "takeProfit": "", "stopLoss": "",
 //	                                          "cumRealisedPnl": "0"}]
-//	     Sets linear positions; size "0" closes one. positionIdx 1 (Buy) or
+//	     Sets linear positions; size "0" closes one (a flat row stays, with
+//	     its cumRealisedPnl, as after a trade). positionIdx 1 (Buy) or
 //	     2 (Sell) puts the symbol in hedge mode (the unsupported-mode path);
 //	     0 puts it back in one-way mode. -> {"positions": N}
 //	POST /sim/accounts/{api_key}/orders     [{"category", "symbol", "side", "orderType", "qty", "price", "status",

@@ -228,20 +228,18 @@ func (l *ledger) addOrderLocked(o *simOrder) {
 func (l *ledger) addExecutionLocked(e *simExecution) { l.execs = append(l.execs, e) }
 
 // setPositionLocked replaces the position at (symbol, idx). A position of
-// size zero is removed. Positions of the other mode for the same symbol
-// are removed too: a symbol is either one-way (idx 0) or hedge (1, 2).
+// size zero stays as a flat row (side "", size 0) with its leverage and
+// cumRealisedPnl, as Bybit keeps it: the realised PnL of a closed
+// position is still read and pushed. Positions of the other mode for the
+// same symbol are removed: a symbol is either one-way (idx 0) or hedge
+// (1, 2).
 func (l *ledger) setPositionLocked(p *simPosition) {
 	for k := range l.positions {
 		if k.symbol == p.symbol && (k.idx == 0) != (p.idx == 0) {
 			delete(l.positions, k)
 		}
 	}
-	k := posKey{p.symbol, p.idx}
-	if p.size.IsZero() {
-		delete(l.positions, k)
-		return
-	}
-	l.positions[k] = p
+	l.positions[posKey{p.symbol, p.idx}] = p
 }
 
 // hedgeSymbolLocked reports whether symbol is in hedge mode.

@@ -239,6 +239,46 @@ func TestPositionsPnLAndWalletAfterFills(t *testing.T) {
 	wantDec(t, "unlocked", sp.coin("USDT"), "locked", "0")
 }
 
+// A position closed in full stays as a flat row with its cumRealisedPnl
+// and leverage, as Bybit keeps it: read by symbol it still shows the
+// realised loss, a leverage change reaches it, and the next fill counts
+// on from it; a read by settleCoin lists only open positions.
+func TestFlatPositionKeepsItsRealisedPnl(t *testing.T) {
+	ts := newTradeSim(t, 7, map[string]string{"USDT": "10000"})
+	lin := func(side, qty, price string) string {
+		return ts.create(`{"category":"linear","symbol":"BTCUSDT","side":"` + side + `","orderType":"Limit","qty":"` + qty + `","price":"` + price + `"}`)
+	}
+	ts.movePrice("linear", "BTCUSDT", "60000")
+	lin("Buy", "0.010", "59900.0")
+	ts.movePrice("linear", "BTCUSDT", "59900") // fee 0.1198
+	ts.movePrice("linear", "BTCUSDT", "58000")
+	lin("Sell", "0.010", "58500.0")
+	ts.movePrice("linear", "BTCUSDT", "58500") // pnl −14, fee 0.117
+	p := ts.position("BTCUSDT")
+	wantDec(t, "flat", p, "size", "0")
+	wantField(t, "flat", p, "side", "")
+	wantDec(t, "flat", p, "cumRealisedPnl", "-14.2368")
+	wantDec(t, "wallet", ts.coin("USDT"), "walletBalance", "9985.7632")
+	r := ts.get("/v5/position/list", url.Values{"category": {"linear"}, "settleCoin": {"USDT"}})
+	mustOK(t, r)
+	var page struct {
+		List []map[string]any `json:"list"`
+	}
+	decodeInto(t, r.result, &page)
+	if len(page.List) != 0 {
+		t.Fatalf("a read by settleCoin lists a flat position: %s", r.result)
+	}
+	mustOK(t, ts.post("/v5/position/set-leverage", `{"category":"linear","symbol":"BTCUSDT","buyLeverage":"7","sellLeverage":"7"}`))
+	wantDec(t, "flat leverage", ts.position("BTCUSDT"), "leverage", "7")
+	ts.movePrice("linear", "BTCUSDT", "59000")
+	lin("Buy", "0.010", "58900.0")
+	ts.movePrice("linear", "BTCUSDT", "58900") // fee 0.1178
+	p = ts.position("BTCUSDT")
+	wantDec(t, "reopened", p, "size", "0.01")
+	wantDec(t, "reopened", p, "leverage", "7")
+	wantDec(t, "reopened", p, "cumRealisedPnl", "-14.3546")
+}
+
 func TestTPSLTriggerClosesThePosition(t *testing.T) {
 	ts := newTradeSim(t, 8, map[string]string{"USDT": "100000"})
 	ts.movePrice("linear", "BTCUSDT", "60000")

@@ -587,7 +587,7 @@ func (s *Sim) positionSetLeverage(c *call) response {
 	lev := buy
 	s.enqueueLocked(nowMs, func(at int64) {
 		l.leverage[in.symbol] = lev
-		if pos := positionLocked(l, in.symbol); pos != nil {
+		if pos := l.positions[posKey{in.symbol, 0}]; pos != nil {
 			cp := *pos
 			cp.leverage, cp.updatedMs = lev, at
 			l.setPositionLocked(&cp)

@@ -1,0 +1,116 @@
+package actors
+
+import (
+	"testing"
+	"time"
+
+	"github.com/shopspring/decimal"
+
+	"github.com/guarded-exchange/guarded-exchange/messages"
+)
+
+func num(s string) decimal.Decimal { return decimal.RequireFromString(s) }
+
+func linPos(symbol string, idx int, size, cum, upl string) messages.Position {
+	return messages.Position{Category: messages.CategoryLinear, Symbol: symbol, PositionIdx: idx, Size: num(size), CumRealisedPnl: num(cum), UnrealisedPnl: num(upl)}
+}
+
+func wantLoss(t *testing.T, c *streamCache, now time.Time, want string) {
+	t.Helper()
+	if got := c.dailyLoss(now); !got.Equal(num(want)) {
+		t.Fatalf("daily loss %s, want %s", got, want)
+	}
+}
+
+// The day's realised PnL of a position is its cumulative realised PnL's
+// move since the day's first sight: a fill's loss counts, a later gain
+// offsets it, a flat row's value stays counted, and a new UTC day starts
+// from zero.
+func TestDailyLossCountsTheDaysRealisedMove(t *testing.T) {
+	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	c := newStreamCache()
+	c.seed(nil, []messages.Position{linPos("BTCUSDT", 0, "0.01", "-100", "-3")}, now)
+	wantLoss(t, c, now, "3") // yesterday's -100 is not today's
+	c.note(messages.StreamEvent{Kind: messages.StreamPositions, Positions: []messages.Position{linPos("BTCUSDT", 0, "0", "-180", "0")}}, now)
+	wantLoss(t, c, now, "80")
+	c.note(messages.StreamEvent{Kind: messages.StreamPositions, Positions: []messages.Position{linPos("BTCUSDT", 0, "0.01", "-150", "2")}}, now)
+	wantLoss(t, c, now, "48")
+	// A full positions read that no longer lists the flat row forgets nothing.
+	c.seed(nil, []messages.Position{}, now)
+	wantLoss(t, c, now, "48")
+	next := now.Add(24 * time.Hour)
+	wantLoss(t, c, next, "-2")
+	ev, _, ok := c.pendingDay(next)
+	if !ok || ev.Day != "2026-12-02" || len(ev.Rows) != 1 || !ev.Rows[0].RealisedUSDT.IsZero() || !ev.Rows[0].CumRealisedPnl.Equal(num("-150")) {
+		t.Fatalf("the new day's count to journal: %+v %v", ev, ok)
+	}
+}
+
+// In hedge mode a symbol has two positions (positionIdx 1 and 2): each is
+// counted, neither overwrites the other.
+func TestDailyLossCountsBothHedgeLegs(t *testing.T) {
+	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	c := newStreamCache()
+	c.seed(nil, []messages.Position{linPos("BTCUSDT", 1, "0.01", "0", "-5"), linPos("BTCUSDT", 2, "0.01", "0", "-7")}, now)
+	wantLoss(t, c, now, "12")
+	c.note(messages.StreamEvent{Kind: messages.StreamPositions, Positions: []messages.Position{linPos("BTCUSDT", 1, "0", "-20", "0")}}, now)
+	wantLoss(t, c, now, "27")
+	if got := c.exposure(func(string) string { return "" }, 6); len(got.Positions) != 1 {
+		t.Fatalf("open positions %+v, want the Sell leg only", got.Positions)
+	}
+}
+
+// A restart restores the day's count as journaled: a position never seen
+// again keeps its loss, a loss realised while the server was down counts,
+// and a value that fell back toward zero (a paper venue that restarted)
+// does not erase the loss: fail closed. A record of an earlier day counts
+// nothing; the count is journaled again only when it changes.
+func TestDailyLossRestoredAfterARestart(t *testing.T) {
+	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	noted := messages.DailyPnlEvent{Day: "2026-12-01", Rows: []messages.DailyPnlRow{
+		{Category: messages.CategoryLinear, Symbol: "BTCUSDT", CumRealisedPnl: num("-80"), RealisedUSDT: num("-80")},
+		{Category: messages.CategoryLinear, Symbol: "ETHUSDT", CumRealisedPnl: num("-30"), RealisedUSDT: num("-10")},
+		{Category: messages.CategoryLinear, Symbol: "SOLUSDT", CumRealisedPnl: num("5"), RealisedUSDT: num("-1")},
+	}}
+	cases := []struct {
+		name string
+		seen []messages.Position
+		want string
+	}{
+		{"nothing seen again", nil, "91"},
+		{"seen unchanged", []messages.Position{linPos("BTCUSDT", 0, "0", "-80", "0"), linPos("ETHUSDT", 0, "0", "-30", "0")}, "91"},
+		{"a loss realised while down", []messages.Position{linPos("BTCUSDT", 0, "0", "-95", "0")}, "106"},
+		{"the venue forgot the value", []messages.Position{linPos("BTCUSDT", 0, "0", "0", "0"), linPos("ETHUSDT", 0, "0", "0", "0")}, "91"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newStreamCache()
+			c.restoreDay(noted, now)
+			if _, _, ok := c.pendingDay(now); ok {
+				t.Fatal("a restored count is journaled again unchanged")
+			}
+			if tc.seen != nil {
+				c.seed(nil, tc.seen, now)
+			}
+			wantLoss(t, c, now, tc.want)
+			if tc.seen == nil {
+				return
+			}
+			ev, version, ok := c.pendingDay(now)
+			if !ok || len(ev.Rows) != 3 {
+				t.Fatalf("count to journal after a sight: %+v %v", ev, ok)
+			}
+			// What is journaled restores to the same loss.
+			again := newStreamCache()
+			again.restoreDay(ev, now)
+			wantLoss(t, again, now, tc.want)
+			c.notedDay(ev, version)
+			if _, _, ok := c.pendingDay(now); ok {
+				t.Fatal("a journaled count is journaled again")
+			}
+		})
+	}
+	c := newStreamCache()
+	c.restoreDay(messages.DailyPnlEvent{Day: "2026-11-30", Rows: noted.Rows}, now)
+	wantLoss(t, c, now, "0")
+}
