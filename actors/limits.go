@@ -206,11 +206,19 @@ func (s *UserState) decidePlace(tool string, a messages.PlaceOrderArgs, venue me
 			price = m.worst
 		}
 		if m.band != nil {
-			if buy && m.band.BuyLimit.IsPositive() && price.GreaterThan(m.band.BuyLimit) {
-				price = roundToTick(m.band.BuyLimit, in.TickSize, false)
+			// Capped inside the band with a margin: the band follows the
+			// mark, and a price right at its edge is refused (110003) when
+			// the mark moves before the order arrives. A tenth of the
+			// band's width still crosses a best price near the mark.
+			margin := decimal.Zero
+			if m.band.BuyLimit.GreaterThan(m.band.SellLimit) && m.band.SellLimit.IsPositive() {
+				margin = m.band.BuyLimit.Sub(m.band.SellLimit).Div(decimal.NewFromInt(10))
 			}
-			if !buy && m.band.SellLimit.IsPositive() && price.LessThan(m.band.SellLimit) {
-				price = roundToTick(m.band.SellLimit, in.TickSize, true)
+			if cap := m.band.BuyLimit.Sub(margin); buy && m.band.BuyLimit.IsPositive() && price.GreaterThan(cap) {
+				price = roundToTick(cap, in.TickSize, false)
+			}
+			if floor := m.band.SellLimit.Add(margin); !buy && m.band.SellLimit.IsPositive() && price.LessThan(floor) {
+				price = roundToTick(floor, in.TickSize, true)
 			}
 		}
 	}

@@ -12,7 +12,11 @@ import (
 func num(s string) decimal.Decimal { return decimal.RequireFromString(s) }
 
 func linPos(symbol string, idx int, size, cum, upl string) messages.Position {
-	return messages.Position{Category: messages.CategoryLinear, Symbol: symbol, PositionIdx: idx, Size: num(size), CumRealisedPnl: num(cum), UnrealisedPnl: num(upl)}
+	side := "Buy" // one-way mode (0) and a hedge's buy leg (1)
+	if idx == 2 {
+		side = "Sell"
+	}
+	return messages.Position{Category: messages.CategoryLinear, Symbol: symbol, PositionIdx: idx, Side: side, Size: num(size), CumRealisedPnl: num(cum), UnrealisedPnl: num(upl)}
 }
 
 func wantLoss(t *testing.T, c *streamCache, now time.Time, want string) {
