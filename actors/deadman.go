@@ -46,6 +46,9 @@ const (
 	// tried again, deadmanRetryWait apart.
 	deadmanRetries   = 3
 	deadmanRetryWait = 2 * time.Second
+	// deadmanFailureRecordEvery: a trigger that could not read the open
+	// orders is journaled at most this often per user (D86).
+	deadmanFailureRecordEvery = time.Minute
 	// deadmanMaxPages bounds the pages of open orders read per category.
 	deadmanMaxPages = 20
 )
@@ -77,10 +80,21 @@ type deadmanOrders struct {
 // deadmanState is the user actor's part of the dead-man switch. It lives
 // in memory only: sessions do not survive a restart.
 type deadmanState struct {
+	// sessions counts the user's open sessions. It may go below zero for
+	// a moment: the first events of a user whose actor was not running
+	// reach it through its supervisor and can be overtaken by later ones
+	// (D86); an open that brings it back to zero ended the last session.
 	sessions int
 	// calls counts the tool calls in flight (SessionCallStarted not yet
-	// ended): while above zero the user is not silent.
+	// ended): while above zero the user is not silent. Like sessions, it
+	// may go below zero for a moment.
 	calls int
+	// earlyDone are the done channels of session ends that overtook their
+	// opens: closed when the trigger those opens start is over.
+	earlyDone []chan struct{}
+	// failureJournaled is when a trigger that could not read the orders
+	// was last journaled.
+	failureJournaled time.Time
 	// lastHeard is when silence started to count (see above).
 	lastHeard time.Time
 	// heartbeatS is the heartbeat_s the timer was last set up for.
@@ -158,29 +172,54 @@ func (u *userActor) onSession(ctx actor.Context, m *sessionSignal) {
 	case messages.SessionCallStarted:
 		d.calls++
 	case messages.SessionCallEnded:
-		if d.calls > 0 {
-			d.calls--
+		d.calls--
+		if d.calls < 0 {
+			return // it overtook its start: no sign of life yet
 		}
 	case messages.SessionOpened:
 		d.sessions++
-	case messages.SessionClosed:
-		if d.sessions > 0 {
-			d.sessions--
-		}
-		if d.sessions == 0 && u.state.effective(u.venue, u.env).CancelOnDisconnect {
-			u.fireDeadman(ctx, messages.DeadmanDisconnect)
-		}
-		if m.done != nil {
-			if d.running {
-				d.waiters = append(d.waiters, m.done)
-			} else {
-				close(m.done)
+		if d.sessions <= 0 {
+			// This open's session already ended (its end overtook it):
+			// at zero, the user's last session is over.
+			if d.sessions == 0 {
+				u.sessionsEnded(ctx, d.earlyDone...)
+				d.earlyDone = nil
 			}
+			return
+		}
+	case messages.SessionClosed:
+		d.sessions--
+		switch {
+		case d.sessions == 0:
+			u.sessionsEnded(ctx, m.done)
+		case d.sessions < 0 && m.done != nil:
+			d.earlyDone = append(d.earlyDone, m.done)
+		case m.done != nil:
+			close(m.done)
 		}
 		return // an ending session is no sign of life
 	}
 	d.lastHeard, d.silentFired = u.now(), false
 	u.armHeartbeat(ctx)
+}
+
+// sessionsEnded fires the disconnect trigger when the user's last session
+// ended and the policy asks for it; each done is closed when that trigger
+// is over (at once when none runs).
+func (u *userActor) sessionsEnded(ctx actor.Context, done ...chan struct{}) {
+	d := u.deadman
+	if u.state.effective(u.venue, u.env).CancelOnDisconnect {
+		u.fireDeadman(ctx, messages.DeadmanDisconnect)
+	}
+	for _, ch := range done {
+		switch {
+		case ch == nil:
+		case d.running:
+			d.waiters = append(d.waiters, ch)
+		default:
+			close(ch)
+		}
+	}
 }
 
 // armHeartbeat starts the heartbeat timer if heartbeat_s is on and none
@@ -264,6 +303,21 @@ func (u *userActor) onDeadmanOrders(ctx actor.Context, m *deadmanOrders) {
 		}
 	}
 	ev.Orders = len(cancel)
+	// A trigger is journaled when it cancels something, and one that
+	// could not read the orders at most once a deadmanFailureRecordEvery:
+	// sessions opened and closed in a loop must not grow the journal (D86).
+	switch {
+	case m.err == nil && len(cancel) == 0:
+		u.logger.Info("dead-man switch: nothing to cancel", "user", u.state.User, "reason", m.reason,
+			"external", ev.External, "protective", ev.Protective)
+		u.deadmanDone()
+		return
+	case m.err != nil && !d.failureJournaled.IsZero() && u.now().Sub(d.failureJournaled) < deadmanFailureRecordEvery:
+		u.deadmanReadFailed(ctx, m)
+		return
+	case m.err != nil:
+		d.failureJournaled = u.now()
+	}
 	u.write(ctx, Event{messages.RecordDeadmanTriggered, ev}, deadmanOrigin, func(_ wal.Record, err error) {
 		if err != nil {
 			u.logger.Error("dead-man switch: could not journal its trigger; nothing cancelled", "user", u.state.User, "code", string(messages.CodeOf(err)))
@@ -272,18 +326,25 @@ func (u *userActor) onDeadmanOrders(ctx actor.Context, m *deadmanOrders) {
 		}
 		u.logger.Info("dead-man switch trigger journaled", "user", u.state.User, "reason", m.reason, "orders", len(cancel))
 		if m.err != nil {
-			if d.retries < deadmanRetries {
-				d.retries++
-				u.retryDeadman(ctx, m.reason, deadmanRetryWait)
-				return
-			}
-			u.logger.Error("dead-man switch: the open orders could not be read; nothing cancelled", "user", u.state.User, "code", string(m.err.Code))
-			u.deadmanDone()
+			u.deadmanReadFailed(ctx, m)
 			return
 		}
 		d.retries = 0
 		u.cancelForDeadman(ctx, cancel, 0)
 	})
+}
+
+// deadmanReadFailed tries the trigger again, or gives up after
+// deadmanRetries.
+func (u *userActor) deadmanReadFailed(ctx actor.Context, m *deadmanOrders) {
+	d := u.deadman
+	if d.retries < deadmanRetries {
+		d.retries++
+		u.retryDeadman(ctx, m.reason, deadmanRetryWait)
+		return
+	}
+	u.logger.Error("dead-man switch: the open orders could not be read; nothing cancelled", "user", u.state.User, "code", string(m.err.Code))
+	u.deadmanDone()
 }
 
 // cancelForDeadman cancels orders[i:], one at a time, each through the

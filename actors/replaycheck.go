@@ -40,6 +40,11 @@ type replayGuard struct {
 	// execution never approved, a client_ui decision on a confirmation
 	// parked for the CLI) is refused.
 	confirms map[string]confirmSeen
+	// pnlDay and pnlRows are the day and the positions of the last
+	// daily_pnl_noted record: the live cache only adds positions to a
+	// day, so a record of the same day that drops one is refused (D86).
+	pnlDay  string
+	pnlRows map[string]bool
 }
 
 // confirmStep is where a confirmation stands during replay.
@@ -173,6 +178,23 @@ func (g *replayGuard) check(rec wal.Record, typ messages.RecordType) error {
 			}
 		}
 		g.kill = p.After
+	case messages.RecordDailyPnlNoted:
+		var p messages.DailyPnlEvent
+		if err := decode(&p); err != nil {
+			return err
+		}
+		rows := make(map[string]bool, len(p.Rows))
+		for _, r := range p.Rows {
+			rows[posKey(r.Category, r.Symbol, r.PositionIdx)] = true
+		}
+		if p.Day == g.pnlDay {
+			for k := range g.pnlRows {
+				if !rows[k] {
+					return fail("it drops a position the day's record before it counted")
+				}
+			}
+		}
+		g.pnlDay, g.pnlRows = p.Day, rows
 	case messages.RecordPostureChanged:
 		var p messages.PostureChangedEvent
 		if err := decode(&p); err != nil {

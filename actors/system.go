@@ -559,9 +559,12 @@ func (s *System) ToolCalled(ctx context.Context, call *messages.ToolCalled, dura
 	if inner && !(call.Admitted && call.Tool == killSwitchTool) {
 		return nil, agentReserveRefusal()
 	}
-	if inner || (!durable && s.disk.belowFloor()) {
+	// In the last reserve a read, and a call refused before its handler
+	// (an unknown, withheld or hidden tool), is answered without its
+	// tool_call record: neither changes anything (D74, D86).
+	if inner || ((!durable || !call.Admitted) && s.disk.belowFloor()) {
 		if n := s.readsNotJournaled.Add(1); n&(n-1) == 0 {
-			s.logger.Warn("journal disk in its last reserve: read tool calls are answered but not journaled", "not_journaled", n)
+			s.logger.Warn("journal disk in its last reserve: read and refused tool calls are answered but not journaled", "not_journaled", n)
 		}
 		return nil, nil
 	}
