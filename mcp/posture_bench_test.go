@@ -31,7 +31,7 @@ func BenchmarkGetPosture(b *testing.B) {
 	}
 	noop := &tool{name: "test_noop", title: "noop", description: "noop", kind: KindRead, schema: objectSchema(nil, map[string]any{}),
 		handle: func(context.Context, *call) (any, error) { return map[string]any{}, nil }}
-	cs := connect(b, Options{Backend: e.sys, Principal: fixedPrincipal("alice", ProfileTrade), extraTools: []*tool{noop}}, "")
+	cs := connect(b, Options{Backend: e.sys, Principal: fixedPrincipal("alice", ProfileTrade), extraTools: []*tool{noop}, CallsPerSecond: 1e9, CallBurst: 1e9}, "")
 	waitPosture(b, cs, 10*time.Second, "ACTIVE with the stream connected", streamConnected)
 	for _, args := range []map[string]any{marketBuy(), limitBuy("30000")} {
 		if out, isErr := callJSON(b, cs, "place_order", args); isErr {
