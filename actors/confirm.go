@@ -837,7 +837,7 @@ func (u *userActor) rerun(ctx actor.Context, c Confirmation, origin messages.Ori
 			return e
 		}
 		u.cancelAll(ctx, a, origin, to)
-	case "set_leverage":
+	case toolLeverage:
 		var a messages.SetLeverageArgs
 		if e := decode(&a); e != nil {
 			return e

@@ -11,6 +11,9 @@ import (
 	"github.com/guarded-exchange/guarded-exchange/messages"
 )
 
+// toolLeverage is set_leverage's tool name.
+const toolLeverage = "set_leverage"
+
 // set_leverage through the one action path. Raising the leverage (or
 // setting it when the current one cannot be read) increases risk: the
 // kill switch blocks it and max_leverage applies. Lowering it never faces
@@ -47,15 +50,15 @@ func (u *userActor) setLeverage(ctx actor.Context, a messages.SetLeverageArgs, o
 		u.reply(ctx, sender, e)
 		return
 	}
-	sum := sha256.Sum256([]byte(strings.Join([]string{"set_leverage", string(a.Category), a.Symbol, a.Leverage.String()}, "|")))
+	sum := sha256.Sum256([]byte(strings.Join([]string{toolLeverage, string(a.Category), a.Symbol, a.Leverage.String()}, "|")))
 	hash := hex.EncodeToString(sum[:])
-	if !a.DryRun && u.repeat(ctx, "set_leverage", a.IdempotencyKey, hash, false, origin, sender) {
+	if !a.DryRun && u.repeat(ctx, toolLeverage, a.IdempotencyKey, hash, false, origin, sender) {
 		return
 	}
 	// A first gate: the allowlist is applied once the venue shows
 	// whether the change adds risk.
-	if e := u.state.DecideAction(&messages.DecideActionRequest{Tool: "set_leverage", Category: a.Category, Symbol: a.Symbol, RiskReducing: true}, u.venue, u.env); e != nil {
-		u.refuseTool(ctx, "set_leverage", a.Category, a.Symbol, a.DryRun, e, origin, sender)
+	if e := u.state.DecideAction(&messages.DecideActionRequest{Tool: toolLeverage, Category: a.Category, Symbol: a.Symbol, RiskReducing: true}, u.venue, u.env); e != nil {
+		u.refuseTool(ctx, toolLeverage, a.Category, a.Symbol, a.DryRun, e, origin, sender)
 		return
 	}
 	act := u.begin(actionDecide, sender, origin, nil)
@@ -73,11 +76,11 @@ func (u *userActor) onLeverageMarket(ctx actor.Context, act *action, m *marketFe
 		u.reply(ctx, act.waiter, m.err)
 		return
 	}
-	if !a.DryRun && u.repeat(ctx, "set_leverage", a.IdempotencyKey, act.leverage.hash, false, act.origin, act.waiter) {
+	if !a.DryRun && u.repeat(ctx, toolLeverage, a.IdempotencyKey, act.leverage.hash, false, act.origin, act.waiter) {
 		return
 	}
 	refuse := func(e *messages.Error) {
-		u.refuseTool(ctx, "set_leverage", a.Category, a.Symbol, a.DryRun, e, act.origin, act.waiter)
+		u.refuseTool(ctx, toolLeverage, a.Category, a.Symbol, a.DryRun, e, act.origin, act.waiter)
 	}
 	in := m.market.instrument
 	if in == nil || !in.HasLeverage {
@@ -100,7 +103,7 @@ func (u *userActor) onLeverageMarket(ctx actor.Context, act *action, m *marketFe
 		current = *m.market.position
 	}
 	risk := !known || a.Leverage.GreaterThan(current.Leverage)
-	req := &messages.DecideActionRequest{Tool: "set_leverage", Category: a.Category, Symbol: a.Symbol, RiskIncreasing: risk, RiskReducing: !risk}
+	req := &messages.DecideActionRequest{Tool: toolLeverage, Category: a.Category, Symbol: a.Symbol, RiskIncreasing: risk, RiskReducing: !risk}
 	if risk {
 		req.Leverage = a.Leverage
 	}
@@ -121,12 +124,12 @@ func (u *userActor) onLeverageMarket(ctx actor.Context, act *action, m *marketFe
 		u.reply(ctx, act.waiter, &planned)
 		return
 	}
-	needed := needsConfirmation(u.state.effective(u.venue, u.env), "set_leverage", decimal.Zero)
-	if u.confirmGate(ctx, act, needed, parkRequest{tool: "set_leverage", category: a.Category, symbol: a.Symbol, args: a, hash: act.leverage.hash,
+	needed := needsConfirmation(u.state.effective(u.venue, u.env), toolLeverage, decimal.Zero)
+	if u.confirmGate(ctx, act, needed, parkRequest{tool: toolLeverage, category: a.Category, symbol: a.Symbol, args: a, hash: act.leverage.hash,
 		key: a.IdempotencyKey, shown: messages.ShownToUser{Leverage: &planned, RiskIncreasing: risk}}) {
 		return
 	}
-	plan := orderPlan{tool: "set_leverage", category: a.Category, symbol: a.Symbol, riskIncreasing: risk, needsConfirm: needed,
+	plan := orderPlan{tool: toolLeverage, category: a.Category, symbol: a.Symbol, riskIncreasing: risk, needsConfirm: needed,
 		leverage:       &messages.SetLeverageRequest{Category: a.Category, Symbol: a.Symbol, Leverage: a.Leverage},
 		idempotencyKey: a.IdempotencyKey, argsSHA256: act.leverage.hash}
 	ex := u.execute(ctx, plan, act.origin, act.waiter)
@@ -136,15 +139,21 @@ func (u *userActor) onLeverageMarket(ctx actor.Context, act *action, m *marketFe
 			return r.Err
 		}
 		ans := planned
-		ans.ResultSource = r.ResultSource
-		switch {
-		case w.writeAck != nil && !w.writeAck.Modified:
-			ans.Status = "unchanged"
-		case w.positionShows:
-			ans.Status = "set"
-		default:
-			ans.Status = "requested"
-		}
+		ans.ResultSource, ans.Status = r.ResultSource, positionWriteStatus(w)
 		return &ans
 	}
+}
+
+// positionWriteStatus is the answer's status of a position write
+// (set_leverage, set_trading_stop): "unchanged" when the venue said
+// nothing changed, "set" once the position shows it, else "requested"
+// (accepted is not applied).
+func positionWriteStatus(w *orderWritten) string {
+	switch {
+	case w.writeAck != nil && !w.writeAck.Modified:
+		return "unchanged"
+	case w.positionShows:
+		return "set"
+	}
+	return "requested"
 }

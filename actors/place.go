@@ -356,51 +356,28 @@ func replayed(tool string, raw json.RawMessage) any {
 			return &e
 		}
 	}
-	if tool == toolCancelAll {
-		var ans messages.CancelAllAnswer
-		if err := json.Unmarshal(raw, &ans); err != nil {
-			return messages.Internal(err)
-		}
-		ans.ResultSource = messages.ResultSourceReplay
-		return &ans
+	switch tool {
+	case toolCancelAll:
+		return replayAs(raw, func(a *messages.CancelAllAnswer) { a.ResultSource = messages.ResultSourceReplay })
+	case toolAmendOrder:
+		return replayAs(raw, func(a *messages.AmendAnswer) { a.ResultSource = messages.ResultSourceReplay })
+	case toolTradingStop:
+		return replayAs(raw, func(a *messages.TradingStopAnswer) { a.ResultSource = messages.ResultSourceReplay })
+	case toolLeverage:
+		return replayAs(raw, func(a *messages.LeverageAnswer) { a.ResultSource = messages.ResultSourceReplay })
+	case "cancel_order":
+		return replayAs(raw, func(a *messages.CancelAnswer) { a.ResultSource = messages.ResultSourceReplay })
 	}
-	if tool == toolAmendOrder {
-		var ans messages.AmendAnswer
-		if err := json.Unmarshal(raw, &ans); err != nil {
-			return messages.Internal(err)
-		}
-		ans.ResultSource = messages.ResultSourceReplay
-		return &ans
-	}
-	if tool == toolTradingStop {
-		var ans messages.TradingStopAnswer
-		if err := json.Unmarshal(raw, &ans); err != nil {
-			return messages.Internal(err)
-		}
-		ans.ResultSource = messages.ResultSourceReplay
-		return &ans
-	}
-	if tool == "set_leverage" {
-		var ans messages.LeverageAnswer
-		if err := json.Unmarshal(raw, &ans); err != nil {
-			return messages.Internal(err)
-		}
-		ans.ResultSource = messages.ResultSourceReplay
-		return &ans
-	}
-	if tool == "cancel_order" {
-		var ans messages.CancelAnswer
-		if err := json.Unmarshal(raw, &ans); err != nil {
-			return messages.Internal(err)
-		}
-		ans.ResultSource = messages.ResultSourceReplay
-		return &ans
-	}
-	var ans messages.OrderAnswer
+	return replayAs(raw, func(a *messages.OrderAnswer) { a.ResultSource = messages.ResultSourceReplay })
+}
+
+// replayAs decodes a stored answer of type T and marks it a replay.
+func replayAs[T any](raw json.RawMessage, mark func(*T)) any {
+	var ans T
 	if err := json.Unmarshal(raw, &ans); err != nil {
 		return messages.Internal(err)
 	}
-	ans.ResultSource = messages.ResultSourceReplay
+	mark(&ans)
 	return &ans
 }
 

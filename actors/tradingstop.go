@@ -151,15 +151,7 @@ func (u *userActor) onStopMarket(ctx actor.Context, act *action, m *marketFetche
 			return r.Err
 		}
 		ans := planned
-		ans.ResultSource = r.ResultSource
-		switch {
-		case w.writeAck != nil && !w.writeAck.Modified:
-			ans.Status = "unchanged"
-		case w.positionShows:
-			ans.Status = "set"
-		default:
-			ans.Status = "requested"
-		}
+		ans.ResultSource, ans.Status = r.ResultSource, positionWriteStatus(w)
 		return &ans
 	}
 }
