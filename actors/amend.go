@@ -181,6 +181,7 @@ func (u *userActor) onAmendFetched(ctx actor.Context, act *action, m *orderFetch
 	if planned.Origin == messages.OriginSystem {
 		planned.ClientOrderID = o.OrderLinkID
 	}
+	planned.Fence()
 	if a.DryRun {
 		u.reply(ctx, act.waiter, &planned)
 		return
@@ -218,18 +219,16 @@ func (u *userActor) onAmendFetched(ctx actor.Context, act *action, m *orderFetch
 		}
 		ans := planned
 		ans.ResultSource = r.ResultSource
-		var read *messages.Order
-		switch {
-		case w.settled != nil:
-			read = &w.settled.Order
-		case w.readBack != nil:
-			read = w.readBack
+		read, e := readAfterWrite(w, o.OrderID, r.ClientOrderID)
+		if e != nil {
+			return e
 		}
 		res := venue.AmendResult(req, read)
 		ans.Status, ans.FilledQty, ans.OrderStatus = string(res.Status), res.FilledQty, ""
 		if read != nil {
 			ans.OrderStatus = read.Status
 		}
+		ans.Fence()
 		return &ans
 	}
 }

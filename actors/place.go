@@ -371,12 +371,18 @@ func replayed(tool string, raw json.RawMessage) any {
 	return replayAs(raw, func(a *messages.OrderAnswer) { a.ResultSource = messages.ResultSourceReplay })
 }
 
-// replayAs decodes a stored answer of type T and marks it a replay.
-func replayAs[T any](raw json.RawMessage, mark func(*T)) any {
+// replayAs decodes a stored answer of type T, checks the exchange's values
+// in it with the same Fence as the live answer (an answer stored before
+// the check existed is checked now), and marks it a replay.
+func replayAs[T any, P interface {
+	*T
+	messages.Fencer
+}](raw json.RawMessage, mark func(P)) any {
 	var ans T
 	if err := json.Unmarshal(raw, &ans); err != nil {
 		return messages.Internal(err)
 	}
+	P(&ans).Fence()
 	mark(&ans)
 	return &ans
 }
@@ -395,6 +401,30 @@ func orderAnswerOf(planned *messages.OrderAnswer, r *orderResult, w *orderWritte
 		return &e
 	}
 	ans.Status = messages.AnswerAccepted
+	want := ""
+	if w.ack != nil {
+		want = w.ack.OrderID
+	}
+	o, e := readAfterWrite(w, want, r.ClientOrderID)
+	if e != nil {
+		return e
+	}
+	ans.OrderID = want
+	if o != nil {
+		ans.OrderID, ans.OrderStatus = o.OrderID, o.Status
+	}
+	ans.FilledQty = venue.FilledOf(o)
+	ans.Fence()
+	return &ans
+}
+
+// readAfterWrite is the order as read after an accepted order write: the
+// settled order of an unknown outcome, else the read-back (nil when
+// neither was read). A venue that names another order id than want (the
+// id its create answered, or the order an amend or cancel changed; ""
+// when there is none to compare) gets order_id_mismatch, never a silent
+// swap of ids: which order is this one is then not known.
+func readAfterWrite(w *orderWritten, want, clientOrderID string) (*messages.Order, *messages.Error) {
 	var o *messages.Order
 	switch {
 	case w.settled != nil:
@@ -402,14 +432,31 @@ func orderAnswerOf(planned *messages.OrderAnswer, r *orderResult, w *orderWritte
 	case w.readBack != nil:
 		o = w.readBack
 	}
-	if w.ack != nil {
-		ans.OrderID = w.ack.OrderID
+	if want == "" {
+		return o, nil
 	}
-	if o != nil {
-		ans.OrderID, ans.OrderStatus = o.OrderID, o.Status
+	if (w.ack != nil && w.ack.OrderID != want) || (o != nil && o.OrderID != want) {
+		return nil, orderIDMismatch(clientOrderID, want)
 	}
-	ans.FilledQty = venue.FilledOf(o)
-	return &ans
+	return o, nil
+}
+
+// orderIDMismatch is the outcome_unknown of a write the venue accepted
+// under one order id and then showed under another (reason
+// order_id_mismatch, docs/errors.md). Only the order id this server
+// expected is named, and only when it has the shape of a venue order id.
+func orderIDMismatch(clientOrderID, want string) *messages.Error {
+	d := map[string]any{"reason": "order_id_mismatch"}
+	if messages.ClientOrderIDRE.MatchString(clientOrderID) {
+		d["client_order_id"] = clientOrderID
+	}
+	if messages.VenueOrderIDRE.MatchString(want) {
+		d["order_id"] = want
+	}
+	return &messages.Error{Code: messages.CodeOutcomeUnknown,
+		Message:  "the exchange accepted the write, then showed the order under another order id; which order is this one is not known",
+		NextStep: "do not send it again; compare get_open_orders and get_order_history with client_order_id, and tell the human",
+		Details:  d}
 }
 
 // tradingCommand runs a trading tool's command through the action path;
