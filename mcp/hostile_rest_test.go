@@ -237,9 +237,9 @@ func newHostileRESTEnv(t *testing.T) (*env, *hostileREST) {
 // server and an external one, and a parked cancel_all_orders.
 type hostileVenueSetup struct {
 	last, low, lower, stop string
-	amendID         string
-	cancelID        string
-	confirmationID  string
+	amendID                string
+	cancelID               string
+	confirmationID         string
 }
 
 func setUpHostileAccount(t *testing.T, e *env, cs *sdk.ClientSession) hostileVenueSetup {
@@ -401,5 +401,83 @@ func TestHostileRESTVenueAllTools(t *testing.T) {
 				t.Errorf("the stored answer given again: %v, first %v", replay, placed)
 			}
 		})
+	}
+}
+
+// hostileOn is a mode that rewrites the answers of one path only.
+func hostileOn(path string, rewrite func(map[string]any)) *hostileMode {
+	return &hostileMode{name: path, rewrite: func(p string, body map[string]any) {
+		if p == path {
+			rewrite(body)
+		}
+	}}
+}
+
+// A venue error whose retMsg carries instructions and line breaks reaches
+// the agent only inside untrusted_text: the whole answer (message,
+// next_step, details, the text block) is walked, for a write refused by
+// the venue and for a read.
+func TestHostileVenueErrorOnlyInUntrustedText(t *testing.T) {
+	e, h := newHostileRESTEnv(t)
+	cs := connect(t, Options{Backend: e.sys, Principal: fixedPrincipal("alice", ProfileTrade)}, "")
+	s := setUpHostileAccount(t, e, cs)
+	refuse := func(body map[string]any) {
+		body["retCode"] = 10001
+		body["retMsg"] = hostileText
+		body["result"] = map[string]any{}
+	}
+	for _, c := range []struct {
+		path, tool string
+		args       map[string]any
+	}{
+		{venue.PathOrderCreate, "place_order", map[string]any{"symbol": "BTCUSDT", "category": "linear", "side": "Buy", "order_type": "Limit", "qty": "0.002", "price": s.low}},
+		{"/v5/order/realtime", "get_open_orders", map[string]any{"category": "linear"}},
+	} {
+		h.mode.Store(hostileOn(c.path, refuse))
+		res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: c.tool, Arguments: c.args})
+		if err != nil {
+			t.Fatalf("%s: %v", c.tool, err)
+		}
+		var out map[string]any
+		b, _ := json.Marshal(res.StructuredContent)
+		_ = json.Unmarshal(b, &out)
+		if !res.IsError || !strings.Contains(fmt.Sprint(out["untrusted_text"]), hostileMarker) {
+			t.Fatalf("%s: want the venue's refusal with its text in untrusted_text, got %s", c.tool, b)
+		}
+		assertOnlyInUntrusted(t, c.tool, res, hostileMarker)
+	}
+}
+
+// A venue that reads an accepted order back under another order id than
+// its create (or cancel) answer gave is answered outcome_unknown with
+// reason order_id_mismatch, never with the other id; the stored answer
+// given again says the same.
+func TestReadBackUnderAnotherOrderIDIsAMismatch(t *testing.T) {
+	e, h := newHostileRESTEnv(t)
+	cs := connect(t, Options{Backend: e.sys, Principal: fixedPrincipal("alice", ProfileTrade)}, "")
+	s := setUpHostileAccount(t, e, cs)
+	const other = "00000000-0000-4000-8000-000000000001"
+	h.mode.Store(hostileOn("/v5/order/realtime", func(body map[string]any) {
+		rewriteStrings(body, func(k, v string) (string, bool) { return other, k == "orderId" && v != "" })
+	}))
+	order := map[string]any{"symbol": "BTCUSDT", "category": "linear", "side": "Buy", "order_type": "Limit", "qty": "0.001", "price": s.low, "idempotency_key": "mismatch-1"}
+	for i, want := range []string{"", messages.ResultSourceReplay} {
+		out, isErr := callJSON(t, cs, "place_order", order)
+		d, _ := out["details"].(map[string]any)
+		if !isErr || out["code"] != "outcome_unknown" || d["reason"] != "order_id_mismatch" || d["client_order_id"] == nil || d["order_id"] == other || d["order_id"] == nil {
+			t.Fatalf("place_order %d: want outcome_unknown order_id_mismatch naming the create's id, got %v", i, out)
+		}
+		if want != "" && d["result_source"] != want {
+			t.Fatalf("the repeat is not the stored answer: %v", out)
+		}
+	}
+	// A cancel whose acknowledgement names another order than the one
+	// found and cancelled.
+	h.mode.Store(hostileOn("/v5/order/cancel", func(body map[string]any) {
+		rewriteStrings(body, func(k, v string) (string, bool) { return other, k == "orderId" && v != "" })
+	}))
+	out, isErr := callJSON(t, cs, "cancel_order", map[string]any{"symbol": "BTCUSDT", "category": "linear", "order_id": s.cancelID})
+	if d, _ := out["details"].(map[string]any); !isErr || out["code"] != "outcome_unknown" || d["reason"] != "order_id_mismatch" || d["order_id"] != s.cancelID {
+		t.Fatalf("cancel_order acknowledged under another id: %v", out)
 	}
 }
