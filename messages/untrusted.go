@@ -9,7 +9,8 @@ import (
 	"github.com/shopspring/decimal"
 )
 
-// Exchange text in trading answers (docs/architecture.md, "Exchange text").
+// Exchange text in trading answers (docs/architecture.md, "Exchange text in
+// answers"; decision DH3a).
 //
 // The exchange is untrusted: any string it returns could carry text aimed
 // at the model. A trading answer (OrderAnswer, CancelAnswer, AmendAnswer,
