@@ -3,7 +3,6 @@ package mcp
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -25,8 +24,6 @@ import (
 	"github.com/guarded-exchange/guarded-exchange/actors"
 	"github.com/guarded-exchange/guarded-exchange/messages"
 	"github.com/guarded-exchange/guarded-exchange/venue"
-	"github.com/guarded-exchange/guarded-exchange/venue/sim"
-	"github.com/guarded-exchange/guarded-exchange/wal"
 )
 
 // A hostile REST venue: a loopback reverse proxy in front of the
@@ -190,45 +187,14 @@ var hostileModes = []hostileMode{
 
 // newHostileRESTEnv starts the actors with the venue's REST API (market
 // and account alike) behind a hostile proxy; the private stream comes from
-// the simulator itself.
+// the simulator itself. Confirmations may be decided on the CLI.
 func newHostileRESTEnv(t *testing.T) (*env, *hostileREST) {
 	t.Helper()
-	simSrv := httptest.NewServer(sim.New(sim.Config{Seed: 3, NoPublicRateLimit: true}).Handler())
-	t.Cleanup(simSrv.Close)
-	h := newHostileREST(t, simSrv.URL)
-	c, err := venue.NewClient(venue.Config{BaseURL: h.url})
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	l, _, err := wal.Open(dir, wal.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	mk := make([]byte, 32)
-	if _, err := rand.Read(mk); err != nil {
-		t.Fatal(err)
-	}
-	sys, err := actors.Start(actors.Config{
-		Journal: l, Market: market{c, venue.NewInstrumentCache(c, time.Minute, nil)},
-		Users: actors.NewUserReplay(), Venue: messages.VenuePaper, Environment: "paper", MasterKey: mk,
-		Clients: func(k, s string) (*venue.Client, error) {
-			return venue.NewClient(venue.Config{BaseURL: h.url, APIKey: k, APISecret: s})
-		},
-		Streams: func(k, s string) (*venue.Stream, error) {
-			return venue.NewStream(venue.StreamConfig{URL: "ws" + strings.TrimPrefix(simSrv.URL, "http") + "/v5/private", APIKey: k, APISecret: s,
-				Backoff: func(int) time.Duration { return 20 * time.Millisecond }})
-		},
-		JournalDir: dir, ConfirmCLI: true,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := &env{sys: sys, log: l, dir: dir, simURL: simSrv.URL}
-	t.Cleanup(e.stop)
-	if _, err := sys.Handle(context.Background(), &messages.CreateUserRequest{User: "alice"}, messages.ActorCLIAdmin); err != nil {
-		t.Fatal(err)
-	}
+	var h *hostileREST
+	e := newEnvVia(t, true, func(simURL string) string {
+		h = newHostileREST(t, simURL)
+		return h.url
+	}, func(c *actors.Config) { c.ConfirmCLI = true })
 	return e, h
 }
 
