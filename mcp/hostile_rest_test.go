@@ -296,6 +296,57 @@ func hostileCallsOf(s hostileVenueSetup) []struct {
 	}
 }
 
+// checkEveryToolCovered fails t unless hostileCallsOf calls every tool of
+// the registry (a tool added later must be added there).
+func checkEveryToolCovered(t *testing.T) {
+	t.Helper()
+	covered := map[string]bool{}
+	for _, c := range hostileCallsOf(hostileVenueSetup{}) {
+		covered[c.tool] = true
+	}
+	tools := (&server{}).allTools()
+	for _, tl := range tools {
+		if !covered[tl.name] {
+			t.Errorf("tool %s has no call against a hostile venue: add it to hostileCallsOf", tl.name)
+		}
+	}
+	if len(tools) != len(covered) {
+		t.Errorf("the registry has %d tools, the hostile calls cover %d", len(tools), len(covered))
+	}
+	if t.Failed() {
+		t.FailNow()
+	}
+}
+
+// callEveryTool makes the calls of hostileCallsOf(s) in order through cs
+// and fails t at the first answer that shows hostileMarker outside
+// untrusted_text. It returns each tool's answers (structuredContent) in
+// call order. The hostile REST and private-stream tests share it.
+func callEveryTool(t *testing.T, cs *sdk.ClientSession, s hostileVenueSetup) map[string][]map[string]any {
+	t.Helper()
+	answers := map[string][]map[string]any{}
+	for _, c := range hostileCallsOf(s) {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: c.tool, Arguments: c.args})
+		cancel()
+		if err != nil {
+			t.Fatalf("%s: protocol error %v", c.tool, err)
+		}
+		assertOnlyInUntrusted(t, c.tool, res, hostileMarker)
+		var out map[string]any
+		b, _ := json.Marshal(res.StructuredContent)
+		_ = json.Unmarshal(b, &out)
+		answers[c.tool] = append(answers[c.tool], out)
+		if t.Failed() {
+			t.Fatalf("%s answered %s", c.tool, b)
+		}
+		if testing.Verbose() {
+			t.Logf("%s: %s", c.tool, b)
+		}
+	}
+	return answers
+}
+
 // No exchange text reaches any answer of any tool outside untrusted_text,
 // whatever the REST venue writes: text and enums with instructions,
 // crafted ids, every string, refusals with instructions. The tools run
@@ -303,51 +354,14 @@ func hostileCallsOf(s hostileVenueSetup) []struct {
 // rewriting proxy; a tool added to the registry without calls here fails
 // the test.
 func TestHostileRESTVenueAllTools(t *testing.T) {
-	var names []string
-	for _, tl := range (&server{}).allTools() {
-		names = append(names, tl.name)
-	}
-	covered := map[string]bool{}
-	for _, c := range hostileCallsOf(hostileVenueSetup{}) {
-		covered[c.tool] = true
-	}
-	for _, n := range names {
-		if !covered[n] {
-			t.Errorf("tool %s has no call against the hostile REST venue: add it to hostileCallsOf", n)
-		}
-	}
-	if len(names) != len(covered) {
-		t.Errorf("the registry has %d tools, the hostile calls cover %d", len(names), len(covered))
-	}
-	if t.Failed() {
-		t.FailNow()
-	}
+	checkEveryToolCovered(t)
 	for _, mode := range hostileModes {
 		t.Run(mode.name, func(t *testing.T) {
 			e, h := newHostileRESTEnv(t)
 			cs := connect(t, Options{Backend: e.sys, Principal: fixedPrincipal("alice", ProfileTrade)}, "")
 			s := setUpHostileAccount(t, e, cs)
 			h.mode.Store(&mode)
-			answers := map[string][]map[string]any{}
-			for _, c := range hostileCallsOf(s) {
-				ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-				res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: c.tool, Arguments: c.args})
-				cancel()
-				if err != nil {
-					t.Fatalf("%s: protocol error %v", c.tool, err)
-				}
-				assertOnlyInUntrusted(t, c.tool, res, hostileMarker)
-				var out map[string]any
-				b, _ := json.Marshal(res.StructuredContent)
-				_ = json.Unmarshal(b, &out)
-				answers[c.tool] = append(answers[c.tool], out)
-				if t.Failed() {
-					t.Fatalf("%s answered %s", c.tool, b)
-				}
-				if testing.Verbose() {
-					t.Logf("%s: %s", c.tool, b)
-				}
-			}
+			answers := callEveryTool(t, cs, s)
 			if mode.name != "text" {
 				return
 			}
