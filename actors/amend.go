@@ -3,6 +3,7 @@ package actors
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"slices"
 	"strings"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -100,6 +101,12 @@ func (u *userActor) onAmendFetched(ctx actor.Context, act *action, m *orderFetch
 		return
 	}
 	o, mk := *m.order, m.market
+	if !slices.Contains(messages.Sides, o.Side) {
+		// The risk direction follows from the side: one this server
+		// cannot read decides nothing.
+		refuse(unreadableOrder())
+		return
+	}
 	in := mk.instrument
 	if in == nil {
 		refuse(ruleViolation("the instrument's rules could not be read", "try again", map[string]any{"rule": "status"}))
@@ -231,6 +238,14 @@ func (u *userActor) onAmendFetched(ctx actor.Context, act *action, m *orderFetch
 		ans.Fence()
 		return &ans
 	}
+}
+
+// unreadableOrder is the refusal of an amend whose order the venue listed
+// with a side that is not one of Bybit's: its risk direction cannot be
+// known, so nothing is sent.
+func unreadableOrder() *messages.Error {
+	return &messages.Error{Code: messages.CodeExchangeUnavailable, Message: "the exchange listed this order with a side this server cannot read; nothing was sent",
+		NextStep: "check the order with get_open_orders and try again later; cancel_order still works", Details: map[string]any{"reason": string(venue.FailMalformedResult)}}
 }
 
 // riskLimits are the limits of a risk-increasing change beyond the gate:

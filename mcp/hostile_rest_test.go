@@ -461,3 +461,29 @@ func TestReadBackUnderAnotherOrderIDIsAMismatch(t *testing.T) {
 		t.Fatalf("cancel_order acknowledged under another id: %v", out)
 	}
 }
+
+// An amend decides its risk direction from the order's side: an order the
+// venue lists with a side that is not Buy or Sell is not amended (nothing
+// is sent), and the side's text stays out of the answer.
+func TestAmendOfAnOrderWithAnUnreadableSideSendsNothing(t *testing.T) {
+	e, h := newHostileRESTEnv(t)
+	cs := connect(t, Options{Backend: e.sys, Principal: fixedPrincipal("alice", ProfileTrade)}, "")
+	s := setUpHostileAccount(t, e, cs)
+	h.mode.Store(hostileOn("/v5/order/realtime", func(body map[string]any) {
+		rewriteStrings(body, func(k, _ string) (string, bool) { return hostileText, k == "side" })
+	}))
+	higher := decimal.RequireFromString(s.last).Mul(decimal.RequireFromString("0.96")).Truncate(0).String()
+	res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "amend_order",
+		Arguments: map[string]any{"symbol": "BTCUSDT", "category": "linear", "order_id": s.amendID, "price": higher}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertOnlyInUntrusted(t, "amend_order", res, hostileMarker)
+	out, _ := json.Marshal(res.StructuredContent)
+	if !res.IsError || !strings.Contains(string(out), `"code":"exchange_unavailable"`) || !strings.Contains(string(out), `"reason":"malformed_result"`) {
+		t.Fatalf("amend of an order with an unreadable side: %s", out)
+	}
+	if n := h.hit(venue.PathOrderAmend); n != 0 {
+		t.Fatalf("%d amends were sent for an order whose side could not be read", n)
+	}
+}
