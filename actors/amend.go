@@ -226,7 +226,7 @@ func (u *userActor) onAmendFetched(ctx actor.Context, act *action, m *orderFetch
 		}
 		ans := planned
 		ans.ResultSource = r.ResultSource
-		read, e := readAfterWrite(w, o.OrderID, r.ClientOrderID)
+		read, e := readAfterWrite(w, o.OrderID, o.OrderLinkID, r.ClientOrderID)
 		if e != nil {
 			return e
 		}

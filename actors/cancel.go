@@ -166,7 +166,7 @@ func (u *userActor) onOrderFetched(ctx actor.Context, m *orderFetched) {
 		}
 		ans := planned
 		ans.ActionClientID, ans.ResultSource = r.ClientOrderID, r.ResultSource
-		read, e := readAfterWrite(w, o.OrderID, r.ClientOrderID)
+		read, e := readAfterWrite(w, o.OrderID, o.OrderLinkID, r.ClientOrderID)
 		if e != nil {
 			return e
 		}

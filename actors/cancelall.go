@@ -305,7 +305,7 @@ func (u *userActor) runCancelAll(ctx actor.Context, act *action, a messages.Canc
 					}
 					return nil
 				}
-				read, e := readAfterWrite(w, o.OrderID, r.ClientOrderID)
+				read, e := readAfterWrite(w, o.OrderID, o.OrderLinkID, r.ClientOrderID)
 				if e != nil {
 					ans.Orders[i].Status = string(e.Code)
 					return nil

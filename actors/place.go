@@ -405,7 +405,7 @@ func orderAnswerOf(planned *messages.OrderAnswer, r *orderResult, w *orderWritte
 	if w.ack != nil {
 		want = w.ack.OrderID
 	}
-	o, e := readAfterWrite(w, want, r.ClientOrderID)
+	o, e := readAfterWrite(w, want, r.ClientOrderID, r.ClientOrderID)
 	if e != nil {
 		return e
 	}
@@ -420,11 +420,13 @@ func orderAnswerOf(planned *messages.OrderAnswer, r *orderResult, w *orderWritte
 
 // readAfterWrite is the order as read after an accepted order write: the
 // settled order of an unknown outcome, else the read-back (nil when
-// neither was read). A venue that names another order id than want (the
-// id its create answered, or the order an amend or cancel changed; ""
-// when there is none to compare) gets order_id_mismatch, never a silent
-// swap of ids: which order is this one is then not known.
-func readAfterWrite(w *orderWritten, want, clientOrderID string) (*messages.Order, *messages.Error) {
+// neither was read). orderID is the id the order must have (the id the
+// create answered, or the order an amend or cancel changed; "" when there
+// is none to compare) and linkID its client order id ("" when it has
+// none). A venue whose acknowledgement or read-back names another order
+// gets order_id_mismatch, never a silent swap of ids: which order is this
+// one is then not known. clientOrderID names the write's attempt.
+func readAfterWrite(w *orderWritten, orderID, linkID, clientOrderID string) (*messages.Order, *messages.Error) {
 	var o *messages.Order
 	switch {
 	case w.settled != nil:
@@ -432,11 +434,13 @@ func readAfterWrite(w *orderWritten, want, clientOrderID string) (*messages.Orde
 	case w.readBack != nil:
 		o = w.readBack
 	}
-	if want == "" {
-		return o, nil
+	// An order id must be the one expected; a client order id, when the
+	// venue names one (an acknowledgement may leave it out).
+	otherOrder := func(id, link string) bool {
+		return (orderID != "" && id != orderID) || (linkID != "" && link != "" && link != linkID)
 	}
-	if (w.ack != nil && w.ack.OrderID != want) || (o != nil && o.OrderID != want) {
-		return nil, orderIDMismatch(clientOrderID, want)
+	if (w.ack != nil && otherOrder(w.ack.OrderID, w.ack.OrderLinkID)) || (o != nil && otherOrder(o.OrderID, o.OrderLinkID)) {
+		return nil, orderIDMismatch(clientOrderID, orderID)
 	}
 	return o, nil
 }

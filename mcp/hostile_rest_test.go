@@ -451,12 +451,21 @@ func TestReadBackUnderAnotherOrderIDIsAMismatch(t *testing.T) {
 			t.Fatalf("the repeat is not the stored answer: %v", out)
 		}
 	}
+	// A create whose acknowledgement names another client order id than
+	// the one sent.
+	h.mode.Store(hostileOn(venue.PathOrderCreate, func(body map[string]any) {
+		rewriteStrings(body, func(k, v string) (string, bool) { return "gx-someone-else-1", k == "orderLinkId" && v != "" })
+	}))
+	out, isErr := callJSON(t, cs, "place_order", with(order, "idempotency_key", "mismatch-2", "qty", "0.002"))
+	if d, _ := out["details"].(map[string]any); !isErr || out["code"] != "outcome_unknown" || d["reason"] != "order_id_mismatch" {
+		t.Fatalf("place_order acknowledged under another client order id: %v", out)
+	}
 	// A cancel whose acknowledgement names another order than the one
 	// found and cancelled.
 	h.mode.Store(hostileOn("/v5/order/cancel", func(body map[string]any) {
 		rewriteStrings(body, func(k, v string) (string, bool) { return other, k == "orderId" && v != "" })
 	}))
-	out, isErr := callJSON(t, cs, "cancel_order", map[string]any{"symbol": "BTCUSDT", "category": "linear", "order_id": s.cancelID})
+	out, isErr = callJSON(t, cs, "cancel_order", map[string]any{"symbol": "BTCUSDT", "category": "linear", "order_id": s.cancelID})
 	if d, _ := out["details"].(map[string]any); !isErr || out["code"] != "outcome_unknown" || d["reason"] != "order_id_mismatch" || d["order_id"] != s.cancelID {
 		t.Fatalf("cancel_order acknowledged under another id: %v", out)
 	}
