@@ -496,3 +496,34 @@ func TestAmendOfAnOrderWithAnUnreadableSideSendsNothing(t *testing.T) {
 		t.Fatalf("%d amends were sent for an order whose side could not be read", n)
 	}
 }
+
+// An approved action runs against the hostile venue: its result, as
+// get_confirmation_status shows it, holds the venue's text only in the
+// result's untrusted_text.
+func TestExecutedConfirmationResultIsFenced(t *testing.T) {
+	e, h := newHostileRESTEnv(t)
+	cs := connect(t, Options{Backend: e.sys, Principal: fixedPrincipal("alice", ProfileTrade)}, "")
+	s := setUpHostileAccount(t, e, cs)
+	if _, err := e.sys.Handle(context.Background(), &messages.SetCeilingRequest{User: "alice",
+		Settings: messages.PolicySettings{ConfirmActions: stringsp("cancel_order")}}, messages.ActorCLIAdmin); err != nil {
+		t.Fatal(err)
+	}
+	parked, _ := callJSON(t, cs, "cancel_order", map[string]any{"symbol": "BTCUSDT", "category": "linear", "order_id": s.cancelID})
+	id, _ := parked["confirmation_id"].(string)
+	if parked["status"] != "pending" || id == "" {
+		t.Fatalf("cancel_order under confirm_actions: %v", parked)
+	}
+	h.mode.Store(&hostileMode{name: "status", rewrite: textRewrite([]string{"orderStatus"})})
+	if _, err := e.cliDecide("alice", id, messages.DecisionApprove); err != nil {
+		t.Fatal(err)
+	}
+	res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "get_confirmation_status", Arguments: map[string]any{"confirmation_id": id}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertOnlyInUntrusted(t, "get_confirmation_status", res, hostileMarker)
+	out, _ := json.Marshal(res.StructuredContent)
+	if !strings.Contains(string(out), `"status":"executed"`) || !strings.Contains(string(out), hostileMarker) {
+		t.Fatalf("the executed cancel should show the venue's status in its result's untrusted_text: %s", out)
+	}
+}
