@@ -446,8 +446,8 @@ func readAfterWrite(w *orderWritten, orderID, linkID, clientOrderID string) (*me
 }
 
 // orderIDMismatch is the outcome_unknown of a write the venue accepted
-// under one order id and then showed under another (reason
-// order_id_mismatch, docs/errors.md). Only the order id this server
+// and then named another order for (another order id or client order id;
+// reason order_id_mismatch, docs/errors.md). Only the order id this server
 // expected is named, and only when it has the shape of a venue order id.
 func orderIDMismatch(clientOrderID, want string) *messages.Error {
 	d := map[string]any{"reason": "order_id_mismatch"}
@@ -458,7 +458,7 @@ func orderIDMismatch(clientOrderID, want string) *messages.Error {
 		d["order_id"] = want
 	}
 	return &messages.Error{Code: messages.CodeOutcomeUnknown,
-		Message:  "the exchange accepted the write, then showed the order under another order id; which order is this one is not known",
+		Message:  "the exchange accepted the write, then named another order than this one (another order id or client order id); which order is this one is not known",
 		NextStep: "do not send it again; compare get_open_orders and get_order_history with client_order_id, and tell the human",
 		Details:  d}
 }
