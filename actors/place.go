@@ -356,35 +356,65 @@ func replayed(tool string, raw json.RawMessage) any {
 			return &e
 		}
 	}
-	switch tool {
-	case toolCancelAll:
-		return replayAs(raw, func(a *messages.CancelAllAnswer) { a.ResultSource = messages.ResultSourceReplay })
-	case toolAmendOrder:
-		return replayAs(raw, func(a *messages.AmendAnswer) { a.ResultSource = messages.ResultSourceReplay })
-	case toolTradingStop:
-		return replayAs(raw, func(a *messages.TradingStopAnswer) { a.ResultSource = messages.ResultSourceReplay })
-	case toolLeverage:
-		return replayAs(raw, func(a *messages.LeverageAnswer) { a.ResultSource = messages.ResultSourceReplay })
-	case "cancel_order":
-		return replayAs(raw, func(a *messages.CancelAnswer) { a.ResultSource = messages.ResultSourceReplay })
-	}
-	return replayAs(raw, func(a *messages.OrderAnswer) { a.ResultSource = messages.ResultSourceReplay })
+	return storedAnswer(tool, raw, true)
 }
 
-// replayAs decodes a stored answer of type T, checks the exchange's values
-// in it with the same Fence as the live answer (an answer stored before
-// the check existed is checked now), and marks it a replay.
-func replayAs[T any, P interface {
+// storedAnswer decodes a journaled answer of tool and checks the
+// exchange's values in it with the same Fence as the live answer (an
+// answer stored before a check existed is checked now); replay marks it
+// result_source "replay".
+func storedAnswer(tool string, raw json.RawMessage, replay bool) any {
+	switch tool {
+	case toolCancelAll:
+		return decodeStored(raw, replay, func(a *messages.CancelAllAnswer) *string { return &a.ResultSource })
+	case toolAmendOrder:
+		return decodeStored(raw, replay, func(a *messages.AmendAnswer) *string { return &a.ResultSource })
+	case toolTradingStop:
+		return decodeStored(raw, replay, func(a *messages.TradingStopAnswer) *string { return &a.ResultSource })
+	case toolLeverage:
+		return decodeStored(raw, replay, func(a *messages.LeverageAnswer) *string { return &a.ResultSource })
+	case "cancel_order":
+		return decodeStored(raw, replay, func(a *messages.CancelAnswer) *string { return &a.ResultSource })
+	}
+	return decodeStored(raw, replay, func(a *messages.OrderAnswer) *string { return &a.ResultSource })
+}
+
+// decodeStored decodes a stored answer of type T, fences it, and with
+// replay sets its result source (source) to "replay".
+func decodeStored[T any, P interface {
 	*T
 	messages.Fencer
-}](raw json.RawMessage, mark func(P)) any {
+}](raw json.RawMessage, replay bool, source func(P) *string) any {
 	var ans T
 	if err := json.Unmarshal(raw, &ans); err != nil {
 		return messages.Internal(err)
 	}
 	P(&ans).Fence()
-	mark(&ans)
+	if replay {
+		*source(&ans) = messages.ResultSourceReplay
+	}
 	return &ans
+}
+
+// fencedResult is a confirmation's stored result (the tool's answer) with
+// the exchange's values checked again, as a replay of it would be; an
+// error, or a result that does not decode, is kept as it is.
+func fencedResult(tool string, raw json.RawMessage) json.RawMessage {
+	var probe struct {
+		Code string `json:"code"`
+	}
+	if len(raw) == 0 || json.Unmarshal(raw, &probe) != nil || probe.Code != "" {
+		return raw
+	}
+	ans := storedAnswer(tool, raw, false)
+	if _, failed := ans.(*messages.Error); failed {
+		return raw
+	}
+	out, err := json.Marshal(ans)
+	if err != nil {
+		return raw
+	}
+	return out
 }
 
 // orderAnswerOf completes the planned answer with the write's outcome.

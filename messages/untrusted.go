@@ -204,6 +204,7 @@ func (a *AmendAnswer) Fence() {
 // into UntrustedText.
 func (a *CancelAllAnswer) Fence() {
 	f := newFence(&a.UntrustedText)
+	a.Orders = slices.Clone(a.Orders) // the rows of a copy are its own
 	f.match("symbol", SymbolRE, &a.Symbol)
 	for i := range a.Orders {
 		r := &a.Orders[i]
@@ -228,6 +229,36 @@ func (a *LeverageAnswer) Fence() {
 	f := newFence(&a.UntrustedText)
 	f.match("symbol", SymbolRE, &a.Symbol)
 	f.decimal("previous_leverage", &a.Previous)
+}
+
+// Fenced is a copy of the plan with its answer fenced (Fence): a plan
+// journaled before a check existed shows no more than a new one.
+func (s *ShownToUser) Fenced() *ShownToUser {
+	if s == nil {
+		return nil
+	}
+	out := *s
+	fenceCopy(&out.Order)
+	fenceCopy(&out.Cancel)
+	fenceCopy(&out.Amend)
+	fenceCopy(&out.CancelAll)
+	fenceCopy(&out.Leverage)
+	fenceCopy(&out.TradingStop)
+	return &out
+}
+
+// fenceCopy replaces *p (when set) with a fenced copy of it.
+func fenceCopy[T any, P interface {
+	*T
+	Fencer
+}](p *P) {
+	if *p == nil {
+		return
+	}
+	c := new(T)
+	*c = *(*T)(*p)
+	P(c).Fence()
+	*p = c
 }
 
 // Fencer is an answer whose exchange values Fence checks.
