@@ -3,6 +3,7 @@ package actors
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"slices"
 	"strings"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -100,6 +101,12 @@ func (u *userActor) onAmendFetched(ctx actor.Context, act *action, m *orderFetch
 		return
 	}
 	o, mk := *m.order, m.market
+	if !slices.Contains(messages.Sides, o.Side) {
+		// The risk direction follows from the side: one this server
+		// cannot read decides nothing.
+		refuse(unreadableOrder())
+		return
+	}
 	in := mk.instrument
 	if in == nil {
 		refuse(ruleViolation("the instrument's rules could not be read", "try again", map[string]any{"rule": "status"}))
@@ -181,6 +188,7 @@ func (u *userActor) onAmendFetched(ctx actor.Context, act *action, m *orderFetch
 	if planned.Origin == messages.OriginSystem {
 		planned.ClientOrderID = o.OrderLinkID
 	}
+	planned.Fence()
 	if a.DryRun {
 		u.reply(ctx, act.waiter, &planned)
 		return
@@ -218,20 +226,26 @@ func (u *userActor) onAmendFetched(ctx actor.Context, act *action, m *orderFetch
 		}
 		ans := planned
 		ans.ResultSource = r.ResultSource
-		var read *messages.Order
-		switch {
-		case w.settled != nil:
-			read = &w.settled.Order
-		case w.readBack != nil:
-			read = w.readBack
+		read, e := readAfterWrite(w, o.OrderID, o.OrderLinkID, r.ClientOrderID)
+		if e != nil {
+			return e
 		}
 		res := venue.AmendResult(req, read)
 		ans.Status, ans.FilledQty, ans.OrderStatus = string(res.Status), res.FilledQty, ""
 		if read != nil {
 			ans.OrderStatus = read.Status
 		}
+		ans.Fence()
 		return &ans
 	}
+}
+
+// unreadableOrder is the refusal of an amend whose order the venue listed
+// with a side that is not one of Bybit's: its risk direction cannot be
+// known, so nothing is sent.
+func unreadableOrder() *messages.Error {
+	return &messages.Error{Code: messages.CodeExchangeUnavailable, Message: "the exchange listed this order with a side this server cannot read; nothing was sent",
+		NextStep: "check the order with get_open_orders and try again later; cancel_order still works", Details: map[string]any{"reason": string(venue.FailMalformedResult)}}
 }
 
 // riskLimits are the limits of a risk-increasing change beyond the gate:

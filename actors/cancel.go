@@ -138,6 +138,7 @@ func (u *userActor) onOrderFetched(ctx actor.Context, m *orderFetched) {
 	if planned.Origin == messages.OriginSystem {
 		planned.ClientOrderID = o.OrderLinkID
 	}
+	planned.Fence()
 	if a.DryRun {
 		u.reply(ctx, act.waiter, &planned)
 		return
@@ -165,18 +166,16 @@ func (u *userActor) onOrderFetched(ctx actor.Context, m *orderFetched) {
 		}
 		ans := planned
 		ans.ActionClientID, ans.ResultSource = r.ClientOrderID, r.ResultSource
-		var read *messages.Order
-		switch {
-		case w.settled != nil:
-			read = &w.settled.Order
-		case w.readBack != nil:
-			read = w.readBack
+		read, e := readAfterWrite(w, o.OrderID, o.OrderLinkID, r.ClientOrderID)
+		if e != nil {
+			return e
 		}
 		res := venue.CancelResult(read)
 		ans.Status, ans.FilledQty, ans.OrderStatus = string(res.Status), res.FilledQty, ""
 		if read != nil {
 			ans.OrderStatus = read.Status
 		}
+		ans.Fence()
 		return &ans
 	}
 }

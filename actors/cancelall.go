@@ -214,6 +214,7 @@ func (u *userActor) onOpenOrdersFetched(ctx actor.Context, m *openOrdersFetched)
 		ans.Orders = append(ans.Orders, row)
 	}
 	ans.Count = len(ans.Orders)
+	ans.Fence()
 	if a.DryRun {
 		u.reply(ctx, act.waiter, ans)
 		return
@@ -230,7 +231,7 @@ func (u *userActor) onOpenOrdersFetched(ctx actor.Context, m *openOrdersFetched)
 // cancel-all cancels: the plain open orders of symbol (an order that
 // protects a position is left and counted in protective); for an approved
 // one (shown is its plan) only those the human was shown. An order whose
-// id is not shaped like a venue order id (messages.OrderIDRE) is left
+// id is not shaped like a venue order id (messages.VenueOrderIDRE) is left
 // out and counted in malformed: its id would carry the exchange's text to
 // the human's form or terminal, to the agent and back to the venue.
 func cancelAllCandidates(orders []messages.Order, symbol string, shown *messages.ShownToUser) (plain []messages.Order, malformed, protective int) {
@@ -238,7 +239,7 @@ func cancelAllCandidates(orders []messages.Order, symbol string, shown *messages
 		if o.Symbol != symbol || (o.Status != "New" && o.Status != "PartiallyFilled") {
 			continue
 		}
-		if !messages.OrderIDRE.MatchString(o.OrderID) {
+		if !messages.VenueOrderIDRE.MatchString(o.OrderID) {
 			malformed++
 			continue
 		}
@@ -304,12 +305,10 @@ func (u *userActor) runCancelAll(ctx actor.Context, act *action, a messages.Canc
 					}
 					return nil
 				}
-				var read *messages.Order
-				switch {
-				case w.settled != nil:
-					read = &w.settled.Order
-				case w.readBack != nil:
-					read = w.readBack
+				read, e := readAfterWrite(w, o.OrderID, o.OrderLinkID, r.ClientOrderID)
+				if e != nil {
+					ans.Orders[i].Status = string(e.Code)
+					return nil
 				}
 				ans.Orders[i].Status = string(venue.CancelResult(read).Status)
 				return nil

@@ -315,8 +315,8 @@ func (s *UserState) capConfirmations() {
 // statusOf is a confirmation as the outside sees it.
 func statusOf(user string, c Confirmation) messages.ConfirmationStatus {
 	st := messages.ConfirmationStatus{ConfirmationID: c.ID, User: user, Status: c.Status, Tool: c.Tool, Channel: c.Channel,
-		CreatedAt: c.CreatedAt, ExpiresAt: c.ExpiresAt, ShownToUser: c.Shown, DecidedChannel: c.DecidedChannel,
-		ClientOrderID: c.ClientOrderID, Result: c.Result, Error: c.Error}
+		CreatedAt: c.CreatedAt, ExpiresAt: c.ExpiresAt, ShownToUser: c.Shown.Fenced(), DecidedChannel: c.DecidedChannel,
+		ClientOrderID: c.ClientOrderID, Result: fencedResult(c.Tool, c.Result), Error: c.Error}
 	if !c.DecidedAt.IsZero() {
 		t := c.DecidedAt
 		st.DecidedAt = &t
@@ -330,7 +330,7 @@ func statusOf(user string, c Confirmation) messages.ConfirmationStatus {
 // pendingOf is the parked call's answer.
 func pendingOf(env string, c Confirmation) *messages.ConfirmationPending {
 	return &messages.ConfirmationPending{ConfirmationID: c.ID, Channel: c.Channel, Tool: c.Tool, Venue: env, ExpiresAt: c.ExpiresAt,
-		ShownToUser: c.Shown, ArgsSHA256: c.ArgsSHA256}
+		ShownToUser: c.Shown.Fenced(), ArgsSHA256: c.ArgsSHA256}
 }
 
 // needsConfirmation is SPEC §8 step 5: the tool is in confirm_actions, or

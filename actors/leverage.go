@@ -113,6 +113,7 @@ func (u *userActor) onLeverageMarket(ctx actor.Context, act *action, m *marketFe
 	}
 	planned := messages.LeverageAnswer{Status: messages.AnswerPreview, Category: a.Category, Symbol: a.Symbol, Leverage: a.Leverage,
 		Previous: current.Leverage, RiskIncreasing: risk, IdempotencyKey: a.IdempotencyKey}
+	planned.Fence()
 	if a.DryRun {
 		u.reply(ctx, act.waiter, &planned)
 		return

@@ -356,29 +356,65 @@ func replayed(tool string, raw json.RawMessage) any {
 			return &e
 		}
 	}
-	switch tool {
-	case toolCancelAll:
-		return replayAs(raw, func(a *messages.CancelAllAnswer) { a.ResultSource = messages.ResultSourceReplay })
-	case toolAmendOrder:
-		return replayAs(raw, func(a *messages.AmendAnswer) { a.ResultSource = messages.ResultSourceReplay })
-	case toolTradingStop:
-		return replayAs(raw, func(a *messages.TradingStopAnswer) { a.ResultSource = messages.ResultSourceReplay })
-	case toolLeverage:
-		return replayAs(raw, func(a *messages.LeverageAnswer) { a.ResultSource = messages.ResultSourceReplay })
-	case "cancel_order":
-		return replayAs(raw, func(a *messages.CancelAnswer) { a.ResultSource = messages.ResultSourceReplay })
-	}
-	return replayAs(raw, func(a *messages.OrderAnswer) { a.ResultSource = messages.ResultSourceReplay })
+	return storedAnswer(tool, raw, true)
 }
 
-// replayAs decodes a stored answer of type T and marks it a replay.
-func replayAs[T any](raw json.RawMessage, mark func(*T)) any {
+// storedAnswer decodes a journaled answer of tool and checks the
+// exchange's values in it with the same Fence as the live answer (an
+// answer stored before a check existed is checked now); replay marks it
+// result_source "replay".
+func storedAnswer(tool string, raw json.RawMessage, replay bool) any {
+	switch tool {
+	case toolCancelAll:
+		return decodeStored(raw, replay, func(a *messages.CancelAllAnswer) *string { return &a.ResultSource })
+	case toolAmendOrder:
+		return decodeStored(raw, replay, func(a *messages.AmendAnswer) *string { return &a.ResultSource })
+	case toolTradingStop:
+		return decodeStored(raw, replay, func(a *messages.TradingStopAnswer) *string { return &a.ResultSource })
+	case toolLeverage:
+		return decodeStored(raw, replay, func(a *messages.LeverageAnswer) *string { return &a.ResultSource })
+	case "cancel_order":
+		return decodeStored(raw, replay, func(a *messages.CancelAnswer) *string { return &a.ResultSource })
+	}
+	return decodeStored(raw, replay, func(a *messages.OrderAnswer) *string { return &a.ResultSource })
+}
+
+// decodeStored decodes a stored answer of type T, fences it, and with
+// replay sets its result source (source) to "replay".
+func decodeStored[T any, P interface {
+	*T
+	messages.Fencer
+}](raw json.RawMessage, replay bool, source func(P) *string) any {
 	var ans T
 	if err := json.Unmarshal(raw, &ans); err != nil {
 		return messages.Internal(err)
 	}
-	mark(&ans)
+	P(&ans).Fence()
+	if replay {
+		*source(&ans) = messages.ResultSourceReplay
+	}
 	return &ans
+}
+
+// fencedResult is a confirmation's stored result (the tool's answer) with
+// the exchange's values checked again, as a replay of it would be; an
+// error, or a result that does not decode, is kept as it is.
+func fencedResult(tool string, raw json.RawMessage) json.RawMessage {
+	var probe struct {
+		Code string `json:"code"`
+	}
+	if len(raw) == 0 || json.Unmarshal(raw, &probe) != nil || probe.Code != "" {
+		return raw
+	}
+	ans := storedAnswer(tool, raw, false)
+	if _, failed := ans.(*messages.Error); failed {
+		return raw
+	}
+	out, err := json.Marshal(ans)
+	if err != nil {
+		return raw
+	}
+	return out
 }
 
 // orderAnswerOf completes the planned answer with the write's outcome.
@@ -395,6 +431,32 @@ func orderAnswerOf(planned *messages.OrderAnswer, r *orderResult, w *orderWritte
 		return &e
 	}
 	ans.Status = messages.AnswerAccepted
+	want := ""
+	if w.ack != nil {
+		want = w.ack.OrderID
+	}
+	o, e := readAfterWrite(w, want, r.ClientOrderID, r.ClientOrderID)
+	if e != nil {
+		return e
+	}
+	ans.OrderID = want
+	if o != nil {
+		ans.OrderID, ans.OrderStatus = o.OrderID, o.Status
+	}
+	ans.FilledQty = venue.FilledOf(o)
+	ans.Fence()
+	return &ans
+}
+
+// readAfterWrite is the order as read after an accepted order write: the
+// settled order of an unknown outcome, else the read-back (nil when
+// neither was read). orderID is the id the order must have (the id the
+// create answered, or the order an amend or cancel changed; "" when there
+// is none to compare) and linkID its client order id ("" when it has
+// none). A venue whose acknowledgement or read-back names another order
+// gets order_id_mismatch, never a silent swap of ids: which order is this
+// one is then not known. clientOrderID names the write's attempt.
+func readAfterWrite(w *orderWritten, orderID, linkID, clientOrderID string) (*messages.Order, *messages.Error) {
 	var o *messages.Order
 	switch {
 	case w.settled != nil:
@@ -402,14 +464,33 @@ func orderAnswerOf(planned *messages.OrderAnswer, r *orderResult, w *orderWritte
 	case w.readBack != nil:
 		o = w.readBack
 	}
-	if w.ack != nil {
-		ans.OrderID = w.ack.OrderID
+	// An order id must be the one expected; a client order id, when the
+	// venue names one (an acknowledgement may leave it out).
+	otherOrder := func(id, link string) bool {
+		return (orderID != "" && id != orderID) || (linkID != "" && link != "" && link != linkID)
 	}
-	if o != nil {
-		ans.OrderID, ans.OrderStatus = o.OrderID, o.Status
+	if (w.ack != nil && otherOrder(w.ack.OrderID, w.ack.OrderLinkID)) || (o != nil && otherOrder(o.OrderID, o.OrderLinkID)) {
+		return nil, orderIDMismatch(clientOrderID, orderID)
 	}
-	ans.FilledQty = venue.FilledOf(o)
-	return &ans
+	return o, nil
+}
+
+// orderIDMismatch is the outcome_unknown of a write the venue accepted
+// and then named another order for (another order id or client order id;
+// reason order_id_mismatch, docs/errors.md). Only the order id this server
+// expected is named, and only when it has the shape of a venue order id.
+func orderIDMismatch(clientOrderID, want string) *messages.Error {
+	d := map[string]any{"reason": "order_id_mismatch"}
+	if messages.ClientOrderIDRE.MatchString(clientOrderID) {
+		d["client_order_id"] = clientOrderID
+	}
+	if messages.VenueOrderIDRE.MatchString(want) {
+		d["order_id"] = want
+	}
+	return &messages.Error{Code: messages.CodeOutcomeUnknown,
+		Message:  "the exchange accepted the write, then named another order than this one (another order id or client order id); which order is this one is not known",
+		NextStep: "do not send it again; compare get_open_orders and get_order_history with client_order_id, and tell the human",
+		Details:  d}
 }
 
 // tradingCommand runs a trading tool's command through the action path;

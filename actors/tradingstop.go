@@ -132,6 +132,7 @@ func (u *userActor) onStopMarket(ctx actor.Context, act *action, m *marketFetche
 	if a.StopLoss.Valid {
 		planned.StopLoss = &a.StopLoss.Decimal
 	}
+	planned.Fence()
 	if a.DryRun {
 		u.reply(ctx, act.waiter, &planned)
 		return

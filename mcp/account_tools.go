@@ -157,8 +157,8 @@ func (a *accountReader) getBalances(ctx context.Context, c *call) (any, error) {
 
 func (a *accountReader) balancesOut(wb *messages.WalletBalance) balancesOut {
 	out := balancesOut{Venue: a.s.opts.Venue, Coins: []coinRow{}}
-	if accountPattern.MatchString(wb.AccountType) {
-		out.AccountType = wb.AccountType
+	if slices.Contains(messages.AccountTypes, wb.AccountType) {
+		out.AccountType = wb.AccountType // one of Bybit's own; anything else is left out
 	}
 	var notices []string
 	var totals rowCheck

@@ -66,10 +66,23 @@ func newEnvConfig(t testing.TB, edit func(*actors.Config)) *env {
 // configuration changed by edit.
 func newEnvFull(t testing.TB, stream bool, edit func(*actors.Config)) *env {
 	t.Helper()
+	return newEnvVia(t, stream, nil, edit)
+}
+
+// newEnvVia is newEnvFull with the venue's REST API (market and account
+// alike) reached at the address via gives for the simulator's (nil: the
+// simulator itself), e.g. a proxy in front of it; the private stream comes
+// from the simulator.
+func newEnvVia(t testing.TB, stream bool, via func(simURL string) string, edit func(*actors.Config)) *env {
+	t.Helper()
 	// The public per-IP limit is lifted so benchmarks measure the server.
 	srv := httptest.NewServer(sim.New(sim.Config{Seed: 3, NoPublicRateLimit: true}).Handler())
 	t.Cleanup(srv.Close)
-	c, err := venue.NewClient(venue.Config{BaseURL: srv.URL})
+	rest := srv.URL
+	if via != nil {
+		rest = via(srv.URL)
+	}
+	c, err := venue.NewClient(venue.Config{BaseURL: rest})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +100,7 @@ func newEnvFull(t testing.TB, stream bool, edit func(*actors.Config)) *env {
 		Users: actors.NewUserReplay(), Venue: messages.VenuePaper,
 		Environment: "paper", MasterKey: masterKey,
 		Clients: func(k, s string) (*venue.Client, error) {
-			return venue.NewClient(venue.Config{BaseURL: srv.URL, APIKey: k, APISecret: s})
+			return venue.NewClient(venue.Config{BaseURL: rest, APIKey: k, APISecret: s})
 		},
 	}
 	if stream {

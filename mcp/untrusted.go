@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/shopspring/decimal"
+
+	"github.com/guarded-exchange/guarded-exchange/messages"
 )
 
 // Exchange text in account answers (SPEC §1, §5).
@@ -43,10 +45,10 @@ const (
 	untrustedBudget = 4000
 	// untrustedEntryMax bounds one entry's text, in characters, before
 	// quoting (Bybit's client order ids are at most 36).
-	untrustedEntryMax = 64
+	untrustedEntryMax = messages.UntrustedEntryMax
 	// maxDecimalLen bounds a rendered decimal; a longer one makes its row
 	// unrepresentable.
-	maxDecimalLen = 40
+	maxDecimalLen = messages.MaxAnswerDecimalLen
 )
 
 // untrustedText collects the exchange text of one answer. The zero value is
@@ -63,12 +65,7 @@ func (u *untrustedText) add(field, text string) int {
 	if text == "" {
 		return 0
 	}
-	clipped, cut := clipRunes(text, untrustedEntryMax)
-	entry := "[" + strconv.Itoa(u.n+1) + "] " + field + ": " + strconv.QuoteToASCII(clipped)
-	if cut {
-		entry += "…"
-	}
-	entry += "\n"
+	entry := messages.UntrustedEntry(u.n+1, field, text) + "\n"
 	if u.b.Len()+len(entry) > untrustedBudget {
 		u.dropped++
 		return 0
@@ -108,32 +105,16 @@ func (u *untrustedText) String() string {
 	return s
 }
 
-// clipRunes returns the first n characters of s and whether it cut.
-func clipRunes(s string, n int) (string, bool) {
-	count := 0
-	for i := range s {
-		if count == n {
-			return s[:i], true
-		}
-		count++
-	}
-	return s, false
-}
-
-// Patterns and enums of the fields a row may show.
+// Patterns and enums of the fields a row may show: Bybit's own values,
+// the same the trading answers are checked against (messages.Fencer).
 var (
-	// venueIDPattern is an exchange order or execution id: a UUID
-	// (derivatives) or a number of at most 24 digits (spot).
-	venueIDPattern = regexp.MustCompile(`^(?:[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}|[0-9]{1,24})$`)
+	venueIDPattern = messages.VenueOrderIDRE
 	coinPattern    = regexp.MustCompile(`^[A-Z0-9]{1,20}$`)
-	accountPattern = regexp.MustCompile(`^[A-Z_]{1,20}$`)
 
-	sides = []string{"Buy", "Sell"}
-	// orderStatuses are Bybit's orderStatus values (reference §5.10).
-	orderStatuses = []string{"New", "PartiallyFilled", "Untriggered", "Rejected", "PartiallyFilledCanceled",
-		"Filled", "Cancelled", "Triggered", "Deactivated"}
-	orderTypes   = []string{"Limit", "Market"}
-	timeInForces = []string{"GTC", "IOC", "FOK", "PostOnly", "RPI"}
+	sides         = messages.Sides
+	orderStatuses = messages.OrderStatuses
+	orderTypes    = messages.OrderTypes
+	timeInForces  = messages.TimeInForces
 	// execTypes are Bybit's execType values (reference §5.7).
 	execTypes = []string{"Trade", "AdlTrade", "Funding", "BustTrade", "Delivery", "Settle", "BlockTrade",
 		"MovePosition", "FutureSpread", "CorporateAction", "UNKNOWN"}
@@ -183,14 +164,8 @@ func (r *rowCheck) optOneOf(allowed []string, s string) string {
 }
 
 // decimalFits reports whether d prints as a plain decimal of at most
-// maxDecimalLen characters; the exponent is checked first, so a huge value
-// is never rendered.
-func decimalFits(d decimal.Decimal) bool {
-	if e := d.Exponent(); e > maxDecimalLen || e < -maxDecimalLen {
-		return false
-	}
-	return d.NumDigits() <= maxDecimalLen && len(d.String()) <= maxDecimalLen
-}
+// maxDecimalLen characters (messages.DecimalFits).
+func decimalFits(d decimal.Decimal) bool { return messages.DecimalFits(d) }
 
 // dec renders d as a plain decimal string of at most maxDecimalLen.
 func (r *rowCheck) dec(d decimal.Decimal) string {
