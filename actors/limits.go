@@ -112,7 +112,7 @@ func roundToTick(p, tick decimal.Decimal, up bool) decimal.Decimal {
 // (buy) or bid (sell) moved by slippage_pct, rounded to the tick on the
 // safe side (a buy never above, a sell never below that price) and kept
 // inside the venue's price band; the order is valued at that worst price.
-// Whether a human must confirm it is the plan's needsConfirm (execute
+// Whether a human must confirm it is the plan's confirmedBy (execute
 // refuses such a plan unless it runs an approved confirmation).
 func (s *UserState) decidePlace(tool string, a messages.PlaceOrderArgs, venue messages.VenueLevel, env string, m placeMarket, reserved Reservation, now time.Time) (orderPlan, *messages.OrderAnswer, *messages.Error) {
 	var none orderPlan
@@ -261,7 +261,7 @@ func (s *UserState) decidePlace(tool string, a messages.PlaceOrderArgs, venue me
 	req := &messages.CreateOrderRequest{Category: a.Category, Symbol: a.Symbol, Side: a.Side, OrderType: "Limit", Qty: qty, Price: price,
 		TimeInForce: tif, ReduceOnly: a.ReduceOnly}
 	plan := orderPlan{tool: tool, category: a.Category, symbol: a.Symbol, create: req, notional: notional, riskIncreasing: risk,
-		idempotencyKey: a.IdempotencyKey, argsSHA256: placeArgsHash(tool, a), needsConfirm: needsConfirmation(p, tool, notional)}
+		idempotencyKey: a.IdempotencyKey, argsSHA256: placeArgsHash(tool, a), confirmedBy: confirmedBy(p, tool, notional)}
 	sentAs := "Limit " + tif
 	ans := &messages.OrderAnswer{Status: messages.AnswerPreview, Category: a.Category, Symbol: a.Symbol, Side: a.Side, OrderType: a.OrderType,
 		SentAs: sentAs, TimeInForce: tif, RequestedQty: a.Qty, Qty: qty, Price: price, NotionalUSDT: notional, ReduceOnly: a.ReduceOnly,

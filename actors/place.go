@@ -147,8 +147,8 @@ func (u *userActor) onMarketFetched(ctx actor.Context, m *marketFetched) {
 		o := act.place.args
 		parked = messages.ClosePositionArgs{Category: o.Category, Symbol: o.Symbol, Qty: o.Qty, IdempotencyKey: o.IdempotencyKey}
 	}
-	if u.confirmGate(ctx, act, plan.needsConfirm, parkRequest{tool: tool, category: a.Category, symbol: a.Symbol, args: parked,
-		hash: act.place.hash, key: a.IdempotencyKey, shown: messages.ShownToUser{Order: ans, RiskIncreasing: plan.riskIncreasing}}) {
+	if u.confirmGate(ctx, act, parkRequest{tool: tool, category: a.Category, symbol: a.Symbol, args: parked,
+		hash: act.place.hash, key: a.IdempotencyKey, shown: messages.ShownToUser{Order: ans, RiskIncreasing: plan.riskIncreasing}, confirmedBy: plan.confirmedBy}) {
 		return
 	}
 	if a.IdempotencyKey == "" && plan.riskIncreasing {
