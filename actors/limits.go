@@ -132,10 +132,7 @@ func (s *UserState) decidePlace(tool string, a messages.PlaceOrderArgs, venue me
 			return none, nil, e
 		}
 	}
-	qty := a.Qty
-	if in.QtyStep.IsPositive() {
-		qty = a.Qty.Div(in.QtyStep).Floor().Mul(in.QtyStep)
-	}
+	qty := plannedQty(a.Qty, in.QtyStep)
 	if !qty.IsPositive() || qty.LessThan(in.MinOrderQty) {
 		return none, nil, ruleViolation("the quantity is below the instrument's minimum", "order at least min_qty",
 			map[string]any{"rule": "min_qty", "min_qty": in.MinOrderQty.String(), "qty_step": in.QtyStep.String()})
@@ -267,6 +264,23 @@ func (s *UserState) decidePlace(tool string, a messages.PlaceOrderArgs, venue me
 		SentAs: sentAs, TimeInForce: tif, RequestedQty: a.Qty, Qty: qty, Price: price, NotionalUSDT: notional, ReduceOnly: a.ReduceOnly,
 		RiskIncreasing: risk, Origin: messages.OriginSystem, IdempotencyKey: a.IdempotencyKey}
 	return plan, ans, nil
+}
+
+// plannedQty is the qty an order for qty is sent with: cut down to the
+// instrument's qty step.
+func plannedQty(qty, step decimal.Decimal) decimal.Decimal {
+	if step.IsPositive() {
+		return qty.Div(step).Floor().Mul(step)
+	}
+	return qty
+}
+
+// plannedHash is the safety net's fingerprint of a keyless order: its
+// arguments with the qty the order is sent with, so that "0.0019" and
+// "0.001" are the same order on a step of 0.001 (D55).
+func plannedHash(tool string, a messages.PlaceOrderArgs, step decimal.Decimal) string {
+	a.Qty = plannedQty(a.Qty, step)
+	return placeArgsHash(tool, a)
 }
 
 // sellPrice is the price an order is valued at: its own price, or for a
