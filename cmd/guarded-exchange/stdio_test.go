@@ -330,12 +330,17 @@ func TestServeMemoryIsBoundedWhileAnAnswerWaits(t *testing.T) {
 	}
 	const (
 		pending       = 16    // mcp.MaxPendingNotifications
-		fill          = 40    // tools/list answers that fill the stdout pipe
+		fill          = 40    // tools/list answers waiting behind the full stdout pipe
 		notifications = 20000 // 3 KiB each: 60 MiB in all
 		growthBound   = 64 << 20
 	)
 	in := newInstall(t)
 	s := startRawServe(t, in)
+	// The stdout pipe holds one page: once a tools/list answer (larger
+	// than a page) fills it, every later answer waits, however slowly a
+	// loaded machine runs the server.
+	stdout := s.stdout.(*os.File)
+	shrinkPipe(t, stdout)
 	br := bufio.NewReaderSize(s.stdout, 1<<20)
 	s.send(`{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}`)
 	if _, err := br.ReadBytes('\n'); err != nil {
@@ -346,6 +351,16 @@ func TestServeMemoryIsBoundedWhileAnAnswerWaits(t *testing.T) {
 	// Nobody reads stdout from here on.
 	for i := 1; i <= fill; i++ {
 		s.send(`{"jsonrpc":"2.0","id":` + strconv.Itoa(i) + `,"method":"tools/list","params":{}}`)
+	}
+	// The second initialize is sent only once the pipe is full, so its
+	// in-line answer cannot be written (a condition, not a delay).
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if queued, capacity := pipeFill(t, stdout); queued >= capacity {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the tools/list answers never filled the stdout pipe\n%s", s.stderr.String())
+		}
 	}
 	s.send(`{"jsonrpc":"2.0","id":"init2","method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}`)
 	note := `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"t","progress":1,"message":"` + strings.Repeat("A", 3<<10) + `"}}` + "\n"
