@@ -2,9 +2,7 @@ package actors
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -108,18 +106,11 @@ func TestApprovedOrderAllowlistTightenedDuringTheMarketRead(t *testing.T) {
 // has fired: the request is at the venue, held.
 func positionReadHeld(t *testing.T, ce *confirmEnv) bool {
 	t.Helper()
-	resp, err := http.Get(ce.ann.REST + "/sim/faults")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
 	var faults []struct {
 		Path  string `json:"path"`
 		Fired int    `json:"fired"`
 	}
-	if err := json.NewDecoder(resp.Body).Decode(&faults); err != nil {
-		t.Fatal(err)
-	}
+	ce.simGet(t, "/sim/faults", &faults)
 	for _, f := range faults {
 		if f.Path == "/v5/position/list" && f.Fired > 0 {
 			return true
