@@ -205,12 +205,12 @@ func (u *userActor) onAmendFetched(ctx actor.Context, act *action, m *orderFetch
 		u.reply(ctx, act.waiter, &planned) // nothing changes: nothing is sent
 		return
 	}
-	needed := needsConfirmation(p, toolAmendOrder, notional)
-	if u.confirmGate(ctx, act, needed, parkRequest{tool: toolAmendOrder, category: a.Category, symbol: a.Symbol, args: a, hash: act.amend.hash,
-		key: a.IdempotencyKey, shown: messages.ShownToUser{Amend: &planned, RiskIncreasing: risk}}) {
+	by := confirmedBy(p, toolAmendOrder, notional)
+	if u.confirmGate(ctx, act, parkRequest{tool: toolAmendOrder, category: a.Category, symbol: a.Symbol, args: a, hash: act.amend.hash,
+		key: a.IdempotencyKey, shown: messages.ShownToUser{Amend: &planned, RiskIncreasing: risk}, confirmedBy: by}) {
 		return
 	}
-	plan := orderPlan{tool: toolAmendOrder, needsConfirm: needed, category: a.Category, symbol: a.Symbol, settleLinkID: o.OrderLinkID, amend: &req,
+	plan := orderPlan{tool: toolAmendOrder, confirmedBy: by, category: a.Category, symbol: a.Symbol, settleLinkID: o.OrderLinkID, amend: &req,
 		notional: growth, riskIncreasing: risk, idempotencyKey: a.IdempotencyKey, argsSHA256: act.amend.hash}
 	ex := u.execute(ctx, plan, act.origin, act.waiter)
 	ex.claim = act.claim

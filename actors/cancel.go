@@ -144,12 +144,12 @@ func (u *userActor) onOrderFetched(ctx actor.Context, m *orderFetched) {
 		return
 	}
 	p := u.state.effective(u.venue, u.env)
-	needed := needsConfirmation(p, "cancel_order", decimal.Zero)
-	if u.confirmGate(ctx, act, needed, parkRequest{tool: "cancel_order", category: a.Category, symbol: a.Symbol, args: a, hash: act.cancel.hash,
-		key: a.IdempotencyKey, shown: messages.ShownToUser{Cancel: &planned, RiskIncreasing: risk}}) {
+	by := confirmedBy(p, "cancel_order", decimal.Zero)
+	if u.confirmGate(ctx, act, parkRequest{tool: "cancel_order", category: a.Category, symbol: a.Symbol, args: a, hash: act.cancel.hash,
+		key: a.IdempotencyKey, shown: messages.ShownToUser{Cancel: &planned, RiskIncreasing: risk}, confirmedBy: by}) {
 		return
 	}
-	plan := orderPlan{tool: "cancel_order", needsConfirm: needed, category: a.Category, symbol: a.Symbol, settleLinkID: o.OrderLinkID, riskIncreasing: risk,
+	plan := orderPlan{tool: "cancel_order", confirmedBy: by, category: a.Category, symbol: a.Symbol, settleLinkID: o.OrderLinkID, riskIncreasing: risk,
 		cancel:         &messages.CancelOrderRequest{Category: a.Category, Symbol: a.Symbol, OrderID: o.OrderID},
 		idempotencyKey: a.IdempotencyKey, argsSHA256: act.cancel.hash}
 	ex := u.execute(ctx, plan, act.origin, act.waiter)

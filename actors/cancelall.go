@@ -220,8 +220,8 @@ func (u *userActor) onOpenOrdersFetched(ctx actor.Context, m *openOrdersFetched)
 		return
 	}
 	p := u.state.effective(u.venue, u.env)
-	if u.confirmGate(ctx, act, needsConfirmation(p, toolCancelAll, decimal.Zero), parkRequest{tool: toolCancelAll, category: a.Category, symbol: a.Symbol,
-		args: a, hash: act.all.hash, key: a.IdempotencyKey, shown: messages.ShownToUser{CancelAll: ans}}) {
+	if u.confirmGate(ctx, act, parkRequest{tool: toolCancelAll, category: a.Category, symbol: a.Symbol,
+		args: a, hash: act.all.hash, key: a.IdempotencyKey, shown: messages.ShownToUser{CancelAll: ans}, confirmedBy: confirmedBy(p, toolCancelAll, decimal.Zero)}) {
 		return
 	}
 	u.runCancelAll(ctx, act, a, plain, ans)

@@ -61,6 +61,8 @@ type Confirmation struct {
 	ClientOrderID  string
 	Result         json.RawMessage
 	Error          *messages.Error
+	// ConfirmedBy is the policy setting that asked for it.
+	ConfirmedBy string
 }
 
 // confirmationKeep is how long a confirmation that can no longer change is
@@ -204,7 +206,7 @@ func (s *UserState) applyConfirm(ev Event) bool {
 	case messages.ConfirmationRequestedEvent:
 		s.setConfirmation(Confirmation{ID: p.ConfirmationID, Tool: p.Tool, Channel: p.Channel, Environment: p.Environment,
 			Status: messages.ConfirmStatusPending, CreatedAt: p.CreatedAt, ExpiresAt: p.ExpiresAt, Shown: p.ShownToUser,
-			Args: p.Args, ArgsSHA256: p.ArgsSHA256, IdempotencyKey: p.IdempotencyKey})
+			Args: p.Args, ArgsSHA256: p.ArgsSHA256, IdempotencyKey: p.IdempotencyKey, ConfirmedBy: p.ConfirmedBy})
 		return true
 	case messages.ConfirmationDecidedEvent:
 		c, ok := s.Confirmations[p.ConfirmationID]
@@ -314,7 +316,7 @@ func (s *UserState) capConfirmations() {
 
 // statusOf is a confirmation as the outside sees it.
 func statusOf(user string, c Confirmation) messages.ConfirmationStatus {
-	st := messages.ConfirmationStatus{ConfirmationID: c.ID, User: user, Status: c.Status, Tool: c.Tool, Channel: c.Channel,
+	st := messages.ConfirmationStatus{ConfirmationID: c.ID, User: user, Status: c.Status, Tool: c.Tool, Channel: c.Channel, ConfirmedBy: c.ConfirmedBy,
 		CreatedAt: c.CreatedAt, ExpiresAt: c.ExpiresAt, ShownToUser: c.Shown.Fenced(), DecidedChannel: c.DecidedChannel,
 		ClientOrderID: c.ClientOrderID, Result: fencedResult(c.Tool, c.Result), Error: c.Error}
 	if !c.DecidedAt.IsZero() {
@@ -330,13 +332,21 @@ func statusOf(user string, c Confirmation) messages.ConfirmationStatus {
 // pendingOf is the parked call's answer.
 func pendingOf(env string, c Confirmation) *messages.ConfirmationPending {
 	return &messages.ConfirmationPending{ConfirmationID: c.ID, Channel: c.Channel, Tool: c.Tool, Venue: env, ExpiresAt: c.ExpiresAt,
-		ShownToUser: c.Shown.Fenced(), ArgsSHA256: c.ArgsSHA256}
+		ShownToUser: c.Shown.Fenced(), ArgsSHA256: c.ArgsSHA256, ConfirmedBy: c.ConfirmedBy}
 }
 
-// needsConfirmation is SPEC §8 step 5: the tool is in confirm_actions, or
-// the action's value reaches confirm_above_notional_usdt.
-func needsConfirmation(p messages.Policy, tool string, notional decimal.Decimal) bool {
-	return slices.Contains(p.ConfirmActions, tool) || (p.ConfirmAboveNotionalUSDT.IsPositive() && notional.GreaterThanOrEqual(p.ConfirmAboveNotionalUSDT))
+// confirmedBy is SPEC §8 step 5: the policy setting that asks a human to
+// confirm the action, or "" when none does. A tool in confirm_actions is
+// always confirmed (messages.ConfirmByActions); otherwise an action whose
+// value reaches confirm_above_notional_usdt is (messages.ConfirmByNotional).
+func confirmedBy(p messages.Policy, tool string, notional decimal.Decimal) string {
+	switch {
+	case slices.Contains(p.ConfirmActions, tool):
+		return messages.ConfirmByActions
+	case p.ConfirmAboveNotionalUSDT.IsPositive() && notional.GreaterThanOrEqual(p.ConfirmAboveNotionalUSDT):
+		return messages.ConfirmByNotional
+	}
+	return ""
 }
 
 // parkRequest is a decided action that needs a human.
@@ -350,14 +360,17 @@ type parkRequest struct {
 	key  string
 	// shown is the plan (its tool field set; the rest is filled in).
 	shown messages.ShownToUser
+	// confirmedBy is the policy setting that asks for the confirmation
+	// (confirmedBy); "" when none does.
+	confirmedBy string
 }
 
 // confirmGate is the confirmation step of a decided action, after its
 // preview is built. For an approved action's run it checks that the risk
-// direction is the one the human approved; otherwise, when the action
-// needs confirmation, it parks it. It reports whether it answered (the
-// caller stops).
-func (u *userActor) confirmGate(ctx actor.Context, act *action, needed bool, r parkRequest) bool {
+// direction is the one the human approved; otherwise, when a setting asks
+// for confirmation (r.confirmedBy), it parks it. It reports whether it
+// answered (the caller stops).
+func (u *userActor) confirmGate(ctx actor.Context, act *action, r parkRequest) bool {
 	if id := act.origin.ConfirmationID; id != "" {
 		c := u.state.Confirmations[id]
 		if c.Shown != nil && !c.Shown.RiskIncreasing && r.shown.RiskIncreasing {
@@ -369,7 +382,7 @@ func (u *userActor) confirmGate(ctx actor.Context, act *action, needed bool, r p
 		}
 		return false
 	}
-	if !needed {
+	if r.confirmedBy == "" {
 		return false
 	}
 	u.park(ctx, r, act.origin, act.waiter)
@@ -408,22 +421,16 @@ func (u *userActor) park(ctx actor.Context, r parkRequest, origin messages.Origi
 	if channel == "" {
 		u.refuseTool(ctx, r.tool, r.category, r.symbol, false, &messages.Error{Code: messages.CodeConfirmationChannelUnavailable,
 			Message:  "the policy requires a human to confirm this action, and no confirmation channel is available; nothing was sent",
-			NextStep: "a human can enable the CLI channel (GX_CONFIRM_CLI_ENABLED=true), use a client with form elicitation, or change confirm_actions outside the chat",
-			Details:  map[string]any{"limit": "confirm_actions", "allowed": p.ConfirmActions}}, origin, to)
+			NextStep: "a human can enable the CLI channel (GX_CONFIRM_CLI_ENABLED=true), use a client with form elicitation, or change " + r.confirmedBy + " outside the chat",
+			Details:  confirmDetails(p, r.confirmedBy)}, origin, to)
 		return
 	}
 	now := u.now()
-	waiting := 0
-	for _, c := range u.state.Confirmations {
-		if c.waiting() && now.Before(c.ExpiresAt) {
-			waiting++
-		}
-	}
-	if waiting >= p.MaxPending {
+	if u.state.waitingConfirmations(now) >= p.MaxPending {
 		u.refuseTool(ctx, r.tool, r.category, r.symbol, false, &messages.Error{Code: messages.CodePendingLimitReached,
 			Message:  "too many confirmations are already waiting for a human; nothing was parked or sent",
 			NextStep: "wait for a human to decide, or withdraw one with cancel_confirmation",
-			Details:  map[string]any{"limit": "max_pending", "allowed": itoa(p.MaxPending)}}, origin, to)
+			Details:  map[string]any{"limit": "max_pending", "allowed": itoa(p.MaxPending), "confirmed_by": r.confirmedBy}}, origin, to)
 		return
 	}
 	args, err := json.Marshal(r.args)
@@ -438,6 +445,7 @@ func (u *userActor) park(ctx actor.Context, r parkRequest, origin messages.Origi
 	ev := Event{messages.RecordConfirmationRequested, messages.ConfirmationRequestedEvent{
 		ConfirmationID: newConfirmationID(), Tool: r.tool, Channel: channel, Environment: u.env,
 		CreatedAt: now.UTC(), ExpiresAt: now.Add(ttl).UTC(), ShownToUser: &shown, Args: args, ArgsSHA256: r.hash, IdempotencyKey: r.key,
+		ConfirmedBy: r.confirmedBy,
 	}}
 	u.write(ctx, ev, origin, func(_ wal.Record, err error) {
 		if err != nil {
@@ -449,6 +457,32 @@ func (u *userActor) park(ctx actor.Context, r parkRequest, origin messages.Origi
 		u.reply(ctx, to, pendingOf(u.env, u.state.Confirmations[id]))
 		u.sweepAfter(ctx, ttl)
 	})
+}
+
+// confirmDetails are the details of a refusal because a setting asks for
+// a confirmation that cannot be had: the setting (limit and confirmed_by)
+// and its value (allowed).
+func confirmDetails(p messages.Policy, by string) map[string]any {
+	d := map[string]any{"limit": by, "confirmed_by": by}
+	if by == messages.ConfirmByNotional {
+		d["allowed"] = p.ConfirmAboveNotionalUSDT.String()
+	} else {
+		d["allowed"] = p.ConfirmActions
+	}
+	return d
+}
+
+// waitingConfirmations counts the confirmations that wait for a human at
+// now (not decided, not expired): what max_pending bounds, and what
+// get_posture shows as its use.
+func (s *UserState) waitingConfirmations(now time.Time) int {
+	n := 0
+	for _, c := range s.Confirmations {
+		if c.waiting() && now.Before(c.ExpiresAt) {
+			n++
+		}
+	}
+	return n
 }
 
 // pendingRepeat answers a call that repeats a parked one: the same

@@ -125,12 +125,12 @@ func (u *userActor) onLeverageMarket(ctx actor.Context, act *action, m *marketFe
 		u.reply(ctx, act.waiter, &planned)
 		return
 	}
-	needed := needsConfirmation(u.state.effective(u.venue, u.env), toolLeverage, decimal.Zero)
-	if u.confirmGate(ctx, act, needed, parkRequest{tool: toolLeverage, category: a.Category, symbol: a.Symbol, args: a, hash: act.leverage.hash,
-		key: a.IdempotencyKey, shown: messages.ShownToUser{Leverage: &planned, RiskIncreasing: risk}}) {
+	by := confirmedBy(u.state.effective(u.venue, u.env), toolLeverage, decimal.Zero)
+	if u.confirmGate(ctx, act, parkRequest{tool: toolLeverage, category: a.Category, symbol: a.Symbol, args: a, hash: act.leverage.hash,
+		key: a.IdempotencyKey, shown: messages.ShownToUser{Leverage: &planned, RiskIncreasing: risk}, confirmedBy: by}) {
 		return
 	}
-	plan := orderPlan{tool: toolLeverage, category: a.Category, symbol: a.Symbol, riskIncreasing: risk, needsConfirm: needed,
+	plan := orderPlan{tool: toolLeverage, category: a.Category, symbol: a.Symbol, riskIncreasing: risk, confirmedBy: by,
 		leverage:       &messages.SetLeverageRequest{Category: a.Category, Symbol: a.Symbol, Leverage: a.Leverage},
 		idempotencyKey: a.IdempotencyKey, argsSHA256: act.leverage.hash}
 	ex := u.execute(ctx, plan, act.origin, act.waiter)

@@ -112,7 +112,7 @@ func roundToTick(p, tick decimal.Decimal, up bool) decimal.Decimal {
 // (buy) or bid (sell) moved by slippage_pct, rounded to the tick on the
 // safe side (a buy never above, a sell never below that price) and kept
 // inside the venue's price band; the order is valued at that worst price.
-// Whether a human must confirm it is the plan's needsConfirm (execute
+// Whether a human must confirm it is the plan's confirmedBy (execute
 // refuses such a plan unless it runs an approved confirmation).
 func (s *UserState) decidePlace(tool string, a messages.PlaceOrderArgs, venue messages.VenueLevel, env string, m placeMarket, reserved Reservation, now time.Time) (orderPlan, *messages.OrderAnswer, *messages.Error) {
 	var none orderPlan
@@ -132,10 +132,7 @@ func (s *UserState) decidePlace(tool string, a messages.PlaceOrderArgs, venue me
 			return none, nil, e
 		}
 	}
-	qty := a.Qty
-	if in.QtyStep.IsPositive() {
-		qty = a.Qty.Div(in.QtyStep).Floor().Mul(in.QtyStep)
-	}
+	qty := plannedQty(a.Qty, in.QtyStep)
 	if !qty.IsPositive() || qty.LessThan(in.MinOrderQty) {
 		return none, nil, ruleViolation("the quantity is below the instrument's minimum", "order at least min_qty",
 			map[string]any{"rule": "min_qty", "min_qty": in.MinOrderQty.String(), "qty_step": in.QtyStep.String()})
@@ -261,12 +258,29 @@ func (s *UserState) decidePlace(tool string, a messages.PlaceOrderArgs, venue me
 	req := &messages.CreateOrderRequest{Category: a.Category, Symbol: a.Symbol, Side: a.Side, OrderType: "Limit", Qty: qty, Price: price,
 		TimeInForce: tif, ReduceOnly: a.ReduceOnly}
 	plan := orderPlan{tool: tool, category: a.Category, symbol: a.Symbol, create: req, notional: notional, riskIncreasing: risk,
-		idempotencyKey: a.IdempotencyKey, argsSHA256: placeArgsHash(tool, a), needsConfirm: needsConfirmation(p, tool, notional)}
+		idempotencyKey: a.IdempotencyKey, argsSHA256: placeArgsHash(tool, a), confirmedBy: confirmedBy(p, tool, notional)}
 	sentAs := "Limit " + tif
 	ans := &messages.OrderAnswer{Status: messages.AnswerPreview, Category: a.Category, Symbol: a.Symbol, Side: a.Side, OrderType: a.OrderType,
 		SentAs: sentAs, TimeInForce: tif, RequestedQty: a.Qty, Qty: qty, Price: price, NotionalUSDT: notional, ReduceOnly: a.ReduceOnly,
 		RiskIncreasing: risk, Origin: messages.OriginSystem, IdempotencyKey: a.IdempotencyKey}
 	return plan, ans, nil
+}
+
+// plannedQty is the qty an order for qty is sent with: cut down to the
+// instrument's qty step.
+func plannedQty(qty, step decimal.Decimal) decimal.Decimal {
+	if step.IsPositive() {
+		return qty.Div(step).Floor().Mul(step)
+	}
+	return qty
+}
+
+// plannedHash is the safety net's fingerprint of a keyless order: its
+// arguments with the qty the order is sent with, so that "0.0019" and
+// "0.001" are the same order on a step of 0.001 (D55).
+func plannedHash(tool string, a messages.PlaceOrderArgs, step decimal.Decimal) string {
+	a.Qty = plannedQty(a.Qty, step)
+	return placeArgsHash(tool, a)
 }
 
 // sellPrice is the price an order is valued at: its own price, or for a

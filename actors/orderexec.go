@@ -48,9 +48,10 @@ type orderPlan struct {
 	riskIncreasing bool
 	idempotencyKey string
 	argsSHA256     string
-	// needsConfirm: the policy wants a human to confirm it; execute
-	// refuses it unless it runs an approved confirmation.
-	needsConfirm bool
+	// confirmedBy: the policy setting that wants a human to confirm it
+	// ("" when none does); execute refuses it unless it runs an approved
+	// confirmation.
+	confirmedBy string
 }
 
 // orderResult is what the action path knows once a write's outcome is
@@ -144,7 +145,7 @@ func (u *userActor) execute(ctx actor.Context, p orderPlan, origin messages.Orig
 		a.reserve.NotionalUSDT = p.notional
 		a.reserve.Orders = 1
 	}
-	if p.needsConfirm && origin.ConfirmationID == "" {
+	if p.confirmedBy != "" && origin.ConfirmationID == "" {
 		// Fail closed: a caller that skipped the confirmation step.
 		u.finish(ctx, a, messages.Internal(fmt.Errorf("execute: %s needs confirmation and was not confirmed", p.tool)))
 		if a.after != nil {

@@ -6,6 +6,8 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/shopspring/decimal"
+
 	"github.com/guarded-exchange/guarded-exchange/messages"
 	"github.com/guarded-exchange/guarded-exchange/venue"
 	"github.com/guarded-exchange/guarded-exchange/wal"
@@ -45,8 +47,15 @@ func (u *userActor) place(ctx actor.Context, m *placeAsk, sender *actor.PID) {
 	}
 	hash := placeArgsHash(toolPlaceOrder, a)
 	if !a.DryRun {
+		// A repeat is answered before the gate: it sends nothing and
+		// re-states an earlier answer, kill switch or not (DH5a).
 		if done := u.repeat(ctx, toolPlaceOrder, a.IdempotencyKey, hash, !a.ReduceOnly, m.origin, sender); done {
 			return
+		}
+		if step, ok := u.qtySteps[string(a.Category)+":"+a.Symbol]; ok && a.IdempotencyKey == "" && !a.ReduceOnly {
+			if u.repeat(ctx, toolPlaceOrder, "", plannedHash(toolPlaceOrder, a, step), true, m.origin, sender) {
+				return
+			}
 		}
 	}
 	if e := u.state.DecideAction(&messages.DecideActionRequest{Tool: "place_order", Category: a.Category, Symbol: a.Symbol, RiskIncreasing: !a.ReduceOnly, RiskReducing: a.ReduceOnly}, u.venue, u.env); e != nil {
@@ -128,6 +137,20 @@ func (u *userActor) onMarketFetched(ctx actor.Context, m *marketFetched) {
 			mk.worst = shown.Order.Price
 		}
 	}
+	netHash := ""
+	if a.IdempotencyKey == "" && !a.ReduceOnly && !a.DryRun && mk.instrument != nil {
+		// The safety net compares the planned order, not the spelling
+		// of the request (D55), before the decision like any repeat
+		// (DH5a).
+		if u.qtySteps == nil {
+			u.qtySteps = map[string]decimal.Decimal{}
+		}
+		u.qtySteps[string(a.Category)+":"+a.Symbol] = mk.instrument.QtyStep
+		netHash = plannedHash(tool, a, mk.instrument.QtyStep)
+		if u.repeat(ctx, tool, "", netHash, true, act.origin, act.waiter) {
+			return
+		}
+	}
 	plan, ans, e := u.state.decidePlace(tool, a, u.venue, u.env, mk, u.reserved(), u.now())
 	if e != nil {
 		u.refuseTool(ctx, tool, a.Category, a.Symbol, a.DryRun, e, act.origin, act.waiter)
@@ -147,20 +170,14 @@ func (u *userActor) onMarketFetched(ctx actor.Context, m *marketFetched) {
 		o := act.place.args
 		parked = messages.ClosePositionArgs{Category: o.Category, Symbol: o.Symbol, Qty: o.Qty, IdempotencyKey: o.IdempotencyKey}
 	}
-	if u.confirmGate(ctx, act, plan.needsConfirm, parkRequest{tool: tool, category: a.Category, symbol: a.Symbol, args: parked,
-		hash: act.place.hash, key: a.IdempotencyKey, shown: messages.ShownToUser{Order: ans, RiskIncreasing: plan.riskIncreasing}}) {
+	if u.confirmGate(ctx, act, parkRequest{tool: tool, category: a.Category, symbol: a.Symbol, args: parked,
+		hash: act.place.hash, key: a.IdempotencyKey, shown: messages.ShownToUser{Order: ans, RiskIncreasing: plan.riskIncreasing}, confirmedBy: plan.confirmedBy}) {
 		return
 	}
-	if a.IdempotencyKey == "" && plan.riskIncreasing {
-		// The safety net compares the planned order, not the spelling
-		// of the request: "0.0019" and "0.001" both send 0.001 (D55).
-		planned := a
-		planned.Qty = plan.create.Qty
-		plan.argsSHA256 = placeArgsHash(tool, planned)
-		act.claim.hash = plan.argsSHA256
-		if u.repeat(ctx, tool, "", plan.argsSHA256, true, act.origin, act.waiter) {
-			return
-		}
+	if netHash != "" && plan.riskIncreasing {
+		// The attempt is remembered under the planned order's hash.
+		plan.argsSHA256 = netHash
+		act.claim.hash = netHash
 	}
 	ex := u.execute(ctx, plan, act.origin, act.waiter)
 	ex.claim = act.claim

@@ -412,8 +412,7 @@ func (u *userActor) postureView(now time.Time) *messages.PostureView {
 		"daily_notional_cap_usdt":          {Used: used.String(), Left: decimal.Max(decimal.Zero, p.DailyNotionalCapUSDT.Sub(used)).String()},
 		"max_orders_per_minute":            intUse(perMinute+r.Orders, p.MaxOrdersPerMinute),
 		"max_unconfirmed_actions_per_hour": intUse(unconfirmed+r.Orders, p.MaxUnconfirmedActionsPerHour),
-		// Confirmations do not exist yet: nothing is ever pending.
-		"max_pending": intUse(0, p.MaxPending),
+		"max_pending":                      intUse(s.waitingConfirmations(now), p.MaxPending),
 	}
 	v.Loss = messages.DailyLoss{LossUSDT: decimal.Zero, MaxUSDT: p.MaxDailyLossUSDT}
 	v.Stream = messages.StreamHealth{LastMessageAgeS: -1, StaleS: p.StreamStaleS}

@@ -137,12 +137,12 @@ func (u *userActor) onStopMarket(ctx actor.Context, act *action, m *marketFetche
 		u.reply(ctx, act.waiter, &planned)
 		return
 	}
-	needed := needsConfirmation(u.state.effective(u.venue, u.env), toolTradingStop, decimal.Zero)
-	if u.confirmGate(ctx, act, needed, parkRequest{tool: toolTradingStop, category: a.Category, symbol: a.Symbol, args: a, hash: act.stop.hash,
-		key: a.IdempotencyKey, shown: messages.ShownToUser{TradingStop: &planned, RiskIncreasing: risk}}) {
+	by := confirmedBy(u.state.effective(u.venue, u.env), toolTradingStop, decimal.Zero)
+	if u.confirmGate(ctx, act, parkRequest{tool: toolTradingStop, category: a.Category, symbol: a.Symbol, args: a, hash: act.stop.hash,
+		key: a.IdempotencyKey, shown: messages.ShownToUser{TradingStop: &planned, RiskIncreasing: risk}, confirmedBy: by}) {
 		return
 	}
-	plan := orderPlan{tool: toolTradingStop, category: a.Category, symbol: a.Symbol, riskIncreasing: risk, needsConfirm: needed,
+	plan := orderPlan{tool: toolTradingStop, category: a.Category, symbol: a.Symbol, riskIncreasing: risk, confirmedBy: by,
 		stop:           &messages.TradingStopRequest{Category: a.Category, Symbol: a.Symbol, TakeProfit: a.TakeProfit, StopLoss: a.StopLoss},
 		idempotencyKey: a.IdempotencyKey, argsSHA256: act.stop.hash}
 	ex := u.execute(ctx, plan, act.origin, act.waiter)

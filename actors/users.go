@@ -13,6 +13,8 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/shopspring/decimal"
+
 	"github.com/guarded-exchange/guarded-exchange/messages"
 	"github.com/guarded-exchange/guarded-exchange/wal"
 )
@@ -154,6 +156,12 @@ type userActor struct {
 	// executing counts the writes of each approved confirmation this
 	// incarnation runs (confirm.go).
 	executing map[string]int
+	// qtySteps remembers the qty step of each instrument a place_order
+	// decision saw ("category:symbol"), so that the safety net can
+	// recognise another spelling of a keyless order before the gate
+	// (place.go). In memory only: unknown, the exact spelling still
+	// matches.
+	qtySteps map[string]decimal.Decimal
 	serial
 	// cache is the user's stream cache, written by the venue actor
 	// (posturecache.go).

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/shopspring/decimal"
+
 	"github.com/guarded-exchange/guarded-exchange/messages"
 )
 
@@ -181,5 +183,23 @@ func TestKeysReadTwoLinesFromStdin(t *testing.T) {
 func TestCodeOf(t *testing.T) {
 	if CodeOf(nil) != ExitOK || CodeOf(errors.New("x")) != ExitRefused || CodeOf(CannotStart("x")) != ExitCannot {
 		t.Fatal("CodeOf")
+	}
+}
+
+// policy show states the confirmation rule of the effective policy in one
+// line: the default confirms every trading tool always, so the threshold
+// asks for nothing more.
+func TestPolicyShowStatesTheConfirmationRule(t *testing.T) {
+	p := messages.DefaultPolicy(messages.VenuePaper)
+	p.ConfirmAboveNotionalUSDT = decimal.NewFromInt(200)
+	rt := &fakeRuntime{answer: &messages.PolicyView{User: "local", KillSwitch: messages.KillSwitchNone, Effective: p}}
+	code, out, stderr := runCLI(t, rt, "", "policy", "show")
+	if code != ExitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	want := "\nconfirmation: always confirmed (confirm_actions): place_order, cancel_order, amend_order, cancel_all_orders, set_trading_stop, close_position, set_leverage; " +
+		"confirmed only at or above 200 USDT (confirm_above_notional_usdt): none; never confirmed: none\n"
+	if !strings.Contains(out, want) {
+		t.Fatalf("policy show does not state the rule %q:\n%s", want, out)
 	}
 }

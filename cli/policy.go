@@ -357,6 +357,7 @@ func printView(w io.Writer, v *messages.PolicyView) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", f.Name, f.Show(v.Effective), orDash(f.ShowSet(v.Ceiling)), orDash(f.ShowSet(v.Own)))
 	}
 	tw.Flush()
+	fmt.Fprintf(w, "confirmation: %s\n", v.Effective.ConfirmationRule())
 }
 
 func orDash(s string) string {

@@ -133,7 +133,7 @@ func (s *server) pending(p *messages.ConfirmationPending) Pending {
 	if venue == "" {
 		venue = s.opts.Venue
 	}
-	return Pending{Venue: venue, ConfirmationID: p.ConfirmationID, ExpiresAt: p.ExpiresAt.UTC(), ShownToUser: p.ShownToUser, NextStep: next}
+	return Pending{Venue: venue, ConfirmationID: p.ConfirmationID, ExpiresAt: p.ExpiresAt.UTC(), ShownToUser: p.ShownToUser, ConfirmedBy: p.ConfirmedBy, NextStep: next}
 }
 
 // formAnswered handles the repeated call of an MRTR form: the sealed state
@@ -163,7 +163,7 @@ func (s *server) formAnswered(ctx context.Context, c *call, tool, digest string,
 		}
 		if !s.formTrusted(ctx, c, st.Env) {
 			return pendingResult(s.pending(&messages.ConfirmationPending{ConfirmationID: cs.ConfirmationID, Channel: cs.Channel,
-				Tool: cs.Tool, Venue: st.Env, ExpiresAt: cs.ExpiresAt, ShownToUser: cs.ShownToUser})), nil
+				Tool: cs.Tool, Venue: st.Env, ExpiresAt: cs.ExpiresAt, ShownToUser: cs.ShownToUser, ConfirmedBy: cs.ConfirmedBy})), nil
 		}
 		wire, err := s.sealer.seal(st)
 		if err != nil {

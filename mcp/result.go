@@ -45,7 +45,10 @@ type Pending struct {
 	ConfirmationID string    `json:"confirmation_id"`
 	ExpiresAt      time.Time `json:"expires_at"`
 	ShownToUser    any       `json:"shown_to_user"`
-	NextStep       string    `json:"next_step"`
+	// ConfirmedBy names the policy setting that asked for the
+	// confirmation: confirm_actions or confirm_above_notional_usdt.
+	ConfirmedBy string `json:"confirmed_by,omitempty"`
+	NextStep    string `json:"next_step"`
 }
 
 // pendingResult is the success shape with status "pending": the call is

@@ -78,6 +78,9 @@ type policyOut struct {
 	Ceiling    messages.PolicySettings `json:"ceiling"`
 	Own        messages.PolicySettings `json:"own"`
 	KillSwitch messages.KillSwitch     `json:"kill_switch"`
+	// ConfirmationRule states in one line which actions a human always
+	// confirms and which only above confirm_above_notional_usdt.
+	ConfirmationRule string `json:"confirmation_rule"`
 }
 
 func (s *server) getMyPolicy(ctx context.Context, c *call) (any, error) {
@@ -88,7 +91,8 @@ func (s *server) getMyPolicy(ctx context.Context, c *call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return policyOut{Venue: s.opts.Venue, User: v.User, Effective: v.Effective, Ceiling: v.Ceiling, Own: v.Own, KillSwitch: v.KillSwitch}, nil
+	return policyOut{Venue: s.opts.Venue, User: v.User, Effective: v.Effective, Ceiling: v.Ceiling, Own: v.Own, KillSwitch: v.KillSwitch,
+		ConfirmationRule: v.Effective.ConfirmationRule()}, nil
 }
 
 type killSwitchOut struct {

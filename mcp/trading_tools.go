@@ -266,7 +266,7 @@ func answerOf[T any](res any, err error) (any, error) {
 		// Parked for a human: the server's own plan, never the model's
 		// words; a human decides outside the chat.
 		next := "a human decides with `guarded-exchange confirm approve|reject " + p.ConfirmationID + "`; watch it with get_confirmation_status, withdraw it with cancel_confirmation"
-		return pendingResult(Pending{Venue: p.Venue, ConfirmationID: p.ConfirmationID, ExpiresAt: p.ExpiresAt, ShownToUser: p.ShownToUser, NextStep: next}), nil
+		return pendingResult(Pending{Venue: p.Venue, ConfirmationID: p.ConfirmationID, ExpiresAt: p.ExpiresAt, ShownToUser: p.ShownToUser, ConfirmedBy: p.ConfirmedBy, NextStep: next}), nil
 	}
 	ans, ok := res.(T)
 	if !ok {

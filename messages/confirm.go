@@ -92,6 +92,9 @@ type ConfirmationPending struct {
 	// ArgsSHA256 is the hex SHA-256 of the parked command's canonical
 	// arguments; a client_ui decision must carry it back.
 	ArgsSHA256 string `json:"args_sha256"`
+	// ConfirmedBy names the policy setting that asked for the
+	// confirmation: ConfirmByActions or ConfirmByNotional.
+	ConfirmedBy string `json:"confirmed_by,omitempty"`
 }
 
 // DecideConfirmationCommand is a human's decision. Channel "cli" comes
@@ -145,6 +148,9 @@ type ConfirmationStatus struct {
 	CreatedAt      time.Time    `json:"created_at"`
 	ExpiresAt      time.Time    `json:"expires_at"`
 	ShownToUser    *ShownToUser `json:"shown_to_user"`
+	// ConfirmedBy names the policy setting that asked for the
+	// confirmation: confirm_actions or confirm_above_notional_usdt.
+	ConfirmedBy string `json:"confirmed_by,omitempty"`
 	// DecidedChannel names the channel whose decision won, once decided.
 	DecidedChannel string `json:"decided_channel,omitempty"`
 	// DecidedAt is when the decision was journaled.
@@ -219,6 +225,10 @@ type ConfirmationRequestedEvent struct {
 	Args           json.RawMessage `json:"args"`
 	ArgsSHA256     string          `json:"args_sha256"`
 	IdempotencyKey string          `json:"idempotency_key,omitempty"`
+	// ConfirmedBy names the policy setting that asked a human to confirm
+	// the action: ConfirmByActions or ConfirmByNotional (empty in records
+	// written before it was recorded).
+	ConfirmedBy string `json:"confirmed_by,omitempty"`
 }
 
 // Decisions journaled besides a human's approve and reject.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"regexp"
 	"slices"
+	"strings"
 
 	"github.com/shopspring/decimal"
 )
@@ -66,6 +67,51 @@ const (
 // TradingTools are the trading tool names of SPEC §4: the default of
 // confirm_actions and the only names it may hold.
 var TradingTools = []string{"place_order", "cancel_order", "amend_order", "cancel_all_orders", "set_trading_stop", "close_position", "set_leverage"}
+
+// The settings that ask a human to confirm an action, as a refusal's or
+// a pending answer's confirmed_by names them.
+const (
+	// ConfirmByActions: the tool is in confirm_actions, so every call of
+	// it is confirmed, whatever its value.
+	ConfirmByActions = "confirm_actions"
+	// ConfirmByNotional: the action's value reaches
+	// confirm_above_notional_usdt.
+	ConfirmByNotional = "confirm_above_notional_usdt"
+)
+
+// ValuedTools are the trading tools whose calls have a value in USDT, the
+// only ones confirm_above_notional_usdt can ask to confirm.
+var ValuedTools = []string{"place_order", "amend_order", "close_position"}
+
+// ConfirmationRule states in one line which actions a human always
+// confirms (confirm_actions), which only at or above a value
+// (confirm_above_notional_usdt) and which never, e.g.
+//
+//	always confirmed (confirm_actions): place_order, cancel_order; confirmed only at or above 200 USDT (confirm_above_notional_usdt): close_position; never confirmed: amend_order, ...
+func (p Policy) ConfirmationRule() string {
+	var always, valued, never []string
+	for _, t := range TradingTools {
+		switch {
+		case slices.Contains(p.ConfirmActions, t):
+			always = append(always, t)
+		case p.ConfirmAboveNotionalUSDT.IsPositive() && slices.Contains(ValuedTools, t):
+			valued = append(valued, t)
+		default:
+			never = append(never, t)
+		}
+	}
+	list := func(ts []string) string {
+		if len(ts) == 0 {
+			return "none"
+		}
+		return strings.Join(ts, ", ")
+	}
+	byValue := "confirmed by value: none (" + ConfirmByNotional + " is 0, off)"
+	if p.ConfirmAboveNotionalUSDT.IsPositive() {
+		byValue = "confirmed only at or above " + p.ConfirmAboveNotionalUSDT.String() + " USDT (" + ConfirmByNotional + "): " + list(valued)
+	}
+	return "always confirmed (" + ConfirmByActions + "): " + list(always) + "; " + byValue + "; never confirmed: " + list(never)
+}
 
 // Hard limits of SPEC §6.
 var (

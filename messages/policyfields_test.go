@@ -3,6 +3,8 @@ package messages
 import (
 	"slices"
 	"testing"
+
+	"github.com/shopspring/decimal"
 )
 
 // fieldCase is, for one policy field, two valid flag values (strict is
@@ -105,3 +107,28 @@ func TestPolicyFieldTable(t *testing.T) {
 }
 
 func (s PolicySettings) showOnly(f PolicyField) string { return f.ShowSet(s) }
+
+// The confirmation rule names, per trading tool, the setting that asks a
+// human: always (confirm_actions), only at or above a value
+// (confirm_above_notional_usdt, for the tools with a value) or never.
+func TestConfirmationRule(t *testing.T) {
+	p := DefaultPolicy(VenuePaper)
+	cases := []struct {
+		actions   []string
+		threshold int64
+		want      string
+	}{
+		{TradingTools, 0, "always confirmed (confirm_actions): place_order, cancel_order, amend_order, cancel_all_orders, set_trading_stop, close_position, set_leverage; " +
+			"confirmed by value: none (confirm_above_notional_usdt is 0, off); never confirmed: none"},
+		{[]string{"place_order"}, 250, "always confirmed (confirm_actions): place_order; confirmed only at or above 250 USDT (confirm_above_notional_usdt): amend_order, close_position; " +
+			"never confirmed: cancel_order, cancel_all_orders, set_trading_stop, set_leverage"},
+		{nil, 0, "always confirmed (confirm_actions): none; confirmed by value: none (confirm_above_notional_usdt is 0, off); " +
+			"never confirmed: place_order, cancel_order, amend_order, cancel_all_orders, set_trading_stop, close_position, set_leverage"},
+	}
+	for _, c := range cases {
+		p.ConfirmActions, p.ConfirmAboveNotionalUSDT = c.actions, decimal.NewFromInt(c.threshold)
+		if got := p.ConfirmationRule(); got != c.want {
+			t.Errorf("rule\n got %q\nwant %q", got, c.want)
+		}
+	}
+}

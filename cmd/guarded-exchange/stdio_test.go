@@ -330,12 +330,17 @@ func TestServeMemoryIsBoundedWhileAnAnswerWaits(t *testing.T) {
 	}
 	const (
 		pending       = 16    // mcp.MaxPendingNotifications
-		fill          = 40    // tools/list answers that fill the stdout pipe
+		fill          = 40    // tools/list answers waiting behind the full stdout pipe
 		notifications = 20000 // 3 KiB each: 60 MiB in all
 		growthBound   = 64 << 20
 	)
 	in := newInstall(t)
 	s := startRawServe(t, in)
+	// The stdout pipe holds one page: once a tools/list answer (larger
+	// than a page) fills it, every later answer waits, however slowly a
+	// loaded machine runs the server.
+	stdout := s.stdout.(*os.File)
+	shrinkPipe(t, stdout)
 	br := bufio.NewReaderSize(s.stdout, 1<<20)
 	s.send(`{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}`)
 	if _, err := br.ReadBytes('\n'); err != nil {
@@ -346,6 +351,16 @@ func TestServeMemoryIsBoundedWhileAnAnswerWaits(t *testing.T) {
 	// Nobody reads stdout from here on.
 	for i := 1; i <= fill; i++ {
 		s.send(`{"jsonrpc":"2.0","id":` + strconv.Itoa(i) + `,"method":"tools/list","params":{}}`)
+	}
+	// The second initialize is sent only once the pipe is full, so its
+	// in-line answer cannot be written (a condition, not a delay).
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if queued, capacity := pipeFill(t, stdout); queued >= capacity {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the tools/list answers never filled the stdout pipe\n%s", s.stderr.String())
+		}
 	}
 	s.send(`{"jsonrpc":"2.0","id":"init2","method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}`)
 	note := `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"t","progress":1,"message":"` + strings.Repeat("A", 3<<10) + `"}}` + "\n"
@@ -408,29 +423,31 @@ func TestServeMemoryIsBoundedWhileAnAnswerWaits(t *testing.T) {
 	}()
 	<-writerDone
 	s.send(`{"jsonrpc":"2.0","id":"after","method":"tools/list","params":{}}`)
-	lists, initRefused := 0, false
+	// Every answer, in whatever order the server writes them: the
+	// tools/list answers that waited need not come before the last one.
+	lists, initAnswered, initRefused, after := 0, false, false, false
 	deadline := time.After(60 * time.Second) // only a hung server hits this
-	for done := false; !done; {
+	for lists < fill || !initAnswered || !after {
 		select {
 		case m, ok := <-answers:
 			if !ok {
-				t.Fatalf("stdout ended\n%s", s.stderr.String())
+				t.Fatalf("stdout ended after %d tools/list answers\n%s", lists, s.stderr.String())
 			}
 			switch {
 			case m["id"] == "after":
-				done = m["result"] != nil
-				if !done {
+				after = m["result"] != nil
+				if !after {
 					t.Fatalf("answer after the flood: %v", m)
 				}
 			case m["id"] == "init2":
-				initRefused = m["error"] != nil
+				initAnswered, initRefused = true, m["error"] != nil
 			case m["result"] != nil:
 				lists++
 			default:
 				t.Fatalf("unexpected line: %v", m)
 			}
 		case <-deadline:
-			t.Fatal("no answer after the flood")
+			t.Fatalf("after the flood: %d of %d tools/list answered, second initialize answered %v, last call answered %v", lists, fill, initAnswered, after)
 		}
 	}
 	if lists != fill || !initRefused {
