@@ -198,15 +198,20 @@ func TestMarketableLimitSellValuedAtBid(t *testing.T) {
 	if !bid.GreaterThan(low) {
 		t.Fatalf("the band's lowest sell %s is not below the bid %s", low, bid)
 	}
-	// qty 0.01: worth less than the limit at its own price, more at the bid.
-	limit := low.Add(bid).Div(decimal.NewFromInt(200)).Round(2)
+	// The sell is priced halfway between the band's lowest sell and the
+	// bid, so the walk of a second or two keeps it inside the band and
+	// below the bid. qty 0.01: worth less than the limit at its own price,
+	// more at the bid.
+	two := decimal.NewFromInt(2)
+	mid := low.Add(bid).Div(two).Round(0)
+	limit := mid.Add(bid).Div(two).Div(decimal.NewFromInt(100)).Round(2)
 	if _, err := e.sys.Handle(context.Background(), &messages.SetCeilingRequest{User: "alice", Settings: messages.PolicySettings{MaxOrderNotionalUSDT: &limit}}, messages.ActorCLIAdmin); err != nil {
 		t.Fatal(err)
 	}
-	sell := map[string]any{"symbol": "BTCUSDT", "category": "linear", "side": "Sell", "order_type": "Limit", "qty": "0.01", "price": low.String()}
+	sell := map[string]any{"symbol": "BTCUSDT", "category": "linear", "side": "Sell", "order_type": "Limit", "qty": "0.01", "price": mid.String()}
 	out, isErr := callJSON(t, cs, "place_order", sell)
 	if !isErr || out["details"].(map[string]any)["limit"] != "max_order_notional_usdt" {
-		t.Fatalf("a sell at %s below the bid %s under a limit of %s: %v", low, bid, limit, out)
+		t.Fatalf("a sell at %s below the bid %s under a limit of %s: %v", mid, bid, limit, out)
 	}
 	// A sell resting above the bid is valued at its price and is placed;
 	// amending it below the bid is valued at the bid.
@@ -216,7 +221,7 @@ func TestMarketableLimitSellValuedAtBid(t *testing.T) {
 	if isErr {
 		t.Fatalf("a small resting sell: %v", out)
 	}
-	am, isErr := callJSON(t, cs, "amend_order", map[string]any{"symbol": "BTCUSDT", "category": "linear", "order_id": out["order_id"], "qty": "0.01", "price": low.String()})
+	am, isErr := callJSON(t, cs, "amend_order", map[string]any{"symbol": "BTCUSDT", "category": "linear", "order_id": out["order_id"], "qty": "0.01", "price": mid.String()})
 	if !isErr || am["details"].(map[string]any)["limit"] != "max_order_notional_usdt" {
 		t.Fatalf("amend to a sell below the bid: %v", am)
 	}
