@@ -108,10 +108,18 @@ func openStatus(s string) bool {
 	return s == "New" || s == "PartiallyFilled" || s == "Untriggered"
 }
 
+// maxCachedOrders bounds the open orders the cache holds: a flood of
+// pushed orders, each new, cannot grow it further (the next REST seed
+// replaces them).
+const maxCachedOrders = 1000
+
 func (c *streamCache) noteOrdersLocked(list []messages.Order) {
 	c.known = true
 	for _, o := range list {
 		if openStatus(o.Status) {
+			if _, ok := c.orders[o.OrderID]; !ok && len(c.orders) >= maxCachedOrders {
+				continue
+			}
 			c.orders[o.OrderID] = o
 		} else {
 			delete(c.orders, o.OrderID)
@@ -539,10 +547,18 @@ func (d *diskWatch) refuses(t messages.RecordType) bool {
 // trigger, the agent's tool_call of a tool that is not a read (System.
 // ToolCalled does not journal a read tool's call there), and
 // what the action path needs to refuse, settle or reduce (under REDUCING
-// nothing adds risk). Everything else (policy, keys, tokens, users) is
-// refused there.
+// nothing adds risk), and the private stream's audit trail (streamRecord).
+// Everything else (policy, keys, tokens, users) is refused there.
 func essentialRecord(t messages.RecordType) bool {
-	return t == messages.RecordToolCall || innerRecord(t)
+	return t == messages.RecordToolCall || streamRecord(t) || innerRecord(t)
+}
+
+// streamRecord reports whether a record is the private stream's audit
+// trail (venue_update, stream_dropped): written from the last reserve,
+// never from its inner half, so a flood of pushes cannot use up what the
+// kill switch and the dead-man switch need.
+func streamRecord(t messages.RecordType) bool {
+	return t == messages.RecordVenueUpdate || t == messages.RecordStreamDropped
 }
 
 // innerRecord reports whether a record is written from the inner half of
@@ -555,7 +571,7 @@ func innerRecord(t messages.RecordType) bool {
 	switch t {
 	case messages.RecordKillSwitchOn, messages.RecordPostureChanged, messages.RecordDeadmanTriggered,
 		messages.RecordOrderAttempt, messages.RecordOrderOutcome, messages.RecordOrderRefused,
-		messages.RecordOrderRepeat, messages.RecordVenueUpdate:
+		messages.RecordOrderRepeat:
 		return true
 	}
 	return false
