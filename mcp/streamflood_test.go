@@ -159,3 +159,30 @@ func TestKillSwitchAnswersDuringAStreamFlood(t *testing.T) {
 		t.Fatalf("the journal grew with the pushes: %d venue_update records, %d bytes for %d pushes", updates, bytes, n)
 	}
 }
+
+// A stream that reconnects every 200 ms is not healthy, although it is
+// never down for long: posture goes REDUCING for stream_stale within
+// stream_stale_s of the flapping, and comes back by itself once it stops
+// (docs/decisions.md DH1b).
+func TestPostureStreamStaleCountsFlaps(t *testing.T) {
+	stale := 2
+	e, proxy, cs := floodedEnv(t, messages.PolicySettings{StreamStaleS: &stale})
+	waitPosture(t, cs, 10*time.Second, "ACTIVE with the stream connected", streamConnected)
+
+	stop := proxy.Flap(200 * time.Millisecond)
+	defer stop()
+	start := time.Now()
+	p := waitPosture(t, cs, time.Duration(stale)*time.Second+10*time.Second, "REDUCING for stream_stale while flapping",
+		stateIs("REDUCING", messages.CauseStreamStale))
+	t.Logf("REDUCING %.1f s into the flapping (%d connections): %v", time.Since(start).Seconds(), proxy.Accepted(), p["stream"])
+	out, isErr := callJSON(t, cs, "place_order", limitBuy("30000"))
+	refusedForPosture(t, out, isErr, messages.CauseStreamStale)
+
+	stop()
+	waitPosture(t, cs, 15*time.Second, "ACTIVE again once the flapping stopped", streamConnected)
+	recs := postureRecords(t, e)
+	if !hasTransition(t, recs, messages.ActorSystem, messages.CauseStreamStale, "ACTIVE", "REDUCING") ||
+		!hasTransition(t, recs, messages.ActorSystem, messages.CauseStreamStale+"_cleared", "REDUCING", "ACTIVE") {
+		t.Fatalf("the journal does not show stream_stale entering and clearing: %d posture records", len(recs))
+	}
+}

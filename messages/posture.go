@@ -220,9 +220,13 @@ type StreamHealth struct {
 	// LastMessageAgeS is the age of the last message read, in seconds;
 	// -1 when none was read.
 	LastMessageAgeS float64 `json:"last_message_age_s"`
-	// DownForS is how long it has been down (0 when connected).
+	// DownForS is how long it has not been healthy: down, or flapping
+	// since a healthy connection went down (0 when healthy).
 	DownForS float64 `json:"down_for_s,omitempty"`
-	StaleS   int     `json:"stale_after_s"`
+	// Flapping: connected, but reconnecting more than 3 times in 10 s
+	// without a connection that held 3 s; it counts as down.
+	Flapping bool `json:"flapping,omitempty"`
+	StaleS   int  `json:"stale_after_s"`
 }
 
 // DiskHealth is the journal's disk: free space against the margin.
