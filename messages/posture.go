@@ -26,8 +26,9 @@ const (
 	CauseHuman = "human"
 	// CauseAgent: the agent called reduce_risk_only.
 	CauseAgent = "agent"
-	// CauseStreamStale: the private stream has been down longer than
-	// stream_stale_s, so outcomes could not be settled.
+	// CauseStreamStale: the private stream has been down (or flapping:
+	// reconnecting more than 3 times in 10 s) longer than stream_stale_s,
+	// so outcomes could not be settled.
 	CauseStreamStale = "stream_stale"
 	// CauseDailyLoss: the day's realised plus unrealised loss reached
 	// max_daily_loss_usdt.
