@@ -65,18 +65,22 @@ func TestStreamInboxCoalescesAndBoundsItself(t *testing.T) {
 	}
 }
 
-// A venue_update holds at most maxVenueUpdateRows rows, one per order,
-// the server's own orders before others; the rest are counted.
+// A venue_update holds at most maxVenueUpdateRows rows, one per order, at
+// most maxExternalRows of others' orders, the server's own orders before
+// others; the rest are counted.
 func TestVenueUpdateBufferKeepsOwnOrdersFirst(t *testing.T) {
 	b := newVenueUpdateBuffer()
 	for i := range 2 * maxVenueUpdateRows {
 		b.add(time.Now(), []messages.Order{pushedOrder(fmt.Sprint("x", i), fmt.Sprint("ext-", i), "New")})
 	}
+	for i := range maxVenueUpdateRows - maxExternalRows {
+		b.add(time.Now(), []messages.Order{pushedOrder(fmt.Sprint("g", i), fmt.Sprint("gx-abc-", i), "New")})
+	}
 	if b.add(time.Now(), []messages.Order{pushedOrder("mine", "gx-abc-1", "New"), pushedOrder("mine", "gx-abc-1", "Filled")}) {
 		t.Fatal("a second signal while one is on its way")
 	}
 	rows, omitted, _, wait := b.take()
-	if wait != 0 || len(rows) != maxVenueUpdateRows || omitted != maxVenueUpdateRows+1 {
+	if wait != 0 || len(rows) != maxVenueUpdateRows || omitted != 2*maxVenueUpdateRows-maxExternalRows+1 {
 		t.Fatalf("took %d rows, %d omitted, wait %s", len(rows), omitted, wait)
 	}
 	found := false

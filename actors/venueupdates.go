@@ -17,6 +17,10 @@ const (
 	// server's own orders ("gx-" client order ids) are kept before any
 	// other, and the rows left out are counted in the record (omitted).
 	maxVenueUpdateRows = 128
+	// maxExternalRows bounds the rows of orders that are not the server's
+	// own in one venue_update: a flood of forged external orders costs at
+	// most this many rows every venueUpdateEvery.
+	maxExternalRows = 32
 	// venueUpdateEvery spaces the venue_update records of one user: the
 	// rows pushed meanwhile wait, coalesced, for the next.
 	venueUpdateEvery = 200 * time.Millisecond
@@ -32,13 +36,15 @@ type streamOrdersReady struct{ buf *venueUpdateBuffer }
 
 // venueUpdateBuffer holds the order rows the stream pushed since the user
 // actor last journaled them: one row per order (the latest wins), at most
-// maxVenueUpdateRows. The venue actor adds, the user actor takes. Safe for
-// concurrent use.
+// maxVenueUpdateRows, of which at most maxExternalRows of orders that are
+// not the server's own. The venue actor adds, the user actor takes. Safe
+// for concurrent use.
 type venueUpdateBuffer struct {
 	mu sync.Mutex
 	// guarded by mu
 	rows      []messages.Order
 	at        map[string]int // rows' index by category and order id
+	external  int            // rows of orders that are not the server's own
 	omitted   int            // rows left out since the last take
 	latest    time.Time      // the latest push's time
 	signalled bool           // a streamOrdersReady is on its way
@@ -67,21 +73,27 @@ func (b *venueUpdateBuffer) add(at time.Time, rows []messages.Order) bool {
 			b.rows[i] = o // latest wins
 			continue
 		}
+		own := ownOrder(o)
+		if !own && b.external >= maxExternalRows {
+			b.omitted++
+			continue
+		}
 		if len(b.rows) < maxVenueUpdateRows {
 			b.at[k] = len(b.rows)
 			b.rows = append(b.rows, o)
+			if !own {
+				b.external++
+			}
 			continue
 		}
 		b.omitted++
-		if !ownOrder(o) {
-			continue
-		}
 		// Full: the server's own order takes the place of another's.
-		for i := len(b.rows) - 1; i >= 0; i-- {
+		for i := len(b.rows) - 1; i >= 0 && own; i-- {
 			if !ownOrder(b.rows[i]) {
 				delete(b.at, string(b.rows[i].Category)+":"+b.rows[i].OrderID)
 				b.rows[i] = o
 				b.at[k] = i
+				b.external--
 				break
 			}
 		}
@@ -104,7 +116,7 @@ func (b *venueUpdateBuffer) take() (rows []messages.Order, omitted int, at time.
 		return nil, 0, time.Time{}, w
 	}
 	rows, omitted, at = b.rows, b.omitted, b.latest
-	b.rows, b.at, b.omitted, b.signalled, b.lastTake = nil, map[string]int{}, 0, false, now
+	b.rows, b.at, b.external, b.omitted, b.signalled, b.lastTake = nil, map[string]int{}, 0, 0, false, now
 	return rows, omitted, at, 0
 }
 

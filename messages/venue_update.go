@@ -10,8 +10,8 @@ import (
 // pushes updates of the user's orders (SPEC §10). It is compact: one row
 // per order with what an audit needs, never the whole push, and one
 // record holds what was pushed since the last (each order's latest row),
-// at most 128 rows, the server's own orders first. Client order ids and
-// statuses are exchange text.
+// at most 128 rows, at most 32 of them of others' orders, the server's own
+// orders first. Client order ids and statuses are exchange text.
 type VenueUpdateEvent struct {
 	// At is the latest push's time.
 	At     time.Time        `json:"at"`
