@@ -1,6 +1,8 @@
 package actors
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"sync/atomic"
@@ -127,5 +129,42 @@ func TestStreamHealthCountsFlaps(t *testing.T) {
 	// The last connection (at 23.9 s) holds 3 s: healthy again.
 	if h := c.health(at(27 * time.Second)); h.Flapping || h.DownForS != 0 {
 		t.Fatalf("after a connection held: %+v", h)
+	}
+}
+
+// Drops are journaled once, not per drop: the first gap's stream_dropped
+// at once, the next ones summed into one a minute later at the earliest.
+func TestStreamDropsAreJournaledOnce(t *testing.T) {
+	ts := startUsers(t, t.TempDir())
+	ctx := context.Background()
+	if _, err := ts.Handle(ctx, &messages.CreateUserRequest{User: "alice"}, messages.ActorCLIAdmin); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ts.Handle(ctx, &messages.ShowPolicyRequest{User: "alice"}, messages.ActorCLIUser); err != nil {
+		t.Fatal(err)
+	}
+	pid := ts.registry.get("alice")
+	if pid == nil {
+		t.Fatal("alice's actor is not running")
+	}
+	for range 50 {
+		ts.sys.Root.Send(pid, &streamResync{reason: string(messages.StreamGap), dropped: 10})
+	}
+	// In order after the resyncs: once it answers, they were handled.
+	if _, err := ts.Handle(ctx, &messages.ShowPolicyRequest{User: "alice"}, messages.ActorCLIUser); err != nil {
+		t.Fatal(err)
+	}
+	var got []messages.StreamDroppedEvent
+	for _, r := range ts.records(t) {
+		if messages.RecordType(r.Type) == messages.RecordStreamDropped {
+			var ev messages.StreamDroppedEvent
+			if err := json.Unmarshal(r.Payload, &ev); err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, ev)
+		}
+	}
+	if len(got) != 1 || got[0].Dropped != 10 || got[0].Gaps != 1 {
+		t.Fatalf("50 gaps journaled as %+v, want one stream_dropped of the first", got)
 	}
 }
