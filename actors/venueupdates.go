@@ -24,6 +24,9 @@ const (
 	// venueUpdateEvery spaces the venue_update records of one user: the
 	// rows pushed meanwhile wait, coalesced, for the next.
 	venueUpdateEvery = 200 * time.Millisecond
+	// venueUpdateResignal: a signal that was not taken for this long is
+	// sent again (a user actor that restarted drops what it had queued).
+	venueUpdateResignal = 5 * time.Second
 	// streamDroppedEvery spaces the stream_dropped records of one user:
 	// the drops meanwhile are counted into the next.
 	streamDroppedEvery = time.Minute
@@ -48,6 +51,7 @@ type venueUpdateBuffer struct {
 	omitted   int            // rows left out since the last take
 	latest    time.Time      // the latest push's time
 	signalled bool           // a streamOrdersReady is on its way
+	sentAt    time.Time      // when it was sent
 	lastTake  time.Time
 }
 
@@ -98,10 +102,11 @@ func (b *venueUpdateBuffer) add(at time.Time, rows []messages.Order) bool {
 			}
 		}
 	}
-	if b.signalled || (len(b.rows) == 0 && b.omitted == 0) {
+	now := time.Now()
+	if (b.signalled && now.Sub(b.sentAt) < venueUpdateResignal) || (len(b.rows) == 0 && b.omitted == 0) {
 		return false
 	}
-	b.signalled = true
+	b.signalled, b.sentAt = true, now
 	return true
 }
 
