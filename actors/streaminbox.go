@@ -84,7 +84,13 @@ func newStreamInbox(signal func()) *streamInbox {
 func (in *streamInbox) put(ev messages.StreamEvent) {
 	in.mu.Lock()
 	in.putLocked(ev)
-	send := in.pendingLocked() && !in.signalled
+	in.signalUnlock()
+}
+
+// signalUnlock signals the venue actor when something is pending and no
+// signal is on its way, and unlocks mu (the signal is sent unlocked).
+func (in *streamInbox) signalUnlock() {
+	send := (len(in.segs) > 0 || in.dropped > 0) && !in.signalled
 	if send {
 		in.signalled = true
 	}
@@ -93,8 +99,6 @@ func (in *streamInbox) put(ev messages.StreamEvent) {
 		in.signal()
 	}
 }
-
-func (in *streamInbox) pendingLocked() bool { return len(in.segs) > 0 || in.dropped > 0 }
 
 func (in *streamInbox) putLocked(ev messages.StreamEvent) {
 	switch ev.Kind {
@@ -229,12 +233,5 @@ func (in *streamInbox) drain() []messages.StreamEvent {
 func (in *streamInbox) retryGap() {
 	in.mu.Lock()
 	in.retry = false
-	send := in.pendingLocked() && !in.signalled
-	if send {
-		in.signalled = true
-	}
-	in.mu.Unlock()
-	if send {
-		in.signal()
-	}
+	in.signalUnlock()
 }
