@@ -118,11 +118,15 @@ func TestKillSwitchAnswersDuringAStreamFlood(t *testing.T) {
 	if err != nil || res.IsError {
 		t.Fatalf("activate_kill_switch during the flood: %v %+v", err, res)
 	}
-	rctx, rcancel := context.WithTimeout(ctx, 10*time.Second)
-	res, err = cs.CallTool(rctx, &sdk.CallToolParams{Name: "get_my_policy", Arguments: map[string]any{}})
-	rcancel()
-	if err != nil || res.IsError {
-		t.Fatalf("a read during the flood: %v %+v", err, res)
+	// A read of the user's state, and one through the venue actor that
+	// owns the stream.
+	for _, read := range []string{"get_my_policy", "get_positions"} {
+		rctx, rcancel := context.WithTimeout(ctx, 10*time.Second)
+		res, err = cs.CallTool(rctx, &sdk.CallToolParams{Name: read, Arguments: map[string]any{}})
+		rcancel()
+		if err != nil || res.IsError {
+			t.Fatalf("%s during the flood: %v %+v", read, err, res)
+		}
 	}
 	flooding := proxy.Injected() < int(perSecond*floodFor.Seconds())
 	<-flooded
