@@ -135,7 +135,8 @@ func TestStreamHealthCountsFlaps(t *testing.T) {
 // Drops are journaled once, not per drop: the first gap's stream_dropped
 // at once, the next ones summed into one a minute later at the earliest.
 func TestStreamDropsAreJournaledOnce(t *testing.T) {
-	ts := startUsers(t, t.TempDir())
+	dir := t.TempDir()
+	ts := startUsers(t, dir)
 	ctx := context.Background()
 	if _, err := ts.Handle(ctx, &messages.CreateUserRequest{User: "alice"}, messages.ActorCLIAdmin); err != nil {
 		t.Fatal(err)
@@ -166,5 +167,10 @@ func TestStreamDropsAreJournaledOnce(t *testing.T) {
 	}
 	if len(got) != 1 || got[0].Dropped != 10 || got[0].Gaps != 1 {
 		t.Fatalf("50 gaps journaled as %+v, want one stream_dropped of the first", got)
+	}
+	// Replay accepts the record: the server starts again on its journal.
+	again := startUsers(t, dir)
+	if _, err := again.Handle(ctx, &messages.ShowPolicyRequest{User: "alice"}, messages.ActorCLIUser); err != nil {
+		t.Fatal(err)
 	}
 }
