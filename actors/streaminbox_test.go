@@ -149,7 +149,7 @@ func TestStreamDropsAreJournaledOnce(t *testing.T) {
 		t.Fatal("alice's actor is not running")
 	}
 	for range 50 {
-		ts.sys.Root.Send(pid, &streamResync{reason: string(messages.StreamGap), dropped: 10})
+		ts.sys.Root.Send(pid, &streamResync{reason: string(messages.StreamGap), dropped: 10, dropReason: inboxOverflow})
 	}
 	// In order after the resyncs: once it answers, they were handled.
 	if _, err := ts.Handle(ctx, &messages.ShowPolicyRequest{User: "alice"}, messages.ActorCLIUser); err != nil {
@@ -165,7 +165,7 @@ func TestStreamDropsAreJournaledOnce(t *testing.T) {
 			got = append(got, ev)
 		}
 	}
-	if len(got) != 1 || got[0].Dropped != 10 || got[0].Gaps != 1 {
+	if len(got) != 1 || got[0].Dropped != 10 || got[0].Gaps != 1 || got[0].Reason != inboxOverflow {
 		t.Fatalf("50 gaps journaled as %+v, want one stream_dropped of the first", got)
 	}
 	// Replay accepts the record: the server starts again on its journal.

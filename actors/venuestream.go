@@ -86,10 +86,12 @@ type streamEvent struct {
 
 // streamResync tells the user actor that the stream (re)connected or lost
 // updates: it reconciles its open attempts by REST before new writes.
-// dropped counts the updates a gap lost (journaled as stream_dropped).
+// dropped counts the updates a gap lost and dropReason says why
+// (journaled as stream_dropped).
 type streamResync struct {
-	reason  string
-	dropped int
+	reason     string
+	dropped    int
+	dropReason string
 }
 
 // openStream replaces the user's private stream with one for the current
@@ -173,7 +175,7 @@ func (v *venueActor) onStreamEvent(ctx actor.Context, m *streamEvent) {
 	switch m.ev.Kind {
 	case messages.StreamConnected, messages.StreamReconnected, messages.StreamGap:
 		v.seedCache()
-		ctx.Send(ctx.Parent(), &streamResync{reason: string(m.ev.Kind), dropped: m.ev.Dropped})
+		ctx.Send(ctx.Parent(), &streamResync{reason: string(m.ev.Kind), dropped: m.ev.Dropped, dropReason: m.ev.Reason})
 	case messages.StreamOrders:
 		if len(m.ev.Orders) > 0 && v.updates.add(m.ev.At, m.ev.Orders) {
 			ctx.Send(ctx.Parent(), &streamOrdersReady{buf: v.updates})

@@ -175,7 +175,7 @@ func (u *userActor) noteStreamDropped(ctx actor.Context, m *streamResync) {
 	t := &u.droppedTally
 	now := u.now()
 	if t.gaps == 0 {
-		t.since, t.reason = now, m.reason
+		t.since, t.reason = now, m.dropReason
 	}
 	t.dropped += m.dropped
 	t.gaps++
