@@ -110,9 +110,16 @@ func TestDiskInnerReserveKeepsTheKillSwitchAndRefusesTheAgent(t *testing.T) {
 	if _, err := ts.Handle(ctx, &messages.SetKillSwitchRequest{User: "alice", On: true, Level: messages.KillSwitchUser}, messages.ActorCLIUser); err != nil {
 		t.Fatalf("the kill switch in the inner reserve: %v", err)
 	}
-	for _, typ := range []messages.RecordType{messages.RecordDeadmanTriggered, messages.RecordOrderAttempt, messages.RecordOrderOutcome, messages.RecordVenueUpdate} {
+	for _, typ := range []messages.RecordType{messages.RecordDeadmanTriggered, messages.RecordOrderAttempt, messages.RecordOrderOutcome} {
 		if ts.System.disk.refuses(typ) {
 			t.Errorf("the inner reserve refuses %s", typ)
+		}
+	}
+	// The private stream's audit trail stays out of the inner reserve: a
+	// flood of pushes cannot use it up.
+	for _, typ := range []messages.RecordType{messages.RecordVenueUpdate, messages.RecordStreamDropped} {
+		if !ts.System.disk.refuses(typ) {
+			t.Errorf("the inner reserve takes %s", typ)
 		}
 	}
 	if !ts.System.disk.refuses(messages.RecordToolCall) {

@@ -100,7 +100,7 @@ func (u *userActor) linkID(a *action, origin messages.Origin) string {
 // isOrderMessage reports whether the user actor serves m in handleOrder.
 func isOrderMessage(m any) bool {
 	switch m.(type) {
-	case *orderWritten, *streamResync, *streamOrders, *placeAsk, *marketFetched, *cancelAsk, *orderFetched, *openOrdersFetched, *cancelAllResume:
+	case *orderWritten, *streamResync, *streamOrdersReady, *placeAsk, *marketFetched, *cancelAsk, *orderFetched, *openOrdersFetched, *cancelAllResume:
 		return true
 	}
 	return false
@@ -117,7 +117,8 @@ func (u *userActor) handleOrder(ctx actor.Context, msg any, sender *actor.PID) {
 		// attempt without an outcome is looked up by REST, and writes
 		// wait until that is done.
 		u.startRecovery(ctx)
-	case *streamOrders:
+		u.noteStreamDropped(ctx, m)
+	case *streamOrdersReady:
 		u.journalVenueUpdate(ctx, m)
 	case *placeAsk:
 		u.place(ctx, m, sender)
@@ -268,26 +269,6 @@ func (u *userActor) ownsAttempt(clientOrderID string) bool {
 		}
 	}
 	return false
-}
-
-// journalVenueUpdate journals the stream's order rows compactly.
-func (u *userActor) journalVenueUpdate(ctx actor.Context, m *streamOrders) {
-	at := m.at
-	if at.IsZero() {
-		at = u.now()
-	}
-	ev := messages.VenueUpdateEvent{At: at.UTC(), Orders: make([]messages.VenueOrderMark, 0, len(m.orders))}
-	for _, o := range m.orders {
-		ev.Orders = append(ev.Orders, messages.VenueOrderMark{
-			ClientOrderID: o.OrderLinkID, OrderID: o.OrderID, Category: o.Category, Symbol: o.Symbol, Side: o.Side,
-			Status: o.Status, Qty: o.Qty, CumExecQty: o.CumExecQty, AvgPrice: o.AvgPrice, Origin: u.state.orderOrigin(o.OrderLinkID),
-		})
-	}
-	u.write(ctx, Event{messages.RecordVenueUpdate, ev}, systemOrigin, func(_ wal.Record, err error) {
-		if err != nil {
-			u.logger.Warn("could not journal a venue update", "user", u.state.User, "code", string(messages.CodeOf(err)))
-		}
-	})
 }
 
 // orderOrigin is "system" for an order this server placed for the user: a

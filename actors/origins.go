@@ -62,6 +62,8 @@ func originAllowed(ev Event, actor string) bool {
 		return actor == messages.ActorAgent || actor == messages.ActorExecutor
 	case messages.RecordVenueUpdate:
 		return actor == messages.ActorSystem || actor == messages.ActorVenue
+	case messages.RecordStreamDropped:
+		return actor == messages.ActorSystem
 	case messages.RecordDailyPnlNoted:
 		return actor == messages.ActorSystem
 	case messages.RecordPostureChanged:

@@ -108,7 +108,7 @@ func (u *userActor) liveAutoCauses(now time.Time) messages.PostureCauses {
 	p := u.state.effective(u.venue, u.env)
 	if u.cache != nil {
 		h := u.cache.health(now)
-		if h.Open && !h.Connected && h.DownForS >= float64(p.StreamStaleS) {
+		if h.Open && (!h.Connected || h.Flapping) && h.DownForS >= float64(p.StreamStaleS) {
 			out = out.With(messages.CauseStreamStale)
 		}
 		if loss := u.cache.dailyLoss(now); loss.IsPositive() && loss.GreaterThanOrEqual(p.MaxDailyLossUSDT) {

@@ -28,10 +28,15 @@ type streamCache struct {
 	open      bool
 	connected bool
 	since     time.Time // when it last connected, or went down
-	lastRead  func() time.Time
-	known     bool // something was cached (a push or a seed)
-	orders    map[string]messages.Order
-	positions map[string]messages.Position
+	// unstableSince is when the stream last stopped being healthy (the
+	// stale clock, streamFlapping); zero while it is healthy. connects
+	// holds the times of the last (re)connects, at most streamFlapMax+1.
+	unstableSince time.Time
+	connects      []time.Time
+	lastRead      func() time.Time
+	known         bool // something was cached (a push or a seed)
+	orders        map[string]messages.Order
+	positions     map[string]messages.Position
 	// dayStart is the UTC day counted; day is each position's count of
 	// that day (dayCount), by posKey. dirty: the count changed since it
 	// was last journaled (daily_pnl_noted); version counts the changes.
@@ -75,6 +80,7 @@ func (c *streamCache) opened(now time.Time, st *venue.Stream) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.open, c.connected, c.since = true, false, now
+	c.unstableSince, c.connects = now, nil
 	c.lastRead = st.LastRead
 }
 
@@ -92,7 +98,19 @@ func (c *streamCache) note(ev messages.StreamEvent, now time.Time) {
 	switch ev.Kind {
 	case messages.StreamConnected, messages.StreamReconnected:
 		c.connected, c.since = true, now
+		c.connects = append(c.connects, now)
+		if len(c.connects) > streamFlapMax+1 {
+			c.connects = slices.Delete(c.connects, 0, len(c.connects)-streamFlapMax-1)
+		}
+		if !c.flappingLocked(now) {
+			c.unstableSince = time.Time{}
+		}
 	case messages.StreamDisconnected:
+		if c.unstableSince.IsZero() || (c.connected && now.Sub(c.since) >= streamStableFor) {
+			// A healthy or stable stream went down: the stale clock
+			// starts now. A flapping one keeps its clock running.
+			c.unstableSince = now
+		}
 		if c.connected {
 			c.connected, c.since = false, now
 		}
@@ -108,10 +126,18 @@ func openStatus(s string) bool {
 	return s == "New" || s == "PartiallyFilled" || s == "Untriggered"
 }
 
+// maxCachedOrders bounds the open orders the cache holds: a flood of
+// pushed orders, each new, cannot grow it further (the next REST seed
+// replaces them).
+const maxCachedOrders = 1000
+
 func (c *streamCache) noteOrdersLocked(list []messages.Order) {
 	c.known = true
 	for _, o := range list {
 		if openStatus(o.Status) {
+			if _, ok := c.orders[o.OrderID]; !ok && len(c.orders) >= maxCachedOrders {
+				continue
+			}
 			c.orders[o.OrderID] = o
 		} else {
 			delete(c.orders, o.OrderID)
@@ -316,6 +342,29 @@ func (c *streamCache) polled(list []messages.Position, now time.Time) {
 	}
 }
 
+// The flapping rule (docs/decisions.md DH1b): a stream that keeps
+// reconnecting is not healthy, however briefly each connection is down.
+// It is flapping while more than streamFlapMax (re)connects fall within
+// streamFlapWindow and the current connection has not held for
+// streamStableFor. The stale clock (StreamHealth.DownForS, the posture's
+// stream_stale cause) runs from when the stream last stopped being
+// healthy (a healthy or stable connection went down), through every
+// reconnect of the flapping, until a connection holds for
+// streamStableFor or the reconnects thin out.
+const (
+	streamFlapMax    = 3
+	streamFlapWindow = 10 * time.Second
+	streamStableFor  = 3 * time.Second
+)
+
+// flappingLocked reports whether the stream is connected but flapping.
+func (c *streamCache) flappingLocked(now time.Time) bool {
+	if !c.connected || now.Sub(c.since) >= streamStableFor || len(c.connects) <= streamFlapMax {
+		return false
+	}
+	return now.Sub(c.connects[len(c.connects)-streamFlapMax-1]) < streamFlapWindow
+}
+
 // health is the stream's health now.
 func (c *streamCache) health(now time.Time) messages.StreamHealth {
 	c.mu.Lock()
@@ -326,8 +375,12 @@ func (c *streamCache) health(now time.Time) messages.StreamHealth {
 			h.LastMessageAgeS = roundS(now.Sub(t))
 		}
 	}
-	if c.open && !c.connected {
-		h.DownForS = roundS(now.Sub(c.since))
+	h.Flapping = c.open && c.flappingLocked(now)
+	if c.open && c.connected && !h.Flapping {
+		c.unstableSince = time.Time{}
+	}
+	if c.open && !c.unstableSince.IsZero() {
+		h.DownForS = roundS(now.Sub(c.unstableSince))
 	}
 	return h
 }
@@ -539,10 +592,18 @@ func (d *diskWatch) refuses(t messages.RecordType) bool {
 // trigger, the agent's tool_call of a tool that is not a read (System.
 // ToolCalled does not journal a read tool's call there), and
 // what the action path needs to refuse, settle or reduce (under REDUCING
-// nothing adds risk). Everything else (policy, keys, tokens, users) is
-// refused there.
+// nothing adds risk), and the private stream's audit trail (streamRecord).
+// Everything else (policy, keys, tokens, users) is refused there.
 func essentialRecord(t messages.RecordType) bool {
-	return t == messages.RecordToolCall || innerRecord(t)
+	return t == messages.RecordToolCall || streamRecord(t) || innerRecord(t)
+}
+
+// streamRecord reports whether a record is the private stream's audit
+// trail (venue_update, stream_dropped): written from the last reserve,
+// never from its inner half, so a flood of pushes cannot use up what the
+// kill switch and the dead-man switch need.
+func streamRecord(t messages.RecordType) bool {
+	return t == messages.RecordVenueUpdate || t == messages.RecordStreamDropped
 }
 
 // innerRecord reports whether a record is written from the inner half of
@@ -555,7 +616,7 @@ func innerRecord(t messages.RecordType) bool {
 	switch t {
 	case messages.RecordKillSwitchOn, messages.RecordPostureChanged, messages.RecordDeadmanTriggered,
 		messages.RecordOrderAttempt, messages.RecordOrderOutcome, messages.RecordOrderRefused,
-		messages.RecordOrderRepeat, messages.RecordVenueUpdate:
+		messages.RecordOrderRepeat:
 		return true
 	}
 	return false

@@ -167,6 +167,9 @@ type userActor struct {
 	// (posturecache.go).
 	cache *streamCache
 	postureRun
+	// droppedTally counts the stream's drops for stream_dropped
+	// (venueupdates.go).
+	droppedTally droppedTally
 }
 
 // afterJournal is the continuation of one journal write.

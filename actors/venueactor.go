@@ -60,6 +60,9 @@ type venueActor struct {
 	streamGen uint64
 	// cache is the user's stream cache, shared with the user actor.
 	cache *streamCache
+	// updates holds the pushed order rows until the user actor journals
+	// them (venueupdates.go).
+	updates *venueUpdateBuffer
 	// watches are the wait_for_update calls waiting on the stream (watch.go).
 	watches map[uint64]*watchAsk
 }
@@ -71,8 +74,8 @@ func (v *venueActor) Receive(ctx actor.Context) {
 		v.openStream(ctx)
 	case *actor.Stopping, *actor.Restarting:
 		v.closeStream()
-	case *streamEvent:
-		v.onStreamEvent(ctx, m)
+	case *streamReady:
+		v.onStreamReady(ctx, m)
 	case *orderWrite:
 		v.write(ctx, m)
 	case *marketFetch:

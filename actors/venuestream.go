@@ -76,8 +76,9 @@ type orderWritten struct {
 	err   *messages.Error
 }
 
-// streamEvent carries one event of the venue actor's stream to itself;
-// gen drops the events of a stream that was replaced.
+// streamEvent is one event of the venue actor's stream, as drained from
+// its inbox (streaminbox.go); gen drops the events of a stream that was
+// replaced.
 type streamEvent struct {
 	gen uint64
 	ev  messages.StreamEvent
@@ -85,17 +86,17 @@ type streamEvent struct {
 
 // streamResync tells the user actor that the stream (re)connected or lost
 // updates: it reconciles its open attempts by REST before new writes.
-type streamResync struct{ reason string }
-
-// streamOrders carries the order rows the stream pushed to the user actor,
-// which journals them compactly as venue_update.
-type streamOrders struct {
-	at     time.Time
-	orders []messages.Order
+// dropped counts the updates a gap lost and dropReason says why
+// (journaled as stream_dropped).
+type streamResync struct {
+	reason     string
+	dropped    int
+	dropReason string
 }
 
 // openStream replaces the user's private stream with one for the current
-// session's key. Its events come to this actor as *streamEvent.
+// session's key. Its pump puts the events into the stream's inbox
+// (streaminbox.go), which signals this actor with *streamReady.
 func (v *venueActor) openStream(ctx actor.Context) {
 	v.closeStream()
 	if v.session == nil || v.streams == nil {
@@ -121,6 +122,11 @@ func (v *venueActor) openStream(ctx actor.Context) {
 		v.cache.opened(v.now(), st)
 	}
 	gen, self, root, logger := v.streamGen, ctx.Self(), ctx.ActorSystem().Root, v.logger
+	var inbox *streamInbox
+	inbox = newStreamInbox(func() { root.Send(self, &streamReady{gen: gen, inbox: inbox}) })
+	if v.updates == nil {
+		v.updates = newVenueUpdateBuffer()
+	}
 	go func() {
 		defer func() {
 			if p := recover(); p != nil {
@@ -128,9 +134,19 @@ func (v *venueActor) openStream(ctx actor.Context) {
 			}
 		}()
 		for ev := range st.Events() {
-			root.Send(self, &streamEvent{gen: gen, ev: ev})
+			inbox.put(ev)
 		}
 	}()
+}
+
+// onStreamReady drains the stream's inbox and acts on each event.
+func (v *venueActor) onStreamReady(ctx actor.Context, m *streamReady) {
+	if m.gen != v.streamGen {
+		return
+	}
+	for _, ev := range m.inbox.drain() {
+		v.onStreamEvent(ctx, &streamEvent{gen: m.gen, ev: ev})
+	}
 }
 
 // closeStream stops the stream; its pump ends when the events close.
@@ -145,7 +161,8 @@ func (v *venueActor) closeStream() {
 }
 
 // onStreamEvent hands the user actor what it must act on: a (re)connect or
-// a gap (reconcile by REST), and order rows (journal venue_update).
+// a gap (reconcile by REST), and order rows (journal venue_update, through
+// the user's venueUpdateBuffer: one signal in its mailbox at a time).
 // Executions, positions and wallet pushes are not journaled.
 func (v *venueActor) onStreamEvent(ctx actor.Context, m *streamEvent) {
 	if m.gen != v.streamGen {
@@ -158,10 +175,10 @@ func (v *venueActor) onStreamEvent(ctx actor.Context, m *streamEvent) {
 	switch m.ev.Kind {
 	case messages.StreamConnected, messages.StreamReconnected, messages.StreamGap:
 		v.seedCache()
-		ctx.Send(ctx.Parent(), &streamResync{reason: string(m.ev.Kind)})
+		ctx.Send(ctx.Parent(), &streamResync{reason: string(m.ev.Kind), dropped: m.ev.Dropped, dropReason: m.ev.Reason})
 	case messages.StreamOrders:
-		if len(m.ev.Orders) > 0 {
-			ctx.Send(ctx.Parent(), &streamOrders{at: m.ev.At, orders: m.ev.Orders})
+		if len(m.ev.Orders) > 0 && v.updates.add(m.ev.At, m.ev.Orders) {
+			ctx.Send(ctx.Parent(), &streamOrdersReady{buf: v.updates})
 		}
 	}
 }

@@ -136,7 +136,7 @@ func (e *env) stop() {
 }
 
 // records stops the stack and returns the journal.
-func (e *env) records(t *testing.T) []wal.Record {
+func (e *env) records(t testing.TB) []wal.Record {
 	t.Helper()
 	e.stop()
 	var out []wal.Record

@@ -23,6 +23,9 @@ import (
 // postureConfig is what a posture test changes in the stack.
 type postureConfig struct {
 	diskMargin, diskFloor uint64
+	// streamVia, when set, gives the private stream URL the server dials
+	// in place of the simulator's (a hostile proxy in front of it).
+	streamVia func(simWS string) string
 }
 
 // newPostureEnv is newEnv with the private stream (pinging every 200 ms,
@@ -46,6 +49,9 @@ func newPostureEnv(t testing.TB, pc postureConfig) *env {
 		t.Fatal(err)
 	}
 	wsURL := "ws" + strings.TrimPrefix(srv.URL, "http") + "/v5/private"
+	if pc.streamVia != nil {
+		wsURL = pc.streamVia(wsURL)
+	}
 	sys, err := actors.Start(actors.Config{
 		Journal: l, Market: market{c, venue.NewInstrumentCache(c, time.Minute, nil)},
 		Users: actors.NewUserReplay(), Venue: messages.VenuePaper,

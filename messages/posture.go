@@ -26,8 +26,9 @@ const (
 	CauseHuman = "human"
 	// CauseAgent: the agent called reduce_risk_only.
 	CauseAgent = "agent"
-	// CauseStreamStale: the private stream has been down longer than
-	// stream_stale_s, so outcomes could not be settled.
+	// CauseStreamStale: the private stream has been down (or flapping:
+	// reconnecting more than 3 times in 10 s) longer than stream_stale_s,
+	// so outcomes could not be settled.
 	CauseStreamStale = "stream_stale"
 	// CauseDailyLoss: the day's realised plus unrealised loss reached
 	// max_daily_loss_usdt.
@@ -220,9 +221,13 @@ type StreamHealth struct {
 	// LastMessageAgeS is the age of the last message read, in seconds;
 	// -1 when none was read.
 	LastMessageAgeS float64 `json:"last_message_age_s"`
-	// DownForS is how long it has been down (0 when connected).
+	// DownForS is how long it has not been healthy: down, or flapping
+	// since a healthy connection went down (0 when healthy).
 	DownForS float64 `json:"down_for_s,omitempty"`
-	StaleS   int     `json:"stale_after_s"`
+	// Flapping: connected, but reconnecting more than 3 times in 10 s
+	// without a connection that held 3 s; it counts as down.
+	Flapping bool `json:"flapping,omitempty"`
+	StaleS   int  `json:"stale_after_s"`
 }
 
 // DiskHealth is the journal's disk: free space against the margin.

@@ -86,6 +86,11 @@ const (
 	// that day, a new UTC day): every position's count of the day, so that
 	// a restart keeps counting the day's realised loss (posturecache.go).
 	RecordDailyPnlNoted RecordType = 45
+	// A stream_dropped record is journaled when updates of the private
+	// stream were dropped (bounded ingestion, or lost by the stream) and
+	// the state is read again by REST: the first drop at once, later ones
+	// at most once a minute, summed.
+	RecordStreamDropped RecordType = 50
 )
 
 // RecordTypeInfo is one entry of the record type table: its SPEC §12 name,
@@ -162,6 +167,7 @@ var RecordTypes = []RecordTypeInfo{
 	{RecordDeadmanTriggered, "deadman_triggered", WriterUser, ReplayNone},
 	{RecordCallsRateLimited, "calls_rate_limited", WriterGuard, ReplayNone},
 	{RecordDailyPnlNoted, "daily_pnl_noted", WriterUser, ReplayWhole},
+	{RecordStreamDropped, "stream_dropped", WriterUser, ReplayNone},
 }
 
 // RecordInfo returns the table entry of t.

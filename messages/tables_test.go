@@ -41,8 +41,9 @@ func TestCommandTableIsComplete(t *testing.T) {
 	// The action path writes the order records (order_refused from the
 	// gate; order_attempt and order_outcome from the trading path's
 	// actions, and today from the recovery phase), not a command here;
-	// the posture clock writes daily_pnl_noted.
-	actionPath := []RecordType{RecordOrderRefused, RecordOrderAttempt, RecordOrderOutcome, RecordVenueUpdate, RecordOrderRepeat, RecordDeadmanTriggered, RecordDailyPnlNoted}
+	// the posture clock writes daily_pnl_noted; the private stream's
+	// ingestion stream_dropped.
+	actionPath := []RecordType{RecordOrderRefused, RecordOrderAttempt, RecordOrderOutcome, RecordVenueUpdate, RecordOrderRepeat, RecordDeadmanTriggered, RecordDailyPnlNoted, RecordStreamDropped}
 	for _, info := range RecordTypes {
 		if info.Writer == WriterUser && !caused[info.Type] && !slices.Contains(actionPath, info.Type) {
 			t.Fatalf("%s is written by a user actor but no command lists it", info.Name)

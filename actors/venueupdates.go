@@ -1,0 +1,192 @@
+package actors
+
+import (
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/guarded-exchange/guarded-exchange/messages"
+	"github.com/guarded-exchange/guarded-exchange/wal"
+)
+
+// Bounds of the venue_update records (docs/journal-format.md).
+const (
+	// maxVenueUpdateRows bounds the order rows of one venue_update; the
+	// server's own orders ("gx-" client order ids) are kept before any
+	// other, and the rows left out are counted in the record (omitted).
+	maxVenueUpdateRows = 128
+	// maxExternalRows bounds the rows of orders that are not the server's
+	// own in one venue_update: a flood of forged external orders costs at
+	// most this many rows every venueUpdateEvery.
+	maxExternalRows = 32
+	// venueUpdateEvery spaces the venue_update records of one user: the
+	// rows pushed meanwhile wait, coalesced, for the next.
+	venueUpdateEvery = 200 * time.Millisecond
+	// venueUpdateResignal: a signal that was not taken for this long is
+	// sent again (a user actor that restarted drops what it had queued).
+	venueUpdateResignal = 5 * time.Second
+	// streamDroppedEvery spaces the stream_dropped records of one user:
+	// the drops meanwhile are counted into the next.
+	streamDroppedEvery = time.Minute
+)
+
+// streamOrdersReady tells the user actor that the venue actor put order
+// rows into buf: it journals them as one venue_update. At most one is on
+// its way at a time (venueUpdateBuffer.signalled).
+type streamOrdersReady struct{ buf *venueUpdateBuffer }
+
+// venueUpdateBuffer holds the order rows the stream pushed since the user
+// actor last journaled them: one row per order (the latest wins), at most
+// maxVenueUpdateRows, of which at most maxExternalRows of orders that are
+// not the server's own. The venue actor adds, the user actor takes. Safe
+// for concurrent use.
+type venueUpdateBuffer struct {
+	mu sync.Mutex
+	// guarded by mu
+	rows      []messages.Order
+	at        map[string]int // rows' index by category and order id
+	external  int            // rows of orders that are not the server's own
+	omitted   int            // rows left out since the last take
+	latest    time.Time      // the latest push's time
+	signalled bool           // a streamOrdersReady is on its way
+	sentAt    time.Time      // when it was sent
+	lastTake  time.Time
+}
+
+func newVenueUpdateBuffer() *venueUpdateBuffer {
+	return &venueUpdateBuffer{at: map[string]int{}}
+}
+
+// ownOrder reports whether a row's client order id is shaped like the
+// server's own (its origin is decided when it is journaled).
+func ownOrder(o messages.Order) bool { return strings.HasPrefix(o.OrderLinkID, "gx-") }
+
+// add coalesces rows into the buffer and reports whether the user actor
+// must be signalled (no signal is on its way).
+func (b *venueUpdateBuffer) add(at time.Time, rows []messages.Order) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if at.After(b.latest) {
+		b.latest = at
+	}
+	for _, o := range rows {
+		k := string(o.Category) + ":" + o.OrderID
+		if i, ok := b.at[k]; ok {
+			b.rows[i] = o // latest wins
+			continue
+		}
+		own := ownOrder(o)
+		if !own && b.external >= maxExternalRows {
+			b.omitted++
+			continue
+		}
+		if len(b.rows) < maxVenueUpdateRows {
+			b.at[k] = len(b.rows)
+			b.rows = append(b.rows, o)
+			if !own {
+				b.external++
+			}
+			continue
+		}
+		b.omitted++
+		// Full: the server's own order takes the place of another's.
+		for i := len(b.rows) - 1; i >= 0 && own; i-- {
+			if !ownOrder(b.rows[i]) {
+				delete(b.at, string(b.rows[i].Category)+":"+b.rows[i].OrderID)
+				b.rows[i] = o
+				b.at[k] = i
+				b.external--
+				break
+			}
+		}
+	}
+	now := time.Now()
+	if (b.signalled && now.Sub(b.sentAt) < venueUpdateResignal) || (len(b.rows) == 0 && b.omitted == 0) {
+		return false
+	}
+	b.signalled, b.sentAt = true, now
+	return true
+}
+
+// take empties the buffer, or, when the last take is more recent than
+// venueUpdateEvery, answers how long to wait first (the signal stays on
+// its way: the caller sends it again then).
+func (b *venueUpdateBuffer) take() (rows []messages.Order, omitted int, at time.Time, wait time.Duration) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	now := time.Now() // real time: it paces journal writes
+	if w := venueUpdateEvery - now.Sub(b.lastTake); w > 0 {
+		return nil, 0, time.Time{}, w
+	}
+	rows, omitted, at = b.rows, b.omitted, b.latest
+	b.rows, b.at, b.external, b.omitted, b.signalled, b.lastTake = nil, map[string]int{}, 0, 0, false, now
+	return rows, omitted, at, 0
+}
+
+// journalVenueUpdate journals the order rows the stream pushed since the
+// last venue_update, compactly, as one record; when the last one is too
+// recent it comes back when it is due.
+func (u *userActor) journalVenueUpdate(ctx actor.Context, m *streamOrdersReady) {
+	rows, omitted, at, wait := m.buf.take()
+	if wait > 0 {
+		self, root := ctx.Self(), ctx.ActorSystem().Root
+		time.AfterFunc(wait, func() { root.Send(self, m) })
+		return
+	}
+	if len(rows) == 0 && omitted == 0 {
+		return
+	}
+	if at.IsZero() {
+		at = u.now()
+	}
+	ev := messages.VenueUpdateEvent{At: at.UTC(), Orders: make([]messages.VenueOrderMark, 0, len(rows)), Omitted: omitted}
+	for _, o := range rows {
+		ev.Orders = append(ev.Orders, messages.VenueOrderMark{
+			ClientOrderID: o.OrderLinkID, OrderID: o.OrderID, Category: o.Category, Symbol: o.Symbol, Side: o.Side,
+			Status: o.Status, Qty: o.Qty, CumExecQty: o.CumExecQty, AvgPrice: o.AvgPrice, Origin: u.state.orderOrigin(o.OrderLinkID),
+		})
+	}
+	u.write(ctx, Event{messages.RecordVenueUpdate, ev}, systemOrigin, func(_ wal.Record, err error) {
+		if err != nil {
+			u.logger.Warn("could not journal a venue update", "user", u.state.User, "code", string(messages.CodeOf(err)))
+		}
+	})
+}
+
+// droppedTally counts the stream's dropped updates for the stream_dropped
+// record: the first drop is journaled at once, later ones at most every
+// streamDroppedEvery, summed.
+type droppedTally struct {
+	dropped, gaps int
+	reason        string
+	since         time.Time // the first drop counted
+	last          time.Time // the last record
+}
+
+// noteStreamDropped journals the stream's dropped updates (a gap: the
+// state is read again by REST meanwhile), at most once per
+// streamDroppedEvery.
+func (u *userActor) noteStreamDropped(ctx actor.Context, m *streamResync) {
+	if m.dropped <= 0 {
+		return
+	}
+	t := &u.droppedTally
+	now := u.now()
+	if t.gaps == 0 {
+		t.since, t.reason = now, m.dropReason
+	}
+	t.dropped += m.dropped
+	t.gaps++
+	if !t.last.IsZero() && now.Sub(t.last) < streamDroppedEvery {
+		return
+	}
+	ev := messages.StreamDroppedEvent{At: now.UTC(), Since: t.since.UTC(), Reason: t.reason, Dropped: t.dropped, Gaps: t.gaps}
+	*t = droppedTally{last: now}
+	u.write(ctx, Event{messages.RecordStreamDropped, ev}, systemOrigin, func(_ wal.Record, err error) {
+		if err != nil {
+			u.logger.Warn("could not journal the stream's dropped updates", "user", u.state.User, "code", string(messages.CodeOf(err)))
+		}
+	})
+}
