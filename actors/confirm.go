@@ -372,6 +372,10 @@ func (u *userActor) confirmGate(ctx actor.Context, act *action, needed bool, r p
 	if !needed {
 		return false
 	}
+	if !u.tickets.commit(act.waiter, "") {
+		u.reply(ctx, act.waiter, callerGone())
+		return true
+	}
 	u.park(ctx, r, act.origin, act.waiter)
 	return true
 }

@@ -1,0 +1,176 @@
+package actors
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/guarded-exchange/guarded-exchange/messages"
+	"github.com/guarded-exchange/guarded-exchange/venue"
+)
+
+// delayFault makes the simulator hold its next answer on path for ms
+// milliseconds (after applying the request).
+func (te *tradeEnv) delayFault(t testing.TB, path string, ms int) {
+	t.Helper()
+	te.simPost(t, "/sim/faults", fmt.Sprintf(`{"kind":"delay","path":%q,"count":1,"delay_ms":%d}`, path, ms))
+}
+
+// faultSeen is how many requests on path the simulator's faults saw.
+func (te *tradeEnv) faultSeen(t testing.TB, path string) (seen, fired int) {
+	t.Helper()
+	resp, err := http.Get(te.ann.REST + "/sim/faults")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var all []struct {
+		Path  string `json:"path"`
+		Seen  int    `json:"seen"`
+		Fired int    `json:"fired"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&all); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range all {
+		if f.Path == path {
+			seen, fired = seen+f.Seen, fired+f.Fired
+		}
+	}
+	return seen, fired
+}
+
+// cancelWhenSeen cancels once the simulator has seen a request on path
+// (the call is then at that step).
+func (te *tradeEnv) cancelWhenSeen(t testing.TB, path string, cancel context.CancelFunc) {
+	go func() {
+		defer cancel()
+		for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+			if seen, _ := te.faultSeen(t, path); seen > 0 {
+				return
+			}
+		}
+	}()
+}
+
+// submitPlace sends place_order as the MCP layer does (System.Submit).
+func (te *tradeEnv) submitPlace(ctx context.Context, a messages.PlaceOrderArgs) (any, *messages.Error) {
+	res, err := te.Handle(ctx, &messages.PlaceOrderCommand{User: te.user, Args: a}, messages.ActorAgent)
+	if err != nil {
+		return nil, messages.AsError(err)
+	}
+	return res, nil
+}
+
+// The measured case of a slow venue (B2): the market read, the create and
+// the read-back are each slow but inside their own bound, together longer
+// than the request timeout plus a margin. The call answers what the venue
+// did, not internal_error while the order goes out.
+func TestSlowVenueInsideItsBoundsAnswers(t *testing.T) {
+	dir := t.TempDir()
+	te := newTradeEnvWith(t, dir, func(c *Config) { c.RequestTimeout = 4 * time.Second })
+	te.tradeReady(t, messages.PolicySettings{})
+	for _, p := range []string{venue.PathTickers, venue.PathOrderCreate, venue.PathOrderRealtime} {
+		te.delayFault(t, p, 3600)
+	}
+	res, e := te.submitPlace(context.Background(), limitArgs("0.010", "30000"))
+	if e != nil {
+		t.Fatalf("a slow venue inside its bounds: %s %s (%v)", e.Code, e.Message, e.Err)
+	}
+	ans, ok := res.(*messages.OrderAnswer)
+	if !ok || ans.Status != messages.AnswerAccepted || ans.OrderID == "" {
+		t.Fatalf("answer %#v", res)
+	}
+	for _, p := range []string{venue.PathTickers, venue.PathOrderCreate, venue.PathOrderRealtime} {
+		if _, fired := te.faultSeen(t, p); fired != 1 {
+			t.Fatalf("the delay on %s fired %d times", p, fired)
+		}
+	}
+	if n := te.simOrders(t, ans.ClientOrderID); n != 1 {
+		t.Fatalf("%d orders on the venue", n)
+	}
+}
+
+// A caller that stops waiting after the create left (here: the venue
+// holds the create's answer past every bound) is answered
+// outcome_unknown with the client order id and the next step, never
+// internal_error; nothing is sent twice afterwards: not by a repeat with
+// the same idempotency key, not by the settlement.
+func TestWaitEndedAfterSendIsOutcomeUnknown(t *testing.T) {
+	dir := t.TempDir()
+	te := newTradeEnv(t, dir)
+	te.tradeReady(t, messages.PolicySettings{})
+	te.delayFault(t, venue.PathOrderCreate, 15000)
+	a := limitArgs("0.010", "30000")
+	a.IdempotencyKey = "slow-create-1"
+	ctx, cancel := context.WithCancel(context.Background())
+	te.cancelWhenSeen(t, venue.PathOrderCreate, cancel)
+	_, e := te.submitPlace(ctx, a)
+	if e == nil || e.Code != messages.CodeOutcomeUnknown {
+		t.Fatalf("answer %+v, want outcome_unknown", e)
+	}
+	id, _ := e.Details["client_order_id"].(string)
+	if !strings.HasPrefix(id, "gx-") || e.NextStep == "" || e.RetryAfterS != 0 || !strings.Contains(e.NextStep, "do not send it again") {
+		t.Fatalf("outcome_unknown without the client order id or the next step: %+v", e)
+	}
+	// A repeat while the first still runs, or after it settled, sends
+	// nothing.
+	if _, again := te.submitPlace(context.Background(), a); again == nil || again.Code != messages.CodeOutcomeUnknown {
+		t.Fatalf("repeat while in flight: %+v", again)
+	}
+	waitJournal(t, dir, "order_outcome:"+id+":found:reconnaissance")
+	res, again := te.submitPlace(context.Background(), a)
+	ans, ok := res.(*messages.OrderAnswer)
+	if again != nil || !ok || ans.ClientOrderID != id || ans.ResultSource != messages.ResultSourceReplay {
+		t.Fatalf("repeat after the settlement: %#v %+v", res, again)
+	}
+	if n := te.simOrders(t, id); n != 1 {
+		t.Fatalf("%d orders on the venue for %s", n, id)
+	}
+	attempts := 0
+	for _, g := range journalOf(t, dir) {
+		if strings.HasPrefix(g, "order_attempt:") {
+			attempts++
+		}
+	}
+	if attempts != 1 {
+		t.Fatalf("%d attempts journaled", attempts)
+	}
+}
+
+// A caller that stops waiting before anything was sent (the market read
+// is slow) is told nothing was sent, and the action keeps that promise:
+// when the read comes back, no attempt is journaled and nothing reaches
+// the venue.
+func TestWaitEndedBeforeSendSendsNothing(t *testing.T) {
+	dir := t.TempDir()
+	te := newTradeEnv(t, dir)
+	te.tradeReady(t, messages.PolicySettings{})
+	te.delayFault(t, venue.PathTickers, 1200)
+	ctx, cancel := context.WithCancel(context.Background())
+	te.cancelWhenSeen(t, venue.PathTickers, cancel)
+	_, e := te.submitPlace(ctx, limitArgs("0.010", "30000"))
+	if e == nil || e.Code != messages.CodeInternalError || e.Details["reason"] != "cancelled" || !strings.Contains(e.Message, "nothing was sent") {
+		t.Fatalf("answer %+v", e)
+	}
+	// The read comes back within its bound (the delay is shorter than the
+	// request timeout); a later call on the same actor runs after the
+	// first one's decision.
+	time.Sleep(1500 * time.Millisecond)
+	if _, e := te.place(t, limitArgs("0.010", "30001")); e != nil {
+		t.Fatalf("a later call: %+v", e)
+	}
+	attempts := 0
+	for _, g := range journalOf(t, dir) {
+		if strings.HasPrefix(g, "order_attempt:") {
+			attempts++
+		}
+	}
+	if attempts != 1 {
+		t.Fatalf("%d attempts journaled, want only the later call's", attempts)
+	}
+}
