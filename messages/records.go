@@ -204,6 +204,10 @@ const (
 	// ActorDeadman is the dead-man switch: the cancels it makes when an
 	// agent disconnects or falls silent.
 	ActorDeadman = "system:deadman"
+	// ActorClientUI is the human who answered the confirmation form in
+	// the MCP client of a session (channel client_ui): the decision is
+	// the human's, relayed by the session, never the agent's.
+	ActorClientUI = "client_ui:user"
 	// ActorSystem is the server itself (start-up, recovery).
 	ActorSystem = "system:server"
 )
