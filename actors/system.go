@@ -497,9 +497,6 @@ func errOrNil(e *messages.Error) error {
 	return e
 }
 
-// askEnded is what a caller's context sends an ask's future when it ends.
-type askEnded struct{}
-
 // ask sends msg to pid and waits for a reply of type T. A *messages.Error
 // reply (from a supervisor answering a crash) is returned as the error; a
 // dead actor becomes internal_error. The wait is the action's own bound
@@ -529,12 +526,32 @@ func ask[T any](ctx context.Context, s *System, pid *actor.PID, msg any) (T, err
 		s.tickets.open(f.PID())
 		defer s.tickets.done(f.PID())
 	}
-	stop := context.AfterFunc(ctx, func() { s.sys.Root.Send(f.PID(), askEnded{}) })
 	s.sys.Root.RequestWithCustomSender(pid, msg, f.PID())
-	res, err := f.Result()
-	stop()
-	if _, ended := res.(askEnded); ended {
-		err = ctx.Err()
+	// The future is waited for on its own goroutine: nothing but the
+	// answer may be sent to it (protoactor's future does not guard its
+	// result against two senders). When the caller's context ends first,
+	// that goroutine lasts until the answer or the bound, no longer.
+	type answer struct {
+		res any
+		err error
+	}
+	answered := make(chan answer, 1)
+	go func() {
+		res, err := f.Result()
+		answered <- answer{res, err}
+	}()
+	var res any
+	var err error
+	select {
+	case a := <-answered:
+		res, err = a.res, a.err
+	case <-ctx.Done():
+		select {
+		case a := <-answered: // it came at the same moment
+			res, err = a.res, a.err
+		default:
+			err = ctx.Err()
+		}
 	}
 	if err != nil {
 		if ticket && !errors.Is(err, actor.ErrDeadLetter) {
