@@ -86,6 +86,11 @@ const (
 	// that day, a new UTC day): every position's count of the day, so that
 	// a restart keeps counting the day's realised loss (posturecache.go).
 	RecordDailyPnlNoted RecordType = 45
+	// A sessions_refused record is journaled, at most once per interval
+	// per bearer token, when new older-era HTTP sessions were refused
+	// over the open-session bounds (per token, or in all): how many since
+	// the last such record.
+	RecordSessionsRefused RecordType = 58
 )
 
 // RecordTypeInfo is one entry of the record type table: its SPEC §12 name,
@@ -162,6 +167,7 @@ var RecordTypes = []RecordTypeInfo{
 	{RecordDeadmanTriggered, "deadman_triggered", WriterUser, ReplayNone},
 	{RecordCallsRateLimited, "calls_rate_limited", WriterGuard, ReplayNone},
 	{RecordDailyPnlNoted, "daily_pnl_noted", WriterUser, ReplayWhole},
+	{RecordSessionsRefused, "sessions_refused", WriterGuard, ReplayNone},
 }
 
 // RecordInfo returns the table entry of t.
