@@ -233,3 +233,24 @@ func callerGone() *messages.Error {
 	return &messages.Error{Code: messages.CodeInternalError, Message: "the caller stopped waiting before the action was sent; nothing was sent",
 		Details: map[string]any{"reason": "cancelled"}}
 }
+
+// approvalOf is the confirmation id of an approval's ask ("" for any
+// other message).
+func approvalOf(msg any) string {
+	if uc, ok := msg.(*userCommand); ok {
+		if d, ok := uc.cmd.(*messages.DecideConfirmationCommand); ok && d.Decision == messages.DecisionApprove {
+			return d.ConfirmationID
+		}
+	}
+	return ""
+}
+
+// approvalWaitEnded is the answer of an approval whose caller stopped
+// waiting: once the user actor took the approval, the approved action
+// runs whatever the caller does, and its outcome is the confirmation's.
+func approvalWaitEnded(confirmationID string, cause error) *messages.Error {
+	return &messages.Error{Code: messages.CodeOutcomeUnknown,
+		Message:  "the approval's answer was not awaited; the approved action may be running and is never resent",
+		NextStep: "check get_confirmation_status (or `guarded-exchange confirm list --all`) for what it did; do not call the tool again",
+		Details:  map[string]any{"reason": "wait_ended", "confirmation_id": confirmationID}, Err: cause}
+}

@@ -174,3 +174,40 @@ func TestWaitEndedBeforeSendSendsNothing(t *testing.T) {
 		t.Fatalf("%d attempts journaled, want only the later call's", attempts)
 	}
 }
+
+// An approval whose caller stops waiting while the approved order is on
+// its way (the venue holds the create's answer) is answered
+// outcome_unknown with the confirmation id, never internal_error; the
+// order goes out once.
+func TestApprovalWaitEndedIsOutcomeUnknown(t *testing.T) {
+	ce := newConfirmEnv(t, true, "place_order")
+	p := ce.park(t, limitArgs("0.010", "30000"))
+	ce.delayFault(t, venue.PathOrderCreate, 15000)
+	ctx, cancel := context.WithCancel(context.Background())
+	ce.cancelWhenSeen(t, venue.PathOrderCreate, cancel)
+	_, err := ce.Submit(ctx, &messages.DecideConfirmationCommand{User: ce.user, ConfirmationID: p.ConfirmationID,
+		Decision: messages.DecisionApprove, Channel: messages.ConfirmChannelCLI}, cliOrigin)
+	e := messages.AsError(err)
+	if e == nil || e.Code != messages.CodeOutcomeUnknown || e.Details["confirmation_id"] != p.ConfirmationID || e.NextStep == "" {
+		t.Fatalf("answer %+v", e)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for ce.status(t, p.ConfirmationID).Status != messages.ConfirmStatusExecuted {
+		if time.Now().After(deadline) {
+			t.Fatalf("confirmation %+v", ce.status(t, p.ConfirmationID))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	attempts := 0
+	for _, g := range journalOf(t, ce.dir) {
+		if strings.HasPrefix(g, "order_attempt:") {
+			attempts++
+			if n := ce.simOrders(t, strings.TrimPrefix(g, "order_attempt:")); n != 1 {
+				t.Fatalf("%d orders for %s", n, g)
+			}
+		}
+	}
+	if attempts != 1 {
+		t.Fatalf("%d attempts", attempts)
+	}
+}

@@ -503,8 +503,9 @@ func errOrNil(e *messages.Error) error {
 // (stepBounds.askBound), or less when the caller's context ends first. A
 // trading call whose wait ends early is answered by its send ticket:
 // outcome_unknown with the client order id once its write may have left,
-// else "nothing was sent" (and nothing will be); any other command's
-// early end is internal_error.
+// else "nothing was sent" (and nothing will be); an approval's early end
+// is outcome_unknown with the confirmation id (the approved action may be
+// running); any other command's early end is internal_error.
 func ask[T any](ctx context.Context, s *System, pid *actor.PID, msg any) (T, error) {
 	var zero T
 	if pid == nil {
@@ -554,8 +555,14 @@ func ask[T any](ctx context.Context, s *System, pid *actor.PID, msg any) (T, err
 		}
 	}
 	if err != nil {
-		if ticket && !errors.Is(err, actor.ErrDeadLetter) {
-			return zero, s.tickets.abandon(f.PID(), s.bounds.askBound(msg), fmt.Errorf("ask %T: %w", msg, err))
+		if !errors.Is(err, actor.ErrDeadLetter) {
+			cause := fmt.Errorf("ask %T: %w", msg, err)
+			if ticket {
+				return zero, s.tickets.abandon(f.PID(), s.bounds.askBound(msg), cause)
+			}
+			if id := approvalOf(msg); id != "" {
+				return zero, approvalWaitEnded(id, cause)
+			}
 		}
 		return zero, messages.Internal(fmt.Errorf("ask %T: %w", msg, err))
 	}
