@@ -88,7 +88,8 @@ func (o Origin) Actor() string {
 
 // ChannelText is what the journal's channel field records: empty for the
 // agent on stdio and the server's own work, else the channel and the peer,
-// e.g. "socket uid=1000 pid=4242".
+// e.g. "socket uid=1000 pid=4242"; a form answer's is "client_ui" and the
+// session's channel, e.g. "client_ui http token=tok_…".
 func (o Origin) ChannelText() string {
 	if o.ConfirmationID != "" {
 		return "confirmation " + o.ConfirmationID
