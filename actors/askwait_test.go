@@ -2,9 +2,7 @@ package actors
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -23,19 +21,12 @@ func (te *tradeEnv) delayFault(t testing.TB, path string, ms int) {
 // faultSeen is how many requests on path the simulator's faults saw.
 func (te *tradeEnv) faultSeen(t testing.TB, path string) (seen, fired int) {
 	t.Helper()
-	resp, err := http.Get(te.ann.REST + "/sim/faults")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
 	var all []struct {
 		Path  string `json:"path"`
 		Seen  int    `json:"seen"`
 		Fired int    `json:"fired"`
 	}
-	if err := json.NewDecoder(resp.Body).Decode(&all); err != nil {
-		t.Fatal(err)
-	}
+	te.simGet(t, "/sim/faults", &all)
 	for _, f := range all {
 		if f.Path == path {
 			seen, fired = seen+f.Seen, fired+f.Fired
@@ -55,6 +46,33 @@ func (te *tradeEnv) cancelWhenSeen(t testing.TB, path string, cancel context.Can
 			}
 		}
 	}()
+}
+
+// attemptsJournaled lists the client order ids of the order_attempt
+// records in dir's journal.
+func attemptsJournaled(t testing.TB, dir string) []string {
+	var ids []string
+	for _, g := range journalOf(t, dir) {
+		if id, ok := strings.CutPrefix(g, "order_attempt:"); ok {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
+// placeGivenUpAt places a while the venue holds its answer on path for
+// ms milliseconds, and gives the call up once the venue has seen that
+// request; it returns the call's answer, an error.
+func (te *tradeEnv) placeGivenUpAt(t testing.TB, path string, ms int, a messages.PlaceOrderArgs) *messages.Error {
+	t.Helper()
+	te.delayFault(t, path, ms)
+	ctx, cancel := context.WithCancel(context.Background())
+	te.cancelWhenSeen(t, path, cancel)
+	res, e := te.submitPlace(ctx, a)
+	if e == nil {
+		t.Fatalf("a call given up answered %#v", res)
+	}
+	return e
 }
 
 // submitPlace sends place_order as the MCP layer does (System.Submit).
@@ -104,12 +122,9 @@ func TestWaitEndedAfterSendIsOutcomeUnknown(t *testing.T) {
 	dir := t.TempDir()
 	te := newTradeEnv(t, dir)
 	te.tradeReady(t, messages.PolicySettings{})
-	te.delayFault(t, venue.PathOrderCreate, 15000)
 	a := limitArgs("0.010", "30000")
 	a.IdempotencyKey = "slow-create-1"
-	ctx, cancel := context.WithCancel(context.Background())
-	te.cancelWhenSeen(t, venue.PathOrderCreate, cancel)
-	_, e := te.submitPlace(ctx, a)
+	e := te.placeGivenUpAt(t, venue.PathOrderCreate, 15000, a)
 	if e == nil || e.Code != messages.CodeOutcomeUnknown {
 		t.Fatalf("answer %+v, want outcome_unknown", e)
 	}
@@ -131,14 +146,8 @@ func TestWaitEndedAfterSendIsOutcomeUnknown(t *testing.T) {
 	if n := te.simOrders(t, id); n != 1 {
 		t.Fatalf("%d orders on the venue for %s", n, id)
 	}
-	attempts := 0
-	for _, g := range journalOf(t, dir) {
-		if strings.HasPrefix(g, "order_attempt:") {
-			attempts++
-		}
-	}
-	if attempts != 1 {
-		t.Fatalf("%d attempts journaled", attempts)
+	if ids := attemptsJournaled(t, dir); len(ids) != 1 {
+		t.Fatalf("attempts journaled: %v", ids)
 	}
 }
 
@@ -150,10 +159,7 @@ func TestWaitEndedBeforeSendSendsNothing(t *testing.T) {
 	dir := t.TempDir()
 	te := newTradeEnv(t, dir)
 	te.tradeReady(t, messages.PolicySettings{})
-	te.delayFault(t, venue.PathTickers, 1200)
-	ctx, cancel := context.WithCancel(context.Background())
-	te.cancelWhenSeen(t, venue.PathTickers, cancel)
-	_, e := te.submitPlace(ctx, limitArgs("0.010", "30000"))
+	e := te.placeGivenUpAt(t, venue.PathTickers, 1200, limitArgs("0.010", "30000"))
 	if e == nil || e.Code != messages.CodeInternalError || e.Details["reason"] != "cancelled" || !strings.Contains(e.Message, "nothing was sent") {
 		t.Fatalf("answer %+v", e)
 	}
@@ -164,14 +170,8 @@ func TestWaitEndedBeforeSendSendsNothing(t *testing.T) {
 	if _, e := te.place(t, limitArgs("0.010", "30001")); e != nil {
 		t.Fatalf("a later call: %+v", e)
 	}
-	attempts := 0
-	for _, g := range journalOf(t, dir) {
-		if strings.HasPrefix(g, "order_attempt:") {
-			attempts++
-		}
-	}
-	if attempts != 1 {
-		t.Fatalf("%d attempts journaled, want only the later call's", attempts)
+	if ids := attemptsJournaled(t, dir); len(ids) != 1 {
+		t.Fatalf("attempts journaled: %v, want only the later call's", ids)
 	}
 }
 
@@ -198,16 +198,8 @@ func TestApprovalWaitEndedIsOutcomeUnknown(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	attempts := 0
-	for _, g := range journalOf(t, ce.dir) {
-		if strings.HasPrefix(g, "order_attempt:") {
-			attempts++
-			if n := ce.simOrders(t, strings.TrimPrefix(g, "order_attempt:")); n != 1 {
-				t.Fatalf("%d orders for %s", n, g)
-			}
-		}
-	}
-	if attempts != 1 {
-		t.Fatalf("%d attempts", attempts)
+	ids := attemptsJournaled(t, ce.dir)
+	if len(ids) != 1 || ce.simOrders(t, ids[0]) != 1 {
+		t.Fatalf("attempts journaled %v, or not one order for it", ids)
 	}
 }

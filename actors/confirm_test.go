@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -375,17 +374,10 @@ func TestConfirmCancelAllExactlyShown(t *testing.T) {
 // ever accepted.
 func (ce *confirmEnv) simLinkIDs(t *testing.T) []string {
 	t.Helper()
-	resp, err := http.Get(ce.ann.REST + "/sim/orders")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
 	var all []struct {
 		OrderLinkID string `json:"orderLinkId"`
 	}
-	if err := json.NewDecoder(resp.Body).Decode(&all); err != nil {
-		t.Fatal(err)
-	}
+	ce.simGet(t, "/sim/orders", &all)
 	var out []string
 	for _, o := range all {
 		out = append(out, o.OrderLinkID)

@@ -135,20 +135,26 @@ func (te *tradeEnv) clearFaults(t testing.TB) {
 	resp.Body.Close()
 }
 
-// simOrders returns the simulator's orders with the client order id.
-func (te *tradeEnv) simOrders(t testing.TB, id string) int {
+// simGet decodes the JSON answer of one of the simulator's /sim/ reads.
+func (te *tradeEnv) simGet(t testing.TB, path string, v any) {
 	t.Helper()
-	resp, err := http.Get(te.ann.REST + "/sim/orders")
+	resp, err := http.Get(te.ann.REST + path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
+	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// simOrders returns the simulator's orders with the client order id.
+func (te *tradeEnv) simOrders(t testing.TB, id string) int {
+	t.Helper()
 	var all []struct {
 		OrderLinkID string `json:"orderLinkId"`
 	}
-	if err := json.NewDecoder(resp.Body).Decode(&all); err != nil {
-		t.Fatal(err)
-	}
+	te.simGet(t, "/sim/orders", &all)
 	n := 0
 	for _, o := range all {
 		if o.OrderLinkID == id {
