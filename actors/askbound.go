@@ -152,8 +152,8 @@ func (t *sendTickets) open(pid *actor.PID) {
 }
 
 // done drops the ticket of pid once its ask returned, unless it was
-// abandoned: then the action has yet to see it (commit drops it, or
-// open once it is past keep).
+// abandoned: then the action has yet to see it, perhaps more than once
+// (open drops it once it is past keepUntil).
 func (t *sendTickets) done(pid *actor.PID) {
 	t.mu.Lock()
 	if k, ok := t.m[pid.Id]; ok && !k.abandoned {
@@ -178,7 +178,6 @@ func (t *sendTickets) commit(waiter *actor.PID, clientOrderID string) bool {
 		return true
 	}
 	if k.abandoned {
-		delete(t.m, waiter.Id)
 		return false
 	}
 	if !k.committed {

@@ -60,19 +60,27 @@ func attemptsJournaled(t testing.TB, dir string) []string {
 	return ids
 }
 
+// givenUpAt sends cmd as the agent while the venue holds its answer on
+// path for ms milliseconds, and gives the call up once the venue has seen
+// that request; it returns the call's answer, an error.
+func (te *tradeEnv) givenUpAt(t testing.TB, path string, ms int, cmd messages.Command) *messages.Error {
+	t.Helper()
+	te.delayFault(t, path, ms)
+	ctx, cancel := context.WithCancel(context.Background())
+	te.cancelWhenSeen(t, path, cancel)
+	res, err := te.Handle(ctx, cmd, messages.ActorAgent)
+	if err == nil {
+		t.Fatalf("a call given up answered %#v", res)
+	}
+	return messages.AsError(err)
+}
+
 // placeGivenUpAt places a while the venue holds its answer on path for
 // ms milliseconds, and gives the call up once the venue has seen that
 // request; it returns the call's answer, an error.
 func (te *tradeEnv) placeGivenUpAt(t testing.TB, path string, ms int, a messages.PlaceOrderArgs) *messages.Error {
 	t.Helper()
-	te.delayFault(t, path, ms)
-	ctx, cancel := context.WithCancel(context.Background())
-	te.cancelWhenSeen(t, path, cancel)
-	res, e := te.submitPlace(ctx, a)
-	if e == nil {
-		t.Fatalf("a call given up answered %#v", res)
-	}
-	return e
+	return te.givenUpAt(t, path, ms, &messages.PlaceOrderCommand{User: te.user, Args: a})
 }
 
 // submitPlace sends place_order as the MCP layer does (System.Submit).
@@ -201,5 +209,25 @@ func TestApprovalWaitEndedIsOutcomeUnknown(t *testing.T) {
 	ids := attemptsJournaled(t, ce.dir)
 	if len(ids) != 1 || ce.simOrders(t, ids[0]) != 1 {
 		t.Fatalf("attempts journaled %v, or not one order for it", ids)
+	}
+}
+
+// cancel_all_orders given up while it reads the open orders sends no
+// cancel: its parent attempt is where it commits.
+func TestCancelAllGivenUpBeforeSendSendsNothing(t *testing.T) {
+	dir := t.TempDir()
+	te := newTradeEnv(t, dir)
+	te.tradeReady(t, messages.PolicySettings{})
+	e := te.givenUpAt(t, venue.PathOrderRealtime, 1200, &messages.CancelAllCommand{User: te.user,
+		Args: messages.CancelAllArgs{Category: messages.CategoryLinear, Symbol: "BTCUSDT"}})
+	if e.Code != messages.CodeInternalError || e.Details["reason"] != "cancelled" {
+		t.Fatalf("answer %+v", e)
+	}
+	time.Sleep(1500 * time.Millisecond)
+	if _, e := te.place(t, limitArgs("0.010", "30001")); e != nil {
+		t.Fatalf("a later call: %+v", e)
+	}
+	if ids := attemptsJournaled(t, dir); len(ids) != 1 {
+		t.Fatalf("attempts journaled: %v, want only the later call's", ids)
 	}
 }
