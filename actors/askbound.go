@@ -67,6 +67,8 @@ func (b stepBounds) askBound(msg any) time.Duration {
 		steps = b.request
 	case *decideAsk:
 		steps = journalTimeout // order_refused
+	case *ensureUserRequest:
+		steps = askMargin // spawning, behind other users' starts
 	}
 	return steps + askMargin
 }
