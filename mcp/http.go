@@ -61,8 +61,10 @@ type HTTPOptions struct {
 	SessionsRefused func(*messages.SessionsRefusedEvent) error
 	// Logger gets one line per request (no token, no header values).
 	Logger *slog.Logger
-	// now is the clock of the rate limiter (tests).
+	// now is the clock of the rate limiter and the session bounds (tests).
 	now func() time.Time
+	// seeSessions is given the session bounds' counter (tests).
+	seeSessions func(*sessionCaps)
 }
 
 // The HTTP limits of remote mode.
@@ -151,6 +153,9 @@ func NewHTTPHandler(srv *sdk.Server, o HTTPOptions) (http.Handler, error) {
 
 	h := &httpFront{o: o, next: withInfo, limiter: newRateLimiter(o.RatePerSecond, o.Burst, o.now),
 		sessions: newSessionCaps(o.MaxSessionsPerToken, o.MaxSessions, o.now, srv, o.SessionsRefused)}
+	if o.seeSessions != nil {
+		o.seeSessions(h.sessions)
+	}
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", h)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {

@@ -14,11 +14,13 @@ import (
 // The stateful sessions of older-era clients (protocols before
 // 2026-07-28) each hold memory in the SDK until they end or stay idle for
 // HTTPOptions.SessionTimeout. They are bounded per bearer token and in
-// all (decision DH4c): a new session over a bound first ends the
-// longest-idle session it may take the place of (the token's own for the
-// token's bound, any token's for the server's), one with no request in
-// flight and none for sessionEvictIdle; with none such, the request is
-// refused before the SDK sees it (429 for the token's bound, 503 for the
+// all (decision DH4c): a new session over the token's bound takes the
+// place of the token's own longest-idle session with no request in
+// flight (a client that opens sessions without ending them loses its
+// oldest); over the server's bound, of any token's session with no
+// request in flight and none for sessionEvictIdle (one token cannot end
+// another's active sessions). With none such, the request is refused
+// before the SDK sees it (429 for the token's bound, 503 for the
 // server's, Retry-After, a JSON-RPC error) and the refusals are counted
 // and journaled as sessions_refused, at most once per
 // sessionsJournalInterval per token.
@@ -28,7 +30,7 @@ const (
 	DefaultMaxSessionsPerToken = 16
 	DefaultMaxSessions         = 256
 	// sessionEvictIdle is how long a session must have had no request
-	// before a new one may take its place.
+	// before a new session of another token may take its place.
 	sessionEvictIdle = time.Minute
 	// sessionsJournalInterval is the least time between two
 	// sessions_refused records of one token.
@@ -60,6 +62,8 @@ type sessionCaps struct {
 	pending    map[string]int          // new-session requests in flight, by token id
 	pendingAll int
 	refused    map[string]*sessionRefusals // by token id
+	// ended counts the sessions ended to make room (tests wait on it).
+	ended int
 }
 
 // openSession is one older-era session the front counted.
@@ -173,11 +177,11 @@ func (c *sessionCaps) admit(a authenticated) (opened func(id string), scope stri
 	var victim *openSession
 	switch {
 	case mine >= c.perToken:
-		if victim = c.idlest(now, a.tokenID); victim == nil {
+		if victim = c.idlest(now, a.tokenID, 0); victim == nil {
 			return nil, sessionScopeToken, false
 		}
 	case all >= c.total:
-		if victim = c.idlest(now, ""); victim == nil {
+		if victim = c.idlest(now, "", sessionEvictIdle); victim == nil {
 			return nil, sessionScopeServer, false
 		}
 	}
@@ -202,17 +206,20 @@ func (c *sessionCaps) admit(a authenticated) (opened func(id string), scope stri
 		c.mu.Unlock()
 		if victim != nil {
 			c.end(victim.id)
+			c.mu.Lock()
+			c.ended++
+			c.mu.Unlock()
 		}
 	}, "", true
 }
 
 // idlest is the session idle longest (of tokenID, or of any token when
 // empty) that may give its place up: no request in flight, none for
-// sessionEvictIdle, not already giving it up.
-func (c *sessionCaps) idlest(now time.Time, tokenID string) *openSession {
+// minIdle, not already giving it up.
+func (c *sessionCaps) idlest(now time.Time, tokenID string, minIdle time.Duration) *openSession {
 	var best *openSession
 	for _, s := range c.open {
-		if s.evicting || s.inFlight > 0 || now.Sub(s.lastUsed) < sessionEvictIdle || tokenID != "" && s.tokenID != tokenID {
+		if s.evicting || s.inFlight > 0 || now.Sub(s.lastUsed) < minIdle || tokenID != "" && s.tokenID != tokenID {
 			continue
 		}
 		if best == nil || s.lastUsed.Before(best.lastUsed) {
@@ -254,7 +261,7 @@ func (c *sessionCaps) refuse(w http.ResponseWriter, a authenticated, scope strin
 		status, limit, msg = http.StatusServiceUnavailable, c.total, "too many open sessions on this server"
 	}
 	writeJSONRPCError(w, status, int(sessionEvictIdle/time.Second),
-		msg+" (at most "+strconv.Itoa(limit)+"); end one with HTTP DELETE and its Mcp-Session-Id, or retry once one has been idle for 60 s")
+		msg+" (at most "+strconv.Itoa(limit)+", none idle); end one with HTTP DELETE and its Mcp-Session-Id, or retry later")
 }
 
 // flushLocked journals tokenID's refusal count when there is one and its
@@ -322,3 +329,16 @@ func (s *sessionIDWriter) Flush() {
 
 // Unwrap lets http.ResponseController reach the connection.
 func (s *sessionIDWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
+// state reports, for tests, whether session id is counted, how many of
+// its requests are in flight, and how many sessions were ended to make
+// room.
+func (c *sessionCaps) state(id string) (known bool, inFlight, ended int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s, known := c.open[id]
+	if known {
+		inFlight = s.inFlight
+	}
+	return known, inFlight, c.ended
+}
