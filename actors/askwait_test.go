@@ -83,6 +83,21 @@ func (te *tradeEnv) placeGivenUpAt(t testing.TB, path string, ms int, a messages
 	return te.givenUpAt(t, path, ms, &messages.PlaceOrderCommand{User: te.user, Args: a})
 }
 
+// onlyALaterCallSends checks, once the delayed read of a call given up
+// has come back (the 1.2 s delay is inside the request timeout), that
+// the call sent nothing: a later call on the same actor is the only
+// attempt in the journal.
+func (te *tradeEnv) onlyALaterCallSends(t *testing.T, dir string) {
+	t.Helper()
+	time.Sleep(1500 * time.Millisecond)
+	if _, e := te.place(t, limitArgs("0.010", "30001")); e != nil {
+		t.Fatalf("a later call: %+v", e)
+	}
+	if ids := attemptsJournaled(t, dir); len(ids) != 1 {
+		t.Fatalf("attempts journaled: %v, want only the later call's", ids)
+	}
+}
+
 // submitPlace sends place_order as the MCP layer does (System.Submit).
 func (te *tradeEnv) submitPlace(ctx context.Context, a messages.PlaceOrderArgs) (any, *messages.Error) {
 	res, err := te.Handle(ctx, &messages.PlaceOrderCommand{User: te.user, Args: a}, messages.ActorAgent)
@@ -171,16 +186,7 @@ func TestWaitEndedBeforeSendSendsNothing(t *testing.T) {
 	if e == nil || e.Code != messages.CodeInternalError || e.Details["reason"] != "cancelled" || !strings.Contains(e.Message, "nothing was sent") {
 		t.Fatalf("answer %+v", e)
 	}
-	// The read comes back within its bound (the delay is shorter than the
-	// request timeout); a later call on the same actor runs after the
-	// first one's decision.
-	time.Sleep(1500 * time.Millisecond)
-	if _, e := te.place(t, limitArgs("0.010", "30001")); e != nil {
-		t.Fatalf("a later call: %+v", e)
-	}
-	if ids := attemptsJournaled(t, dir); len(ids) != 1 {
-		t.Fatalf("attempts journaled: %v, want only the later call's", ids)
-	}
+	te.onlyALaterCallSends(t, dir)
 }
 
 // An approval whose caller stops waiting while the approved order is on
@@ -223,11 +229,5 @@ func TestCancelAllGivenUpBeforeSendSendsNothing(t *testing.T) {
 	if e.Code != messages.CodeInternalError || e.Details["reason"] != "cancelled" {
 		t.Fatalf("answer %+v", e)
 	}
-	time.Sleep(1500 * time.Millisecond)
-	if _, e := te.place(t, limitArgs("0.010", "30001")); e != nil {
-		t.Fatalf("a later call: %+v", e)
-	}
-	if ids := attemptsJournaled(t, dir); len(ids) != 1 {
-		t.Fatalf("attempts journaled: %v, want only the later call's", ids)
-	}
+	te.onlyALaterCallSends(t, dir)
 }
