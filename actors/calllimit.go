@@ -17,3 +17,14 @@ func (s *System) CallsRateLimited(ev *messages.CallsRateLimitedEvent) error {
 	}
 	return s.journalAsync(wal.Entry{Type: uint16(messages.RecordCallsRateLimited), User: ev.User, Actor: messages.ActorAgent, Payload: payload})
 }
+
+// SessionsRefused journals the count of older-era HTTP sessions refused
+// over the open-session bounds (sessions_refused, actor mcp:agent: the
+// token's client asked), without waiting for the disk.
+func (s *System) SessionsRefused(ev *messages.SessionsRefusedEvent) error {
+	payload, err := json.Marshal(ev)
+	if err != nil {
+		return messages.Internal(err)
+	}
+	return s.journalAsync(wal.Entry{Type: uint16(messages.RecordSessionsRefused), User: ev.User, Actor: messages.ActorAgent, Payload: payload})
+}

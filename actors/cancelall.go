@@ -266,6 +266,12 @@ func (u *userActor) runCancelAll(ctx actor.Context, act *action, a messages.Canc
 	parent.claim = act.claim
 	parent.step = stepJournal
 	id := u.linkID(parent, act.origin)
+	if !u.tickets.commit(act.waiter, id) {
+		// The caller stopped waiting before anything was sent and was
+		// told nothing would be (askbound.go).
+		u.finish(ctx, parent, callerGone())
+		return
+	}
 	att := messages.OrderAttemptEvent{ActionID: strconv.FormatUint(parent.id, 36), ClientOrderID: id, Environment: u.env, Tool: toolCancelAll,
 		Category: a.Category, Symbol: a.Symbol, At: u.now().UTC(), IdempotencyKey: a.IdempotencyKey, ArgsSHA256: act.all.hash}
 	ev := Event{messages.RecordOrderAttempt, att}

@@ -385,6 +385,10 @@ func (u *userActor) confirmGate(ctx actor.Context, act *action, r parkRequest) b
 	if r.confirmedBy == "" {
 		return false
 	}
+	if !u.tickets.commit(act.waiter, "") {
+		u.reply(ctx, act.waiter, callerGone())
+		return true
+	}
 	u.park(ctx, r, act.origin, act.waiter)
 	return true
 }
@@ -635,6 +639,7 @@ func (u *userActor) decideConfirmation(ctx actor.Context, m *userCommand, c *mes
 		u.reply(ctx, sender, &messages.Error{Code: messages.CodePermissionDenied, Message: msg, NextStep: next})
 	}
 	var uid *int64
+	origin := m.origin
 	switch c.Channel {
 	case messages.ConfirmChannelCLI:
 		if m.origin.Role == messages.RoleAgent {
@@ -666,6 +671,10 @@ func (u *userActor) decideConfirmation(ctx actor.Context, m *userCommand, c *mes
 				Details:  map[string]any{"reason": "client_ui_untrusted"}})
 			return
 		}
+		// The decision is the human's at the form, relayed by the
+		// session: it is journaled as theirs (client_ui:user), never as
+		// the agent's.
+		origin.FormAnswer = true
 	}
 	if !conf.waiting() {
 		u.reply(ctx, sender, notPending(conf))
@@ -681,12 +690,12 @@ func (u *userActor) decideConfirmation(ctx actor.Context, m *userCommand, c *mes
 		return
 	}
 	if c.Decision == messages.DecisionReject {
-		u.decided(ctx, conf, messages.DecisionReject, c.Channel, uid, m.origin, sender)
+		u.decided(ctx, conf, messages.DecisionReject, c.Channel, uid, origin, sender)
 		return
 	}
 	// The approval goes out with the execution's order_attempt (one fsync
 	// before the wire): see writeLazy.
-	if e := u.writeLazy(ctx, u.decidedEvent(conf, messages.DecisionApprove, c.Channel, uid), m.origin); e != nil {
+	if e := u.writeLazy(ctx, u.decidedEvent(conf, messages.DecisionApprove, c.Channel, uid), origin); e != nil {
 		u.reply(ctx, sender, e)
 		return
 	}

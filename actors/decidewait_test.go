@@ -10,11 +10,14 @@ import (
 // An approval's answer comes after the approved action ran: the ask that
 // carries it waits longer than the execution bound, so a slow execution
 // answers its outcome instead of a timeout while the order goes out.
-// Other commands keep the request timeout.
+// Other commands wait for their own steps (DH4a): a command that only
+// journals for the journal's bound, a trading call for its read, its
+// write and its records, each with the margin.
 func TestAskBoundCoversExecution(t *testing.T) {
+	b := stepBounds{request: 10 * time.Second, settle: DefaultSettleWait, hold: DefaultRecoveryWait}
 	approve := &userCommand{cmd: &messages.DecideConfirmationCommand{User: "alice", ConfirmationID: "cf_0123456789abcdef01234567",
 		Decision: messages.DecisionApprove, Channel: messages.ConfirmChannelCLI}}
-	if got := askBound(10*time.Second, approve); got <= executeTimeout || got < messages.DecisionAnswerWait {
+	if got := b.askBound(approve); got <= executeTimeout || got < messages.DecisionAnswerWait {
 		t.Fatalf("an approval waits %v; the execution may take %v", got, executeTimeout)
 	}
 	if messages.DecisionAnswerWait <= executeTimeout {
@@ -22,12 +25,17 @@ func TestAskBoundCoversExecution(t *testing.T) {
 	}
 	reject := &userCommand{cmd: &messages.DecideConfirmationCommand{User: "alice", ConfirmationID: "cf_0123456789abcdef01234567",
 		Decision: messages.DecisionReject, Channel: messages.ConfirmChannelCLI}}
-	for _, m := range []any{reject, &userCommand{cmd: &messages.ListConfirmationsCommand{User: "alice"}}, &ensureUserRequest{user: "alice"}} {
-		if got := askBound(10*time.Second, m); got != 15*time.Second {
-			t.Fatalf("%T waits %v, want the request timeout plus its margin", m, got)
+	for _, m := range []any{reject, &userCommand{cmd: &messages.ListConfirmationsCommand{User: "alice"}}} {
+		if got := b.askBound(m); got != journalTimeout+askMargin {
+			t.Fatalf("%T waits %v, want the journal's bound plus the margin", m, got)
 		}
 	}
-	if got := askBound(5*time.Minute, approve); got != 5*time.Minute+5*time.Second {
-		t.Fatalf("a longer request timeout is shortened: %v", got)
+	place := &userCommand{cmd: &messages.PlaceOrderCommand{}}
+	want := b.hold + b.request + (2*b.request + b.settle) + journalTimeout + askMargin
+	if got := b.askBound(place); got != want {
+		t.Fatalf("place_order waits %v, want %v", got, want)
+	}
+	if got := b.askBound(approve); got < executeTimeout+journalTimeout+askMargin {
+		t.Fatalf("an approval waits %v, less than its run and the record of its end", got)
 	}
 }

@@ -155,6 +155,15 @@ func (u *userActor) execute(ctx actor.Context, p orderPlan, origin messages.Orig
 		return a
 	}
 	id := u.linkID(a, origin)
+	if !u.tickets.commit(sender, id) {
+		// The caller stopped waiting before anything was sent and was
+		// told nothing would be: the write is not sent.
+		u.finish(ctx, a, callerGone())
+		if a.after != nil {
+			a.after()
+		}
+		return a
+	}
 	settle := p.settleLinkID
 	if p.create != nil {
 		c := *p.create

@@ -87,9 +87,10 @@ func originAllowed(ev Event, actor string) bool {
 
 // decisionAllowed is who may journal a confirmation decision: a human's
 // decision on the CLI comes from the CLI; a decision on the client's form
-// is relayed by the MCP layer (the agent's session, never the model: no
-// tool decides; replaycheck.go also requires that the confirmation was
-// parked for the form); the agent or a human may withdraw a waiting one;
+// is the human behind that form (client_ui:user), relayed by the MCP
+// layer of the session (never the model: no tool decides; replaycheck.go
+// also requires that the confirmation was parked for the form); the agent
+// or a human may withdraw a waiting one;
 // only the server expires one, or cancels one parked on another venue
 // (reason venue_changed, the only reason a record may carry).
 func decisionAllowed(p messages.ConfirmationDecidedEvent, actor string) bool {
@@ -103,7 +104,9 @@ func decisionAllowed(p messages.ConfirmationDecidedEvent, actor string) bool {
 		case messages.ConfirmChannelCLI:
 			return human
 		case messages.ConfirmChannelClientUI:
-			return actor == messages.ActorAgent
+			// The human at the session's form (checkReplayedOrigin reads
+			// the older journals' mcp:agent as that human).
+			return actor == messages.ActorClientUI
 		}
 	case messages.DecisionCancel:
 		return human || actor == messages.ActorAgent
@@ -154,6 +157,12 @@ func checkReplayedOrigin(seq uint64, typ messages.RecordType, actor string, payl
 			return fmt.Errorf("journal seq %d (%s): %w", seq, typ, err)
 		}
 		ev.Payload = p
+		if actor == messages.ActorAgent && p.Channel == messages.ConfirmChannelClientUI && p.Reason == "" &&
+			(p.Decision == messages.DecisionApprove || p.Decision == messages.DecisionReject) {
+			// Journals written before DH4b named the human's decision at
+			// the client's form by the session's actor, mcp:agent.
+			actor = messages.ActorClientUI
+		}
 	}
 	if !originAllowed(ev, actor) {
 		return fmt.Errorf("journal seq %d: a %s record by %q is not allowed; the journal was edited outside the server (inspect it with `guarded-exchange journal dump`)", seq, typ, actor)

@@ -90,6 +90,10 @@ type System struct {
 	users   *actor.PID
 	logger  *slog.Logger
 	timeout time.Duration
+	// bounds are the step bounds every ask's wait is derived from
+	// (askbound.go); tickets tie a trading call's ask to its action.
+	bounds  stepBounds
+	tickets *sendTickets
 	now     func() time.Time
 	// journal health: down when the journal actor has stopped, a write
 	// failed or a flush hung; every later write fails at once instead of
@@ -120,7 +124,8 @@ func Start(cfg Config) (*System, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	s := &System{logger: logger, timeout: cfg.RequestTimeout, now: cfg.Now, health: newJournalHealth(), stopWatcher: make(chan struct{}), registry: newUserRegistry()}
+	s := &System{logger: logger, timeout: cfg.RequestTimeout, now: cfg.Now, health: newJournalHealth(), stopWatcher: make(chan struct{}), registry: newUserRegistry(),
+		tickets: newSendTickets()}
 	floor := cfg.DiskFloorBytes
 	if floor == 0 {
 		floor = DefaultDiskFloor
@@ -130,6 +135,7 @@ func Start(cfg Config) (*System, error) {
 	if s.timeout <= 0 {
 		s.timeout = 10 * time.Second
 	}
+	s.bounds = stepBounds{request: s.timeout, settle: DefaultSettleWait, hold: DefaultRecoveryWait}
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -185,6 +191,7 @@ func Start(cfg Config) (*System, error) {
 			factory: cfg.Clients, timeout: s.timeout, now: s.now, mw: mw, health: s.health, registry: s.registry,
 			tokens: s.tokens, streams: cfg.Streams, settleWait: cfg.SettleWait, recoveryWait: cfg.RecoveryWait,
 			disk: disk, postureEvery: cfg.PostureEvery, positionPoll: cfg.PositionPoll, confirmCLI: cfg.ConfirmCLI,
+			tickets: s.tickets,
 		}
 		if deps.recoveryWait <= 0 {
 			deps.recoveryWait = DefaultRecoveryWait
@@ -201,6 +208,7 @@ func Start(cfg Config) (*System, error) {
 		if deps.env == "" {
 			deps.env = "paper"
 		}
+		s.bounds = stepBounds{request: s.timeout, settle: deps.settleWait, hold: deps.recoveryWait}
 		if deps.factory == nil {
 			deps.factory = func(string, string) (*venue.Client, error) {
 				return nil, messages.Errorf(messages.CodeExchangeUnavailable, "this process has no venue")
@@ -489,39 +497,73 @@ func errOrNil(e *messages.Error) error {
 	return e
 }
 
-// askBound is how long ask waits for the answer to msg when the caller's
-// context sets no shorter deadline.
-func askBound(requestTimeout time.Duration, msg any) time.Duration {
-	bound := requestTimeout + 5*time.Second
-	if uc, ok := msg.(*userCommand); ok {
-		if d, ok := uc.cmd.(*messages.DecideConfirmationCommand); ok && d.Decision == messages.DecisionApprove {
-			bound = max(bound, messages.DecisionAnswerWait)
-		}
-	}
-	return bound
-}
-
 // ask sends msg to pid and waits for a reply of type T. A *messages.Error
 // reply (from a supervisor answering a crash) is returned as the error; a
-// timeout or a dead actor becomes internal_error. The wait is bounded by
-// ctx's deadline or the system's request timeout plus a margin; an
-// approval, which answers once the approved action ran, by
-// messages.DecisionAnswerWait at least.
+// dead actor becomes internal_error. The wait is the action's own bound
+// (stepBounds.askBound), or less when the caller's context ends first. A
+// trading call whose wait ends early is answered by its send ticket:
+// outcome_unknown with the client order id once its write may have left,
+// else "nothing was sent" (and nothing will be); an approval's early end
+// is outcome_unknown with the confirmation id (the approved action may be
+// running); any other command's early end is internal_error.
 func ask[T any](ctx context.Context, s *System, pid *actor.PID, msg any) (T, error) {
 	var zero T
 	if pid == nil {
 		return zero, messages.Internal(fmt.Errorf("ask %T: no actor serves this in this process", msg))
 	}
-	timeout := askBound(s.timeout, msg)
+	if err := ctx.Err(); err != nil {
+		return zero, messages.Internal(fmt.Errorf("ask %T: %w", msg, err))
+	}
+	timeout := s.bounds.askBound(msg)
 	if dl, ok := ctx.Deadline(); ok {
 		timeout = min(timeout, time.Until(dl))
 	}
 	if timeout <= 0 {
 		return zero, messages.Internal(context.DeadlineExceeded)
 	}
-	f := s.sys.Root.RequestFuture(pid, msg, timeout)
-	res, err := f.Result()
+	f := actor.NewFuture(s.sys, timeout)
+	ticket := sendsWrite(msg)
+	if ticket {
+		s.tickets.open(f.PID())
+		defer s.tickets.done(f.PID())
+	}
+	s.sys.Root.RequestWithCustomSender(pid, msg, f.PID())
+	// The future is waited for on its own goroutine: nothing but the
+	// answer may be sent to it (protoactor's future does not guard its
+	// result against two senders). When the caller's context ends first,
+	// that goroutine lasts until the answer or the bound, no longer.
+	type answer struct {
+		res any
+		err error
+	}
+	answered := make(chan answer, 1)
+	go func() {
+		res, err := f.Result()
+		answered <- answer{res, err}
+	}()
+	var res any
+	var err error
+	select {
+	case a := <-answered:
+		res, err = a.res, a.err
+	case <-ctx.Done():
+		select {
+		case a := <-answered: // it came at the same moment
+			res, err = a.res, a.err
+		default:
+			err = ctx.Err()
+		}
+	}
 	if err != nil {
+		if !errors.Is(err, actor.ErrDeadLetter) {
+			cause := fmt.Errorf("ask %T: %w", msg, err)
+			if ticket {
+				return zero, s.tickets.abandon(f.PID(), s.bounds.askBound(msg), cause)
+			}
+			if id := approvalOf(msg); id != "" {
+				return zero, approvalWaitEnded(id, cause)
+			}
+		}
 		return zero, messages.Internal(fmt.Errorf("ask %T: %w", msg, err))
 	}
 	switch v := res.(type) {

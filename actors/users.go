@@ -125,6 +125,10 @@ type userDeps struct {
 	// confirmCLI: the server runs with GX_CONFIRM_CLI_ENABLED=true, so
 	// the CLI may decide confirmations (confirm.go).
 	confirmCLI bool
+	// tickets tie a trading call's ask to its action (askbound.go): an
+	// action whose caller stopped waiting before it committed never
+	// sends.
+	tickets *sendTickets
 }
 
 // userActor is the thin shell around one user's UserState: it decides,

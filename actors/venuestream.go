@@ -205,7 +205,7 @@ func (v *venueActor) write(ctx actor.Context, m *orderWrite) {
 		waiter = v.stream
 	}
 	timeout, wait := v.timeout, v.settleWait
-	offMailbox(ctx, v.logger, nil, 2*timeout+wait, userPID, func(c context.Context) any {
+	offMailbox(ctx, v.logger, nil, stepBounds{request: timeout, settle: wait}.venueWrite(), userPID, func(c context.Context) any {
 		out := &orderWritten{action: m.action}
 		wc, cancel := context.WithTimeout(c, timeout)
 		var err error

@@ -25,7 +25,9 @@ import (
 // Remote mode: MCP over Streamable HTTP at /mcp. Every request passes, in
 // this order and before any MCP processing: a request id, the Host check,
 // the Origin check, the bearer token, the per-token rate limit and the body
-// limit. Only then is it routed by protocol era to the SDK's handlers.
+// limit. Only then is it routed by protocol era to the SDK's handlers; a
+// request that opens an older-era session is admitted against the session
+// bounds first (httpsessions.go).
 
 // HTTPOptions configures the HTTP front of the MCP server.
 type HTTPOptions struct {
@@ -50,10 +52,19 @@ type HTTPOptions struct {
 	// SessionTimeout closes an idle session of an older-era client
 	// (default 30 minutes).
 	SessionTimeout time.Duration
+	// MaxSessionsPerToken and MaxSessions bound the open sessions of
+	// older-era clients per bearer token and in all (default
+	// DefaultMaxSessionsPerToken and DefaultMaxSessions; httpsessions.go).
+	MaxSessionsPerToken, MaxSessions int
+	// SessionsRefused journals a count of sessions refused over those
+	// bounds, without waiting (nil: not journaled).
+	SessionsRefused func(*messages.SessionsRefusedEvent) error
 	// Logger gets one line per request (no token, no header values).
 	Logger *slog.Logger
-	// now is the clock of the rate limiter (tests).
+	// now is the clock of the rate limiter and the session bounds (tests).
 	now func() time.Time
+	// seeSessions is given the session bounds' counter (tests).
+	seeSessions func(*sessionCaps)
 }
 
 // The HTTP limits of remote mode.
@@ -97,6 +108,12 @@ func NewHTTPHandler(srv *sdk.Server, o HTTPOptions) (http.Handler, error) {
 	if o.SessionTimeout <= 0 {
 		o.SessionTimeout = 30 * time.Minute
 	}
+	if o.MaxSessionsPerToken <= 0 {
+		o.MaxSessionsPerToken = DefaultMaxSessionsPerToken
+	}
+	if o.MaxSessions <= 0 {
+		o.MaxSessions = DefaultMaxSessions
+	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -116,7 +133,7 @@ func NewHTTPHandler(srv *sdk.Server, o HTTPOptions) (http.Handler, error) {
 	})
 	route := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// initialize of an older client has no version header yet.
-		if r.Header.Get("Mcp-Protocol-Version") >= modernEra {
+		if !olderEra(r) {
 			modern.ServeHTTP(w, r)
 			return
 		}
@@ -134,7 +151,11 @@ func NewHTTPHandler(srv *sdk.Server, o HTTPOptions) (http.Handler, error) {
 		return &auth.TokenInfo{UserID: a.user, Extra: map[string]any{tokenIDKey: a.tokenID}}, nil
 	}, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(route)
 
-	h := &httpFront{o: o, next: withInfo, limiter: newRateLimiter(o.RatePerSecond, o.Burst, o.now)}
+	h := &httpFront{o: o, next: withInfo, limiter: newRateLimiter(o.RatePerSecond, o.Burst, o.now),
+		sessions: newSessionCaps(o.MaxSessionsPerToken, o.MaxSessions, o.now, srv, o.SessionsRefused)}
+	if o.seeSessions != nil {
+		o.seeSessions(h.sessions)
+	}
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", h)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
@@ -194,11 +215,19 @@ func PrincipalFrom(ctx context.Context) (Principal, bool) {
 	return p, ok
 }
 
+// olderEra reports whether r goes to the stateful handler: a protocol
+// before 2026-07-28 (an older client's initialize carries no version
+// header yet).
+func olderEra(r *http.Request) bool {
+	return r.Header.Get("Mcp-Protocol-Version") < modernEra
+}
+
 // httpFront runs the checks of remote mode before any MCP processing.
 type httpFront struct {
-	o       HTTPOptions
-	next    http.Handler
-	limiter *rateLimiter
+	o        HTTPOptions
+	next     http.Handler
+	limiter  *rateLimiter
+	sessions *sessionCaps
 }
 
 func (h *httpFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -266,7 +295,12 @@ func (h *httpFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		_ = rc.SetReadDeadline(time.Time{})
 		r.Body = io.NopCloser(bytes.NewReader(body))
 	}
-	h.next.ServeHTTP(sw, r.WithContext(context.WithValue(r.Context(), authKey{}, a)))
+	r = r.WithContext(context.WithValue(r.Context(), authKey{}, a))
+	if olderEra(r) {
+		h.sessions.serve(sw, r, a, h.next)
+		return
+	}
+	h.next.ServeHTTP(sw, r)
 }
 
 // bearer returns the token of an "Authorization: Bearer <token>" header.

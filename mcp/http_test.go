@@ -93,6 +93,9 @@ func newHTTPEnv(t testing.TB, o HTTPOptions, extra ...*tool) *httpEnv {
 		t.Fatal(err)
 	}
 	o.Authenticate = e.sys.Authenticate
+	if o.SessionsRefused == nil {
+		o.SessionsRefused = e.sys.SessionsRefused
+	}
 	o.Logger = slog.New(slog.NewJSONHandler(h.logs, nil))
 	handler, err := NewHTTPHandler(srv, o)
 	if err != nil {

@@ -104,8 +104,8 @@ func failure(logger *slog.Logger, err error, requestID string) *sdk.CallToolResu
 			requestID = newRequestID()
 		}
 		details := map[string]any{"request_id": requestID}
-		if e.Details["reason"] == "disk_reserve" {
-			details["reason"] = "disk_reserve" // a fixed word: why nothing was done
+		if r := e.Details["reason"]; r == "disk_reserve" || r == "cancelled" {
+			details["reason"] = r // a fixed word: why nothing was done
 		}
 		body.Details = details
 		if logger != nil {

@@ -57,12 +57,21 @@ type Origin struct {
 	// approved confirmation: its records are journaled under
 	// system:executor.
 	ConfirmationID string
+	// FormAnswer is set by the user actor, never from a channel, on the
+	// origin of a confirmation decision it accepted from the client's
+	// form (channel client_ui): the decision is journaled as the human
+	// behind that session's form (ActorClientUI), on channel
+	// "client_ui" and the session's own channel.
+	FormAnswer bool
 }
 
 // Actor is the SPEC §12 journal actor of the origin.
 func (o Origin) Actor() string {
 	if o.ConfirmationID != "" {
 		return ActorExecutor
+	}
+	if o.FormAnswer {
+		return ActorClientUI
 	}
 	switch o.Role {
 	case RoleAgent:
@@ -79,10 +88,20 @@ func (o Origin) Actor() string {
 
 // ChannelText is what the journal's channel field records: empty for the
 // agent on stdio and the server's own work, else the channel and the peer,
-// e.g. "socket uid=1000 pid=4242".
+// e.g. "socket uid=1000 pid=4242"; a form answer's is "client_ui" and the
+// session's channel, e.g. "client_ui http token=tok_…".
 func (o Origin) ChannelText() string {
 	if o.ConfirmationID != "" {
 		return "confirmation " + o.ConfirmationID
+	}
+	if o.FormAnswer {
+		// The form's channel, then the session it was shown in.
+		session := o
+		session.FormAnswer = false
+		if s := session.ChannelText(); s != "" {
+			return ConfirmChannelClientUI + " " + s
+		}
+		return ConfirmChannelClientUI + " " + string(o.Channel)
 	}
 	switch o.Channel {
 	case ChannelSocket, ChannelInProcess:

@@ -91,6 +91,11 @@ const (
 	// the state is read again by REST: the first drop at once, later ones
 	// at most once a minute, summed.
 	RecordStreamDropped RecordType = 50
+	// A sessions_refused record is journaled, at most once per interval
+	// per bearer token, when new older-era HTTP sessions were refused
+	// over the open-session bounds (per token, or in all): how many since
+	// the last such record.
+	RecordSessionsRefused RecordType = 58
 )
 
 // RecordTypeInfo is one entry of the record type table: its SPEC §12 name,
@@ -168,6 +173,7 @@ var RecordTypes = []RecordTypeInfo{
 	{RecordCallsRateLimited, "calls_rate_limited", WriterGuard, ReplayNone},
 	{RecordDailyPnlNoted, "daily_pnl_noted", WriterUser, ReplayWhole},
 	{RecordStreamDropped, "stream_dropped", WriterUser, ReplayNone},
+	{RecordSessionsRefused, "sessions_refused", WriterGuard, ReplayNone},
 }
 
 // RecordInfo returns the table entry of t.
@@ -210,6 +216,10 @@ const (
 	// ActorDeadman is the dead-man switch: the cancels it makes when an
 	// agent disconnects or falls silent.
 	ActorDeadman = "system:deadman"
+	// ActorClientUI is the human who answered the confirmation form in
+	// the MCP client of a session (channel client_ui): the decision is
+	// the human's, relayed by the session, never the agent's.
+	ActorClientUI = "client_ui:user"
 	// ActorSystem is the server itself (start-up, recovery).
 	ActorSystem = "system:server"
 )

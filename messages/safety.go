@@ -67,6 +67,22 @@ type CallsRateLimitedEvent struct {
 	Until   time.Time `json:"until"`
 }
 
+// SessionsRefusedEvent is journaled as sessions_refused by the HTTP
+// front, at most once per interval per bearer token: Count new older-era
+// sessions of the token were refused since the previous such record,
+// because the token's open sessions (Scope "token") or the server's
+// (Scope "server") were at Limit with none idle enough to give its place
+// up.
+type SessionsRefusedEvent struct {
+	User    string    `json:"user"`
+	TokenID string    `json:"token_id"`
+	Scope   string    `json:"scope"`
+	Limit   int       `json:"limit"`
+	Count   int       `json:"count"`
+	Since   time.Time `json:"since"`
+	Until   time.Time `json:"until"`
+}
+
 // MaxWaitForUpdate bounds wait_for_update's timeout_s.
 const MaxWaitForUpdate = 30 * time.Second
 

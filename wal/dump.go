@@ -49,8 +49,8 @@ var ErrBadFormat = errors.New(`wal: unknown dump format, want "jsonl" or "table"
 // Dump writes the records of the journal in dir that pass o's filters to
 // w, in seq order. With "jsonl", each record is one line holding the
 // object MarshalRecordJSON makes. With "table", a header line and then one
-// aligned line per record: seq, time, user, type, actor, the first 12 hex
-// digits of the hash, and the payload cut to about 80 characters (control
+// aligned line per record: seq, time, user, type, actor, channel, the
+// first 12 hex digits of the hash, and the payload cut to about 80 characters (control
 // characters in any column are shown as '?').
 //
 // Dump reads like Scan: if it meets damage it stops with a *DamageError
@@ -66,7 +66,7 @@ func Dump(w io.Writer, dir string, o DumpOptions) error {
 	}
 	bw := bufio.NewWriterSize(w, 64<<10)
 	if format == FormatTable {
-		fmt.Fprintf(bw, "%8s  %-24s  %-16s  %-24s  %-16s  %-12s  %s\n", "SEQ", "TIME", "USER", "TYPE", "ACTOR", "HASH", "PAYLOAD")
+		fmt.Fprintf(bw, "%8s  %-24s  %-16s  %-24s  %-16s  %-28s  %-12s  %s\n", "SEQ", "TIME", "USER", "TYPE", "ACTOR", "CHANNEL", "HASH", "PAYLOAD")
 	}
 	var line []byte
 	err := Scan(dir, func(r Record) error {
@@ -164,8 +164,13 @@ func appendRecordJSON(dst []byte, r *Record, name func(uint16) string) ([]byte, 
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
-// payloadCut is how many characters of payload a table row shows.
-const payloadCut = 80
+// payloadCut is how many characters of payload a table row shows;
+// channelCut how many of the channel (who acted and how: "client_ui
+// http token=tok_…", "socket uid=1000 pid=42"; "-" when empty).
+const (
+	payloadCut = 80
+	channelCut = 27
+)
 
 func writeTableRow(w io.Writer, r *Record, name func(uint16) string) {
 	payload := r.Payload
@@ -176,12 +181,20 @@ func writeTableRow(w io.Writer, r *Record, name func(uint16) string) {
 	if json.Compact(&compact, payload) == nil {
 		payload = compact.Bytes()
 	}
-	fmt.Fprintf(w, "%8d  %-24s  %-16s  %-24s  %-16s  %-12s  %s\n",
+	channel := r.Channel
+	if channel == "" {
+		channel = "-"
+	}
+	// Padded by characters, not bytes: a cut channel ends in "…".
+	channel = printable(channel, channelCut)
+	channel += strings.Repeat(" ", max(0, channelCut+1-utf8.RuneCountInString(channel)))
+	fmt.Fprintf(w, "%8d  %-24s  %-16s  %-24s  %-16s  %s  %-12s  %s\n",
 		r.Seq,
 		r.Time.UTC().Format("2006-01-02T15:04:05.000Z07:00"),
 		printable(r.User, 0),
 		printable(typeName(r.Type, name), 0),
 		printable(r.Actor, 0),
+		channel,
 		hexHash(r.Hash)[:12],
 		printable(string(payload), payloadCut))
 }

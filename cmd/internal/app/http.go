@@ -94,6 +94,7 @@ func (r *Runtime) serveHTTP(ctx context.Context, g *cli.Globals, o cli.ServeOpti
 	httpLog := logger.With("component", "http")
 	h, err := mcp.NewHTTPHandler(srv, mcp.HTTPOptions{
 		Authenticate: st.sys.Authenticate, AllowedHosts: hosts, AllowedOrigins: origins, Logger: httpLog,
+		SessionsRefused: st.sys.SessionsRefused,
 	})
 	if err != nil {
 		return cli.CannotStart("%v", err)

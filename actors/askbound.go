@@ -1,0 +1,257 @@
+package actors
+
+import (
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/guarded-exchange/guarded-exchange/messages"
+)
+
+// How long a caller waits for an actor's answer (decision DH4a). Every
+// ask waits as long as its action's own steps may take, each bounded where
+// it runs, plus askMargin; it ends earlier only when the caller's context
+// ends. This file is the one place that adds the steps up: a step whose
+// bound changes changes it here.
+
+// askMargin is what an ask waits beyond its action's steps: the hops
+// between actors and a turn in the user's queue behind other writes.
+const askMargin = 5 * time.Second
+
+// stepBounds are the bounds of the steps an action may take, from the
+// system's configuration.
+type stepBounds struct {
+	// request bounds one venue call, or one read step of several calls
+	// under one deadline (the market read of a decision).
+	request time.Duration
+	// settle bounds the private stream's wait for an unknown outcome.
+	settle time.Duration
+	// hold bounds a write's wait behind the recovery phase or a key
+	// re-check (exchange_unavailable, reason reconciling, after it).
+	hold time.Duration
+}
+
+// venueWrite bounds one write step in the venue actor (venueActor.write):
+// the request, then the read-back, or for an unknown outcome the stream's
+// wait and one REST look-up.
+func (b stepBounds) venueWrite() time.Duration { return 2*b.request + b.settle }
+
+// trade is the steps of one trading call that sends one write: held
+// behind reconciliation, the market or order read its decision needs,
+// the write, and its records (the attempt and the outcome). The journal
+// counts once: a flush that hangs for journalTimeout marks the journal
+// failed, and every later write of the call then fails at once.
+func (b stepBounds) trade(writes int) time.Duration {
+	return b.hold + b.request + time.Duration(writes)*b.venueWrite() + journalTimeout
+}
+
+// cancelAll is cancel_all_orders: up to cancelAllMax cancels one after
+// another, paced (D64), with their retries on the venue's rate limit.
+func (b stepBounds) cancelAll() time.Duration {
+	pacing := time.Duration((cancelAllMax+cancelPaceCount-1)/cancelPaceCount) * cancelPaceWindow
+	return b.trade(cancelAllMax) + pacing + cancelRetryBudget + cancelRetries*cancelRetryMaxWait
+}
+
+// askBound is how long an ask waits for the answer to msg when the
+// caller's context sets no shorter deadline.
+func (b stepBounds) askBound(msg any) time.Duration {
+	var steps time.Duration
+	switch m := msg.(type) {
+	case *userCommand:
+		steps = b.commandSteps(m.cmd)
+	case *placeAsk, *cancelAsk:
+		steps = b.trade(1)
+	case *accountAsk, *marketAsk:
+		steps = b.request
+	case *decideAsk:
+		steps = journalTimeout // order_refused
+	case *ensureUserRequest:
+		steps = askMargin // spawning, behind other users' starts
+	}
+	return steps + askMargin
+}
+
+// commandSteps is the bound of one command's steps in the user actor.
+func (b stepBounds) commandSteps(cmd messages.Command) time.Duration {
+	switch c := cmd.(type) {
+	case *messages.PlaceOrderCommand, *messages.ClosePositionCommand, *messages.AmendOrderCommand, *messages.CancelOrderCommand,
+		*messages.SetLeverageCommand, *messages.TradingStopCommand:
+		return b.trade(1)
+	case *messages.CancelAllCommand:
+		return b.cancelAll()
+	case *messages.DecideConfirmationCommand:
+		if c.Decision == messages.DecisionApprove {
+			// The approved action runs before the decision answers, for
+			// at most executeTimeout (then it answers outcome_unknown),
+			// and its end is journaled.
+			return max(messages.DecisionAnswerWait, executeTimeout+journalTimeout)
+		}
+	case *messages.AddCredentialRequest, *messages.RecheckCredentialRequest:
+		return b.request + journalTimeout // the key's check on the venue
+	}
+	return journalTimeout
+}
+
+// sendsWrite reports whether msg is a trading command whose action may
+// send a write (or park one for a human): its ask carries a send ticket.
+func sendsWrite(msg any) bool {
+	switch msg.(type) {
+	case *placeAsk, *cancelAsk:
+		return true
+	}
+	uc, ok := msg.(*userCommand)
+	if !ok {
+		return false
+	}
+	switch uc.cmd.(type) {
+	case *messages.PlaceOrderCommand, *messages.ClosePositionCommand, *messages.AmendOrderCommand, *messages.CancelOrderCommand,
+		*messages.SetLeverageCommand, *messages.TradingStopCommand, *messages.CancelAllCommand:
+		return true
+	}
+	return false
+}
+
+// sendTickets tie a trading call's ask to its action, by the ask's reply
+// PID (the action's waiter). Exactly one of two things happens first: the
+// action commits (its order_attempt is about to be journaled, or it is
+// about to be parked for a human), or the caller stops waiting. A caller
+// that stopped first is answered "nothing was sent" and the action, when
+// it reaches that point, stops without sending; a caller that stops after
+// the commit is answered outcome_unknown with the client order id. Safe
+// for concurrent use.
+type sendTickets struct {
+	mu sync.Mutex
+	m  map[string]*sendTicket
+}
+
+// sendTicket is one trading call's ticket.
+type sendTicket struct {
+	committed, abandoned bool
+	// clientOrderID names the first write the action sent ("" when it
+	// was parked for a human instead).
+	clientOrderID string
+	// keepUntil is how long an abandoned ticket is kept for its action
+	// to find: the action's own bound from the abandonment.
+	keepUntil time.Time
+}
+
+func newSendTickets() *sendTickets { return &sendTickets{m: map[string]*sendTicket{}} }
+
+// open gives the ask replying to pid a ticket, and drops the abandoned
+// tickets whose actions are past their bound.
+func (t *sendTickets) open(pid *actor.PID) {
+	now := time.Now()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for id, k := range t.m {
+		if k.abandoned && now.After(k.keepUntil) {
+			delete(t.m, id)
+		}
+	}
+	t.m[pid.Id] = &sendTicket{}
+}
+
+// done drops the ticket of pid once its ask returned, unless it was
+// abandoned: then the action has yet to see it, perhaps more than once
+// (open drops it once it is past keepUntil).
+func (t *sendTickets) done(pid *actor.PID) {
+	t.mu.Lock()
+	if k, ok := t.m[pid.Id]; ok && !k.abandoned {
+		delete(t.m, pid.Id)
+	}
+	t.mu.Unlock()
+}
+
+// commit is asked by the user actor before its action sends a write
+// (clientOrderID) or parks it for a human (""): false means the caller
+// has stopped waiting and was told nothing would be sent, so the action
+// must stop. A waiter without a ticket (the server's own work, an
+// approved confirmation's run) always goes on.
+func (t *sendTickets) commit(waiter *actor.PID, clientOrderID string) bool {
+	if t == nil || waiter == nil {
+		return true
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	k, ok := t.m[waiter.Id]
+	if !ok {
+		return true
+	}
+	if k.abandoned {
+		return false
+	}
+	if !k.committed {
+		k.committed, k.clientOrderID = true, clientOrderID
+	}
+	return true
+}
+
+// abandon is asked by the caller whose wait ended before the answer: it
+// returns the answer to give, outcome_unknown when the action committed,
+// else a refusal that promises (and the ticket enforces) that nothing is
+// sent.
+func (t *sendTickets) abandon(pid *actor.PID, keep time.Duration, cause error) *messages.Error {
+	t.mu.Lock()
+	k, ok := t.m[pid.Id]
+	if ok && !k.committed {
+		k.abandoned, k.keepUntil = true, time.Now().Add(keep)
+	}
+	t.mu.Unlock()
+	if ok && k.committed {
+		return waitEndedUnknown(k.clientOrderID)
+	}
+	return &messages.Error{Code: messages.CodeInternalError,
+		Message:  "the call ended before its action was sent; nothing was sent and nothing will be",
+		NextStep: "check get_open_orders before calling it again",
+		Details:  map[string]any{"reason": "cancelled"}, Err: cause}
+}
+
+// waitEndedUnknown is the answer of a trading call whose caller stopped
+// waiting after its write may have left: the outcome is settled by the
+// server (stream, then REST), never by sending it again.
+func waitEndedUnknown(clientOrderID string) *messages.Error {
+	if clientOrderID == "" {
+		return &messages.Error{Code: messages.CodeOutcomeUnknown,
+			Message:  "the call ended before its answer; the action may be waiting for a human's confirmation",
+			NextStep: "do not call it again; a human may be asked to confirm it (`guarded-exchange confirm list`)",
+			Details:  map[string]any{"reason": "wait_ended"}, Err: errWaitEnded}
+	}
+	return &messages.Error{Code: messages.CodeOutcomeUnknown,
+		Message:  "the call ended before its answer; the order may have reached the exchange and is being reconciled, never resent",
+		NextStep: "do not send it again; check get_open_orders and get_order_history for client_order_id in a little while",
+		Details:  map[string]any{"reason": "wait_ended", "client_order_id": clientOrderID}, Err: errWaitEnded}
+}
+
+// errWaitEnded is the cause of a waitEndedUnknown answer.
+var errWaitEnded = errors.New("the caller's wait ended after the action committed")
+
+// callerGone is the user actor's answer to an action whose caller stopped
+// waiting before it committed (nobody reads it: the caller was answered
+// by its ticket).
+func callerGone() *messages.Error {
+	return &messages.Error{Code: messages.CodeInternalError, Message: "the caller stopped waiting before the action was sent; nothing was sent",
+		Details: map[string]any{"reason": "cancelled"}}
+}
+
+// approvalOf is the confirmation id of an approval's ask ("" for any
+// other message).
+func approvalOf(msg any) string {
+	if uc, ok := msg.(*userCommand); ok {
+		if d, ok := uc.cmd.(*messages.DecideConfirmationCommand); ok && d.Decision == messages.DecisionApprove {
+			return d.ConfirmationID
+		}
+	}
+	return ""
+}
+
+// approvalWaitEnded is the answer of an approval whose caller stopped
+// waiting: once the user actor took the approval, the approved action
+// runs whatever the caller does, and its outcome is the confirmation's.
+func approvalWaitEnded(confirmationID string, cause error) *messages.Error {
+	return &messages.Error{Code: messages.CodeOutcomeUnknown,
+		Message:  "the approval's answer was not awaited; the approved action may be running and is never resent",
+		NextStep: "check get_confirmation_status (or `guarded-exchange confirm list --all`) for what it did; do not call the tool again",
+		Details:  map[string]any{"reason": "wait_ended", "confirmation_id": confirmationID}, Err: cause}
+}
