@@ -62,7 +62,7 @@ func originAllowed(ev Event, actor string) bool {
 		return actor == messages.ActorAgent || actor == messages.ActorExecutor
 	case messages.RecordVenueUpdate:
 		return actor == messages.ActorSystem || actor == messages.ActorVenue
-	case messages.RecordDailyPnlNoted:
+	case messages.RecordDailyPnlNoted, messages.RecordVenueAnomaly:
 		return actor == messages.ActorSystem
 	case messages.RecordPostureChanged:
 		p, ok := ev.Payload.(messages.PostureChangedEvent)

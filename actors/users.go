@@ -159,6 +159,8 @@ type userActor struct {
 	// (posturecache.go).
 	cache *streamCache
 	postureRun
+	// anomalies rate-limits the venue_anomaly records (anomaly.go).
+	anomalies anomalyLimiter
 }
 
 // afterJournal is the continuation of one journal write.

@@ -44,7 +44,10 @@ type orderWrite struct {
 	// linkID names the order to settle on an unknown outcome (the client
 	// order id of a create, the order of an amend or cancel); empty for
 	// position writes, which have no client id.
-	linkID   string
+	linkID string
+	// expect is what an order found for linkID must match to settle the
+	// write (nil when linkID is empty).
+	expect   *messages.OrderExpectation
 	category messages.Category
 	symbol   string
 
@@ -74,6 +77,10 @@ type orderWritten struct {
 	// class is empty on success, else how the write failed.
 	class venue.WriteClass
 	err   *messages.Error
+	// mismatches are the orders the venue showed for the write that did
+	// not match it (they settled nothing); the user actor journals them
+	// as venue_anomaly.
+	mismatches []venue.Mismatch
 }
 
 // streamEvent carries one event of the venue actor's stream to itself;
@@ -237,18 +244,20 @@ func (v *venueActor) write(ctx actor.Context, m *orderWrite) {
 			}
 		}
 		if err == nil {
-			if (m.create != nil || m.cancel != nil || m.amend != nil) && client != nil && m.linkID != "" {
+			if (m.create != nil || m.cancel != nil || m.amend != nil) && client != nil && m.linkID != "" && m.expect != nil {
 				rc, rcancel := context.WithTimeout(c, timeout)
 				out.readBack, _, _ = client.OrderByLinkID(rc, m.category, m.symbol, m.linkID)
 				rcancel()
+				out.readBack, out.mismatches = checkReadBack(out.readBack, *m.expect, out.ack)
 			}
 			return out
 		}
 		out.class, out.err = venue.ClassifyWrite(err), messages.AsError(err)
-		if out.class != venue.WriteUnknown || m.linkID == "" || client == nil {
+		if out.class != venue.WriteUnknown || m.linkID == "" || m.expect == nil || client == nil {
 			return out
 		}
-		s, serr := venue.Settle(c, client, waiter, m.category, m.symbol, m.linkID, wait)
+		s, mismatches, serr := venue.Settle(c, client, waiter, *m.expect, wait)
+		out.mismatches = mismatches
 		if serr != nil {
 			out.err = messages.AsError(serr)
 			return out
@@ -258,6 +267,23 @@ func (v *venueActor) write(ctx actor.Context, m *orderWrite) {
 	}, func(err *messages.Error) any {
 		return &orderWritten{action: m.action, class: venue.WriteUnknown, err: err}
 	})
+}
+
+// checkReadBack keeps an accepted write's read-back only when it matches
+// the write (and, for a create, the order id of the venue's answer); a
+// read-back of another order is dropped (as if it could not be read: the
+// filled quantity is then unknown) and named as a mismatch.
+func checkReadBack(o *messages.Order, expect messages.OrderExpectation, ack *messages.OrderAck) (*messages.Order, []venue.Mismatch) {
+	if o == nil {
+		return nil, nil
+	}
+	if ack != nil && ack.OrderID != "" && expect.OrderID == "" {
+		expect.OrderID = ack.OrderID
+	}
+	if f := expect.Mismatch(o); f != "" {
+		return nil, []venue.Mismatch{{Source: messages.AnomalySourceREST, Field: f}}
+	}
+	return o, nil
 }
 
 // marketFetch asks the venue actor for what a place_order decision needs:

@@ -86,6 +86,11 @@ const (
 	// that day, a new UTC day): every position's count of the day, so that
 	// a restart keeps counting the day's realised loss (posturecache.go).
 	RecordDailyPnlNoted RecordType = 45
+	// A venue_anomaly record is journaled, rate limited per user, when the
+	// venue shows something that disagrees with what the server knows: an
+	// order push or read that does not match the attempt it names, a
+	// stream PnL that REST did not confirm. It changes nothing.
+	RecordVenueAnomaly RecordType = 53
 )
 
 // RecordTypeInfo is one entry of the record type table: its SPEC §12 name,
@@ -162,6 +167,7 @@ var RecordTypes = []RecordTypeInfo{
 	{RecordDeadmanTriggered, "deadman_triggered", WriterUser, ReplayNone},
 	{RecordCallsRateLimited, "calls_rate_limited", WriterGuard, ReplayNone},
 	{RecordDailyPnlNoted, "daily_pnl_noted", WriterUser, ReplayWhole},
+	{RecordVenueAnomaly, "venue_anomaly", WriterUser, ReplayNone},
 }
 
 // RecordInfo returns the table entry of t.
