@@ -27,9 +27,9 @@ func wantLoss(t *testing.T, c *streamCache, now time.Time, want string) {
 }
 
 // The day's realised PnL of a position is its cumulative realised PnL's
-// move since the day's first sight: a fill's loss counts, a later gain
-// offsets it, a flat row's value stays counted, and a new UTC day starts
-// from zero.
+// move since the day's first sight: a fill's loss counts (at once when
+// pushed), a later gain offsets it once a REST read confirms it, a flat
+// row's value stays counted, and a new UTC day starts from zero.
 func TestDailyLossCountsTheDaysRealisedMove(t *testing.T) {
 	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 	c := newStreamCache()
@@ -38,6 +38,8 @@ func TestDailyLossCountsTheDaysRealisedMove(t *testing.T) {
 	c.note(messages.StreamEvent{Kind: messages.StreamPositions, Positions: []messages.Position{linPos("BTCUSDT", 0, "0", "-180", "0")}}, now)
 	wantLoss(t, c, now, "80")
 	c.note(messages.StreamEvent{Kind: messages.StreamPositions, Positions: []messages.Position{linPos("BTCUSDT", 0, "0.01", "-150", "2")}}, now)
+	wantLoss(t, c, now, "80") // a pushed gain waits for REST
+	c.seed(nil, []messages.Position{linPos("BTCUSDT", 0, "0.01", "-150", "2")}, now)
 	wantLoss(t, c, now, "48")
 	// A full positions read that no longer lists the flat row forgets nothing.
 	c.seed(nil, []messages.Position{}, now)
@@ -117,4 +119,47 @@ func TestDailyLossRestoredAfterARestart(t *testing.T) {
 	c := newStreamCache()
 	c.restoreDay(messages.DailyPnlEvent{Day: "2026-11-30", Rows: noted.Rows}, now)
 	wantLoss(t, c, now, "0")
+}
+
+// What the stream pushes may make the day's loss larger at once, never
+// smaller: a pushed gain (a forged flat row with a realised gain of
+// 1,000,000, on the traded symbol or on one the account never traded)
+// counts nothing until a REST read shows it, and a pushed loss that a
+// REST read does not show is dropped at that read. Only what REST
+// confirmed is journaled (daily_pnl_noted), so no pushed figure survives
+// a restart.
+func TestStreamCannotLoosenTheDaysLoss(t *testing.T) {
+	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	push := func(c *streamCache, p messages.Position) {
+		c.note(messages.StreamEvent{Kind: messages.StreamPositions, Positions: []messages.Position{p}}, now)
+	}
+	c := newStreamCache()
+	c.seed(nil, []messages.Position{linPos("BTCUSDT", 0, "0.01", "-100", "-30")}, now)
+	wantLoss(t, c, now, "30")
+	push(c, linPos("BTCUSDT", 0, "0", "-180", "0")) // a real close at a loss
+	wantLoss(t, c, now, "80")
+	push(c, linPos("BTCUSDT", 0, "0", "1000000", "0"))
+	push(c, linPos("ETHUSDT", 0, "0", "0", "0"))
+	push(c, linPos("ETHUSDT", 0, "0", "1000000", "0"))
+	wantLoss(t, c, now, "80")
+	if ev, _, ok := c.pendingDay(now); !ok || len(ev.Rows) != 1 || !ev.Rows[0].RealisedUSDT.IsZero() {
+		t.Fatalf("journaled before REST confirmed: %+v", ev)
+	}
+	// REST confirms the close; the flat ETHUSDT row the account never
+	// traded counts nothing, even as REST shows it.
+	c.polled([]messages.Position{linPos("BTCUSDT", 0, "0", "-180", "0"), linPos("ETHUSDT", 0, "0", "0", "0")}, now)
+	c.polled([]messages.Position{linPos("ETHUSDT", 0, "0", "1000000", "0")}, now)
+	wantLoss(t, c, now, "80")
+	// A forged loss counts at once, and is gone at the next REST read.
+	push(c, linPos("BTCUSDT", 0, "0", "-1000000", "0"))
+	wantLoss(t, c, now, "999900")
+	ev, _, ok := c.pendingDay(now)
+	if !ok || len(ev.Rows) != 1 || ev.Rows[0].Symbol != "BTCUSDT" || !ev.Rows[0].RealisedUSDT.Equal(num("-80")) {
+		t.Fatalf("the count to journal is not REST's: %+v %v", ev, ok)
+	}
+	c.polled([]messages.Position{linPos("BTCUSDT", 0, "0", "-180", "0")}, now)
+	wantLoss(t, c, now, "80")
+	again := newStreamCache()
+	again.restoreDay(ev, now)
+	wantLoss(t, again, now, "80")
 }

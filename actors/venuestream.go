@@ -126,6 +126,9 @@ func (v *venueActor) openStream(ctx actor.Context) {
 	v.stream = st
 	if v.cache != nil {
 		v.cache.opened(v.now(), st)
+		if client, ok := v.session.(*venue.Client); ok {
+			v.cache.setListing(listingOf(client))
+		}
 	}
 	gen, self, root, logger := v.streamGen, ctx.Self(), ctx.ActorSystem().Root, v.logger
 	go func() {
@@ -138,6 +141,21 @@ func (v *venueActor) openStream(ctx actor.Context) {
 			root.Send(self, &streamEvent{gen: gen, ev: ev})
 		}
 	}()
+}
+
+// listingOf looks up whether the venue lists an instrument: its rules
+// read (not_found, or a name the venue refuses: not listed).
+func listingOf(client *venue.Client) func(ctx context.Context, cat messages.Category, symbol string) (bool, error) {
+	return func(ctx context.Context, cat messages.Category, symbol string) (bool, error) {
+		_, err := client.Instrument(ctx, cat, symbol)
+		switch messages.CodeOf(err) {
+		case "":
+			return true, nil
+		case messages.CodeNotFound, messages.CodeInvalidParams:
+			return false, nil
+		}
+		return false, err
+	}
 }
 
 // closeStream stops the stream; its pump ends when the events close.
@@ -194,7 +212,7 @@ func (v *venueActor) write(ctx actor.Context, m *orderWrite) {
 	if v.stream != nil {
 		waiter = v.stream
 	}
-	timeout, wait := v.timeout, v.settleWait
+	timeout, wait, cache := v.timeout, v.settleWait, v.cache
 	offMailbox(ctx, v.logger, nil, 2*timeout+wait, userPID, func(c context.Context) any {
 		out := &orderWritten{action: m.action}
 		wc, cancel := context.WithTimeout(c, timeout)
@@ -242,6 +260,11 @@ func (v *venueActor) write(ctx actor.Context, m *orderWrite) {
 				out.err.NextStep = "do not resend blindly; read get_positions (setting it again is safe: the values are absolute)"
 				return out
 			}
+		}
+		if m.create != nil && cache != nil && (err == nil || venue.ClassifyWrite(err) == venue.WriteUnknown) {
+			// An order this server placed (or may have): its realised
+			// PnL counts in the day's loss.
+			cache.markTraded(m.category, m.symbol)
 		}
 		if err == nil {
 			if (m.create != nil || m.cancel != nil || m.amend != nil) && client != nil && m.linkID != "" && m.expect != nil {
@@ -325,8 +348,12 @@ func (v *venueActor) fetchMarket(ctx actor.Context, m *marketFetch) {
 		ctx.Send(userPID, &marketFetched{action: m.action, err: err})
 		return
 	}
+	cache := v.cache
 	offMailbox(ctx, v.logger, nil, v.timeout, userPID, func(c context.Context) any {
 		mk, err := readMarket(c, r, m.category, m.symbol)
+		if err == nil && cache != nil {
+			cache.markListed(m.category, m.symbol) // the venue showed its rules
+		}
 		return &marketFetched{action: m.action, market: mk, err: messages.AsError(err)}
 	}, func(err *messages.Error) any { return &marketFetched{action: m.action, err: err} })
 }
