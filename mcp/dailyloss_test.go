@@ -78,7 +78,9 @@ func (s *lossStack) start(t *testing.T) *env {
 }
 
 // wsURL is the simulator's private stream.
-func (s *lossStack) wsURL() string { return "ws" + strings.TrimPrefix(s.srv.URL, "http") + "/v5/private" }
+func (s *lossStack) wsURL() string {
+	return "ws" + strings.TrimPrefix(s.srv.URL, "http") + "/v5/private"
+}
 
 func lossOf(p map[string]any) decimal.Decimal {
 	return decimal.RequireFromString(p["daily_loss"].(map[string]any)["loss_usdt"].(string))
