@@ -1,6 +1,8 @@
 package actors
 
 import (
+	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -162,4 +164,31 @@ func TestStreamCannotLoosenTheDaysLoss(t *testing.T) {
 	again := newStreamCache()
 	again.restoreDay(ev, now)
 	wantLoss(t, again, now, "80")
+}
+
+// get_posture stays within 2 KB whatever the venue's figures: with six
+// positions whose every decimal is as long as the parser lets through,
+// positions are left out (counted in more_positions) until it fits.
+func TestPostureAnswerIsBounded(t *testing.T) {
+	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	c := newStreamCache()
+	big := "-" + strings.Repeat("9", 24) + "." + strings.Repeat("9", 18)
+	var rows []messages.Position
+	for i := range 6 {
+		p := linPos("A"+strings.Repeat("B", 26)+string(rune('A'+i))+"USDT"[:2], 0, strings.Repeat("9", 24)+"."+strings.Repeat("9", 18), big, big)
+		p.MarkPrice = num(strings.Repeat("9", 24) + "." + strings.Repeat("9", 18))
+		rows = append(rows, p)
+	}
+	c.seed(nil, rows, now)
+	v := &messages.PostureView{User: strings.Repeat("u", 32), Venue: "bybit-mainnet", State: messages.PostureReducing, Why: []string{"kill_switch_admin", "daily_loss"},
+		Limits: map[string]messages.LimitUse{"daily_notional_cap_usdt": {Used: big, Left: big}}, Loss: messages.DailyLoss{LossUSDT: c.dailyLoss(now), MaxUSDT: num(big)},
+		Exposure: c.exposure(func(string) string { return messages.OriginSystem }, maxPosturePositions)}
+	boundPosture(v)
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) > maxPostureBytes || v.Exposure.More == 0 || len(v.Exposure.Positions)+v.Exposure.More != 6 {
+		t.Fatalf("posture of %d bytes, %d positions shown and %d more", len(b), len(v.Exposure.Positions), v.Exposure.More)
+	}
 }
