@@ -258,7 +258,7 @@ func (u *userActor) repeat(ctx actor.Context, tool, idemKey, hash string, net bo
 		case e.Status == "":
 			answer, rep.Reason = inProgress(e.ClientOrderID), "in_progress"
 		default:
-			answer, rep.Reason = replayed(tool, e.Answer), "replay"
+			answer, rep.Reason = replayed(tool, e.Answer, e.ClientOrderID, e.Status), "replay"
 		}
 	case net:
 		if x := inFlight(func(x *action) bool { return x.hashOf() == hash && x.keyOf() == "" }); x != nil {
@@ -283,7 +283,7 @@ func (u *userActor) repeat(ctx actor.Context, tool, idemKey, hash string, net bo
 				continue
 			}
 			if age := now.Sub(r.At); age < safetyNet || (r.Unknown && age < safetyNetUnknown) {
-				answer, rep.Reason, rep.ClientOrderID = replayed(tool, r.Answer), "safety_net", r.ClientOrderID
+				answer, rep.Reason, rep.ClientOrderID = replayed(tool, r.Answer, r.ClientOrderID, ""), "safety_net", r.ClientOrderID
 			}
 			break
 		}
@@ -335,12 +335,11 @@ func inProgress(clientOrderID string) *messages.Error {
 }
 
 // replayed is a stored answer given again with result_source "replay".
-func replayed(tool string, raw json.RawMessage) any {
+// The first call's client order id and outcome status name what was found
+// when no answer was stored.
+func replayed(tool string, raw json.RawMessage, clientOrderID, status string) any {
 	if len(raw) == 0 || string(raw) == "null" {
-		// The first call's answer was never journaled (the server
-		// stopped while it ran; the recovery phase closed it).
-		return &messages.Error{Code: messages.CodeOutcomeUnknown, Message: "the first call with this idempotency key did not finish; its outcome is not known",
-			NextStep: "check get_open_orders and get_order_history before acting again", Details: map[string]any{"result_source": messages.ResultSourceReplay}}
+		return unansweredReplay(clientOrderID, status)
 	}
 	var probe struct {
 		Code string `json:"code"`
@@ -369,6 +368,29 @@ func replayed(tool string, raw json.RawMessage) any {
 		return replayAs(raw, func(a *messages.CancelAnswer) { a.ResultSource = messages.ResultSourceReplay })
 	}
 	return replayAs(raw, func(a *messages.OrderAnswer) { a.ResultSource = messages.ResultSourceReplay })
+}
+
+// unansweredReplay answers a repeat of a call whose answer was never
+// journaled (the server stopped while it ran; the recovery phase at the
+// next start looked its order up and journaled what it found): the first
+// answer is not known, but the client order id and what the look-up found
+// are, and the agent needs them to look further.
+func unansweredReplay(clientOrderID, status string) *messages.Error {
+	d := map[string]any{"result_source": messages.ResultSourceReplay}
+	if clientOrderID != "" {
+		d["client_order_id"] = clientOrderID
+	}
+	next := "check get_open_orders and get_order_history for the client order id before acting again; do not send it again"
+	switch status {
+	case messages.OutcomeFound:
+		d["reconnaissance"] = "found"
+		next = "the order exists on the venue: check get_open_orders and get_order_history for the client order id; do not send it again"
+	case messages.OutcomeNotFound:
+		d["reconnaissance"] = "not_found"
+	}
+	return &messages.Error{Code: messages.CodeOutcomeUnknown,
+		Message:  "the first call with this idempotency key did not finish before the server stopped; its answer is not known",
+		NextStep: next, Details: d}
 }
 
 // replayAs decodes a stored answer of type T and marks it a replay.
