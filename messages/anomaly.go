@@ -31,13 +31,20 @@ type OrderExpectation struct {
 }
 
 // Mismatch names the first field of o that disagrees with e ("" when o
-// matches). The name is the server's own, never exchange text.
+// matches): besides e's fields, the order must show one of Bybit's order
+// statuses and an order id of the venue's shape, as what settles an
+// attempt is shown in the answer. The name is the server's own, never
+// exchange text.
 func (e *OrderExpectation) Mismatch(o *Order) string {
 	switch {
 	case o == nil:
 		return "order"
 	case o.OrderLinkID != e.ClientOrderID:
 		return "client_order_id"
+	case !knownOrderStatus[o.Status]:
+		return "order_status"
+	case !OrderIDRE.MatchString(o.OrderID):
+		return "order_id"
 	case o.Category != e.Category:
 		return "category"
 	case o.Symbol != e.Symbol:
@@ -53,6 +60,11 @@ func (e *OrderExpectation) Mismatch(o *Order) string {
 	}
 	return ""
 }
+
+// knownOrderStatus is Bybit's order statuses (orderStatus): an order that
+// settles an attempt shows one of them, never other text.
+var knownOrderStatus = map[string]bool{"Created": true, "New": true, "Rejected": true, "PartiallyFilled": true, "PartiallyFilledCanceled": true,
+	"Filled": true, "Cancelled": true, "Untriggered": true, "Triggered": true, "Deactivated": true, "Active": true}
 
 // priceInside reports whether p (zero: not shown) lies inside the band.
 func (e *OrderExpectation) priceInside(p decimal.Decimal) bool {
