@@ -36,7 +36,7 @@ type streamCache struct {
 	// posKey; rest its last REST row. worst is, for a position pushed since
 	// its last REST read, the lowest PnL of the day (contribution) any of
 	// those pushes showed: the stream may make the day's loss larger at
-	// once, but never smaller until a REST read confirms it (D{H2}a).
+	// once, but never smaller until a REST read confirms it (DH2a).
 	positions map[string]messages.Position
 	rest      map[string]messages.Position
 	worst     map[string]decimal.Decimal
@@ -290,7 +290,7 @@ func posKey(cat messages.Category, symbol string, idx int) string {
 // journaled count, and replaces what the pushes showed since the last
 // read. A pushed row only lowers the position's PnL of the day (worst)
 // until the next REST read: the stream may make the posture stricter at
-// once, never looser (D{H2}a).
+// once, never looser (DH2a).
 func (c *streamCache) notePositionsLocked(list []messages.Position, now time.Time, rest bool) {
 	c.known = true
 	c.rollDayLocked(now)
