@@ -11,10 +11,9 @@ import (
 	"github.com/guarded-exchange/guarded-exchange/wal"
 )
 
-// Venue anomalies (issue 17): what the venue showed that disagrees with
-// what the server knows (an order push or read that does not match the
-// attempt it names, a stream PnL that REST did not confirm) settles and
-// loosens nothing, and is journaled as venue_anomaly. A venue (or a
+// Venue anomalies (issue 17, decisions DH2b): an order the venue showed
+// that does not match the attempt it names (a push, a read-back, a
+// look-up) settles nothing, and is journaled as venue_anomaly. A venue (or a
 // proxy in front of it) that forges without end must not grow the
 // journal without bound: at most anomalyRecordsPerWindow records per
 // anomalyWindow per user are written; the others are counted into the
@@ -63,10 +62,10 @@ func (u *userActor) noteAnomalies(ctx actor.Context, a Attempt, list []venue.Mis
 func (u *userActor) noteAnomaly(ctx actor.Context, ev messages.VenueAnomalyEvent) {
 	now := u.now()
 	n, ok := u.anomalies.admit(now)
-	u.logger.Warn("the venue showed something that disagrees with the server", "user", u.state.User, "kind", ev.Kind, "source", ev.Source, "field", ev.Field)
 	if !ok {
-		return
+		return // counted into the next record
 	}
+	u.logger.Warn("the venue showed something that disagrees with the server", "user", u.state.User, "kind", ev.Kind, "source", ev.Source, "field", ev.Field, "count", n)
 	ev.At, ev.Count = now.UTC(), n
 	e := Event{messages.RecordVenueAnomaly, ev}
 	if !originAllowed(e, systemOrigin.Actor()) || u.health.isDown() {

@@ -82,9 +82,6 @@ const (
 	// AnomalyOrderMismatch: an order the venue showed for an attempt did
 	// not match it (OrderExpectation); it settled nothing.
 	AnomalyOrderMismatch = "order_mismatch"
-	// AnomalyPnlUnconfirmed: the stream showed a position's PnL that a
-	// REST read did not confirm; it loosened nothing.
-	AnomalyPnlUnconfirmed = "pnl_unconfirmed"
 )
 
 // Where an anomaly was seen.
@@ -95,7 +92,7 @@ const (
 
 // VenueAnomalyEvent is journaled as venue_anomaly when the venue showed
 // something that disagrees with what the server knows (a forged or
-// garbled push, a read-back of another order). It changes nothing: the
+// garbled order push, a read-back or look-up of another order). It changes nothing: the
 // outcome is settled by REST or stays unknown. The records are rate
 // limited per user; Count is how many anomalies this record stands for
 // (itself and those not journaled since the last one). Every field is the

@@ -88,8 +88,8 @@ const (
 	RecordDailyPnlNoted RecordType = 45
 	// A venue_anomaly record is journaled, rate limited per user, when the
 	// venue shows something that disagrees with what the server knows: an
-	// order push or read that does not match the attempt it names, a
-	// stream PnL that REST did not confirm. It changes nothing.
+	// order push or read that does not match the attempt it names. It
+	// changes nothing.
 	RecordVenueAnomaly RecordType = 53
 )
 
