@@ -508,9 +508,35 @@ func readPositions(ctx context.Context, client *venue.Client, cache *streamCache
 	for _, sym := range cache.vanished(out) {
 		if one, err := client.Positions(ctx, venue.PositionQuery{Category: messages.CategoryLinear, Symbol: sym}); err == nil {
 			out = append(out, one.Items...)
+			cache.absentIn(messages.CategoryLinear, sym, one.Items)
 		}
 	}
 	return out
+}
+
+// absentIn notes a REST read of symbol's positions (rows): a position of
+// the symbol that a push showed and the read does not list is not there.
+// What the pushes showed of it is dropped: it is as its last REST row
+// shows it, or gone.
+func (c *streamCache) absentIn(cat messages.Category, symbol string, rows []messages.Position) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	listed := map[string]bool{}
+	for _, p := range rows {
+		listed[posKey(p.Category, p.Symbol, p.PositionIdx)] = true
+	}
+	for k := range c.worst {
+		p := c.positions[k]
+		if p.Category != cat || p.Symbol != symbol || listed[k] {
+			continue
+		}
+		delete(c.worst, k)
+		if r, ok := c.rest[k]; ok {
+			c.positions[k] = r
+		} else {
+			delete(c.positions, k)
+		}
+	}
 }
 
 // wantsPositions reports whether the positions should be read again (a

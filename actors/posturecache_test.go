@@ -192,3 +192,21 @@ func TestPostureAnswerIsBounded(t *testing.T) {
 		t.Fatalf("posture of %d bytes, %d positions shown and %d more", len(b), len(v.Exposure.Positions), v.Exposure.More)
 	}
 }
+
+// A pushed position that a REST read of its symbol does not list is not
+// there: a forged open position's unrealised loss counts at once, and is
+// gone once the read answers without it.
+func TestPushedPositionAbsentFromRESTIsDropped(t *testing.T) {
+	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	c := newStreamCache()
+	c.note(messages.StreamEvent{Kind: messages.StreamPositions, Positions: []messages.Position{linPos("SOLUSDT", 0, "10", "0", "-1000000")}}, now)
+	wantLoss(t, c, now, "1000000")
+	if got := c.vanished(nil); len(got) != 1 || got[0] != "SOLUSDT" {
+		t.Fatalf("symbols to read by REST: %v, want SOLUSDT", got)
+	}
+	c.absentIn(messages.CategoryLinear, "SOLUSDT", nil)
+	wantLoss(t, c, now, "0")
+	if x := c.exposure(func(string) string { return "" }, 6); len(x.Positions) != 0 {
+		t.Fatalf("a position REST does not list is still shown: %+v", x.Positions)
+	}
+}
