@@ -3,6 +3,7 @@ package mcp
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"sort"
 	"strconv"
@@ -117,7 +118,9 @@ func TestNoPrivateStreamTextOutsideUntrusted(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 		forge()
 	}()
-	check("wait_for_update", map[string]any{"symbol": "BTCUSDT", "timeout_s": 5})
+	if out := check("wait_for_update", map[string]any{"symbol": "BTCUSDT", "timeout_s": 5}); out["changed"] != true {
+		t.Fatalf("wait_for_update did not see the forged pushes: %v", out)
+	}
 	wg.Wait()
 	forge()
 	time.Sleep(300 * time.Millisecond) // the cache and the journal take them in
@@ -126,11 +129,15 @@ func TestNoPrivateStreamTextOutsideUntrusted(t *testing.T) {
 		args map[string]any
 	}{
 		{"get_posture", map[string]any{}},
-		{"get_my_journal", map[string]any{"limit": 100}},
 		{"get_open_orders", map[string]any{"category": "linear"}},
 		{"get_positions", map[string]any{"category": "linear"}},
 	} {
 		check(c.tool, c.args)
+	}
+	// The journal holds the forged pushes' records, and shows nothing of
+	// their text outside untrusted_text.
+	if j := check("get_my_journal", map[string]any{"limit": 100}); !strings.Contains(fmt.Sprint(j["records"]), "type:venue_update") {
+		t.Fatalf("get_my_journal shows no venue_update of the forged pushes: %v", j)
 	}
 
 	// place_order whose create's answer is lost, and a push under its
