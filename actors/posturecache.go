@@ -80,9 +80,10 @@ type heldRow struct {
 // one look-up runs at a time, listingPace apart, and at most maxListed
 // answers are remembered (past it the "not listed" ones are forgotten).
 const (
-	maxHeldRows = 32
-	listingPace = 100 * time.Millisecond
-	maxListed   = 4096
+	maxHeldRows  = 32
+	listingPace  = 100 * time.Millisecond
+	listingRetry = time.Second
+	maxListed    = 4096
 )
 
 // dayCount is one position's realised PnL of the day: carried plus, once
@@ -229,14 +230,19 @@ func (c *streamCache) startListingLocked() {
 			listed, err := lookup(ctx, cat, symbol)
 			cancel()
 			c.listedAnswer(cat, symbol, listed, err)
+			if err != nil {
+				time.Sleep(listingRetry) // the venue could not answer: the read's rows wait
+			}
 			time.Sleep(listingPace)
 		}
 	}()
 }
 
 // listedAnswer applies a listing look-up: the held rows of a listed
-// instrument apply, those of one not listed (or not known: the look-up
-// failed) are dropped.
+// instrument apply, those of one not listed are dropped. When the look-up
+// failed, a pushed row is dropped (the next push or read brings it again)
+// and a REST read's row keeps waiting, so a real position's loss is not
+// forgotten while the venue cannot answer.
 func (c *streamCache) listedAnswer(cat messages.Category, symbol string, listed bool, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -254,6 +260,9 @@ func (c *streamCache) listedAnswer(cat messages.Category, symbol string, listed 
 	now := time.Now()
 	for k, h := range c.held {
 		if symKey(h.row.Category, h.row.Symbol) != sk {
+			continue
+		}
+		if err != nil && h.rest {
 			continue
 		}
 		delete(c.held, k)
@@ -596,6 +605,13 @@ func (c *streamCache) dailyLoss(now time.Time) decimal.Decimal {
 	for k, p := range c.positions {
 		if c.day[k] == nil {
 			pnl = pnl.Add(c.pnlLocked(k, p.Category, p.Symbol))
+		}
+	}
+	for _, h := range c.held {
+		// A REST read's open position waiting for its instrument's
+		// listing: its loss counts meanwhile, never its gain.
+		if h.rest && h.row.Size.IsPositive() && h.row.UnrealisedPnl.IsNegative() {
+			pnl = pnl.Add(h.row.UnrealisedPnl)
 		}
 	}
 	return pnl.Neg()

@@ -1,7 +1,9 @@
 package actors
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -209,4 +211,39 @@ func TestPushedPositionAbsentFromRESTIsDropped(t *testing.T) {
 	if x := c.exposure(func(string) string { return "" }, 6); len(x.Positions) != 0 {
 		t.Fatalf("a position REST does not list is still shown: %+v", x.Positions)
 	}
+}
+
+// Position rows apply only for instruments the venue lists: a row waits
+// for the look-up, a listed one applies, one not listed is dropped, and a
+// REST read's row keeps waiting while the venue cannot answer (its loss
+// counts meanwhile).
+func TestPositionRowsWaitForTheListing(t *testing.T) {
+	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	c := newStreamCache()
+	answers := map[string]error{"ETHUSDT": nil, "FAKEUSDT": nil, "SOLUSDT": errors.New("venue down")}
+	c.setListing(func(_ context.Context, _ messages.Category, symbol string) (bool, error) {
+		return symbol == "ETHUSDT" || symbol == "SOLUSDT", answers[symbol]
+	})
+	c.seed(nil, []messages.Position{linPos("ETHUSDT", 0, "1", "0", "-10"), linPos("SOLUSDT", 0, "1", "0", "-20")}, now)
+	c.note(messages.StreamEvent{Kind: messages.StreamPositions, Positions: []messages.Position{linPos("FAKEUSDT", 0, "1", "0", "-30")}}, now)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		c.mu.Lock()
+		_, fakeHeld := c.held[posKey(messages.CategoryLinear, "FAKEUSDT", 0)]
+		_, ethHeld := c.held[posKey(messages.CategoryLinear, "ETHUSDT", 0)]
+		_, solHeld := c.held[posKey(messages.CategoryLinear, "SOLUSDT", 0)]
+		c.mu.Unlock()
+		if !fakeHeld && !ethHeld && solHeld {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("held: FAKEUSDT %v ETHUSDT %v SOLUSDT %v", fakeHeld, ethHeld, solHeld)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	x := c.exposure(func(string) string { return "" }, 6)
+	if len(x.Positions) != 1 || x.Positions[0].Symbol != "ETHUSDT" || x.Known {
+		t.Fatalf("exposure %+v: want ETHUSDT only, not known while SOLUSDT's read waits", x)
+	}
+	wantLoss(t, c, now, "30")
 }
