@@ -107,6 +107,29 @@ func (d *fieldDecoder) dec(name, s string) decimal.Decimal {
 	return v
 }
 
+// maxLevelText is the longest order book figure accepted.
+const maxLevelText = 8192
+
+// levelNum parses an order book level's figure. A book is a list the
+// server shows in part: a level whose figure is out of bounds is kept,
+// and get_orderbook leaves it out of its answer (counted as omitted)
+// instead of failing the whole book; only a text longer than
+// maxLevelText or not a decimal is an error.
+func (d *fieldDecoder) levelNum(name string, f flexNum) decimal.Decimal {
+	if !f.set || f.text == "" {
+		return decimal.Decimal{}
+	}
+	if len(f.text) > maxLevelText {
+		d.fail(fmt.Errorf("field %s: decimal too long", name))
+		return decimal.Decimal{}
+	}
+	v, err := decimal.NewFromString(f.text)
+	if err != nil {
+		d.fail(fmt.Errorf("field %s: not a decimal", name))
+	}
+	return v
+}
+
 // decimalInBounds reports whether v has at most maxIntegerDigits before
 // the point and maxFractionDigits significant digits after it.
 func decimalInBounds(v decimal.Decimal) bool {
