@@ -334,6 +334,29 @@ func inProgress(clientOrderID string) *messages.Error {
 		NextStep: "wait for the first call's answer, then check get_open_orders; do not send it again", Details: d}
 }
 
+// unansweredReplay answers a repeat of a call whose answer was never
+// journaled (the server stopped while it ran; the recovery phase at the
+// next start looked its order up and journaled what it found): the first
+// answer is not known, but the client order id and what the look-up found
+// are, and the agent needs them to look further.
+func unansweredReplay(clientOrderID, status string) *messages.Error {
+	d := map[string]any{"result_source": messages.ResultSourceReplay}
+	if clientOrderID != "" {
+		d["client_order_id"] = clientOrderID
+	}
+	next := "check get_open_orders and get_order_history for the client order id before acting again; do not send it again"
+	switch status {
+	case messages.OutcomeFound:
+		d["reconnaissance"] = "found"
+		next = "the order exists on the venue: check get_open_orders and get_order_history for the client order id; do not send it again"
+	case messages.OutcomeNotFound:
+		d["reconnaissance"] = "not_found"
+	}
+	return &messages.Error{Code: messages.CodeOutcomeUnknown,
+		Message:  "the first call with this idempotency key did not finish before the server stopped; its answer is not known",
+		NextStep: next, Details: d}
+}
+
 // replayed is a stored answer given again with result_source "replay".
 // The first call's client order id and outcome status name what was found
 // when no answer was stored.
@@ -368,29 +391,6 @@ func replayed(tool string, raw json.RawMessage, clientOrderID, status string) an
 		return replayAs(raw, func(a *messages.CancelAnswer) { a.ResultSource = messages.ResultSourceReplay })
 	}
 	return replayAs(raw, func(a *messages.OrderAnswer) { a.ResultSource = messages.ResultSourceReplay })
-}
-
-// unansweredReplay answers a repeat of a call whose answer was never
-// journaled (the server stopped while it ran; the recovery phase at the
-// next start looked its order up and journaled what it found): the first
-// answer is not known, but the client order id and what the look-up found
-// are, and the agent needs them to look further.
-func unansweredReplay(clientOrderID, status string) *messages.Error {
-	d := map[string]any{"result_source": messages.ResultSourceReplay}
-	if clientOrderID != "" {
-		d["client_order_id"] = clientOrderID
-	}
-	next := "check get_open_orders and get_order_history for the client order id before acting again; do not send it again"
-	switch status {
-	case messages.OutcomeFound:
-		d["reconnaissance"] = "found"
-		next = "the order exists on the venue: check get_open_orders and get_order_history for the client order id; do not send it again"
-	case messages.OutcomeNotFound:
-		d["reconnaissance"] = "not_found"
-	}
-	return &messages.Error{Code: messages.CodeOutcomeUnknown,
-		Message:  "the first call with this idempotency key did not finish before the server stopped; its answer is not known",
-		NextStep: next, Details: d}
 }
 
 // replayAs decodes a stored answer of type T and marks it a replay.

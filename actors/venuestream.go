@@ -292,10 +292,14 @@ func (v *venueActor) write(ctx actor.Context, m *orderWrite) {
 	})
 }
 
-// checkReadBack keeps an accepted write's read-back only when it matches
-// the write (and, for a create, the order id of the venue's answer); a
-// read-back of another order is dropped (as if it could not be read: the
-// filled quantity is then unknown) and named as a mismatch.
+// checkReadBack checks an accepted write's read-back against the write
+// (and, for a create, the order id of the venue's answer): every mismatch
+// is named. A read-back of another order (another order id or client
+// order id) is kept, for the answer to refuse it as such (never a silent
+// swap of ids); one of this order that disagrees otherwise (a larger
+// quantity, another side, prices outside the band, a status that is not
+// one) is dropped, as if it could not be read: the filled quantity is
+// then unknown.
 func checkReadBack(o *messages.Order, expect messages.OrderExpectation, ack *messages.OrderAck) (*messages.Order, []venue.Mismatch) {
 	if o == nil {
 		return nil, nil
@@ -303,10 +307,14 @@ func checkReadBack(o *messages.Order, expect messages.OrderExpectation, ack *mes
 	if ack != nil && ack.OrderID != "" && expect.OrderID == "" {
 		expect.OrderID = ack.OrderID
 	}
-	if f := expect.Mismatch(o); f != "" {
-		return nil, []venue.Mismatch{{Source: messages.AnomalySourceREST, Field: f}}
+	f := expect.Mismatch(o)
+	switch f {
+	case "":
+		return o, nil
+	case "order_id", "client_order_id":
+		return o, []venue.Mismatch{{Source: messages.AnomalySourceREST, Field: f}}
 	}
-	return o, nil
+	return nil, []venue.Mismatch{{Source: messages.AnomalySourceREST, Field: f}}
 }
 
 // marketFetch asks the venue actor for what a place_order decision needs:
