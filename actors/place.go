@@ -258,7 +258,7 @@ func (u *userActor) repeat(ctx actor.Context, tool, idemKey, hash string, net bo
 		case e.Status == "":
 			answer, rep.Reason = inProgress(e.ClientOrderID), "in_progress"
 		default:
-			answer, rep.Reason = replayed(tool, e.Answer, e.ClientOrderID, e.Status), "replay"
+			answer, rep.Reason = replayedEntry(tool, e), "replay"
 		}
 	case net:
 		if x := inFlight(func(x *action) bool { return x.hashOf() == hash && x.keyOf() == "" }); x != nil {
@@ -283,7 +283,7 @@ func (u *userActor) repeat(ctx actor.Context, tool, idemKey, hash string, net bo
 				continue
 			}
 			if age := now.Sub(r.At); age < safetyNet || (r.Unknown && age < safetyNetUnknown) {
-				answer, rep.Reason, rep.ClientOrderID = replayed(tool, r.Answer, r.ClientOrderID, ""), "safety_net", r.ClientOrderID
+				answer, rep.Reason, rep.ClientOrderID = replayed(tool, r.Answer), "safety_net", r.ClientOrderID
 			}
 			break
 		}
@@ -357,12 +357,22 @@ func unansweredReplay(clientOrderID, status string) *messages.Error {
 		NextStep: next, Details: d}
 }
 
+// replayedEntry is a claimed key's first answer given again: the stored
+// answer, or, when none was stored, what the recovery phase found.
+func replayedEntry(tool string, e IdempotencyEntry) any {
+	if len(e.Answer) == 0 || string(e.Answer) == "null" {
+		return unansweredReplay(e.ClientOrderID, e.Status)
+	}
+	return replayed(tool, e.Answer)
+}
+
 // replayed is a stored answer given again with result_source "replay".
-// The first call's client order id and outcome status name what was found
-// when no answer was stored.
-func replayed(tool string, raw json.RawMessage, clientOrderID, status string) any {
+func replayed(tool string, raw json.RawMessage) any {
 	if len(raw) == 0 || string(raw) == "null" {
-		return unansweredReplay(clientOrderID, status)
+		// The first call's answer was never journaled (the server
+		// stopped while it ran; the recovery phase closed it).
+		return &messages.Error{Code: messages.CodeOutcomeUnknown, Message: "the first call with this idempotency key did not finish; its outcome is not known",
+			NextStep: "check get_open_orders and get_order_history before acting again", Details: map[string]any{"result_source": messages.ResultSourceReplay}}
 	}
 	var probe struct {
 		Code string `json:"code"`
