@@ -296,9 +296,10 @@ func (v *venueActor) write(ctx actor.Context, m *orderWrite) {
 // (and, for a create, the order id of the venue's answer): every mismatch
 // is named. A read-back of another order (another order id or client
 // order id) is kept, for the answer to refuse it as such (never a silent
-// swap of ids); one of this order that disagrees otherwise (a larger
-// quantity, another side, prices outside the band, a status that is not
-// one) is dropped, as if it could not be read: the filled quantity is
+// swap of ids), and so is one whose status is not one of Bybit's (the
+// answer fences it); one of this order that disagrees otherwise (a
+// larger quantity, another side, category or symbol, prices outside the
+// band) is dropped, as if it could not be read: the filled quantity is
 // then unknown.
 func checkReadBack(o *messages.Order, expect messages.OrderExpectation, ack *messages.OrderAck) (*messages.Order, []venue.Mismatch) {
 	if o == nil {
@@ -311,7 +312,7 @@ func checkReadBack(o *messages.Order, expect messages.OrderExpectation, ack *mes
 	switch f {
 	case "":
 		return o, nil
-	case "order_id", "client_order_id":
+	case "order_id", "client_order_id", "order_status":
 		return o, []venue.Mismatch{{Source: messages.AnomalySourceREST, Field: f}}
 	}
 	return nil, []venue.Mismatch{{Source: messages.AnomalySourceREST, Field: f}}
