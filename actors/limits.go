@@ -261,31 +261,12 @@ func (s *UserState) decidePlace(tool string, a messages.PlaceOrderArgs, venue me
 	req := &messages.CreateOrderRequest{Category: a.Category, Symbol: a.Symbol, Side: a.Side, OrderType: "Limit", Qty: qty, Price: price,
 		TimeInForce: tif, ReduceOnly: a.ReduceOnly}
 	plan := orderPlan{tool: tool, category: a.Category, symbol: a.Symbol, create: req, notional: notional, riskIncreasing: risk,
-		idempotencyKey: a.IdempotencyKey, argsSHA256: placeArgsHash(tool, a), needsConfirm: needsConfirmation(p, tool, notional),
-		expect: createExpectation(req, in, m.band)}
+		idempotencyKey: a.IdempotencyKey, argsSHA256: placeArgsHash(tool, a), needsConfirm: needsConfirmation(p, tool, notional)}
 	sentAs := "Limit " + tif
 	ans := &messages.OrderAnswer{Status: messages.AnswerPreview, Category: a.Category, Symbol: a.Symbol, Side: a.Side, OrderType: a.OrderType,
 		SentAs: sentAs, TimeInForce: tif, RequestedQty: a.Qty, Qty: qty, Price: price, NotionalUSDT: notional, ReduceOnly: a.ReduceOnly,
 		RiskIncreasing: risk, Origin: messages.OriginSystem, IdempotencyKey: a.IdempotencyKey}
 	return plan, ans, nil
-}
-
-// createExpectation is what an order found for a create must match: its
-// category, symbol and side, at most its quantity, and prices inside the
-// venue's band as the decision saw it (a buy at most the band's highest
-// buy price, a sell at least its lowest sell price; the instrument's
-// price limits where the venue gave no band). The client order id is
-// filled in by execute, the order id by the venue's answer.
-func createExpectation(req *messages.CreateOrderRequest, in *messages.Instrument, band *messages.PriceLimit) *messages.OrderExpectation {
-	e := &messages.OrderExpectation{Category: req.Category, Symbol: req.Symbol, Side: req.Side, MaxQty: req.Qty,
-		MinPrice: in.MinPrice, MaxPrice: in.MaxPrice}
-	if band != nil && req.Side == "Buy" && band.BuyLimit.IsPositive() {
-		e.MaxPrice = band.BuyLimit
-	}
-	if band != nil && req.Side == "Sell" && band.SellLimit.IsPositive() {
-		e.MinPrice = band.SellLimit
-	}
-	return e
 }
 
 // sellPrice is the price an order is valued at: its own price, or for a

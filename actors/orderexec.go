@@ -37,6 +37,10 @@ type orderPlan struct {
 	// settleLinkID names the order an amend or cancel changes (its client
 	// order id), to settle an unknown outcome; a create settles its own.
 	settleLinkID string
+	// expect is what an order found for a create must match (the client
+	// order id is filled in by execute); nil for other writes, whose
+	// expectation is the order they change (orderExpectation).
+	expect *messages.OrderExpectation
 
 	create   *messages.CreateOrderRequest
 	amend    *messages.AmendOrderRequest
@@ -51,33 +55,6 @@ type orderPlan struct {
 	// needsConfirm: the policy wants a human to confirm it; execute
 	// refuses it unless it runs an approved confirmation.
 	needsConfirm bool
-	// expect is what an order found for a create must match (the client
-	// order id is filled in by execute); nil for other writes, whose
-	// expectation is the order they change (orderExpectation).
-	expect *messages.OrderExpectation
-}
-
-// orderExpectation is what an order found for the plan's write must match
-// to settle it: a create's own expectation with its client order id; for
-// an amend or cancel, the order it changes (client order id, order id).
-// Nil for a write that settles no order.
-func (p *orderPlan) orderExpectation(settleLinkID string) *messages.OrderExpectation {
-	if settleLinkID == "" {
-		return nil
-	}
-	if p.create != nil && p.expect != nil {
-		e := *p.expect
-		e.ClientOrderID = settleLinkID
-		return &e
-	}
-	e := &messages.OrderExpectation{Category: p.category, Symbol: p.symbol, ClientOrderID: settleLinkID}
-	switch {
-	case p.amend != nil:
-		e.OrderID = p.amend.OrderID
-	case p.cancel != nil:
-		e.OrderID = p.cancel.OrderID
-	}
-	return e
 }
 
 // orderResult is what the action path knows once a write's outcome is

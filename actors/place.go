@@ -137,6 +137,8 @@ func (u *userActor) onMarketFetched(ctx actor.Context, m *marketFetched) {
 		u.reply(ctx, act.waiter, ans)
 		return
 	}
+	// What an order found for it must match (decisions DH2b).
+	plan.expect = createExpectation(plan.create, mk.instrument, mk.band)
 	if act.origin.ConfirmationID != "" {
 		// The key's claim is the parked call's arguments, whatever the
 		// run cut.
