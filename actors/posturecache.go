@@ -52,6 +52,9 @@ type streamCache struct {
 	listed   map[string]bool
 	held     map[string]heldRow
 	checking bool
+	// retryAt is when an instrument whose look-up failed may be looked up
+	// again (its rows wait; others are looked up meanwhile).
+	retryAt map[string]time.Time
 	// dayStart is the UTC day counted; day is each position's count of
 	// that day (dayCount), by posKey. dirty: the count changed since it
 	// was last journaled (daily_pnl_noted); version counts the changes.
@@ -66,7 +69,7 @@ type streamCache struct {
 
 func newStreamCache() *streamCache {
 	return &streamCache{orders: map[string]messages.Order{}, positions: map[string]messages.Position{}, rest: map[string]messages.Position{},
-		worst: map[string]decimal.Decimal{}, traded: map[string]bool{}, listed: map[string]bool{}, held: map[string]heldRow{}, day: map[string]*dayCount{}}
+		worst: map[string]decimal.Decimal{}, traded: map[string]bool{}, listed: map[string]bool{}, held: map[string]heldRow{}, retryAt: map[string]time.Time{}, day: map[string]*dayCount{}}
 }
 
 // heldRow is a position row that waits for its instrument's listing.
@@ -214,28 +217,41 @@ func (c *streamCache) startListingLocked() {
 	go func() {
 		for {
 			c.mu.Lock()
-			var cat messages.Category
-			symbol := ""
-			for _, h := range c.held {
-				cat, symbol = h.row.Category, h.row.Symbol
-				break
-			}
-			if symbol == "" {
+			cat, symbol, wait := c.nextListingLocked(time.Now())
+			if symbol == "" && wait == 0 {
 				c.checking = false
 				c.mu.Unlock()
 				return
 			}
 			c.mu.Unlock()
+			if symbol == "" {
+				time.Sleep(wait) // every waiting instrument's look-up failed a moment ago
+				continue
+			}
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			listed, err := lookup(ctx, cat, symbol)
 			cancel()
 			c.listedAnswer(cat, symbol, listed, err)
-			if err != nil {
-				time.Sleep(listingRetry) // the venue could not answer: the read's rows wait
-			}
 			time.Sleep(listingPace)
 		}
 	}()
+}
+
+// nextListingLocked picks an instrument of the held rows to look up: one
+// whose last look-up did not fail within listingRetry. None: wait is how
+// long until one may be tried again (0: no row waits).
+func (c *streamCache) nextListingLocked(now time.Time) (messages.Category, string, time.Duration) {
+	var wait time.Duration
+	for _, h := range c.held {
+		at, failed := c.retryAt[symKey(h.row.Category, h.row.Symbol)]
+		if !failed || !now.Before(at) {
+			return h.row.Category, h.row.Symbol, 0
+		}
+		if d := at.Sub(now); wait == 0 || d < wait {
+			wait = d
+		}
+	}
+	return "", "", wait
 }
 
 // listedAnswer applies a listing look-up: the held rows of a listed
@@ -247,6 +263,7 @@ func (c *streamCache) listedAnswer(cat messages.Category, symbol string, listed 
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	sk := symKey(cat, symbol)
+	delete(c.retryAt, sk)
 	if err == nil {
 		if len(c.listed) >= maxListed {
 			for k, v := range c.listed {
@@ -268,6 +285,14 @@ func (c *streamCache) listedAnswer(cat messages.Category, symbol string, listed 
 		delete(c.held, k)
 		if err == nil && listed {
 			c.notePositionsLocked([]messages.Position{h.row}, now, h.rest)
+		}
+	}
+	for _, h := range c.held {
+		if err != nil && symKey(h.row.Category, h.row.Symbol) == sk {
+			// Rows still wait for this instrument: look the others up
+			// first, and this one again in a moment.
+			c.retryAt[sk] = now.Add(listingRetry)
+			break
 		}
 	}
 }
