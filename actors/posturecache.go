@@ -32,14 +32,26 @@ type streamCache struct {
 	lastRead  func() time.Time
 	known     bool // something was cached (a push or a seed)
 	orders    map[string]messages.Order
-	// positions is each position's latest row (a push or a REST read), by
-	// posKey; rest its last REST row. worst is, for a position pushed since
-	// its last REST read, the lowest PnL of the day (contribution) any of
-	// those pushes showed: the stream may make the day's loss larger at
-	// once, but never smaller until a REST read confirms it (DH2a).
 	positions map[string]messages.Position
-	rest      map[string]messages.Position
-	worst     map[string]decimal.Decimal
+	// dayStart is the UTC day counted; day is each position's count of
+	// that day (dayCount), by posKey. dirty: the count changed since it
+	// was last journaled (daily_pnl_noted); version counts the changes.
+	dayStart  time.Time
+	day       map[string]*dayCount
+	dirty     bool
+	version   uint64
+	polledAt  time.Time
+	polling   bool
+	positionN int // non-flat positions
+
+	// The truth of the positions (DH2a): positions holds each position's
+	// latest row (a push or a REST read), by posKey; rest its last REST
+	// row. worst is, for a position pushed since its last REST read, the
+	// lowest PnL of the day (contribution) any of those pushes showed:
+	// the stream may make the day's loss larger at once, but never smaller
+	// until a REST read confirms it.
+	rest  map[string]messages.Position
+	worst map[string]decimal.Decimal
 	// traded holds the instruments (symKey) with the account's own
 	// executions: an execution pushed, an order this server placed, an
 	// open position a REST read showed, a row of the day's journaled
@@ -55,16 +67,6 @@ type streamCache struct {
 	// retryAt is when an instrument whose look-up failed may be looked up
 	// again (its rows wait; others are looked up meanwhile).
 	retryAt map[string]time.Time
-	// dayStart is the UTC day counted; day is each position's count of
-	// that day (dayCount), by posKey. dirty: the count changed since it
-	// was last journaled (daily_pnl_noted); version counts the changes.
-	dayStart  time.Time
-	day       map[string]*dayCount
-	dirty     bool
-	version   uint64
-	polledAt  time.Time
-	polling   bool
-	positionN int // non-flat positions
 }
 
 func newStreamCache() *streamCache {
@@ -183,6 +185,21 @@ func (c *streamCache) setListing(lookup func(ctx context.Context, cat messages.C
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.listing = lookup
+}
+
+// listingOf looks up whether the venue lists an instrument: its rules
+// read (not_found, or a name the venue refuses: not listed).
+func listingOf(client *venue.Client) func(ctx context.Context, cat messages.Category, symbol string) (bool, error) {
+	return func(ctx context.Context, cat messages.Category, symbol string) (bool, error) {
+		_, err := client.Instrument(ctx, cat, symbol)
+		switch messages.CodeOf(err) {
+		case "":
+			return true, nil
+		case messages.CodeNotFound, messages.CodeInvalidParams:
+			return false, nil
+		}
+		return false, err
+	}
 }
 
 // admitLocked reports whether a position row applies now: its instrument

@@ -143,21 +143,6 @@ func (v *venueActor) openStream(ctx actor.Context) {
 	}()
 }
 
-// listingOf looks up whether the venue lists an instrument: its rules
-// read (not_found, or a name the venue refuses: not listed).
-func listingOf(client *venue.Client) func(ctx context.Context, cat messages.Category, symbol string) (bool, error) {
-	return func(ctx context.Context, cat messages.Category, symbol string) (bool, error) {
-		_, err := client.Instrument(ctx, cat, symbol)
-		switch messages.CodeOf(err) {
-		case "":
-			return true, nil
-		case messages.CodeNotFound, messages.CodeInvalidParams:
-			return false, nil
-		}
-		return false, err
-	}
-}
-
 // closeStream stops the stream; its pump ends when the events close.
 func (v *venueActor) closeStream() {
 	if v.stream != nil {
