@@ -50,7 +50,7 @@ func originAllowed(ev Event, actor string) bool {
 			return admin
 		}
 		return human
-	case messages.RecordCredentialChecked:
+	case messages.RecordCredentialChecked, messages.RecordVenueAnomaly:
 		return actor == messages.ActorSystem
 	case messages.RecordOrderAttempt:
 		return actor == messages.ActorAgent || actor == messages.ActorExecutor || actor == messages.ActorDeadman
@@ -62,7 +62,7 @@ func originAllowed(ev Event, actor string) bool {
 		return actor == messages.ActorAgent || actor == messages.ActorExecutor
 	case messages.RecordVenueUpdate:
 		return actor == messages.ActorSystem || actor == messages.ActorVenue
-	case messages.RecordDailyPnlNoted, messages.RecordVenueAnomaly:
+	case messages.RecordDailyPnlNoted:
 		return actor == messages.ActorSystem
 	case messages.RecordPostureChanged:
 		p, ok := ev.Payload.(messages.PostureChangedEvent)

@@ -81,16 +81,16 @@ const (
 	// per session, when tool calls were refused for the session's call
 	// rate: how many since the last such record.
 	RecordCallsRateLimited RecordType = 41
-	// A daily_pnl_noted record is journaled when the day's realised PnL of
-	// a user's positions changes (a fill, the first sight of a position
-	// that day, a new UTC day): every position's count of the day, so that
-	// a restart keeps counting the day's realised loss (posturecache.go).
-	RecordDailyPnlNoted RecordType = 45
 	// A venue_anomaly record is journaled, rate limited per user, when the
 	// venue shows something that disagrees with what the server knows: an
 	// order push or read that does not match the attempt it names. It
 	// changes nothing.
 	RecordVenueAnomaly RecordType = 53
+	// A daily_pnl_noted record is journaled when the day's realised PnL of
+	// a user's positions changes (a fill, the first sight of a position
+	// that day, a new UTC day): every position's count of the day, so that
+	// a restart keeps counting the day's realised loss (posturecache.go).
+	RecordDailyPnlNoted RecordType = 45
 )
 
 // RecordTypeInfo is one entry of the record type table: its SPEC §12 name,
@@ -166,8 +166,8 @@ var RecordTypes = []RecordTypeInfo{
 	{RecordPostureChanged, "posture_changed", WriterUser, ReplayWhole},
 	{RecordDeadmanTriggered, "deadman_triggered", WriterUser, ReplayNone},
 	{RecordCallsRateLimited, "calls_rate_limited", WriterGuard, ReplayNone},
-	{RecordDailyPnlNoted, "daily_pnl_noted", WriterUser, ReplayWhole},
 	{RecordVenueAnomaly, "venue_anomaly", WriterUser, ReplayNone},
+	{RecordDailyPnlNoted, "daily_pnl_noted", WriterUser, ReplayWhole},
 }
 
 // RecordInfo returns the table entry of t.
