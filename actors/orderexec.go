@@ -37,6 +37,10 @@ type orderPlan struct {
 	// settleLinkID names the order an amend or cancel changes (its client
 	// order id), to settle an unknown outcome; a create settles its own.
 	settleLinkID string
+	// expect is what an order found for a create must match (the client
+	// order id is filled in by execute); nil for other writes, whose
+	// expectation is the order they change (orderExpectation).
+	expect *messages.OrderExpectation
 
 	create   *messages.CreateOrderRequest
 	amend    *messages.AmendOrderRequest
@@ -171,10 +175,16 @@ func (u *userActor) execute(ctx actor.Context, p orderPlan, origin messages.Orig
 		p.create = &c
 		settle = id
 	}
+	expect := p.orderExpectation(settle)
 	att := messages.OrderAttemptEvent{
 		ActionID: strconv.FormatUint(a.id, 36), ClientOrderID: id, Environment: u.env, Tool: p.tool, Category: p.category, Symbol: p.symbol,
 		At: u.now().UTC(), NotionalUSDT: p.notional, RiskIncreasing: p.riskIncreasing,
 		IdempotencyKey: p.idempotencyKey, ArgsSHA256: p.argsSHA256, Confirmed: origin.ConfirmationID != "",
+	}
+	if p.create != nil {
+		// A reconcile looks the attempt up by its own client order id:
+		// what it finds must match the create.
+		att.Expect = expect
 	}
 	ev := Event{messages.RecordOrderAttempt, att}
 	u.write(ctx, ev, origin, func(_ wal.Record, err error) {
@@ -191,7 +201,7 @@ func (u *userActor) execute(ctx actor.Context, p orderPlan, origin messages.Orig
 		a.attempt = u.state.Attempts[id]
 		a.step = stepVenue
 		u.toVenue(ctx, &orderWrite{
-			action: a.id, linkID: settle, category: p.category, symbol: p.symbol,
+			action: a.id, linkID: settle, expect: expect, category: p.category, symbol: p.symbol,
 			create: p.create, amend: p.amend, cancel: p.cancel, leverage: p.leverage, stop: p.stop,
 		}, ctx.Self())
 	})
@@ -209,6 +219,9 @@ func (u *userActor) onOrderWritten(ctx actor.Context, m *orderWritten) {
 		// in the committed state and was reconciled at restart.
 		u.logger.Warn("order outcome for an action that is not in flight", "user", u.state.User, "action", m.action)
 		return
+	}
+	if len(m.mismatches) > 0 {
+		u.noteAnomalies(ctx, a.attempt, m.mismatches)
 	}
 	res := &orderResult{ClientOrderID: a.attempt.ClientOrderID, Ack: m.ack, WriteAck: m.writeAck, Settled: m.settled, Err: m.err, ResultSource: "venue"}
 	out := messages.OrderOutcomeEvent{ActionID: a.attempt.ActionID, ClientOrderID: a.attempt.ClientOrderID, At: u.now().UTC(), ResultSource: "venue"}

@@ -28,6 +28,9 @@ type tradeEnv struct {
 	t    testing.TB
 	// configure changes the system's config at every start (nil: none).
 	configure func(*Config)
+	// streamURL is the private stream the system opens (empty: the
+	// simulator's own; a hostile proxy in front of it in some tests).
+	streamURL string
 }
 
 func newTradeEnv(t testing.TB, dir string) *tradeEnv {
@@ -38,12 +41,23 @@ func newTradeEnv(t testing.TB, dir string) *tradeEnv {
 // newTradeEnvWith is newTradeEnv with a hook to change the config.
 func newTradeEnvWith(t testing.TB, dir string, configure func(*Config)) *tradeEnv {
 	t.Helper()
+	return newTradeEnvStreaming(t, dir, configure, nil)
+}
+
+// newTradeEnvStreaming is newTradeEnvWith whose private stream runs at
+// the URL that stream (nil: the simulator's own) gives for the
+// simulator's stream URL.
+func newTradeEnvStreaming(t testing.TB, dir string, configure func(*Config), stream func(simURL string) string) *tradeEnv {
+	t.Helper()
 	srv, err := sim.Start(sim.Config{Seed: 7, NoPublicRateLimit: true}, "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = srv.Close() })
 	te := &tradeEnv{srv: srv, ann: srv.Announcement(), user: "tess", t: t, configure: configure}
+	if stream != nil {
+		te.streamURL = stream(te.ann.WSPrivate)
+	}
 	te.simPost(t, "/sim/accounts/"+te.ann.APIKey+"/balances", `{"USDT":"100000","BTC":"2"}`)
 	te.testSystem = te.start(t, dir)
 	te.must(t, &messages.CreateUserRequest{User: te.user}, messages.ActorCLIAdmin)
@@ -98,8 +112,12 @@ func (te *tradeEnv) start(t testing.TB, dir string) *testSystem {
 		c.Clients = func(k, s string) (*venue.Client, error) {
 			return venue.NewClient(venue.Config{BaseURL: te.ann.REST, APIKey: k, APISecret: s, Backoff: func(int) time.Duration { return 0 }})
 		}
+		url := te.ann.WSPrivate
+		if te.streamURL != "" {
+			url = te.streamURL
+		}
 		c.Streams = func(k, s string) (*venue.Stream, error) {
-			return venue.NewStream(venue.StreamConfig{URL: te.ann.WSPrivate, APIKey: k, APISecret: s,
+			return venue.NewStream(venue.StreamConfig{URL: url, APIKey: k, APISecret: s,
 				Dialer: &websocket.Dialer{HandshakeTimeout: 2 * time.Second}, Backoff: func(int) time.Duration { return 20 * time.Millisecond }})
 		}
 		if te.configure != nil {

@@ -34,6 +34,17 @@ type Attempt struct {
 	RiskIncreasing bool
 	IdempotencyKey string
 	ArgsSHA256     string
+	// Expect is what a found order must match to settle the attempt
+	// (nil in older records: client order id, category and symbol).
+	Expect *messages.OrderExpectation
+}
+
+// expectation is what an order found for the attempt must match.
+func (a *Attempt) expectation() messages.OrderExpectation {
+	if a.Expect != nil {
+		return *a.Expect
+	}
+	return messages.OrderExpectation{Category: a.Category, Symbol: a.Symbol, ClientOrderID: a.ClientOrderID}
 }
 
 // IdempotencyEntry is one claimed idempotency key (SPEC §8 step 6): the
@@ -124,7 +135,7 @@ func (s *UserState) applyOrder(ev Event) bool {
 		}
 		s.Attempts[p.ClientOrderID] = Attempt{
 			ActionID: p.ActionID, ClientOrderID: p.ClientOrderID, Environment: p.Environment, Category: p.Category, Symbol: p.Symbol, At: p.At,
-			NotionalUSDT: p.NotionalUSDT, RiskIncreasing: p.RiskIncreasing, IdempotencyKey: p.IdempotencyKey, ArgsSHA256: p.ArgsSHA256,
+			NotionalUSDT: p.NotionalUSDT, RiskIncreasing: p.RiskIncreasing, IdempotencyKey: p.IdempotencyKey, ArgsSHA256: p.ArgsSHA256, Expect: p.Expect,
 		}
 		s.Counters.Orders = append(s.Counters.Orders, OrderMark{ClientOrderID: p.ClientOrderID, At: p.At, NotionalUSDT: p.NotionalUSDT, RiskIncreasing: p.RiskIncreasing, Confirmed: p.Confirmed, Rated: p.RiskIncreasing})
 		if p.IdempotencyKey != "" {

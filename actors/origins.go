@@ -50,7 +50,7 @@ func originAllowed(ev Event, actor string) bool {
 			return admin
 		}
 		return human
-	case messages.RecordCredentialChecked:
+	case messages.RecordCredentialChecked, messages.RecordVenueAnomaly:
 		return actor == messages.ActorSystem
 	case messages.RecordOrderAttempt:
 		return actor == messages.ActorAgent || actor == messages.ActorExecutor || actor == messages.ActorDeadman

@@ -160,6 +160,8 @@ func (u *userActor) onMarketFetched(ctx actor.Context, m *marketFetched) {
 		u.reply(ctx, act.waiter, ans)
 		return
 	}
+	// What an order found for it must match (decisions DH2b).
+	plan.expect = createExpectation(plan.create, mk.instrument, mk.band)
 	if act.origin.ConfirmationID != "" {
 		// The key's claim is the parked call's arguments, whatever the
 		// run cut.
@@ -275,7 +277,7 @@ func (u *userActor) repeat(ctx actor.Context, tool, idemKey, hash string, net bo
 		case e.Status == "":
 			answer, rep.Reason = inProgress(e.ClientOrderID), "in_progress"
 		default:
-			answer, rep.Reason = replayed(tool, e.Answer), "replay"
+			answer, rep.Reason = replayedEntry(tool, e), "replay"
 		}
 	case net:
 		if x := inFlight(func(x *action) bool { return x.hashOf() == hash && x.keyOf() == "" }); x != nil {
@@ -349,6 +351,38 @@ func inProgress(clientOrderID string) *messages.Error {
 	}
 	return &messages.Error{Code: messages.CodeOutcomeUnknown, Message: "the same order is still being handled",
 		NextStep: "wait for the first call's answer, then check get_open_orders; do not send it again", Details: d}
+}
+
+// unansweredReplay answers a repeat of a call whose answer was never
+// journaled (the server stopped while it ran; the recovery phase at the
+// next start looked its order up and journaled what it found): the first
+// answer is not known, but the client order id and what the look-up found
+// are, and the agent needs them to look further.
+func unansweredReplay(clientOrderID, status string) *messages.Error {
+	d := map[string]any{"result_source": messages.ResultSourceReplay}
+	if clientOrderID != "" {
+		d["client_order_id"] = clientOrderID
+	}
+	next := "check get_open_orders and get_order_history for the client order id before acting again; do not send it again"
+	switch status {
+	case messages.OutcomeFound:
+		d["reconnaissance"] = "found"
+		next = "the order exists on the venue: check get_open_orders and get_order_history for the client order id; do not send it again"
+	case messages.OutcomeNotFound:
+		d["reconnaissance"] = "not_found"
+	}
+	return &messages.Error{Code: messages.CodeOutcomeUnknown,
+		Message:  "the first call with this idempotency key did not finish before the server stopped; its answer is not known",
+		NextStep: next, Details: d}
+}
+
+// replayedEntry is a claimed key's first answer given again: the stored
+// answer, or, when none was stored, what the recovery phase found.
+func replayedEntry(tool string, e IdempotencyEntry) any {
+	if len(e.Answer) == 0 || string(e.Answer) == "null" {
+		return unansweredReplay(e.ClientOrderID, e.Status)
+	}
+	return replayed(tool, e.Answer)
 }
 
 // replayed is a stored answer given again with result_source "replay".

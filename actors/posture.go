@@ -396,6 +396,24 @@ func (u *userActor) postureCommand(ctx actor.Context, m *userCommand, sender *ac
 // within 2 KB.
 const maxPosturePositions = 6
 
+// maxPostureBytes is the most get_posture answers (as JSON): positions
+// are left out (counted in more_positions) until the answer fits, whatever
+// the venue's figures are.
+const maxPostureBytes = 2048 - 32 // room for "changed"
+
+// boundPosture leaves positions out of v, last first, until its JSON fits
+// in maxPostureBytes.
+func boundPosture(v *messages.PostureView) {
+	for len(v.Exposure.Positions) > 0 {
+		b, err := json.Marshal(v)
+		if err == nil && len(b) <= maxPostureBytes {
+			return
+		}
+		v.Exposure.Positions = v.Exposure.Positions[:len(v.Exposure.Positions)-1]
+		v.Exposure.More++
+	}
+}
+
 // postureView is get_posture's answer: the user actor's own state and the
 // venue actor's stream cache, nothing else.
 func (u *userActor) postureView(now time.Time) *messages.PostureView {
@@ -429,6 +447,7 @@ func (u *userActor) postureView(now time.Time) *messages.PostureView {
 	if u.disk != nil {
 		v.Disk = &messages.DiskHealth{FreeBytes: u.disk.freeBytes(), MarginBytes: u.disk.margin + u.disk.floor}
 	}
+	boundPosture(v)
 	return v
 }
 

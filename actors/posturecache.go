@@ -2,6 +2,7 @@ package actors
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -47,11 +48,53 @@ type streamCache struct {
 	polledAt  time.Time
 	polling   bool
 	positionN int // non-flat positions
+
+	// The truth of the positions (DH2a): positions holds each position's
+	// latest row (a push or a REST read), by posKey; rest its last REST
+	// row. worst is, for a position pushed since its last REST read, the
+	// lowest PnL of the day (contribution) any of those pushes showed:
+	// the stream may make the day's loss larger at once, but never smaller
+	// until a REST read confirms it.
+	rest  map[string]messages.Position
+	worst map[string]decimal.Decimal
+	// traded holds the instruments (symKey) with the account's own
+	// executions: an execution pushed, an order this server placed, an
+	// open position a REST read showed, a row of the day's journaled
+	// count. Realised PnL counts only on them.
+	traded map[string]bool
+	// listing looks up whether the venue lists an instrument (nil: every
+	// instrument is taken as listed); listed remembers the answers
+	// (false: not listed), held the rows waiting for one, by posKey.
+	listing  func(ctx context.Context, cat messages.Category, symbol string) (listed bool, err error)
+	listed   map[string]bool
+	held     map[string]heldRow
+	checking bool
+	// retryAt is when an instrument whose look-up failed may be looked up
+	// again (its rows wait; others are looked up meanwhile).
+	retryAt map[string]time.Time
 }
 
 func newStreamCache() *streamCache {
-	return &streamCache{orders: map[string]messages.Order{}, positions: map[string]messages.Position{}, day: map[string]*dayCount{}}
+	return &streamCache{orders: map[string]messages.Order{}, positions: map[string]messages.Position{}, rest: map[string]messages.Position{},
+		worst: map[string]decimal.Decimal{}, traded: map[string]bool{}, listed: map[string]bool{}, held: map[string]heldRow{}, retryAt: map[string]time.Time{}, day: map[string]*dayCount{}}
 }
+
+// heldRow is a position row that waits for its instrument's listing.
+type heldRow struct {
+	row  messages.Position
+	rest bool
+}
+
+// Bounds of the listing look-ups: at most maxHeldRows rows wait for one
+// (the others are dropped: a REST read brings a real one again), at most
+// one look-up runs at a time, listingPace apart, and at most maxListed
+// answers are remembered (past it the "not listed" ones are forgotten).
+const (
+	maxHeldRows  = 32
+	listingPace  = 100 * time.Millisecond
+	listingRetry = time.Second
+	maxListed    = 4096
+)
 
 // dayCount is one position's realised PnL of the day: carried plus, once
 // the position was seen since the process started, its cumulative
@@ -117,7 +160,175 @@ func (c *streamCache) note(ev messages.StreamEvent, now time.Time) {
 	case messages.StreamOrders:
 		c.noteOrdersLocked(ev.Orders)
 	case messages.StreamPositions:
-		c.notePositionsLocked(ev.Positions, now)
+		c.notePositionsLocked(ev.Positions, now, false)
+	case messages.StreamExecutions:
+		for _, e := range ev.Executions {
+			c.tradedLocked(e.Category, e.Symbol)
+		}
+	}
+}
+
+// symKey names an instrument.
+func symKey(cat messages.Category, symbol string) string { return string(cat) + ":" + symbol }
+
+// tradedLocked notes the account's own execution on an instrument whose
+// name is one (exchange text that is not a symbol never counts).
+func (c *streamCache) tradedLocked(cat messages.Category, symbol string) {
+	if messages.SymbolRE.MatchString(symbol) {
+		c.traded[symKey(cat, symbol)] = true
+	}
+}
+
+// markTraded notes an order this server placed on the instrument: its
+// realised PnL counts from now on.
+func (c *streamCache) markTraded(cat messages.Category, symbol string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.tradedLocked(cat, symbol)
+}
+
+// markListed notes that the venue lists the instrument (the server read
+// its rules).
+func (c *streamCache) markListed(cat messages.Category, symbol string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if messages.SymbolRE.MatchString(symbol) {
+		c.listed[symKey(cat, symbol)] = true
+	}
+}
+
+// setListing makes the cache accept position rows only of instruments the
+// venue lists, looked up with lookup (nil: every instrument).
+func (c *streamCache) setListing(lookup func(ctx context.Context, cat messages.Category, symbol string) (bool, error)) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.listing = lookup
+}
+
+// listingOf looks up whether the venue lists an instrument: its rules
+// read (not_found, or a name the venue refuses: not listed).
+func listingOf(client *venue.Client) func(ctx context.Context, cat messages.Category, symbol string) (bool, error) {
+	return func(ctx context.Context, cat messages.Category, symbol string) (bool, error) {
+		_, err := client.Instrument(ctx, cat, symbol)
+		switch messages.CodeOf(err) {
+		case "":
+			return true, nil
+		case messages.CodeNotFound, messages.CodeInvalidParams:
+			return false, nil
+		}
+		return false, err
+	}
+}
+
+// admitLocked reports whether a position row applies now: its instrument
+// is listed (or the cache does not check, or the symbol is not one and
+// the row is only counted as unreadable). A row of an instrument not yet
+// looked up waits for the look-up (bounded); one of an instrument the
+// venue does not list is dropped.
+func (c *streamCache) admitLocked(p messages.Position, rest bool) bool {
+	if c.listing == nil || !messages.SymbolRE.MatchString(p.Symbol) {
+		return true
+	}
+	listed, known := c.listed[symKey(p.Category, p.Symbol)]
+	if known {
+		return listed
+	}
+	k := posKey(p.Category, p.Symbol, p.PositionIdx)
+	if _, ok := c.held[k]; ok || len(c.held) < maxHeldRows {
+		c.held[k] = heldRow{row: p, rest: rest}
+	}
+	c.startListingLocked()
+	return false
+}
+
+// startListingLocked starts the look-up of the held rows' instruments
+// unless one runs.
+func (c *streamCache) startListingLocked() {
+	if c.checking || len(c.held) == 0 || c.listing == nil {
+		return
+	}
+	c.checking = true
+	lookup := c.listing
+	go func() {
+		for {
+			c.mu.Lock()
+			cat, symbol, wait := c.nextListingLocked(time.Now())
+			if symbol == "" && wait == 0 {
+				c.checking = false
+				c.mu.Unlock()
+				return
+			}
+			c.mu.Unlock()
+			if symbol == "" {
+				time.Sleep(wait) // every waiting instrument's look-up failed a moment ago
+				continue
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			listed, err := lookup(ctx, cat, symbol)
+			cancel()
+			c.listedAnswer(cat, symbol, listed, err)
+			time.Sleep(listingPace)
+		}
+	}()
+}
+
+// nextListingLocked picks an instrument of the held rows to look up: one
+// whose last look-up did not fail within listingRetry. None: wait is how
+// long until one may be tried again (0: no row waits).
+func (c *streamCache) nextListingLocked(now time.Time) (messages.Category, string, time.Duration) {
+	var wait time.Duration
+	for _, h := range c.held {
+		at, failed := c.retryAt[symKey(h.row.Category, h.row.Symbol)]
+		if !failed || !now.Before(at) {
+			return h.row.Category, h.row.Symbol, 0
+		}
+		if d := at.Sub(now); wait == 0 || d < wait {
+			wait = d
+		}
+	}
+	return "", "", wait
+}
+
+// listedAnswer applies a listing look-up: the held rows of a listed
+// instrument apply, those of one not listed are dropped. When the look-up
+// failed, a pushed row is dropped (the next push or read brings it again)
+// and a REST read's row keeps waiting, so a real position's loss is not
+// forgotten while the venue cannot answer.
+func (c *streamCache) listedAnswer(cat messages.Category, symbol string, listed bool, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	sk := symKey(cat, symbol)
+	delete(c.retryAt, sk)
+	if err == nil {
+		if len(c.listed) >= maxListed {
+			for k, v := range c.listed {
+				if !v {
+					delete(c.listed, k)
+				}
+			}
+		}
+		c.listed[sk] = listed
+	}
+	now := time.Now()
+	for k, h := range c.held {
+		if symKey(h.row.Category, h.row.Symbol) != sk {
+			continue
+		}
+		if err != nil && h.rest {
+			continue
+		}
+		delete(c.held, k)
+		if err == nil && listed {
+			c.notePositionsLocked([]messages.Position{h.row}, now, h.rest)
+		}
+	}
+	for _, h := range c.held {
+		if err != nil && symKey(h.row.Category, h.row.Symbol) == sk {
+			// Rows still wait for this instrument: look the others up
+			// first, and this one again in a moment.
+			c.retryAt[sk] = now.Add(listingRetry)
+			break
+		}
 	}
 }
 
@@ -151,12 +362,33 @@ func posKey(cat messages.Category, symbol string, idx int) string {
 	return string(cat) + ":" + symbol + ":" + strconv.Itoa(idx)
 }
 
-func (c *streamCache) notePositionsLocked(list []messages.Position, now time.Time) {
+// notePositionsLocked applies position rows, of a REST read (rest) or a
+// push. A REST row is the truth: it sets the day's baseline and the
+// journaled count, and replaces what the pushes showed since the last
+// read. A pushed row only lowers the position's PnL of the day (worst)
+// until the next REST read: the stream may make the posture stricter at
+// once, never looser (DH2a).
+func (c *streamCache) notePositionsLocked(list []messages.Position, now time.Time, rest bool) {
 	c.known = true
 	c.rollDayLocked(now)
 	for _, p := range list {
+		if !c.admitLocked(p, rest) {
+			continue
+		}
 		k := posKey(p.Category, p.Symbol, p.PositionIdx)
-		old, had := c.positions[k]
+		c.positions[k] = p
+		if !rest {
+			if v := c.contributionLocked(k, p.Category, p.Symbol, &p); !c.hasWorst(k) || v.LessThan(c.worst[k]) {
+				c.worst[k] = v
+			}
+			continue
+		}
+		if p.Size.IsPositive() {
+			c.tradedLocked(p.Category, p.Symbol)
+		}
+		old, had := c.rest[k]
+		c.rest[k] = p
+		delete(c.worst, k)
 		d := c.day[k]
 		switch {
 		case d == nil:
@@ -168,7 +400,6 @@ func (c *streamCache) notePositionsLocked(list []messages.Position, now time.Tim
 		case !had || !old.CumRealisedPnl.Equal(p.CumRealisedPnl):
 			c.changedLocked()
 		}
-		c.positions[k] = p
 	}
 	c.positionN = 0
 	for _, p := range c.positions {
@@ -176,6 +407,39 @@ func (c *streamCache) notePositionsLocked(list []messages.Position, now time.Tim
 			c.positionN++
 		}
 	}
+}
+
+func (c *streamCache) hasWorst(k string) bool { _, ok := c.worst[k]; return ok }
+
+// contributionLocked is a position's PnL of the day as row shows it
+// (nil: no row): its realised PnL of the day, on an instrument the
+// account traded, plus an open position's unrealised PnL.
+func (c *streamCache) contributionLocked(k string, cat messages.Category, symbol string, row *messages.Position) decimal.Decimal {
+	pnl := decimal.Zero
+	if d := c.day[k]; d != nil && c.traded[symKey(cat, symbol)] {
+		pnl = d.carried
+		if d.seen && row != nil {
+			pnl = pnl.Add(row.CumRealisedPnl.Sub(d.base))
+		}
+	}
+	if row != nil && row.Size.IsPositive() {
+		pnl = pnl.Add(row.UnrealisedPnl)
+	}
+	return pnl
+}
+
+// pnlLocked is a position's PnL of the day as counted: as its last REST
+// read shows it, or lower when a push since then showed less.
+func (c *streamCache) pnlLocked(k string, cat messages.Category, symbol string) decimal.Decimal {
+	var row *messages.Position
+	if r, ok := c.rest[k]; ok {
+		row = &r
+	}
+	pnl := c.contributionLocked(k, cat, symbol, row)
+	if w, ok := c.worst[k]; ok && w.LessThan(pnl) {
+		pnl = w
+	}
+	return pnl
 }
 
 func (c *streamCache) changedLocked() { c.dirty, c.version = true, c.version+1 }
@@ -189,7 +453,8 @@ func (c *streamCache) rollDayLocked(now time.Time) {
 	}
 	c.dayStart = day
 	c.day = map[string]*dayCount{}
-	for k, p := range c.positions {
+	c.worst = map[string]decimal.Decimal{}
+	for k, p := range c.rest {
 		c.day[k] = &dayCount{category: p.Category, symbol: p.Symbol, idx: p.PositionIdx, base: p.CumRealisedPnl, seen: true}
 	}
 	c.dirty = false
@@ -198,12 +463,13 @@ func (c *streamCache) rollDayLocked(now time.Time) {
 	}
 }
 
-// realisedLocked is a position's realised PnL of the day.
+// realisedLocked is a position's realised PnL of the day as REST
+// confirmed it.
 func (c *streamCache) realisedLocked(k string, d *dayCount) decimal.Decimal {
 	if !d.seen {
 		return d.carried
 	}
-	return d.carried.Add(c.positions[k].CumRealisedPnl.Sub(d.base))
+	return d.carried.Add(c.rest[k].CumRealisedPnl.Sub(d.base))
 }
 
 // restoreDay starts the day's count from what was journaled last
@@ -222,6 +488,7 @@ func (c *streamCache) restoreDay(ev messages.DailyPnlEvent, now time.Time) {
 		if _, ok := c.day[k]; ok {
 			continue
 		}
+		c.tradedLocked(r.Category, r.Symbol)
 		c.day[k] = &dayCount{category: r.Category, symbol: r.Symbol, idx: r.PositionIdx, carried: r.RealisedUSDT, floor: r.CumRealisedPnl}
 	}
 }
@@ -237,9 +504,12 @@ func (c *streamCache) pendingDay(now time.Time) (messages.DailyPnlEvent, uint64,
 	}
 	ev := messages.DailyPnlEvent{Day: c.dayStart.Format(time.DateOnly), Rows: make([]messages.DailyPnlRow, 0, len(c.day))}
 	for k, d := range c.day {
+		if !c.traded[symKey(d.category, d.symbol)] {
+			continue // its realised PnL does not count
+		}
 		cum := d.floor
 		if d.seen {
-			cum = c.positions[k].CumRealisedPnl
+			cum = c.rest[k].CumRealisedPnl
 		}
 		ev.Rows = append(ev.Rows, messages.DailyPnlRow{Category: d.category, Symbol: d.symbol, PositionIdx: d.idx,
 			CumRealisedPnl: cum, RealisedUSDT: c.realisedLocked(k, d)})
@@ -269,15 +539,16 @@ func (c *streamCache) seed(orders []messages.Order, positions []messages.Positio
 		c.noteOrdersLocked(orders)
 	}
 	if positions != nil {
-		c.notePositionsLocked(positions, now)
+		c.notePositionsLocked(positions, now, true)
 	}
 }
 
-// vanished is the open positions of the cache that a read of every open
-// position (list) no longer shows: closed while no push reached the
-// cache. Their rows are read by symbol (a flat row keeps its realised
-// PnL), so that neither the exposure nor the day's loss keeps a position
-// that is gone.
+// vanished is the positions a read of every open position (list) does
+// not show and that must be read by symbol: those the cache holds open
+// (closed while no push reached the cache: a flat row keeps its realised
+// PnL, so that neither the exposure nor the day's loss keeps a position
+// that is gone), and those a push changed since their last REST read
+// (what the stream showed is confirmed, or corrected, by REST).
 func (c *streamCache) vanished(list []messages.Position) []string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -287,7 +558,7 @@ func (c *streamCache) vanished(list []messages.Position) []string {
 	}
 	var out []string
 	for k, p := range c.positions {
-		if p.Category == messages.CategoryLinear && p.Size.IsPositive() && !listed[k] && !slices.Contains(out, p.Symbol) {
+		if p.Category == messages.CategoryLinear && (p.Size.IsPositive() || c.hasWorst(k)) && !listed[k] && !slices.Contains(out, p.Symbol) {
 			out = append(out, p.Symbol)
 		}
 	}
@@ -314,9 +585,35 @@ func readPositions(ctx context.Context, client *venue.Client, cache *streamCache
 	for _, sym := range cache.vanished(out) {
 		if one, err := client.Positions(ctx, venue.PositionQuery{Category: messages.CategoryLinear, Symbol: sym}); err == nil {
 			out = append(out, one.Items...)
+			cache.absentIn(messages.CategoryLinear, sym, one.Items)
 		}
 	}
 	return out
+}
+
+// absentIn notes a REST read of symbol's positions (rows): a position of
+// the symbol that a push showed and the read does not list is not there.
+// What the pushes showed of it is dropped: it is as its last REST row
+// shows it, or gone.
+func (c *streamCache) absentIn(cat messages.Category, symbol string, rows []messages.Position) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	listed := map[string]bool{}
+	for _, p := range rows {
+		listed[posKey(p.Category, p.Symbol, p.PositionIdx)] = true
+	}
+	for k := range c.worst {
+		p := c.positions[k]
+		if p.Category != cat || p.Symbol != symbol || listed[k] {
+			continue
+		}
+		delete(c.worst, k)
+		if r, ok := c.rest[k]; ok {
+			c.positions[k] = r
+		} else {
+			delete(c.positions, k)
+		}
+	}
 }
 
 // wantsPositions reports whether the positions should be read again (a
@@ -325,7 +622,7 @@ func readPositions(ctx context.Context, client *venue.Client, cache *streamCache
 func (c *streamCache) wantsPositions(now time.Time, every time.Duration) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if every <= 0 || !c.open || c.polling || c.positionN == 0 || now.Sub(c.polledAt) < every {
+	if every <= 0 || !c.open || c.polling || (c.positionN == 0 && len(c.worst) == 0) || now.Sub(c.polledAt) < every {
 		return false
 	}
 	c.polling = true
@@ -338,7 +635,7 @@ func (c *streamCache) polled(list []messages.Position, now time.Time) {
 	defer c.mu.Unlock()
 	c.polling, c.polledAt = false, now
 	if list != nil {
-		c.notePositionsLocked(list, now)
+		c.notePositionsLocked(list, now, true)
 	}
 }
 
@@ -389,18 +686,27 @@ func roundS(d time.Duration) float64 { return float64(d.Milliseconds()) / 1000 }
 
 // dailyLoss is the day's realised plus unrealised loss (negative: a gain)
 // of the linear positions: realised is each position's count of the day
-// (dayCount). Spot trades are not counted (docs/decisions.md D59).
+// (dayCount), on instruments the account traded; each position counts as
+// its last REST read shows it, or worse when a push since showed worse
+// (pnlLocked). Spot trades are not counted (docs/decisions.md D59).
 func (c *streamCache) dailyLoss(now time.Time) decimal.Decimal {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.rollDayLocked(now)
 	pnl := decimal.Zero
 	for k, d := range c.day {
-		pnl = pnl.Add(c.realisedLocked(k, d))
+		pnl = pnl.Add(c.pnlLocked(k, d.category, d.symbol))
 	}
-	for _, p := range c.positions {
-		if p.Size.IsPositive() {
-			pnl = pnl.Add(p.UnrealisedPnl)
+	for k, p := range c.positions {
+		if c.day[k] == nil {
+			pnl = pnl.Add(c.pnlLocked(k, p.Category, p.Symbol))
+		}
+	}
+	for _, h := range c.held {
+		// A REST read's open position waiting for its instrument's
+		// listing: its loss counts meanwhile, never its gain.
+		if h.rest && h.row.Size.IsPositive() && h.row.UnrealisedPnl.IsNegative() {
+			pnl = pnl.Add(h.row.UnrealisedPnl)
 		}
 	}
 	return pnl.Neg()
@@ -412,7 +718,10 @@ func (c *streamCache) dailyLoss(now time.Time) decimal.Decimal {
 func (c *streamCache) exposure(origin func(clientOrderID string) string, max int) messages.PostureExposure {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	out := messages.PostureExposure{Known: c.known, Orders: map[string]messages.OriginOrders{}, Positions: []messages.PositionExposure{}}
+	// Rows of a REST read that wait for their instrument's listing will
+	// show in a moment: the exposure is not known until they do.
+	heldRead := slices.ContainsFunc(slices.Collect(maps.Values(c.held)), func(h heldRow) bool { return h.rest })
+	out := messages.PostureExposure{Known: c.known && !heldRead, Orders: map[string]messages.OriginOrders{}, Positions: []messages.PositionExposure{}}
 	for _, o := range c.orders {
 		k := origin(o.OrderLinkID)
 		agg := out.Orders[k]

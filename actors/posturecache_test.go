@@ -1,6 +1,10 @@
 package actors
 
 import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -27,9 +31,9 @@ func wantLoss(t *testing.T, c *streamCache, now time.Time, want string) {
 }
 
 // The day's realised PnL of a position is its cumulative realised PnL's
-// move since the day's first sight: a fill's loss counts, a later gain
-// offsets it, a flat row's value stays counted, and a new UTC day starts
-// from zero.
+// move since the day's first sight: a fill's loss counts (at once when
+// pushed), a later gain offsets it once a REST read confirms it, a flat
+// row's value stays counted, and a new UTC day starts from zero.
 func TestDailyLossCountsTheDaysRealisedMove(t *testing.T) {
 	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 	c := newStreamCache()
@@ -38,6 +42,8 @@ func TestDailyLossCountsTheDaysRealisedMove(t *testing.T) {
 	c.note(messages.StreamEvent{Kind: messages.StreamPositions, Positions: []messages.Position{linPos("BTCUSDT", 0, "0", "-180", "0")}}, now)
 	wantLoss(t, c, now, "80")
 	c.note(messages.StreamEvent{Kind: messages.StreamPositions, Positions: []messages.Position{linPos("BTCUSDT", 0, "0.01", "-150", "2")}}, now)
+	wantLoss(t, c, now, "80") // a pushed gain waits for REST
+	c.seed(nil, []messages.Position{linPos("BTCUSDT", 0, "0.01", "-150", "2")}, now)
 	wantLoss(t, c, now, "48")
 	// A full positions read that no longer lists the flat row forgets nothing.
 	c.seed(nil, []messages.Position{}, now)
@@ -117,4 +123,127 @@ func TestDailyLossRestoredAfterARestart(t *testing.T) {
 	c := newStreamCache()
 	c.restoreDay(messages.DailyPnlEvent{Day: "2026-11-30", Rows: noted.Rows}, now)
 	wantLoss(t, c, now, "0")
+}
+
+// What the stream pushes may make the day's loss larger at once, never
+// smaller: a pushed gain (a forged flat row with a realised gain of
+// 1,000,000, on the traded symbol or on one the account never traded)
+// counts nothing until a REST read shows it, and a pushed loss that a
+// REST read does not show is dropped at that read. Only what REST
+// confirmed is journaled (daily_pnl_noted), so no pushed figure survives
+// a restart.
+func TestStreamCannotLoosenTheDaysLoss(t *testing.T) {
+	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	push := func(c *streamCache, p messages.Position) {
+		c.note(messages.StreamEvent{Kind: messages.StreamPositions, Positions: []messages.Position{p}}, now)
+	}
+	c := newStreamCache()
+	c.seed(nil, []messages.Position{linPos("BTCUSDT", 0, "0.01", "-100", "-30")}, now)
+	wantLoss(t, c, now, "30")
+	push(c, linPos("BTCUSDT", 0, "0", "-180", "0")) // a real close at a loss
+	wantLoss(t, c, now, "80")
+	push(c, linPos("BTCUSDT", 0, "0", "1000000", "0"))
+	push(c, linPos("ETHUSDT", 0, "0", "0", "0"))
+	push(c, linPos("ETHUSDT", 0, "0", "1000000", "0"))
+	wantLoss(t, c, now, "80")
+	if ev, _, ok := c.pendingDay(now); !ok || len(ev.Rows) != 1 || !ev.Rows[0].RealisedUSDT.IsZero() {
+		t.Fatalf("journaled before REST confirmed: %+v", ev)
+	}
+	// REST confirms the close; the flat ETHUSDT row the account never
+	// traded counts nothing, even as REST shows it.
+	c.polled([]messages.Position{linPos("BTCUSDT", 0, "0", "-180", "0"), linPos("ETHUSDT", 0, "0", "0", "0")}, now)
+	c.polled([]messages.Position{linPos("ETHUSDT", 0, "0", "1000000", "0")}, now)
+	wantLoss(t, c, now, "80")
+	// A forged loss counts at once, and is gone at the next REST read.
+	push(c, linPos("BTCUSDT", 0, "0", "-1000000", "0"))
+	wantLoss(t, c, now, "999900")
+	ev, _, ok := c.pendingDay(now)
+	if !ok || len(ev.Rows) != 1 || ev.Rows[0].Symbol != "BTCUSDT" || !ev.Rows[0].RealisedUSDT.Equal(num("-80")) {
+		t.Fatalf("the count to journal is not REST's: %+v %v", ev, ok)
+	}
+	c.polled([]messages.Position{linPos("BTCUSDT", 0, "0", "-180", "0")}, now)
+	wantLoss(t, c, now, "80")
+	again := newStreamCache()
+	again.restoreDay(ev, now)
+	wantLoss(t, again, now, "80")
+}
+
+// get_posture stays within 2 KB whatever the venue's figures: with six
+// positions whose every decimal is as long as the parser lets through,
+// positions are left out (counted in more_positions) until it fits.
+func TestPostureAnswerIsBounded(t *testing.T) {
+	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	c := newStreamCache()
+	big := "-" + strings.Repeat("9", 24) + "." + strings.Repeat("9", 18)
+	var rows []messages.Position
+	for i := range 6 {
+		p := linPos("A"+strings.Repeat("B", 26)+string(rune('A'+i))+"USDT"[:2], 0, strings.Repeat("9", 24)+"."+strings.Repeat("9", 18), big, big)
+		p.MarkPrice = num(strings.Repeat("9", 24) + "." + strings.Repeat("9", 18))
+		rows = append(rows, p)
+	}
+	c.seed(nil, rows, now)
+	v := &messages.PostureView{User: strings.Repeat("u", 32), Venue: "bybit-mainnet", State: messages.PostureReducing, Why: []string{"kill_switch_admin", "daily_loss"},
+		Limits: map[string]messages.LimitUse{"daily_notional_cap_usdt": {Used: big, Left: big}}, Loss: messages.DailyLoss{LossUSDT: c.dailyLoss(now), MaxUSDT: num(big)},
+		Exposure: c.exposure(func(string) string { return messages.OriginSystem }, maxPosturePositions)}
+	boundPosture(v)
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) > maxPostureBytes || v.Exposure.More == 0 || len(v.Exposure.Positions)+v.Exposure.More != 6 {
+		t.Fatalf("posture of %d bytes, %d positions shown and %d more", len(b), len(v.Exposure.Positions), v.Exposure.More)
+	}
+}
+
+// A pushed position that a REST read of its symbol does not list is not
+// there: a forged open position's unrealised loss counts at once, and is
+// gone once the read answers without it.
+func TestPushedPositionAbsentFromRESTIsDropped(t *testing.T) {
+	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	c := newStreamCache()
+	c.note(messages.StreamEvent{Kind: messages.StreamPositions, Positions: []messages.Position{linPos("SOLUSDT", 0, "10", "0", "-1000000")}}, now)
+	wantLoss(t, c, now, "1000000")
+	if got := c.vanished(nil); len(got) != 1 || got[0] != "SOLUSDT" {
+		t.Fatalf("symbols to read by REST: %v, want SOLUSDT", got)
+	}
+	c.absentIn(messages.CategoryLinear, "SOLUSDT", nil)
+	wantLoss(t, c, now, "0")
+	if x := c.exposure(func(string) string { return "" }, 6); len(x.Positions) != 0 {
+		t.Fatalf("a position REST does not list is still shown: %+v", x.Positions)
+	}
+}
+
+// Position rows apply only for instruments the venue lists: a row waits
+// for the look-up, a listed one applies, one not listed is dropped, and a
+// REST read's row keeps waiting while the venue cannot answer (its loss
+// counts meanwhile).
+func TestPositionRowsWaitForTheListing(t *testing.T) {
+	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	c := newStreamCache()
+	answers := map[string]error{"ETHUSDT": nil, "FAKEUSDT": nil, "SOLUSDT": errors.New("venue down")}
+	c.setListing(func(_ context.Context, _ messages.Category, symbol string) (bool, error) {
+		return symbol == "ETHUSDT" || symbol == "SOLUSDT", answers[symbol]
+	})
+	c.seed(nil, []messages.Position{linPos("ETHUSDT", 0, "1", "0", "-10"), linPos("SOLUSDT", 0, "1", "0", "-20")}, now)
+	c.note(messages.StreamEvent{Kind: messages.StreamPositions, Positions: []messages.Position{linPos("FAKEUSDT", 0, "1", "0", "-30")}}, now)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		c.mu.Lock()
+		_, fakeHeld := c.held[posKey(messages.CategoryLinear, "FAKEUSDT", 0)]
+		_, ethHeld := c.held[posKey(messages.CategoryLinear, "ETHUSDT", 0)]
+		_, solHeld := c.held[posKey(messages.CategoryLinear, "SOLUSDT", 0)]
+		c.mu.Unlock()
+		if !fakeHeld && !ethHeld && solHeld {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("held: FAKEUSDT %v ETHUSDT %v SOLUSDT %v", fakeHeld, ethHeld, solHeld)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	x := c.exposure(func(string) string { return "" }, 6)
+	if len(x.Positions) != 1 || x.Positions[0].Symbol != "ETHUSDT" || x.Known {
+		t.Fatalf("exposure %+v: want ETHUSDT only, not known while SOLUSDT's read waits", x)
+	}
+	wantLoss(t, c, now, "30")
 }

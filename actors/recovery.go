@@ -26,6 +26,10 @@ type orderLookedUp struct {
 	action uint64
 	order  *messages.Order
 	err    *messages.Error
+	// mismatch is set when the venue showed an order for the client
+	// order id that does not match the attempt: it settles nothing (err
+	// is set too, and the attempt stays open).
+	mismatch *venue.Mismatch
 }
 
 // actionReconcile looks an open attempt up on the venue and journals its
@@ -51,16 +55,25 @@ func (v *venueActor) lookup(ctx actor.Context, m *lookupOrderRequest) {
 			out.err = messages.AsError(err)
 			return out
 		}
-		if o := findOrder(open.Items, a.ClientOrderID); o != nil {
-			out.order = o
+		o := findOrder(open.Items, a.ClientOrderID)
+		if o == nil {
+			hist, err := s.OrderHistory(c, venue.HistoryQuery{Category: a.Category, Symbol: a.Symbol, OrderLinkID: a.ClientOrderID})
+			if err != nil {
+				out.err = messages.AsError(err)
+				return out
+			}
+			o = findOrder(hist.Items, a.ClientOrderID)
+		}
+		expect := a.expectation()
+		if f := expect.Mismatch(o); o != nil && f != "" {
+			// Another order under the attempt's id: the outcome stays
+			// unknown (the attempt open), as when the venue cannot be read.
+			out.mismatch = &venue.Mismatch{Source: messages.AnomalySourceREST, Field: f}
+			out.err = &messages.Error{Code: messages.CodeOutcomeUnknown, Message: "the venue showed an order under the attempt's client order id that does not match it",
+				Details: map[string]any{"client_order_id": a.ClientOrderID, "reconnaissance": "mismatch"}}
 			return out
 		}
-		hist, err := s.OrderHistory(c, venue.HistoryQuery{Category: a.Category, Symbol: a.Symbol, OrderLinkID: a.ClientOrderID})
-		if err != nil {
-			out.err = messages.AsError(err)
-			return out
-		}
-		out.order = findOrder(hist.Items, a.ClientOrderID)
+		out.order = o
 		return out
 	}, func(err *messages.Error) any { return &orderLookedUp{action: m.action, err: err} })
 }
@@ -219,6 +232,9 @@ func (u *userActor) onOrderLookedUp(ctx actor.Context, m *orderLookedUp) {
 		if u.recovering == 0 {
 			u.drain(ctx)
 		}
+	}
+	if m.mismatch != nil {
+		u.noteAnomalies(ctx, a.attempt, []venue.Mismatch{*m.mismatch})
 	}
 	if m.err != nil {
 		u.logger.Warn("could not reconcile an open order attempt; it stays open", "user", u.state.User, "code", string(m.err.Code))

@@ -153,6 +153,8 @@ type userActor struct {
 	// foreignAttemptsLogged: the warning about open attempts of another
 	// venue was logged once.
 	foreignAttemptsLogged bool
+	// anomalies rate-limits the venue_anomaly records (anomaly.go).
+	anomalies anomalyLimiter
 	// cancelPace paces the cancels of cancel_all_orders (cancelall.go).
 	cancelPace cancelPacer
 	// deadman is the dead-man switch's state (deadman.go).

@@ -44,7 +44,10 @@ type orderWrite struct {
 	// linkID names the order to settle on an unknown outcome (the client
 	// order id of a create, the order of an amend or cancel); empty for
 	// position writes, which have no client id.
-	linkID   string
+	linkID string
+	// expect is what an order found for linkID must match to settle the
+	// write (nil when linkID is empty).
+	expect   *messages.OrderExpectation
 	category messages.Category
 	symbol   string
 
@@ -74,6 +77,10 @@ type orderWritten struct {
 	// class is empty on success, else how the write failed.
 	class venue.WriteClass
 	err   *messages.Error
+	// mismatches are the orders the venue showed for the write that did
+	// not match it (they settled nothing); the user actor journals them
+	// as venue_anomaly.
+	mismatches []venue.Mismatch
 }
 
 // streamEvent is one event of the venue actor's stream, as drained from
@@ -120,6 +127,9 @@ func (v *venueActor) openStream(ctx actor.Context) {
 	v.stream = st
 	if v.cache != nil {
 		v.cache.opened(v.now(), st)
+		if client, ok := v.session.(*venue.Client); ok {
+			v.cache.setListing(listingOf(client))
+		}
 	}
 	gen, self, root, logger := v.streamGen, ctx.Self(), ctx.ActorSystem().Root, v.logger
 	var inbox *streamInbox
@@ -204,7 +214,7 @@ func (v *venueActor) write(ctx actor.Context, m *orderWrite) {
 	if v.stream != nil {
 		waiter = v.stream
 	}
-	timeout, wait := v.timeout, v.settleWait
+	timeout, wait, cache := v.timeout, v.settleWait, v.cache
 	offMailbox(ctx, v.logger, nil, stepBounds{request: timeout, settle: wait}.venueWrite(), userPID, func(c context.Context) any {
 		out := &orderWritten{action: m.action}
 		wc, cancel := context.WithTimeout(c, timeout)
@@ -253,19 +263,26 @@ func (v *venueActor) write(ctx actor.Context, m *orderWrite) {
 				return out
 			}
 		}
+		if m.create != nil && cache != nil && (err == nil || venue.ClassifyWrite(err) == venue.WriteUnknown) {
+			// An order this server placed (or may have): its realised
+			// PnL counts in the day's loss.
+			cache.markTraded(m.category, m.symbol)
+		}
 		if err == nil {
-			if (m.create != nil || m.cancel != nil || m.amend != nil) && client != nil && m.linkID != "" {
+			if (m.create != nil || m.cancel != nil || m.amend != nil) && client != nil && m.linkID != "" && m.expect != nil {
 				rc, rcancel := context.WithTimeout(c, timeout)
 				out.readBack, _, _ = client.OrderByLinkID(rc, m.category, m.symbol, m.linkID)
 				rcancel()
+				out.readBack, out.mismatches = checkReadBack(out.readBack, *m.expect, out.ack)
 			}
 			return out
 		}
 		out.class, out.err = venue.ClassifyWrite(err), messages.AsError(err)
-		if out.class != venue.WriteUnknown || m.linkID == "" || client == nil {
+		if out.class != venue.WriteUnknown || m.linkID == "" || m.expect == nil || client == nil {
 			return out
 		}
-		s, serr := venue.Settle(c, client, waiter, m.category, m.symbol, m.linkID, wait)
+		s, mismatches, serr := venue.Settle(c, client, waiter, *m.expect, wait)
+		out.mismatches = mismatches
 		if serr != nil {
 			out.err = messages.AsError(serr)
 			return out
@@ -275,6 +292,32 @@ func (v *venueActor) write(ctx actor.Context, m *orderWrite) {
 	}, func(err *messages.Error) any {
 		return &orderWritten{action: m.action, class: venue.WriteUnknown, err: err}
 	})
+}
+
+// checkReadBack checks an accepted write's read-back against the write
+// (and, for a create, the order id of the venue's answer): every mismatch
+// is named. A read-back of another order (another order id or client
+// order id) is kept, for the answer to refuse it as such (never a silent
+// swap of ids), and so is one whose status is not one of Bybit's (the
+// answer fences it); one of this order that disagrees otherwise (a
+// larger quantity, another side, category or symbol, prices outside the
+// band) is dropped, as if it could not be read: the filled quantity is
+// then unknown.
+func checkReadBack(o *messages.Order, expect messages.OrderExpectation, ack *messages.OrderAck) (*messages.Order, []venue.Mismatch) {
+	if o == nil {
+		return nil, nil
+	}
+	if ack != nil && ack.OrderID != "" && expect.OrderID == "" {
+		expect.OrderID = ack.OrderID
+	}
+	f := expect.Mismatch(o)
+	switch f {
+	case "":
+		return o, nil
+	case "order_id", "client_order_id", "order_status":
+		return o, []venue.Mismatch{{Source: messages.AnomalySourceREST, Field: f}}
+	}
+	return nil, []venue.Mismatch{{Source: messages.AnomalySourceREST, Field: f}}
 }
 
 // marketFetch asks the venue actor for what a place_order decision needs:
@@ -316,8 +359,12 @@ func (v *venueActor) fetchMarket(ctx actor.Context, m *marketFetch) {
 		ctx.Send(userPID, &marketFetched{action: m.action, err: err})
 		return
 	}
+	cache := v.cache
 	offMailbox(ctx, v.logger, nil, v.timeout, userPID, func(c context.Context) any {
 		mk, err := readMarket(c, r, m.category, m.symbol)
+		if err == nil && cache != nil {
+			cache.markListed(m.category, m.symbol) // the venue showed its rules
+		}
 		return &marketFetched{action: m.action, market: mk, err: messages.AsError(err)}
 	}, func(err *messages.Error) any { return &marketFetched{action: m.action, err: err} })
 }

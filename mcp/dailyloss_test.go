@@ -26,6 +26,8 @@ type lossStack struct {
 	srv       *httptest.Server
 	dir       string
 	masterKey []byte
+	// streamURL is the private stream to open (empty: the simulator's).
+	streamURL string
 }
 
 func newLossStack(t *testing.T) *lossStack {
@@ -51,7 +53,10 @@ func (s *lossStack) start(t *testing.T) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wsURL := "ws" + strings.TrimPrefix(s.srv.URL, "http") + "/v5/private"
+	wsURL := s.wsURL()
+	if s.streamURL != "" {
+		wsURL = s.streamURL
+	}
 	sys, err := actors.Start(actors.Config{
 		Journal: l, Market: market{c, venue.NewInstrumentCache(c, time.Minute, nil)},
 		Users: replay, Venue: messages.VenuePaper, Environment: "paper", MasterKey: s.masterKey,
@@ -70,6 +75,11 @@ func (s *lossStack) start(t *testing.T) *env {
 	e := &env{sys: sys, log: l, dir: s.dir, simURL: s.srv.URL}
 	t.Cleanup(e.stop)
 	return e
+}
+
+// wsURL is the simulator's private stream.
+func (s *lossStack) wsURL() string {
+	return "ws" + strings.TrimPrefix(s.srv.URL, "http") + "/v5/private"
 }
 
 func lossOf(p map[string]any) decimal.Decimal {

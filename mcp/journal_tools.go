@@ -254,6 +254,17 @@ func renderRecord(e *messages.JournalEntry, ut *untrustedText) (map[string]any, 
 				out["orders_omitted"] = omitted
 			}
 		}
+	case messages.RecordVenueAnomaly:
+		var p messages.VenueAnomalyEvent
+		if ok = json.Unmarshal(e.Payload, &p) == nil; ok {
+			put("kind", p.Kind)
+			put("source", p.Source)
+			put("client_order_id", p.ClientOrderID)
+			put("category", string(p.Category))
+			put("symbol", p.Symbol)
+			put("field", p.Field)
+			out["count"] = p.Count
+		}
 	case messages.RecordKillSwitchOn, messages.RecordKillSwitchOff:
 		var p messages.KillSwitchEvent
 		if ok = json.Unmarshal(e.Payload, &p) == nil; ok {

@@ -41,6 +41,10 @@ type OrderAttemptEvent struct {
 	// IdempotencyKey and ArgsSHA256 claim the key for 24 h (SPEC §8 step 6).
 	IdempotencyKey string `json:"idempotency_key,omitempty"`
 	ArgsSHA256     string `json:"args_sha256,omitempty"`
+	// Expect is what an order found for this attempt must match to settle
+	// it (stream, read-back, reconcile); nil in records written before it
+	// existed, which are matched by client order id, category and symbol.
+	Expect *OrderExpectation `json:"expect,omitempty"`
 }
 
 // Order outcome statuses.

@@ -81,6 +81,11 @@ const (
 	// per session, when tool calls were refused for the session's call
 	// rate: how many since the last such record.
 	RecordCallsRateLimited RecordType = 41
+	// A venue_anomaly record is journaled, rate limited per user, when the
+	// venue shows something that disagrees with what the server knows: an
+	// order push or read that does not match the attempt it names. It
+	// changes nothing.
+	RecordVenueAnomaly RecordType = 53
 	// A daily_pnl_noted record is journaled when the day's realised PnL of
 	// a user's positions changes (a fill, the first sight of a position
 	// that day, a new UTC day): every position's count of the day, so that
@@ -171,6 +176,7 @@ var RecordTypes = []RecordTypeInfo{
 	{RecordPostureChanged, "posture_changed", WriterUser, ReplayWhole},
 	{RecordDeadmanTriggered, "deadman_triggered", WriterUser, ReplayNone},
 	{RecordCallsRateLimited, "calls_rate_limited", WriterGuard, ReplayNone},
+	{RecordVenueAnomaly, "venue_anomaly", WriterUser, ReplayNone},
 	{RecordDailyPnlNoted, "daily_pnl_noted", WriterUser, ReplayWhole},
 	{RecordStreamDropped, "stream_dropped", WriterUser, ReplayNone},
 	{RecordSessionsRefused, "sessions_refused", WriterGuard, ReplayNone},

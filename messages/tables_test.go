@@ -42,8 +42,9 @@ func TestCommandTableIsComplete(t *testing.T) {
 	// gate; order_attempt and order_outcome from the trading path's
 	// actions, and today from the recovery phase), not a command here;
 	// the posture clock writes daily_pnl_noted; the private stream's
-	// ingestion stream_dropped.
-	actionPath := []RecordType{RecordOrderRefused, RecordOrderAttempt, RecordOrderOutcome, RecordVenueUpdate, RecordOrderRepeat, RecordDeadmanTriggered, RecordDailyPnlNoted, RecordStreamDropped}
+	// ingestion stream_dropped; a venue answer or push that matches
+	// nothing venue_anomaly.
+	actionPath := []RecordType{RecordOrderRefused, RecordOrderAttempt, RecordOrderOutcome, RecordVenueUpdate, RecordOrderRepeat, RecordDeadmanTriggered, RecordDailyPnlNoted, RecordStreamDropped, RecordVenueAnomaly}
 	for _, info := range RecordTypes {
 		if info.Writer == WriterUser && !caused[info.Type] && !slices.Contains(actionPath, info.Type) {
 			t.Fatalf("%s is written by a user actor but no command lists it", info.Name)

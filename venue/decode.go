@@ -70,16 +70,83 @@ type fieldDecoder struct {
 	err error
 }
 
-// dec parses a decimal string; "" is zero (unset).
+// Bounds of every decimal the venue sends (prices, quantities, PnL,
+// balances): no real amount needs more, and a value past them (200,000
+// digits, an exponent of a million) would make every answer and record
+// that shows it as large.
+const (
+	// maxDecimalText is the longest decimal text accepted.
+	maxDecimalText = 64
+	// maxIntegerDigits is the most digits before the point.
+	maxIntegerDigits = 24
+	// maxFractionDigits is the most significant digits after the point.
+	maxFractionDigits = 18
+)
+
+// dec parses a decimal string; "" is zero (unset). A text longer than
+// maxDecimalText, or a value with more than maxIntegerDigits before the
+// point or maxFractionDigits significant digits after it, is an error of
+// the field.
 func (d *fieldDecoder) dec(name, s string) decimal.Decimal {
 	if s == "" {
 		return decimal.Decimal{}
 	}
+	if len(s) > maxDecimalText {
+		d.fail(fmt.Errorf("field %s: decimal too long", name))
+		return decimal.Decimal{}
+	}
 	v, err := decimal.NewFromString(s)
-	if err != nil && d.err == nil {
-		d.err = fmt.Errorf("field %s: not a decimal", name)
+	if err != nil {
+		d.fail(fmt.Errorf("field %s: not a decimal", name))
+		return decimal.Decimal{}
+	}
+	if !decimalInBounds(v) {
+		d.fail(fmt.Errorf("field %s: decimal out of range", name))
+		return decimal.Decimal{}
 	}
 	return v
+}
+
+// maxLevelText is the longest order book figure accepted.
+const maxLevelText = 8192
+
+// levelNum parses an order book level's figure. A book is a list the
+// server shows in part: a level whose figure is out of bounds is kept,
+// and get_orderbook leaves it out of its answer (counted as omitted)
+// instead of failing the whole book; only a text longer than
+// maxLevelText or not a decimal is an error.
+func (d *fieldDecoder) levelNum(name string, f flexNum) decimal.Decimal {
+	if !f.set || f.text == "" {
+		return decimal.Decimal{}
+	}
+	if len(f.text) > maxLevelText {
+		d.fail(fmt.Errorf("field %s: decimal too long", name))
+		return decimal.Decimal{}
+	}
+	v, err := decimal.NewFromString(f.text)
+	if err != nil {
+		d.fail(fmt.Errorf("field %s: not a decimal", name))
+	}
+	return v
+}
+
+// decimalInBounds reports whether v has at most maxIntegerDigits before
+// the point and maxFractionDigits significant digits after it.
+func decimalInBounds(v decimal.Decimal) bool {
+	if v.IsZero() {
+		return true
+	}
+	if int64(v.NumDigits())+int64(v.Exponent()) > maxIntegerDigits {
+		return false
+	}
+	return v.Exponent() >= -maxFractionDigits || v.Equal(v.Truncate(maxFractionDigits))
+}
+
+// fail keeps the first error.
+func (d *fieldDecoder) fail(err error) {
+	if d.err == nil {
+		d.err = err
+	}
 }
 
 // decNum is dec for a flexNum.

@@ -204,7 +204,7 @@ func parseOrderbook(cat messages.Category, w *wireOrderbook) (*messages.Orderboo
 				}
 				continue
 			}
-			out = append(out, messages.BookLevel{Price: d.decNum(name, l[0]), Size: d.decNum(name, l[1])})
+			out = append(out, messages.BookLevel{Price: d.levelNum(name, l[0]), Size: d.levelNum(name, l[1])})
 		}
 		return out
 	}

@@ -178,7 +178,7 @@ func TestCreateOrderClassification(t *testing.T) {
 				return
 			}
 			ts.clearFaults(t)
-			st, err := venue.Settle(ctx, c, nil, messages.CategoryLinear, "BTCUSDT", id, 0)
+			st, _, err := venue.Settle(ctx, c, nil, linkExpect(id), 0)
 			if tc.settleOK {
 				if err != nil || st.ResultSource != "reconnaissance" || st.Order.OrderLinkID != id || st.FoundBy != venue.FoundInOpenOrders {
 					t.Fatalf("settle: %+v %v", st, err)

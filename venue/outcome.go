@@ -12,9 +12,19 @@ import (
 // client order id, first on the private stream for a bounded time, then by
 // REST (open orders, then order history).
 
-// OrderWaiter reports an order push for a client order id; *Stream is one.
+// OrderWaiter reports an order push for a client order id that matches
+// an expectation; *Stream is one.
 type OrderWaiter interface {
-	WaitOrder(ctx context.Context, orderLinkID string, wait time.Duration) (messages.Order, bool)
+	WaitMatchingOrder(ctx context.Context, expect *messages.OrderExpectation, wait time.Duration) (messages.Order, bool, []string)
+}
+
+// Mismatch is an order the venue showed for an attempt that did not match
+// it (messages.OrderExpectation): where it was seen and the first field
+// that disagreed. It settles nothing; the caller journals it.
+type Mismatch struct {
+	// Source is messages.AnomalySourceStream or AnomalySourceREST.
+	Source string
+	Field  string
 }
 
 // Where a settled order was found.
@@ -38,40 +48,57 @@ type Settlement struct {
 }
 
 // Settle looks up the order a write with an unknown outcome may have
-// created or changed. It waits up to wait for orderLinkID on stream (nil
-// skips the wait), then reads it back by REST: open orders, then history.
+// created or changed, by the expectation's client order id. It waits up
+// to wait for a matching push on stream (nil skips the wait), then reads
+// the order back by REST: open orders, then history.
+//
+// Only an order that matches expect settles the write (its client order
+// id, category, symbol, side, a quantity no larger, prices inside the
+// band, the order id where one is known). Anything else is a Mismatch,
+// returned for the caller to journal, and settles nothing.
 //
 // Found (on the stream or by REST) gives a Settlement with result source
 // "reconnaissance". Not found gives outcome_unknown with details
 // reconnaissance "not_found" (the exchange's lists may lag: it is never
 // "failed"); a REST failure gives outcome_unknown with reconnaissance
-// "failed". Both carry client_order_id and a next step. Nothing is ever
+// "failed", and a REST answer that does not match reconnaissance
+// "mismatch". All carry client_order_id and a next step. Nothing is ever
 // resent.
-func Settle(ctx context.Context, c *Client, stream OrderWaiter, cat messages.Category, symbol, orderLinkID string, wait time.Duration) (*Settlement, error) {
+func Settle(ctx context.Context, c *Client, stream OrderWaiter, expect messages.OrderExpectation, wait time.Duration) (*Settlement, []Mismatch, error) {
+	cat, symbol, orderLinkID := expect.Category, expect.Symbol, expect.ClientOrderID
 	if err := checkCategorySymbol(cat, symbol); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if orderLinkID == "" || !orderLinkIDRE.MatchString(orderLinkID) {
-		return nil, messages.InvalidParams("order_link_id", "must be 1 to 45 characters of A-Z, a-z, 0-9, _ and -")
+		return nil, nil, messages.InvalidParams("order_link_id", "must be 1 to 45 characters of A-Z, a-z, 0-9, _ and -")
 	}
 	var pushed messages.Order
+	var mismatches []Mismatch
 	seen := false
 	if stream != nil && wait > 0 {
-		pushed, seen = stream.WaitOrder(ctx, orderLinkID, wait)
+		var rejected []string
+		pushed, seen, rejected = stream.WaitMatchingOrder(ctx, &expect, wait)
+		for _, f := range rejected {
+			mismatches = append(mismatches, Mismatch{Source: messages.AnomalySourceStream, Field: f})
+		}
 	}
 	o, where, err := c.OrderByLinkID(ctx, cat, symbol, orderLinkID)
+	recon := "failed"
 	switch {
 	case err == nil:
-		return &Settlement{Order: *o, ResultSource: messages.ResultSourceReconnaissance, FoundBy: where, FilledQty: FilledOf(o)}, nil
+		if f := expect.Mismatch(o); f != "" {
+			mismatches = append(mismatches, Mismatch{Source: messages.AnomalySourceREST, Field: f})
+			recon = "mismatch"
+			break
+		}
+		return &Settlement{Order: *o, ResultSource: messages.ResultSourceReconnaissance, FoundBy: where, FilledQty: FilledOf(o)}, mismatches, nil
 	case seen:
 		// REST lags or failed, but the stream showed the order.
-		return &Settlement{Order: pushed, ResultSource: messages.ResultSourceReconnaissance, FoundBy: FoundOnStream, FilledQty: FilledOf(&pushed)}, nil
-	}
-	recon := "failed"
-	if messages.CodeOf(err) == messages.CodeNotFound {
+		return &Settlement{Order: pushed, ResultSource: messages.ResultSourceReconnaissance, FoundBy: FoundOnStream, FilledQty: FilledOf(&pushed)}, mismatches, nil
+	case messages.CodeOf(err) == messages.CodeNotFound:
 		recon = "not_found"
 	}
-	return nil, &messages.Error{
+	return nil, mismatches, &messages.Error{
 		Code: messages.CodeOutcomeUnknown,
 		Message: "the exchange did not give a definite answer and the order could not be found by its client order id; " +
 			"it may or may not exist",

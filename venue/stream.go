@@ -237,11 +237,42 @@ func (s *Stream) Close() error {
 // returns the latest one. An id already pushed (among the last 4096) is
 // returned at once. It does not consume Events.
 func (s *Stream) WaitOrder(ctx context.Context, orderLinkID string, wait time.Duration) (messages.Order, bool) {
-	ch := make(chan messages.Order, 1)
+	o, ok, _ := s.waitOrder(ctx, orderLinkID, wait, nil)
+	return o, ok
+}
+
+// maxRejectedPushes bounds the mismatches one wait reports.
+const maxRejectedPushes = 8
+
+// WaitMatchingOrder waits up to wait for an order push with the
+// expectation's client order id that matches it, and returns it. Pushes
+// of the id that do not match are passed over (the wait goes on) and
+// named in the answer by the first field that disagreed (at most 8). The
+// latest push of the id already seen is tried at once. It does not
+// consume Events.
+func (s *Stream) WaitMatchingOrder(ctx context.Context, expect *messages.OrderExpectation, wait time.Duration) (messages.Order, bool, []string) {
+	return s.waitOrder(ctx, expect.ClientOrderID, wait, expect.Mismatch)
+}
+
+// waitOrder waits for a push of orderLinkID for which mismatch (nil:
+// any) names no field.
+func (s *Stream) waitOrder(ctx context.Context, orderLinkID string, wait time.Duration, mismatch func(*messages.Order) string) (messages.Order, bool, []string) {
+	var rejected []string
+	accept := func(o messages.Order) bool {
+		if mismatch == nil {
+			return true
+		}
+		f := mismatch(&o)
+		if f != "" && len(rejected) < maxRejectedPushes {
+			rejected = append(rejected, f)
+		}
+		return f == ""
+	}
+	ch := make(chan messages.Order, maxRejectedPushes)
 	s.mu.Lock()
-	if o, ok := s.recent[orderLinkID]; ok {
+	if o, ok := s.recent[orderLinkID]; ok && accept(o) {
 		s.mu.Unlock()
-		return o, true
+		return o, true, rejected
 	}
 	s.waiters[orderLinkID] = append(s.waiters[orderLinkID], ch)
 	s.mu.Unlock()
@@ -263,14 +294,19 @@ func (s *Stream) WaitOrder(ctx context.Context, orderLinkID string, wait time.Du
 	}()
 	t := time.NewTimer(wait)
 	defer t.Stop()
-	select {
-	case o := <-ch:
-		return o, true
-	case <-t.C:
-	case <-ctx.Done():
-	case <-s.ctx.Done():
+	for {
+		select {
+		case o := <-ch:
+			if accept(o) {
+				return o, true, rejected
+			}
+			continue
+		case <-t.C:
+		case <-ctx.Done():
+		case <-s.ctx.Done():
+		}
+		return messages.Order{}, false, rejected
 	}
-	return messages.Order{}, false
 }
 
 // noteOrders records order pushes for WaitOrder.

@@ -354,7 +354,7 @@ func TestSettleWithStream(t *testing.T) {
 	if venue.ClassifyWrite(err) != venue.WriteUnknown {
 		t.Fatalf("drop_response: %v", err)
 	}
-	st, err := venue.Settle(ctx, c, s, messages.CategoryLinear, "BTCUSDT", id, 5*time.Second)
+	st, _, err := venue.Settle(ctx, c, s, linkExpect(id), 5*time.Second)
 	if err != nil || st.ResultSource != messages.ResultSourceReconnaissance || st.Order.OrderLinkID != id ||
 		st.Order.Status != "New" || !st.FilledQty.Known {
 		t.Fatalf("settle: %+v %v", st, err)
@@ -364,7 +364,7 @@ func TestSettleWithStream(t *testing.T) {
 	}
 
 	start := time.Now()
-	_, err = venue.Settle(ctx, c, s, messages.CategoryLinear, "BTCUSDT", "gx-never-sent", 200*time.Millisecond)
+	_, _, err = venue.Settle(ctx, c, s, linkExpect("gx-never-sent"), 200*time.Millisecond)
 	e := messages.AsError(err)
 	if e.Code != messages.CodeOutcomeUnknown || e.Details["reconnaissance"] != "not_found" || e.Details["client_order_id"] != "gx-never-sent" {
 		t.Fatalf("never sent: %+v", e)
@@ -437,4 +437,10 @@ func TestNewStreamValidates(t *testing.T) {
 			t.Errorf("rejected value echoed: %v", err)
 		}
 	}
+}
+
+// linkExpect expects a linear BTCUSDT order with the client order id and
+// nothing else.
+func linkExpect(id string) messages.OrderExpectation {
+	return messages.OrderExpectation{Category: messages.CategoryLinear, Symbol: "BTCUSDT", ClientOrderID: id}
 }

@@ -1,0 +1,111 @@
+package messages
+
+import (
+	"time"
+
+	"github.com/shopspring/decimal"
+)
+
+// OrderExpectation is what an order the venue shows (a stream push, a
+// REST read-back or look-up) must match to settle an attempt: the attempt's
+// own client order id, category, symbol and side, a quantity no larger
+// than the attempt's, prices inside the band the decision saw, and the
+// order id the venue's answer (or the decision's read) gave, where there
+// was one. Zero fields do not constrain. It is journaled in the attempt so
+// that a reconcile after a restart checks the same.
+type OrderExpectation struct {
+	Category      Category `json:"category"`
+	Symbol        string   `json:"symbol"`
+	ClientOrderID string   `json:"client_order_id"`
+	// OrderID is the venue's id of the order, when known.
+	OrderID string `json:"order_id,omitempty"`
+	// Side is "Buy" or "Sell"; empty: not known.
+	Side string `json:"side,omitempty"`
+	// MaxQty bounds the order's quantity and its filled quantity; zero:
+	// no bound.
+	MaxQty decimal.Decimal `json:"max_qty"`
+	// MinPrice and MaxPrice bound the order's price and average fill
+	// price; zero: no bound.
+	MinPrice decimal.Decimal `json:"min_price"`
+	MaxPrice decimal.Decimal `json:"max_price"`
+}
+
+// Mismatch names the first field of o that disagrees with e ("" when o
+// matches): besides e's fields, the order must show one of Bybit's order
+// statuses and an order id of the venue's shape, as what settles an
+// attempt is shown in the answer. The name is the server's own, never
+// exchange text.
+func (e *OrderExpectation) Mismatch(o *Order) string {
+	switch {
+	case o == nil:
+		return "order"
+	case o.OrderLinkID != e.ClientOrderID:
+		return "client_order_id"
+	case !knownOrderStatus[o.Status]:
+		return "order_status"
+	case !OrderIDRE.MatchString(o.OrderID):
+		return "order_id"
+	case o.Category != e.Category:
+		return "category"
+	case o.Symbol != e.Symbol:
+		return "symbol"
+	case e.OrderID != "" && o.OrderID != e.OrderID:
+		return "order_id"
+	case e.Side != "" && o.Side != e.Side:
+		return "side"
+	case e.MaxQty.IsPositive() && (o.Qty.GreaterThan(e.MaxQty) || o.CumExecQty.GreaterThan(e.MaxQty)):
+		return "qty"
+	case !e.priceInside(o.Price) || !e.priceInside(o.AvgPrice):
+		return "price"
+	}
+	return ""
+}
+
+// knownOrderStatus is Bybit's order statuses (orderStatus): an order that
+// settles an attempt shows one of them, never other text.
+var knownOrderStatus = map[string]bool{"Created": true, "New": true, "Rejected": true, "PartiallyFilled": true, "PartiallyFilledCanceled": true,
+	"Filled": true, "Cancelled": true, "Untriggered": true, "Triggered": true, "Deactivated": true, "Active": true}
+
+// priceInside reports whether p (zero: not shown) lies inside the band.
+func (e *OrderExpectation) priceInside(p decimal.Decimal) bool {
+	if p.IsZero() {
+		return true
+	}
+	if p.IsNegative() {
+		return false
+	}
+	return (!e.MinPrice.IsPositive() || !p.LessThan(e.MinPrice)) && (!e.MaxPrice.IsPositive() || !p.GreaterThan(e.MaxPrice))
+}
+
+// Venue anomaly kinds.
+const (
+	// AnomalyOrderMismatch: an order the venue showed for an attempt did
+	// not match it (OrderExpectation); it settled nothing.
+	AnomalyOrderMismatch = "order_mismatch"
+)
+
+// Where an anomaly was seen.
+const (
+	AnomalySourceStream = "stream"
+	AnomalySourceREST   = "rest"
+)
+
+// VenueAnomalyEvent is journaled as venue_anomaly when the venue showed
+// something that disagrees with what the server knows (a forged or
+// garbled order push, a read-back or look-up of another order). It
+// changes nothing: the outcome is settled by REST or stays unknown. The records are rate
+// limited per user; Count is how many anomalies this record stands for
+// (itself and those not journaled since the last one). Every field is the
+// server's own (the attempt's ids, a field name), never exchange text.
+type VenueAnomalyEvent struct {
+	At     time.Time `json:"at"`
+	Kind   string    `json:"kind"`
+	Source string    `json:"source"`
+	// ClientOrderID is the attempt's id (order_mismatch).
+	ClientOrderID string   `json:"client_order_id,omitempty"`
+	Category      Category `json:"category,omitempty"`
+	Symbol        string   `json:"symbol,omitempty"`
+	// Field is the first field that disagreed.
+	Field string `json:"field"`
+	Count int    `json:"count"`
+}
