@@ -11,7 +11,7 @@ import (
 	"github.com/guarded-exchange/guarded-exchange/wal"
 )
 
-// Venue anomalies (issue 17, decisions DH2b): an order the venue showed
+// Venue anomalies (issue 17, decisions D95): an order the venue showed
 // that does not match the attempt it names (a push, a read-back, a
 // look-up) settles nothing, and is journaled as venue_anomaly. A venue (or a
 // proxy in front of it) that forges without end must not grow the

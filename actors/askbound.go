@@ -10,7 +10,7 @@ import (
 	"github.com/guarded-exchange/guarded-exchange/messages"
 )
 
-// How long a caller waits for an actor's answer (decision DH4a). Every
+// How long a caller waits for an actor's answer (decision D91). Every
 // ask waits as long as its action's own steps may take, each bounded where
 // it runs, plus askMargin; it ends earlier only when the caller's context
 // ends. This file is the one place that adds the steps up: a step whose

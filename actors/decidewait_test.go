@@ -10,7 +10,7 @@ import (
 // An approval's answer comes after the approved action ran: the ask that
 // carries it waits longer than the execution bound, so a slow execution
 // answers its outcome instead of a timeout while the order goes out.
-// Other commands wait for their own steps (DH4a): a command that only
+// Other commands wait for their own steps (D91): a command that only
 // journals for the journal's bound, a trading call for its read, its
 // write and its records, each with the margin.
 func TestAskBoundCoversExecution(t *testing.T) {

@@ -5,7 +5,7 @@ import (
 )
 
 // What an order the venue shows for an attempt must match to settle it
-// (decisions DH2b): built from the decision, journaled with a create's
+// (decisions D95): built from the decision, journaled with a create's
 // attempt, checked by the venue actor (stream, read-back) and the
 // reconcile.
 

@@ -159,7 +159,7 @@ func checkReplayedOrigin(seq uint64, typ messages.RecordType, actor string, payl
 		ev.Payload = p
 		if actor == messages.ActorAgent && p.Channel == messages.ConfirmChannelClientUI && p.Reason == "" &&
 			(p.Decision == messages.DecisionApprove || p.Decision == messages.DecisionReject) {
-			// Journals written before DH4b named the human's decision at
+			// Journals written before D92 named the human's decision at
 			// the client's form by the session's actor, mcp:agent.
 			actor = messages.ActorClientUI
 		}

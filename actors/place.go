@@ -48,7 +48,7 @@ func (u *userActor) place(ctx actor.Context, m *placeAsk, sender *actor.PID) {
 	hash := placeArgsHash(toolPlaceOrder, a)
 	if !a.DryRun {
 		// A repeat is answered before the gate: it sends nothing and
-		// re-states an earlier answer, kill switch or not (DH5a).
+		// re-states an earlier answer, kill switch or not (D88).
 		if done := u.repeat(ctx, toolPlaceOrder, a.IdempotencyKey, hash, !a.ReduceOnly, m.origin, sender); done {
 			return
 		}
@@ -141,7 +141,7 @@ func (u *userActor) onMarketFetched(ctx actor.Context, m *marketFetched) {
 	if a.IdempotencyKey == "" && !a.ReduceOnly && !a.DryRun && mk.instrument != nil {
 		// The safety net compares the planned order, not the spelling
 		// of the request (D55), before the decision like any repeat
-		// (DH5a).
+		// (D88).
 		if u.qtySteps == nil {
 			u.qtySteps = map[string]decimal.Decimal{}
 		}
@@ -160,7 +160,7 @@ func (u *userActor) onMarketFetched(ctx actor.Context, m *marketFetched) {
 		u.reply(ctx, act.waiter, ans)
 		return
 	}
-	// What an order found for it must match (decisions DH2b).
+	// What an order found for it must match (decisions D95).
 	plan.expect = createExpectation(plan.create, mk.instrument, mk.band)
 	if act.origin.ConfirmationID != "" {
 		// The key's claim is the parked call's arguments, whatever the

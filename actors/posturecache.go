@@ -49,7 +49,7 @@ type streamCache struct {
 	polling   bool
 	positionN int // non-flat positions
 
-	// The truth of the positions (DH2a): positions holds each position's
+	// The truth of the positions (D94): positions holds each position's
 	// latest row (a push or a REST read), by posKey; rest its last REST
 	// row. worst is, for a position pushed since its last REST read, the
 	// lowest PnL of the day (contribution) any of those pushes showed:
@@ -367,7 +367,7 @@ func posKey(cat messages.Category, symbol string, idx int) string {
 // journaled count, and replaces what the pushes showed since the last
 // read. A pushed row only lowers the position's PnL of the day (worst)
 // until the next REST read: the stream may make the posture stricter at
-// once, never looser (DH2a).
+// once, never looser (D94).
 func (c *streamCache) notePositionsLocked(list []messages.Position, now time.Time, rest bool) {
 	c.known = true
 	c.rollDayLocked(now)
@@ -639,7 +639,7 @@ func (c *streamCache) polled(list []messages.Position, now time.Time) {
 	}
 }
 
-// The flapping rule (docs/decisions.md DH1b): a stream that keeps
+// The flapping rule (docs/decisions.md D90): a stream that keeps
 // reconnecting is not healthy, however briefly each connection is down.
 // It is flapping while more than streamFlapMax (re)connects fall within
 // streamFlapWindow and the current connection has not held for

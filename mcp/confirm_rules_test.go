@@ -97,7 +97,7 @@ func TestPreviewsConsumeNoLimit(t *testing.T) {
 // Under the kill switch a repeat sends nothing and re-states a past fact:
 // the same idempotency key (within 24 h) and the same keyless order
 // (within 30 s, in any spelling of the same planned order) are answered with the earlier answer, result_source
-// "replay", journaled as order_repeat (DH5a); a new risk-increasing order
+// "replay", journaled as order_repeat (D88); a new risk-increasing order
 // is refused with kill_switch_active.
 func TestRepeatsUnderTheKillSwitchReplay(t *testing.T) {
 	e := newEnv(t)

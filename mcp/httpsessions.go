@@ -14,7 +14,7 @@ import (
 // The stateful sessions of older-era clients (protocols before
 // 2026-07-28) each hold memory in the SDK until they end or stay idle for
 // HTTPOptions.SessionTimeout. They are bounded per bearer token and in
-// all (decision DH4c): a new session over the token's bound takes the
+// all (decision D93): a new session over the token's bound takes the
 // place of the token's own longest-idle session with no request in
 // flight (a client that opens sessions without ending them loses its
 // oldest); over the server's bound, of any token's session with no

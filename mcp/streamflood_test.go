@@ -168,7 +168,7 @@ func TestKillSwitchAnswersDuringAStreamFlood(t *testing.T) {
 // A stream that reconnects every 200 ms is not healthy, although it is
 // never down for long: posture goes REDUCING for stream_stale within
 // stream_stale_s of the flapping, and comes back by itself once it stops
-// (docs/decisions.md DH1b).
+// (docs/decisions.md D90).
 func TestPostureStreamStaleCountsFlaps(t *testing.T) {
 	stale := 2
 	e, proxy, cs := floodedEnv(t, messages.PolicySettings{StreamStaleS: &stale})

@@ -10,7 +10,7 @@ import (
 )
 
 // Exchange text in trading answers (docs/architecture.md, "Exchange text in
-// answers"; decision DH3a).
+// answers"; decision D87).
 //
 // The exchange is untrusted: any string it returns could carry text aimed
 // at the model. A trading answer (OrderAnswer, CancelAnswer, AmendAnswer,
