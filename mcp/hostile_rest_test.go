@@ -24,12 +24,15 @@ import (
 	"github.com/guarded-exchange/guarded-exchange/actors"
 	"github.com/guarded-exchange/guarded-exchange/messages"
 	"github.com/guarded-exchange/guarded-exchange/venue"
+	"github.com/guarded-exchange/guarded-exchange/venue/sim/hostile"
 )
 
-// A hostile REST venue: a loopback reverse proxy in front of the
-// simulator that rewrites the JSON of the venue's answers. Every tool of
-// the registry is called through the real MCP transport against it, and
-// no text the venue wrote may appear in any answer outside untrusted_text.
+// A hostile venue: a loopback reverse proxy in front of the simulator that
+// rewrites the JSON of the venue's answers, and a hostile proxy in front
+// of its private stream that rewrites its pushes the same way. Every tool
+// of the registry is called through the real MCP transport against it,
+// and no text the venue wrote may appear in any answer outside
+// untrusted_text.
 
 // hostileMode is how the proxy rewrites one answer: rewrite changes the
 // decoded answer of path in place.
@@ -39,12 +42,36 @@ type hostileMode struct {
 }
 
 // hostileREST is the proxy. Until a mode is set it passes answers on as
-// they are; it counts the requests per path made while a mode is set.
+// they are; it counts the requests per path made while a mode is set, and
+// the pushes it rewrote.
 type hostileREST struct {
-	url  string
-	mode atomic.Pointer[hostileMode]
-	mu   sync.Mutex
-	hits map[string]int
+	url    string
+	mode   atomic.Pointer[hostileMode]
+	mu     sync.Mutex
+	hits   map[string]int
+	pushes atomic.Int64
+}
+
+// streamFilter rewrites the pushes of the private stream (messages with a
+// topic; acks and pongs pass) with the mode's rewrite, path "stream".
+func (h *hostileREST) streamFilter(msg []byte) [][]byte {
+	m := h.mode.Load()
+	if m == nil {
+		return [][]byte{msg}
+	}
+	var body map[string]any
+	d := json.NewDecoder(bytes.NewReader(msg))
+	d.UseNumber()
+	if d.Decode(&body) != nil || body["topic"] == nil {
+		return [][]byte{msg}
+	}
+	m.rewrite("stream", body)
+	b, err := json.Marshal(body)
+	if err != nil {
+		return [][]byte{msg}
+	}
+	h.pushes.Add(1)
+	return [][]byte{b}
 }
 
 func newHostileREST(t testing.TB, simURL string) *hostileREST {
@@ -186,15 +213,29 @@ var hostileModes = []hostileMode{
 }
 
 // newHostileRESTEnv starts the actors with the venue's REST API (market
-// and account alike) behind a hostile proxy; the private stream comes from
-// the simulator itself. Confirmations may be decided on the CLI.
+// and account alike) behind a hostile proxy, and its private stream
+// behind a hostile stream proxy that rewrites the pushes in the same mode.
+// Confirmations may be decided on the CLI.
 func newHostileRESTEnv(t *testing.T) (*env, *hostileREST) {
 	t.Helper()
 	var h *hostileREST
+	var stream *hostile.Proxy
 	e := newEnvVia(t, true, func(simURL string) string {
 		h = newHostileREST(t, simURL)
+		var err error
+		if stream, err = hostile.New("ws" + strings.TrimPrefix(simURL, "http") + "/v5/private"); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(stream.Close)
+		stream.SetFilter(h.streamFilter)
 		return h.url
-	}, func(c *actors.Config) { c.ConfirmCLI = true })
+	}, func(c *actors.Config) {
+		c.ConfirmCLI = true
+		c.Streams = func(k, s string) (*venue.Stream, error) {
+			return venue.NewStream(venue.StreamConfig{URL: stream.URL(), APIKey: k, APISecret: s,
+				Backoff: func(int) time.Duration { return 20 * time.Millisecond }})
+		}
+	})
 	return e, h
 }
 
@@ -348,7 +389,8 @@ func callEveryTool(t *testing.T, cs *sdk.ClientSession, s hostileVenueSetup) map
 }
 
 // No exchange text reaches any answer of any tool outside untrusted_text,
-// whatever the REST venue writes: text and enums with instructions,
+// whatever the venue writes, in its REST answers and its private stream's
+// pushes alike: text and enums with instructions,
 // crafted ids, every string, refusals with instructions. The tools run
 // through the real MCP transport against the simulator behind a
 // rewriting proxy; a tool added to the registry without calls here fails
@@ -366,8 +408,11 @@ func TestHostileRESTVenueAllTools(t *testing.T) {
 				return
 			}
 			// The text mode is the venue: every write reached
-			// it and was read back, and what it wrote is shown only as
-			// untrusted_text.
+			// it and was read back, its pushes were rewritten too, and
+			// what it wrote is shown only as untrusted_text.
+			if h.pushes.Load() == 0 {
+				t.Error("no push of the private stream was rewritten: the calls do not test what the stream says")
+			}
 			for _, p := range []string{venue.PathOrderCreate, venue.PathOrderAmend, venue.PathOrderCancel, venue.PathSetLeverage, venue.PathSetTradingStop, "/v5/order/realtime"} {
 				if h.hit(p) == 0 {
 					t.Errorf("no request reached %s: the calls do not test what the venue answers there", p)
