@@ -10,8 +10,8 @@ import (
 // opening older-era sessions concurrently (30 at a time, through the real
 // HTTP front and SDK) ends up holding more live SDK sessions than
 // MaxSessionsPerToken: sessionCaps.admit reads the SDK's live sessions
-// (httpsessions.go:150) before it takes c.mu, and deletes from its count
-// every session it did not see live (httpsessions.go:154-158) — including
+// (httpsessions.go:158) before it takes c.mu, and deletes from its count
+// every session it did not see live (httpsessions.go:162-166) — including
 // one whose opened() ran in between. Such a session is never counted
 // again (use() ignores unknown ids) and lives until the SDK's 30-minute
 // idle timeout. See TestReviewSessionCapRaceDropsOpenSession for the
