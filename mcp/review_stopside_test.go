@@ -1,0 +1,70 @@
+package mcp
+
+import (
+	"bytes"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/guarded-exchange/guarded-exchange/messages"
+)
+
+// TestReviewTradingStopOnAMalformedPositionSideLoosensUnderKillSwitch:
+// set_trading_stop decides whether a stop-loss change adds risk from the
+// position's side (stopLossLoosened, tradingstop.go:166-174): any side but
+// "Sell" is taken for a long. The venue's position side is not checked
+// against Bybit's enum (venue/account.go parsePosition; onStopMarket only
+// fences it for the answer), so a venue that lists a short with side
+// "sell" makes raising its stop-loss (loosening it) look risk-reducing: it
+// passes the kill switch. D87 fixed the same gap for amend_order (a side
+// other than Buy or Sell is refused with malformed_result), not here.
+func TestReviewTradingStopOnAMalformedPositionSideLoosensUnderKillSwitch(t *testing.T) {
+	var mangle atomic.Bool
+	d := newDurableEnvWrapped(t, func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if !mangle.Load() || r.URL.Path != "/v5/position/list" {
+				h.ServeHTTP(w, r)
+				return
+			}
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, r)
+			body := bytes.ReplaceAll(rec.Body.Bytes(), []byte(`"side":"Sell"`), []byte(`"side":"sell"`))
+			for k, v := range rec.Header() {
+				if !strings.EqualFold(k, "Content-Length") {
+					w.Header()[k] = v
+				}
+			}
+			w.WriteHeader(rec.Code)
+			_, _ = w.Write(body)
+		})
+	})
+	e := d.env
+	e.tradeUser(t, "alice", messages.PolicySettings{})
+	cs := connect(t, Options{Backend: e.sys, Principal: fixedPrincipal("alice", ProfileTrade), CallsPerSecond: 1e6, CallBurst: 1e6}, "")
+	lin := map[string]any{"symbol": "BTCUSDT", "category": "linear"}
+	if out, isErr := callJSON(t, cs, "place_order", with(with(with(lin, "side", "Sell"), "order_type", "Market"), "qty", "0.002")); isErr {
+		t.Fatalf("short: %v", out)
+	}
+	if out, isErr := callJSON(t, cs, "set_trading_stop", with(lin, "stop_loss", "90000")); isErr {
+		t.Fatalf("stop-loss of the short: %v", out)
+	}
+	if pos := positionOf(t, cs); pos["side"] != "Sell" || pos["stop_loss"] != "90000" {
+		t.Fatalf("position: %v", pos)
+	}
+	if out, isErr := callJSON(t, cs, "activate_kill_switch", map[string]any{}); isErr {
+		t.Fatal(out)
+	}
+	// With the side as Bybit spells it, loosening is refused.
+	if out, isErr := callJSON(t, cs, "set_trading_stop", with(lin, "stop_loss", "120000")); !isErr || out["code"] != "kill_switch_active" {
+		t.Fatalf("loosening the short's stop-loss under the kill switch: %v", out)
+	}
+	mangle.Store(true)
+	out, isErr := callJSON(t, cs, "set_trading_stop", with(lin, "stop_loss", "120000"))
+	mangle.Store(false)
+	if !isErr || out["code"] != "kill_switch_active" {
+		t.Errorf("with the position's side listed as \"sell\", the short's stop-loss was loosened under the kill switch: %v (position now %v)",
+			out, positionOf(t, cs))
+	}
+}
