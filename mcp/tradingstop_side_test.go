@@ -11,16 +11,14 @@ import (
 	"github.com/guarded-exchange/guarded-exchange/messages"
 )
 
-// TestReviewTradingStopOnAMalformedPositionSideLoosensUnderKillSwitch:
-// set_trading_stop decides whether a stop-loss change adds risk from the
-// position's side (stopLossLoosened, tradingstop.go:166-174): any side but
-// "Sell" is taken for a long. The venue's position side is not checked
-// against Bybit's enum (venue/account.go parsePosition; onStopMarket only
-// fences it for the answer), so a venue that lists a short with side
-// "sell" makes raising its stop-loss (loosening it) look risk-reducing: it
-// passes the kill switch. D87 fixed the same gap for amend_order (a side
-// other than Buy or Sell is refused with malformed_result), not here.
-func TestReviewTradingStopOnAMalformedPositionSideLoosensUnderKillSwitch(t *testing.T) {
+// TestTradingStopRefusesAPositionSideItCannotRead: set_trading_stop
+// decides whether a stop-loss change adds risk from the position's side.
+// A venue that lists a short with side "sell" (not one of Bybit's sides)
+// used to have it taken for a long, so raising its stop-loss (loosening
+// it) looked risk-reducing and passed the kill switch. As for amend_order
+// (D87), such a side is refused with exchange_unavailable /
+// malformed_result and nothing is sent.
+func TestTradingStopRefusesAPositionSideItCannotRead(t *testing.T) {
 	var mangle atomic.Bool
 	d := newDurableEnvWrapped(t, func(h http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -63,8 +61,10 @@ func TestReviewTradingStopOnAMalformedPositionSideLoosensUnderKillSwitch(t *test
 	mangle.Store(true)
 	out, isErr := callJSON(t, cs, "set_trading_stop", with(lin, "stop_loss", "120000"))
 	mangle.Store(false)
-	if !isErr || out["code"] != "kill_switch_active" {
-		t.Errorf("with the position's side listed as \"sell\", the short's stop-loss was loosened under the kill switch: %v (position now %v)",
-			out, positionOf(t, cs))
+	if details, _ := out["details"].(map[string]any); !isErr || out["code"] != "exchange_unavailable" || details["reason"] != "malformed_result" {
+		t.Errorf("with the position's side listed as \"sell\", the short's stop-loss change was not refused as unreadable: %v", out)
+	}
+	if pos := positionOf(t, cs); pos["stop_loss"] != "90000" {
+		t.Errorf("the short's stop-loss was loosened under the kill switch: position now %v", pos)
 	}
 }
