@@ -54,6 +54,19 @@ func (b stepBounds) cancelAll() time.Duration {
 	return b.trade(cancelAllMax) + pacing + cancelRetryBudget + cancelRetries*cancelRetryMaxWait
 }
 
+// execution is the bound of an approved action's run (the tool's own
+// path, as the agent's call of it would take).
+func (b stepBounds) execution(tool string) time.Duration {
+	if tool == toolCancelAll {
+		return b.cancelAll()
+	}
+	return b.trade(1)
+}
+
+// longestExecution is the bound of the longest approved action's run:
+// cancel_all_orders.
+func (b stepBounds) longestExecution() time.Duration { return b.cancelAll() }
+
 // askBound is how long an ask waits for the answer to msg when the
 // caller's context sets no shorter deadline.
 func (b stepBounds) askBound(msg any) time.Duration {
@@ -83,10 +96,10 @@ func (b stepBounds) commandSteps(cmd messages.Command) time.Duration {
 		return b.cancelAll()
 	case *messages.DecideConfirmationCommand:
 		if c.Decision == messages.DecisionApprove {
-			// The approved action runs before the decision answers, for
-			// at most executeTimeout (then it answers outcome_unknown),
+			// The approved action runs before the decision answers,
+			// within its own bound (then it answers outcome_unknown),
 			// and its end is journaled.
-			return max(messages.DecisionAnswerWait, executeTimeout+journalTimeout)
+			return max(messages.DecisionAnswerWait, b.longestExecution()+askMargin+journalTimeout)
 		}
 	case *messages.AddCredentialRequest, *messages.RecheckCredentialRequest:
 		return b.request + journalTimeout // the key's check on the venue

@@ -75,10 +75,6 @@ const confirmationKeep = 24 * time.Hour
 // Live ones (max_pending at most waiting) are always kept.
 const confirmationKeepMax = 200
 
-// executeTimeout bounds the wait for an approved action's answer; the
-// action itself keeps its own limits (venue timeouts, the settle wait).
-const executeTimeout = 2 * time.Minute
-
 // confirmExecute is the execution of an approved confirmation: a message
 // of its own, run after the approval is durable.
 type confirmExecute struct {
@@ -780,7 +776,10 @@ func (u *userActor) onConfirmExecute(ctx actor.Context, m *confirmExecute) {
 		u.executing = map[string]int{}
 	}
 	u.executing[conf.ID] = 0
-	fut := actor.NewFuture(ctx.ActorSystem(), executeTimeout)
+	// The wait is the action's own bound: it answers before the wait ends
+	// unless a step overran its bound, and the run's state is kept then.
+	bounds := stepBounds{request: u.timeout, settle: u.settleWait, hold: u.recoveryWait}
+	fut := actor.NewFuture(ctx.ActorSystem(), bounds.execution(conf.Tool)+askMargin)
 	if e := u.rerun(ctx, conf, origin, fut.PID()); e != nil {
 		u.reply(ctx, fut.PID(), e)
 	}
@@ -903,9 +902,13 @@ func (u *userActor) rerun(ctx actor.Context, c Confirmation, origin messages.Ori
 // (outcome_unknown: the attempt stays open and is reconciled) leaves the
 // confirmation executing; the outcome settles it.
 func (u *userActor) onConfirmDone(ctx actor.Context, m *confirmDone) {
-	delete(u.executing, m.id)
 	answer := m.answer
-	if m.err != nil {
+	if m.err == nil {
+		// The run answered: it sends nothing more. A wait that ended
+		// first leaves the run's numbering in place, since the run may
+		// still send, and its writes must not reuse client order ids.
+		delete(u.executing, m.id)
+	} else {
 		answer = &messages.Error{Code: messages.CodeOutcomeUnknown, Message: "the approved action did not answer in time; it is being reconciled, never resent",
 			NextStep: "check it with `guarded-exchange confirm list --all` or get_confirmation_status"}
 	}

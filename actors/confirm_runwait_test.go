@@ -3,6 +3,7 @@ package actors
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,20 +12,17 @@ import (
 	"github.com/guarded-exchange/guarded-exchange/messages"
 )
 
-// TestReviewApprovedCancelAllPastExecuteTimeoutReusesClientOrderIDs: an
-// approved cancel_all_orders may run far longer than executeTimeout (2
-// min; its own bound, stepBounds.cancelAll, is ~8 min with the defaults:
-// 20 paced writes). When the run's future times out, onConfirmDone
-// (confirm.go:906) deletes u.executing[id] while the run goes on, so
-// nextConfirmLinkID (confirm.go:940) numbers the remaining cancels from 1
-// again: a child cancel gets the parent's client order id, its
-// order_attempt overwrites the parent's open attempt (orders.go:136), and
-// the key's idempotency entry is never settled.
+// TestApprovedCancelAllKeepsItsNumberingPastItsWait: an approved
+// cancel_all_orders runs up to its own bound (stepBounds.cancelAll: 20
+// paced writes). Should the wait for its answer still end first, the run
+// goes on sending, so its numbering must stay: a reset one gave a child
+// cancel the parent's client order id, its order_attempt overwrote the
+// parent's open attempt, and the key's entry never settled.
 //
-// The 2-minute timeout is not waited for here: the confirmDone the
-// executor's future goroutine sends on timeout (confirm.go:788-791) is
-// sent while the run is in flight, exactly as it would be.
-func TestReviewApprovedCancelAllPastExecuteTimeoutReusesClientOrderIDs(t *testing.T) {
+// The wait's end is not waited for here: the confirmDone that the
+// executor's future goroutine sends when it times out is sent while the
+// run is in flight, exactly as it would be.
+func TestApprovedCancelAllKeepsItsNumberingPastItsWait(t *testing.T) {
 	ce := newConfirmEnv(t, true, "cancel_all_orders")
 	for _, p := range []string{"30000", "30000.1", "30000.2", "30000.3"} {
 		if _, e := ce.place(t, limitArgs("0.01", p)); e != nil {
@@ -32,7 +30,7 @@ func TestReviewApprovedCancelAllPastExecuteTimeoutReusesClientOrderIDs(t *testin
 		}
 	}
 	res, e := ce.call(t, &messages.CancelAllCommand{User: ce.user, Args: messages.CancelAllArgs{Category: messages.CategoryLinear,
-		Symbol: "BTCUSDT", IdempotencyKey: "review-k1"}})
+		Symbol: "BTCUSDT", IdempotencyKey: "runwait-k1"}})
 	if e != nil {
 		t.Fatal(e)
 	}
@@ -65,8 +63,23 @@ func TestReviewApprovedCancelAllPastExecuteTimeoutReusesClientOrderIDs(t *testin
 	case <-time.After(60 * time.Second):
 		t.Fatal("approval did not answer")
 	}
-	// Let the run finish its remaining cancels.
-	time.Sleep(4 * time.Second)
+	// Let the run finish its remaining cancels: every delayed cancel
+	// sent, and every attempt journaled has its outcome.
+	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		seen, _ := ce.faultSeen(t, "/v5/order/cancel")
+		attempts, outcomes := 0, 0
+		for _, g := range journalOf(t, ce.dir) {
+			switch {
+			case strings.HasPrefix(g, "order_attempt:"):
+				attempts++
+			case strings.HasPrefix(g, "order_outcome:"):
+				outcomes++
+			}
+		}
+		if seen >= 4 && outcomes >= attempts {
+			break
+		}
+	}
 
 	seen := map[string]int{}
 	for _, id := range attemptsJournaled(t, ce.dir) {
@@ -83,7 +96,7 @@ func TestReviewApprovedCancelAllPastExecuteTimeoutReusesClientOrderIDs(t *testin
 	}
 	// The key's claim settles with the run's answer.
 	res, err := ce.Submit(context.Background(), &messages.CancelAllCommand{User: ce.user, Args: messages.CancelAllArgs{Category: messages.CategoryLinear,
-		Symbol: "BTCUSDT", IdempotencyKey: "review-k1"}}, agentOrigin)
+		Symbol: "BTCUSDT", IdempotencyKey: "runwait-k1"}}, agentOrigin)
 	if err != nil && messages.CodeOf(err) == messages.CodeOutcomeUnknown {
 		t.Errorf("a repeat of the key after the run ended still answers %v", err)
 	}
