@@ -381,10 +381,6 @@ func (u *userActor) confirmGate(ctx actor.Context, act *action, r parkRequest) b
 	if r.confirmedBy == "" {
 		return false
 	}
-	if !u.tickets.commit(act.waiter, "") {
-		u.reply(ctx, act.waiter, callerGone())
-		return true
-	}
 	u.park(ctx, r, act.origin, act.waiter)
 	return true
 }
@@ -414,7 +410,8 @@ func (u *userActor) clientUITrusted() bool {
 
 // park journals confirmation_requested and answers the pending
 // confirmation; without a channel, or with max_pending confirmations
-// waiting, it refuses (journaled, nothing sent).
+// waiting, it refuses (journaled, nothing sent). Its send ticket commits
+// only once it is to be parked, and settles with the record.
 func (u *userActor) park(ctx actor.Context, r parkRequest, origin messages.Origin, to *actor.PID) {
 	p := u.state.effective(u.venue, u.env)
 	channel := u.channelFor(origin)
@@ -438,6 +435,10 @@ func (u *userActor) park(ctx actor.Context, r parkRequest, origin messages.Origi
 		u.reply(ctx, to, messages.Internal(err))
 		return
 	}
+	if !u.tickets.commit(to, origin, "") {
+		u.reply(ctx, to, callerGone())
+		return
+	}
 	shown := r.shown
 	shown.Tool, shown.User, shown.Venue = r.tool, u.state.User, u.env
 	shown.Summary = summarize(&shown)
@@ -448,6 +449,7 @@ func (u *userActor) park(ctx actor.Context, r parkRequest, origin messages.Origi
 		ConfirmedBy: r.confirmedBy,
 	}}
 	u.write(ctx, ev, origin, func(_ wal.Record, err error) {
+		u.tickets.settle(to, err == nil)
 		if err != nil {
 			u.reply(ctx, to, messages.AsError(err))
 			return
@@ -690,8 +692,15 @@ func (u *userActor) decideConfirmation(ctx actor.Context, m *userCommand, c *mes
 		return
 	}
 	// The approval goes out with the execution's order_attempt (one fsync
-	// before the wire): see writeLazy.
-	if e := u.writeLazy(ctx, u.decidedEvent(conf, messages.DecisionApprove, c.Channel, uid), origin); e != nil {
+	// before the wire): see writeLazy. Once it is taken, the approved
+	// action runs whether its caller waits or not.
+	if !u.tickets.commit(sender, m.origin, "") {
+		u.reply(ctx, sender, callerGone())
+		return
+	}
+	e := u.writeLazy(ctx, u.decidedEvent(conf, messages.DecisionApprove, c.Channel, uid), origin)
+	u.tickets.settle(sender, e == nil)
+	if e != nil {
 		u.reply(ctx, sender, e)
 		return
 	}
