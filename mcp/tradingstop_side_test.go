@@ -17,7 +17,7 @@ import (
 // used to have it taken for a long, so raising its stop-loss (loosening
 // it) looked risk-reducing and passed the kill switch. As for amend_order
 // (D87), such a side is refused with exchange_unavailable /
-// malformed_result and nothing is sent.
+// malformed_result and nothing is sent; so is close_position's.
 func TestTradingStopRefusesAPositionSideItCannotRead(t *testing.T) {
 	var mangle atomic.Bool
 	d := newDurableEnvWrapped(t, func(h http.Handler) http.Handler {
@@ -66,5 +66,15 @@ func TestTradingStopRefusesAPositionSideItCannotRead(t *testing.T) {
 	}
 	if pos := positionOf(t, cs); pos["stop_loss"] != "90000" {
 		t.Errorf("the short's stop-loss was loosened under the kill switch: position now %v", pos)
+	}
+	// close_position reads which side closes it from the same side.
+	mangle.Store(true)
+	out, isErr = callJSON(t, cs, "close_position", lin)
+	mangle.Store(false)
+	if details, _ := out["details"].(map[string]any); !isErr || out["code"] != "exchange_unavailable" || details["reason"] != "malformed_result" {
+		t.Errorf("close_position of a position listed as \"sell\": %v", out)
+	}
+	if pos := positionOf(t, cs); pos["side"] != "Sell" || pos["size"] != "0.002" {
+		t.Errorf("position after the refused close: %v", pos)
 	}
 }
