@@ -248,6 +248,17 @@ func unreadableOrder() *messages.Error {
 		NextStep: "check the order with get_open_orders and try again later; cancel_order still works", Details: map[string]any{"reason": string(venue.FailMalformedResult)}}
 }
 
+// unreadablePosition is the refusal of a change whose position the venue
+// listed with a side that is not one of Bybit's: which way the change
+// moves risk cannot be known, so nothing is sent (D87).
+func unreadablePosition() *messages.Error {
+	return &messages.Error{Code: messages.CodeExchangeUnavailable, Message: "the exchange listed this position with a side this server cannot read; nothing was sent",
+		NextStep: "check the position with get_positions and try again later", Details: map[string]any{"reason": string(venue.FailMalformedResult)}}
+}
+
+// knownSide says side is one of Bybit's order and position sides.
+func knownSide(side string) bool { return side == "Buy" || side == "Sell" }
+
 // riskLimits are the limits of a risk-increasing change beyond the gate:
 // the whole order's value, the symbol's leverage, the daily cap on the
 // growth, and the rates.

@@ -54,6 +54,19 @@ func (b stepBounds) cancelAll() time.Duration {
 	return b.trade(cancelAllMax) + pacing + cancelRetryBudget + cancelRetries*cancelRetryMaxWait
 }
 
+// execution is the bound of an approved action's run (the tool's own
+// path, as the agent's call of it would take).
+func (b stepBounds) execution(tool string) time.Duration {
+	if tool == toolCancelAll {
+		return b.cancelAll()
+	}
+	return b.trade(1)
+}
+
+// longestExecution is the bound of the longest approved action's run:
+// cancel_all_orders.
+func (b stepBounds) longestExecution() time.Duration { return b.cancelAll() }
+
 // askBound is how long an ask waits for the answer to msg when the
 // caller's context sets no shorter deadline.
 func (b stepBounds) askBound(msg any) time.Duration {
@@ -83,10 +96,10 @@ func (b stepBounds) commandSteps(cmd messages.Command) time.Duration {
 		return b.cancelAll()
 	case *messages.DecideConfirmationCommand:
 		if c.Decision == messages.DecisionApprove {
-			// The approved action runs before the decision answers, for
-			// at most executeTimeout (then it answers outcome_unknown),
+			// The approved action runs before the decision answers,
+			// within its own bound (then it answers outcome_unknown),
 			// and its end is journaled.
-			return max(messages.DecisionAnswerWait, executeTimeout+journalTimeout)
+			return max(messages.DecisionAnswerWait, b.longestExecution()+askMargin+journalTimeout)
 		}
 	case *messages.AddCredentialRequest, *messages.RecheckCredentialRequest:
 		return b.request + journalTimeout // the key's check on the venue
@@ -95,8 +108,12 @@ func (b stepBounds) commandSteps(cmd messages.Command) time.Duration {
 }
 
 // sendsWrite reports whether msg is a trading command whose action may
-// send a write (or park one for a human): its ask carries a send ticket.
+// send a write (or park one for a human), or an approval (whose approved
+// action may then run): its ask carries a send ticket.
 func sendsWrite(msg any) bool {
+	if approvalOf(msg) != "" {
+		return true
+	}
 	switch msg.(type) {
 	case *placeAsk, *cancelAsk:
 		return true
@@ -115,12 +132,16 @@ func sendsWrite(msg any) bool {
 
 // sendTickets tie a trading call's ask to its action, by the ask's reply
 // PID (the action's waiter). Exactly one of two things happens first: the
-// action commits (its order_attempt is about to be journaled, or it is
-// about to be parked for a human), or the caller stops waiting. A caller
-// that stopped first is answered "nothing was sent" and the action, when
-// it reaches that point, stops without sending; a caller that stops after
-// the commit is answered outcome_unknown with the client order id. Safe
-// for concurrent use.
+// action commits (its order_attempt is about to be journaled, it is
+// about to be parked for a human, or an approval is about to be taken),
+// or the caller stops waiting. A caller that stopped first is answered
+// "nothing was sent" and the action, when it reaches that point, stops
+// without sending. A caller that stops after the commit waits for the
+// committed step to be decided (settle): made durable, it is answered
+// outcome_unknown with the client order id; refused (the record failed),
+// "nothing was sent". A trading call of the agent or a human whose
+// ticket is gone (its caller gave up long ago) is never sent: tickets
+// fail closed. Safe for concurrent use.
 type sendTickets struct {
 	mu sync.Mutex
 	m  map[string]*sendTicket
@@ -135,6 +156,10 @@ type sendTicket struct {
 	// keepUntil is how long an abandoned ticket is kept for its action
 	// to find: the action's own bound from the abandonment.
 	keepUntil time.Time
+	// decided is closed by settle once the committed step is decided;
+	// refused says it was refused and nothing was sent.
+	decided chan struct{}
+	refused bool
 }
 
 func newSendTickets() *sendTickets { return &sendTickets{m: map[string]*sendTicket{}} }
@@ -164,12 +189,15 @@ func (t *sendTickets) done(pid *actor.PID) {
 	t.mu.Unlock()
 }
 
-// commit is asked by the user actor before its action sends a write
-// (clientOrderID) or parks it for a human (""): false means the caller
-// has stopped waiting and was told nothing would be sent, so the action
-// must stop. A waiter without a ticket (the server's own work, an
-// approved confirmation's run) always goes on.
-func (t *sendTickets) commit(waiter *actor.PID, clientOrderID string) bool {
+// commit is asked by the user actor before its action journals a write
+// (clientOrderID), parks it for a human or takes an approval (""); it
+// then settles the ticket once that record is durable or refused. false
+// means the caller has stopped waiting and was told nothing would be
+// sent, so the action must stop. A waiter without a ticket goes on only
+// for the server's own work and an approved confirmation's run: the
+// agent's or a human's call without one (dropped after its caller gave
+// up) stops.
+func (t *sendTickets) commit(waiter *actor.PID, origin messages.Origin, clientOrderID string) bool {
 	if t == nil || waiter == nil {
 		return true
 	}
@@ -177,30 +205,101 @@ func (t *sendTickets) commit(waiter *actor.PID, clientOrderID string) bool {
 	defer t.mu.Unlock()
 	k, ok := t.m[waiter.Id]
 	if !ok {
-		return true
+		return !callersOrigin(origin)
 	}
 	if k.abandoned {
 		return false
 	}
 	if !k.committed {
-		k.committed, k.clientOrderID = true, clientOrderID
+		k.committed, k.clientOrderID, k.decided = true, clientOrderID, make(chan struct{})
 	}
 	return true
 }
 
-// abandon is asked by the caller whose wait ended before the answer: it
-// returns the answer to give, outcome_unknown when the action committed,
-// else a refusal that promises (and the ticket enforces) that nothing is
-// sent.
-func (t *sendTickets) abandon(pid *actor.PID, keep time.Duration, cause error) *messages.Error {
+// callersOrigin reports whether origin is a call of the agent or a
+// human, which always comes with a ticket (System.ask), rather than the
+// server's own work or an approved confirmation's run.
+func callersOrigin(o messages.Origin) bool {
+	if o.ConfirmationID != "" {
+		return false
+	}
+	switch o.Role {
+	case messages.RoleAgent, messages.RoleUser, messages.RoleApprover, messages.RoleAdmin:
+		return true
+	}
+	return false
+}
+
+// settle says the committed step of waiter's action is decided: durable
+// (sent: the write may leave, the action is parked, the approval taken)
+// or refused (nothing was sent). A caller that stopped waiting after the
+// commit is answered by it.
+func (t *sendTickets) settle(waiter *actor.PID, sent bool) {
+	if t == nil || waiter == nil {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	k, ok := t.m[waiter.Id]
+	if !ok || !k.committed {
+		return
+	}
+	select {
+	case <-k.decided:
+	default:
+		k.refused = !sent
+		close(k.decided)
+	}
+}
+
+// abandon is asked by the caller whose wait ended before the answer. It
+// reports whether the action got past its commit (and the client order
+// id it committed): when the action has committed, it first waits (at
+// most the journal's bound) for the committed step to be decided, and a
+// refused one did not get past it. When it has not committed, the ticket
+// is abandoned and enforces that nothing is sent.
+func (t *sendTickets) abandon(pid *actor.PID, keep time.Duration) (committed bool, clientOrderID string) {
 	t.mu.Lock()
 	k, ok := t.m[pid.Id]
-	if ok && !k.committed {
-		k.abandoned, k.keepUntil = true, time.Now().Add(keep)
+	if !ok {
+		t.mu.Unlock()
+		return false, ""
 	}
+	if !k.committed {
+		k.abandoned, k.keepUntil = true, time.Now().Add(keep)
+		t.mu.Unlock()
+		return false, ""
+	}
+	decided, id := k.decided, k.clientOrderID
 	t.mu.Unlock()
-	if ok && k.committed {
-		return waitEndedUnknown(k.clientOrderID)
+	select {
+	case <-decided:
+	case <-time.After(journalTimeout + askMargin):
+		return true, id // undecided: it may still go out
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return !k.refused, id
+}
+
+// waitEnded is the answer of an ask whose caller stopped waiting before
+// the answer (ticket: the ask carried a send ticket): outcome_unknown once
+// its action committed, else a refusal that promises (and the ticket
+// enforces) that nothing is sent; an approval's, once taken, names the
+// confirmation.
+func (s *System) waitEnded(msg any, pid *actor.PID, cause error) *messages.Error {
+	committed, clientOrderID := s.tickets.abandon(pid, s.bounds.askBound(msg))
+	approval := approvalOf(msg)
+	switch {
+	case committed && approval != "":
+		return approvalWaitEnded(approval, cause)
+	case committed:
+		return waitEndedUnknown(clientOrderID)
+	case approval != "":
+		return &messages.Error{Code: messages.CodeInternalError,
+			Message:  "the call ended before the approval was taken; nothing was decided and nothing will be",
+			NextStep: "check the confirmation with `guarded-exchange confirm list` and approve it again if it is still wanted",
+			Details:  map[string]any{"reason": "cancelled"}, Err: cause}
 	}
 	return &messages.Error{Code: messages.CodeInternalError,
 		Message:  "the call ended before its action was sent; nothing was sent and nothing will be",

@@ -266,7 +266,7 @@ func (u *userActor) runCancelAll(ctx actor.Context, act *action, a messages.Canc
 	parent.claim = act.claim
 	parent.step = stepJournal
 	id := u.linkID(parent, act.origin)
-	if !u.tickets.commit(act.waiter, id) {
+	if !u.tickets.commit(act.waiter, act.origin, id) {
 		// The caller stopped waiting before anything was sent and was
 		// told nothing would be (askbound.go).
 		u.finish(ctx, parent, callerGone())
@@ -276,6 +276,7 @@ func (u *userActor) runCancelAll(ctx actor.Context, act *action, a messages.Canc
 		Category: a.Category, Symbol: a.Symbol, At: u.now().UTC(), IdempotencyKey: a.IdempotencyKey, ArgsSHA256: act.all.hash}
 	ev := Event{messages.RecordOrderAttempt, att}
 	u.write(ctx, ev, act.origin, func(_ wal.Record, err error) {
+		u.tickets.settle(act.waiter, err == nil)
 		if err != nil {
 			u.finish(ctx, parent, messages.AsError(err))
 			return

@@ -75,10 +75,6 @@ const confirmationKeep = 24 * time.Hour
 // Live ones (max_pending at most waiting) are always kept.
 const confirmationKeepMax = 200
 
-// executeTimeout bounds the wait for an approved action's answer; the
-// action itself keeps its own limits (venue timeouts, the settle wait).
-const executeTimeout = 2 * time.Minute
-
 // confirmExecute is the execution of an approved confirmation: a message
 // of its own, run after the approval is durable.
 type confirmExecute struct {
@@ -385,10 +381,6 @@ func (u *userActor) confirmGate(ctx actor.Context, act *action, r parkRequest) b
 	if r.confirmedBy == "" {
 		return false
 	}
-	if !u.tickets.commit(act.waiter, "") {
-		u.reply(ctx, act.waiter, callerGone())
-		return true
-	}
 	u.park(ctx, r, act.origin, act.waiter)
 	return true
 }
@@ -418,7 +410,8 @@ func (u *userActor) clientUITrusted() bool {
 
 // park journals confirmation_requested and answers the pending
 // confirmation; without a channel, or with max_pending confirmations
-// waiting, it refuses (journaled, nothing sent).
+// waiting, it refuses (journaled, nothing sent). Its send ticket commits
+// only once it is to be parked, and settles with the record.
 func (u *userActor) park(ctx actor.Context, r parkRequest, origin messages.Origin, to *actor.PID) {
 	p := u.state.effective(u.venue, u.env)
 	channel := u.channelFor(origin)
@@ -442,6 +435,10 @@ func (u *userActor) park(ctx actor.Context, r parkRequest, origin messages.Origi
 		u.reply(ctx, to, messages.Internal(err))
 		return
 	}
+	if !u.tickets.commit(to, origin, "") {
+		u.reply(ctx, to, callerGone())
+		return
+	}
 	shown := r.shown
 	shown.Tool, shown.User, shown.Venue = r.tool, u.state.User, u.env
 	shown.Summary = summarize(&shown)
@@ -452,6 +449,7 @@ func (u *userActor) park(ctx actor.Context, r parkRequest, origin messages.Origi
 		ConfirmedBy: r.confirmedBy,
 	}}
 	u.write(ctx, ev, origin, func(_ wal.Record, err error) {
+		u.tickets.settle(to, err == nil)
 		if err != nil {
 			u.reply(ctx, to, messages.AsError(err))
 			return
@@ -694,8 +692,15 @@ func (u *userActor) decideConfirmation(ctx actor.Context, m *userCommand, c *mes
 		return
 	}
 	// The approval goes out with the execution's order_attempt (one fsync
-	// before the wire): see writeLazy.
-	if e := u.writeLazy(ctx, u.decidedEvent(conf, messages.DecisionApprove, c.Channel, uid), origin); e != nil {
+	// before the wire): see writeLazy. Once it is taken, the approved
+	// action runs whether its caller waits or not.
+	if !u.tickets.commit(sender, m.origin, "") {
+		u.reply(ctx, sender, callerGone())
+		return
+	}
+	e := u.writeLazy(ctx, u.decidedEvent(conf, messages.DecisionApprove, c.Channel, uid), origin)
+	u.tickets.settle(sender, e == nil)
+	if e != nil {
 		u.reply(ctx, sender, e)
 		return
 	}
@@ -780,7 +785,10 @@ func (u *userActor) onConfirmExecute(ctx actor.Context, m *confirmExecute) {
 		u.executing = map[string]int{}
 	}
 	u.executing[conf.ID] = 0
-	fut := actor.NewFuture(ctx.ActorSystem(), executeTimeout)
+	// The wait is the action's own bound: it answers before the wait ends
+	// unless a step overran its bound, and the run's state is kept then.
+	bounds := stepBounds{request: u.timeout, settle: u.settleWait, hold: u.recoveryWait}
+	fut := actor.NewFuture(ctx.ActorSystem(), bounds.execution(conf.Tool)+askMargin)
 	if e := u.rerun(ctx, conf, origin, fut.PID()); e != nil {
 		u.reply(ctx, fut.PID(), e)
 	}
@@ -903,9 +911,13 @@ func (u *userActor) rerun(ctx actor.Context, c Confirmation, origin messages.Ori
 // (outcome_unknown: the attempt stays open and is reconciled) leaves the
 // confirmation executing; the outcome settles it.
 func (u *userActor) onConfirmDone(ctx actor.Context, m *confirmDone) {
-	delete(u.executing, m.id)
 	answer := m.answer
-	if m.err != nil {
+	if m.err == nil {
+		// The run answered: it sends nothing more. A wait that ended
+		// first leaves the run's numbering in place, since the run may
+		// still send, and its writes must not reuse client order ids.
+		delete(u.executing, m.id)
+	} else {
 		answer = &messages.Error{Code: messages.CodeOutcomeUnknown, Message: "the approved action did not answer in time; it is being reconciled, never resent",
 			NextStep: "check it with `guarded-exchange confirm list --all` or get_confirmation_status"}
 	}

@@ -17,11 +17,14 @@ func TestAskBoundCoversExecution(t *testing.T) {
 	b := stepBounds{request: 10 * time.Second, settle: DefaultSettleWait, hold: DefaultRecoveryWait}
 	approve := &userCommand{cmd: &messages.DecideConfirmationCommand{User: "alice", ConfirmationID: "cf_0123456789abcdef01234567",
 		Decision: messages.DecisionApprove, Channel: messages.ConfirmChannelCLI}}
-	if got := b.askBound(approve); got <= executeTimeout || got < messages.DecisionAnswerWait {
-		t.Fatalf("an approval waits %v; the execution may take %v", got, executeTimeout)
+	run := b.execution(toolCancelAll) + askMargin // the run's own wait (onConfirmExecute)
+	if got := b.askBound(approve); got <= run || got < messages.DecisionAnswerWait {
+		t.Fatalf("an approval waits %v; the execution may take %v", got, run)
 	}
-	if messages.DecisionAnswerWait <= executeTimeout {
-		t.Fatalf("DecisionAnswerWait %v does not cover executeTimeout %v", messages.DecisionAnswerWait, executeTimeout)
+	// The CLI waits DecisionAnswerWait: it covers the longest run with
+	// the server's default bounds and the record of its end.
+	if messages.DecisionAnswerWait < run+journalTimeout {
+		t.Fatalf("DecisionAnswerWait %v does not cover a cancel_all_orders run %v", messages.DecisionAnswerWait, run)
 	}
 	reject := &userCommand{cmd: &messages.DecideConfirmationCommand{User: "alice", ConfirmationID: "cf_0123456789abcdef01234567",
 		Decision: messages.DecisionReject, Channel: messages.ConfirmChannelCLI}}
@@ -35,7 +38,7 @@ func TestAskBoundCoversExecution(t *testing.T) {
 	if got := b.askBound(place); got != want {
 		t.Fatalf("place_order waits %v, want %v", got, want)
 	}
-	if got := b.askBound(approve); got < executeTimeout+journalTimeout+askMargin {
+	if got := b.askBound(approve); got < run+journalTimeout+askMargin {
 		t.Fatalf("an approval waits %v, less than its run and the record of its end", got)
 	}
 }

@@ -167,3 +167,27 @@ func TestDeadmanJournalsItsTriggerInTheLastReserve(t *testing.T) {
 		t.Fatal("no deadman_triggered record in the last reserve")
 	}
 }
+
+// In the last reserve the counts of refused calls and refused sessions
+// are not written: the journal actor refuses every record that is not
+// essential, whichever path queued it (both are queued without waiting).
+func TestDiskReserveDropsRefusalCounts(t *testing.T) {
+	ts := reserveUser(t, func(dir string) uint64 { return freeOf(t, dir) + 1<<30 })
+	ctx := context.Background()
+	now := time.Now().UTC()
+	if err := ts.CallsRateLimited(&messages.CallsRateLimitedEvent{User: "alice", TokenID: "tok_a", Count: 3, Since: now, Until: now}); err != nil {
+		t.Fatal(err)
+	}
+	if err := ts.SessionsRefused(&messages.SessionsRefusedEvent{User: "alice", TokenID: "tok_a", Count: 3, Since: now, Until: now}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ts.Handle(ctx, &messages.SetKillSwitchRequest{User: "alice", On: true, Level: messages.KillSwitchUser}, messages.ActorCLIUser); err != nil {
+		t.Fatalf("the kill switch in the last reserve: %v", err)
+	}
+	for _, r := range ts.records(t) {
+		switch messages.RecordType(r.Type) {
+		case messages.RecordCallsRateLimited, messages.RecordSessionsRefused:
+			t.Errorf("journaled in the last reserve: %s", messages.RecordType(r.Type))
+		}
+	}
+}

@@ -142,6 +142,9 @@ func (s *UserState) decidePlace(tool string, a messages.PlaceOrderArgs, venue me
 		// A reduce-only order needs an opposite position and is cut to
 		// its size.
 		pos := m.position
+		if pos != nil && pos.Size.IsPositive() && !knownSide(pos.Side) {
+			return none, nil, unreadablePosition()
+		}
 		if pos == nil || !pos.Size.IsPositive() || pos.Side == a.Side {
 			return none, nil, &messages.Error{Code: messages.CodeNotFound, Message: "there is no position this reduce-only order could reduce",
 				NextStep: "check get_positions; a reduce-only Sell reduces a long, a Buy a short", Details: map[string]any{"reason": "position_not_found"}}

@@ -159,7 +159,7 @@ func (u *userActor) execute(ctx actor.Context, p orderPlan, origin messages.Orig
 		return a
 	}
 	id := u.linkID(a, origin)
-	if !u.tickets.commit(sender, id) {
+	if !u.tickets.commit(sender, origin, id) {
 		// The caller stopped waiting before anything was sent and was
 		// told nothing would be: the write is not sent.
 		u.finish(ctx, a, callerGone())
@@ -188,6 +188,7 @@ func (u *userActor) execute(ctx actor.Context, p orderPlan, origin messages.Orig
 	}
 	ev := Event{messages.RecordOrderAttempt, att}
 	u.write(ctx, ev, origin, func(_ wal.Record, err error) {
+		u.tickets.settle(sender, err == nil)
 		if err != nil {
 			// Nothing was sent: the attempt is not durable.
 			u.finish(ctx, a, messages.AsError(err))

@@ -87,8 +87,9 @@ func originAllowed(ev Event, actor string) bool {
 
 // decisionAllowed is who may journal a confirmation decision: a human's
 // decision on the CLI comes from the CLI; a decision on the client's form
-// is the human behind that form (client_ui:user), relayed by the MCP
-// layer of the session (never the model: no tool decides; replaycheck.go
+// is that form's answer (client_ui:user, a human's only as far as
+// trust_client_ui trusts the client), relayed by the MCP layer of the
+// session (never a tool call of the model: no tool decides; replaycheck.go
 // also requires that the confirmation was parked for the form); the agent
 // or a human may withdraw a waiting one;
 // only the server expires one, or cancels one parked on another venue

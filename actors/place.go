@@ -105,9 +105,13 @@ func (u *userActor) onMarketFetched(ctx actor.Context, m *marketFetched) {
 	}
 	if act.place.close {
 		pos := m.market.position
-		if pos == nil || !pos.Size.IsPositive() || (pos.Side != "Buy" && pos.Side != "Sell") {
+		if pos == nil || !pos.Size.IsPositive() {
 			u.refuseTool(ctx, tool, a.Category, a.Symbol, a.DryRun, &messages.Error{Code: messages.CodeNotFound, Message: "there is no open position on this symbol",
 				NextStep: "check get_positions", Details: map[string]any{"reason": "position_not_found"}}, act.origin, act.waiter)
+			return
+		}
+		if !knownSide(pos.Side) {
+			u.refuseTool(ctx, tool, a.Category, a.Symbol, a.DryRun, unreadablePosition(), act.origin, act.waiter)
 			return
 		}
 		a.Side = "Sell"

@@ -501,11 +501,11 @@ func errOrNil(e *messages.Error) error {
 // reply (from a supervisor answering a crash) is returned as the error; a
 // dead actor becomes internal_error. The wait is the action's own bound
 // (stepBounds.askBound), or less when the caller's context ends first. A
-// trading call whose wait ends early is answered by its send ticket:
-// outcome_unknown with the client order id once its write may have left,
-// else "nothing was sent" (and nothing will be); an approval's early end
-// is outcome_unknown with the confirmation id (the approved action may be
-// running); any other command's early end is internal_error.
+// trading call or approval whose wait ends early is answered by its send
+// ticket (System.waitEnded): outcome_unknown with the client order id (or
+// the confirmation id) once its write may have left or the approval was
+// taken, else "nothing was sent" (and nothing will be); any other
+// command's early end is internal_error.
 func ask[T any](ctx context.Context, s *System, pid *actor.PID, msg any) (T, error) {
 	var zero T
 	if pid == nil {
@@ -558,10 +558,7 @@ func ask[T any](ctx context.Context, s *System, pid *actor.PID, msg any) (T, err
 		if !errors.Is(err, actor.ErrDeadLetter) {
 			cause := fmt.Errorf("ask %T: %w", msg, err)
 			if ticket {
-				return zero, s.tickets.abandon(f.PID(), s.bounds.askBound(msg), cause)
-			}
-			if id := approvalOf(msg); id != "" {
-				return zero, approvalWaitEnded(id, cause)
+				return zero, s.waitEnded(msg, f.PID(), cause)
 			}
 		}
 		return zero, messages.Internal(fmt.Errorf("ask %T: %w", msg, err))

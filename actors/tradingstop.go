@@ -100,6 +100,10 @@ func (u *userActor) onStopMarket(ctx actor.Context, act *action, m *marketFetche
 			NextStep: "check get_positions", Details: map[string]any{"reason": "position_not_found"}})
 		return
 	}
+	if !knownSide(pos.Side) {
+		refuse(unreadablePosition())
+		return
+	}
 	risk := stopLossLoosened(pos, a.StopLoss)
 	if e := u.state.DecideAction(&messages.DecideActionRequest{Tool: toolTradingStop, Category: a.Category, Symbol: a.Symbol, RiskIncreasing: risk, RiskReducing: !risk}, u.venue, u.env); e != nil {
 		refuse(e)

@@ -64,6 +64,10 @@ type sessionCaps struct {
 	refused    map[string]*sessionRefusals // by token id
 	// ended counts the sessions ended to make room (tests wait on it).
 	ended int
+	// counted numbers the sessions as they are added to open: a list of
+	// the SDK's live sessions taken once counted was n says only of the
+	// sessions numbered below n whether they ended.
+	counted uint64
 }
 
 // openSession is one older-era session the front counted.
@@ -71,6 +75,8 @@ type openSession struct {
 	id, tokenID string
 	lastUsed    time.Time
 	inFlight    int
+	// seq is its number in counting order (sessionCaps.counted).
+	seq uint64
 	// evicting: a new session takes its place; it ends once that one is
 	// open (so that the user never has none in between).
 	evicting bool
@@ -155,12 +161,17 @@ func (c *sessionCaps) use(id string) (done func()) {
 // which bound). opened records the new session's id ("" when the SDK
 // opened none) and ends the session it took the place of.
 func (c *sessionCaps) admit(a authenticated) (opened func(id string), scope string, ok bool) {
+	// The SDK's list is read outside c.mu: a session counted while it is
+	// read may be missing from it and is not taken for ended.
+	c.mu.Lock()
+	before := c.counted
+	c.mu.Unlock()
 	live := c.live()
 	now := c.now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for id, s := range c.open {
-		if !live[id] && s.inFlight == 0 {
+		if s.seq < before && !live[id] && s.inFlight == 0 {
 			delete(c.open, id) // ended: deleted, expired or closed
 		}
 	}
@@ -198,7 +209,8 @@ func (c *sessionCaps) admit(a authenticated) (opened func(id string), scope stri
 		}
 		c.pendingAll--
 		if id != "" {
-			c.open[id] = &openSession{id: id, tokenID: a.tokenID, lastUsed: c.now()}
+			c.open[id] = &openSession{id: id, tokenID: a.tokenID, lastUsed: c.now(), seq: c.counted}
+			c.counted++
 		} else if victim != nil {
 			victim.evicting = false
 			victim = nil

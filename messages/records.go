@@ -222,9 +222,11 @@ const (
 	// ActorDeadman is the dead-man switch: the cancels it makes when an
 	// agent disconnects or falls silent.
 	ActorDeadman = "system:deadman"
-	// ActorClientUI is the human who answered the confirmation form in
-	// the MCP client of a session (channel client_ui): the decision is
-	// the human's, relayed by the session, never the agent's.
+	// ActorClientUI is the answer of the confirmation form in the MCP
+	// client of a session (channel client_ui), relayed by the session,
+	// never a tool call of the agent. The server cannot see who filled
+	// the form: it is the user's human only as far as trust_client_ui
+	// trusts that client (never on live, decision D92).
 	ActorClientUI = "client_ui:user"
 	// ActorSystem is the server itself (start-up, recovery).
 	ActorSystem = "system:server"
