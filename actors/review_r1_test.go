@@ -1,0 +1,161 @@
+package actors
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/guarded-exchange/guarded-exchange/messages"
+	"github.com/guarded-exchange/guarded-exchange/venue"
+)
+
+// reviewEmptyVenue is a REST venue whose every position list is empty: it
+// shows no position at all, for any symbol it is asked about.
+func reviewEmptyVenue(t *testing.T) *venue.Client {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"retCode":0,"retMsg":"OK","result":{"category":"linear","list":[],"nextPageCursor":""},"retExtInfo":{},"time":1764640000000}`))
+	}))
+	t.Cleanup(srv.Close)
+	c, err := venue.NewClient(venue.Config{BaseURL: srv.URL, APIKey: "reviewkey", APISecret: "reviewsecret"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// D94: "a forged one is dropped at that read". A forged pushed position
+// whose symbol is exchange text that is not a symbol (here "btcusdt") is
+// admitted without a listing look-up (admitLocked), its loss counts at
+// once, and no REST read can ever drop it: vanished names it, but the
+// read by symbol refuses the name (checkListArgs), so absentIn never runs
+// and worst stays until 00:00 UTC -- the forced REDUCING "for the rest of
+// the day" that issue 17 part A asked to fix.
+func TestReviewForgedLossOnUnreadableSymbolIsNeverDropped(t *testing.T) {
+	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	client := reviewEmptyVenue(t)
+	c := newStreamCache()
+	c.setListing(func(context.Context, messages.Category, string) (bool, error) { return false, nil }) // the venue lists nothing
+	c.mu.Lock()
+	c.open = true
+	c.mu.Unlock()
+	c.note(messages.StreamEvent{Kind: messages.StreamPositions, Positions: []messages.Position{linPos("btcusdt", 0, "1", "0", "-1000000")}}, now)
+	wantLoss(t, c, now, "1000000") // stricter at once: allowed
+	// The posture clock's reads (every 2 s), as pollPositions runs them,
+	// against a venue that shows no position at all.
+	for i := range 5 {
+		at := now.Add(time.Duration(2*(i+1)) * time.Second)
+		if !c.wantsPositions(at, 2*time.Second) {
+			t.Fatalf("read %d not wanted", i)
+		}
+		c.polled(readPositions(context.Background(), client, c), at)
+	}
+	wantLoss(t, c, now.Add(time.Minute), "0")
+}
+
+// A flood of pushed positions whose symbols are not symbols (each new)
+// grows the stream cache's positions (and worst) without bound: they are
+// admitted without a look-up and never removed (no REST read can name
+// them), so memory grows per push, keyed by exchange-chosen text.
+func TestReviewUnreadablePositionPushesGrowTheCacheWithoutBound(t *testing.T) {
+	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	c := newStreamCache()
+	c.setListing(func(context.Context, messages.Category, string) (bool, error) { return false, nil })
+	const n = 50000
+	for i := range n / 100 {
+		rows := make([]messages.Position, 0, 100)
+		for j := range 100 {
+			rows = append(rows, linPos(fmt.Sprintf("x-%d-%d", i, j), 0, "1", "0", "-1"))
+		}
+		c.note(messages.StreamEvent{Kind: messages.StreamPositions, Positions: rows}, now)
+	}
+	c.mu.Lock()
+	got, worst := len(c.positions), len(c.worst)
+	c.mu.Unlock()
+	if got > maxListed || worst > maxListed {
+		t.Fatalf("%d forged pushed rows left %d positions and %d worst entries in the cache (no bound)", n, got, worst)
+	}
+}
+
+// The traded set is keyed by exchange-chosen symbols: every pushed
+// execution with a new symbol-shaped name adds an entry that is never
+// removed (not even at the day's roll), so a flood of forged executions
+// grows it per push.
+func TestReviewForgedExecutionsGrowTradedWithoutBound(t *testing.T) {
+	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	c := newStreamCache()
+	const n = 50000
+	for i := range n / 100 {
+		rows := make([]messages.Execution, 0, 100)
+		for j := range 100 {
+			rows = append(rows, messages.Execution{Category: messages.CategoryLinear, Symbol: fmt.Sprintf("F%dX%dUSDT", i, j)})
+		}
+		c.note(messages.StreamEvent{Kind: messages.StreamExecutions, Executions: rows}, now)
+	}
+	c.note(messages.StreamEvent{Kind: messages.StreamPositions}, now.Add(24*time.Hour)) // a new day
+	c.mu.Lock()
+	got := len(c.traded)
+	c.mu.Unlock()
+	if got > maxListed {
+		t.Fatalf("%d forged executions left %d entries in traded (no bound)", n, got)
+	}
+}
+
+// D95: a read-back "of this order that disagrees otherwise (a larger
+// quantity ...) is dropped". Mismatch names only the first field that
+// disagrees, and checkReadBack keeps a read-back whose first mismatch is
+// its status: a read-back with a status that is not Bybit's and a filled
+// quantity 100x the order's is kept, and place_order answers it as the
+// known filled_qty (stored for replays too).
+func TestReviewReadBackWithOddStatusReportsUncheckedFill(t *testing.T) {
+	expect := messages.OrderExpectation{ClientOrderID: "gx-abc-1", Category: messages.CategoryLinear, Symbol: "BTCUSDT", Side: "Buy",
+		MaxQty: num("0.001"), MaxPrice: num("110000"), MinPrice: num("1")}
+	ack := &messages.OrderAck{OrderID: "1f2e3d4c-0000-4000-8000-000000000001", OrderLinkID: "gx-abc-1"}
+	rb := &messages.Order{Category: messages.CategoryLinear, Symbol: "BTCUSDT", OrderID: ack.OrderID, OrderLinkID: "gx-abc-1", Side: "Buy",
+		Status: "FILLED", Qty: num("0.1"), CumExecQty: num("0.1"), AvgPrice: num("100000")}
+	kept, mism := checkReadBack(rb, expect, ack)
+	w := &orderWritten{ack: ack, readBack: kept, mismatches: mism}
+	planned := &messages.OrderAnswer{Symbol: "BTCUSDT", Side: "Buy"}
+	ans := orderAnswerOf(planned, &orderResult{ClientOrderID: "gx-abc-1", ResultSource: "venue", Ack: ack}, w)
+	oa, ok := ans.(*messages.OrderAnswer)
+	if !ok {
+		t.Fatalf("answer %T %+v", ans, ans)
+	}
+	if oa.FilledQty.Known && oa.FilledQty.Qty.GreaterThan(expect.MaxQty) {
+		b, _ := json.Marshal(oa)
+		t.Fatalf("a read-back that does not match (qty 100x, status %q) is answered as filled_qty %s: %s", rb.Status, oa.FilledQty.Qty, b)
+	}
+}
+
+// D89 bounds a venue_update by rows (128 every 200 ms), never by bytes:
+// the stream's order rows carry exchange text of any length (orderLinkId,
+// orderId, symbol, status: nothing bounds them but the 4 MiB frame), so a
+// proxy pushing "gx-" rows with long ids gets records of about 4 MiB
+// journaled five times a second (about 20 MB/s of journal), the growth
+// issue 17 set out to bound.
+func TestReviewVenueUpdateRecordsAreUnboundedInBytes(t *testing.T) {
+	b := newVenueUpdateBuffer()
+	pad := strings.Repeat("A", 30000)
+	var rows []messages.Order
+	for i := range maxVenueUpdateRows {
+		o := pushedOrder(fmt.Sprint("id", i), fmt.Sprintf("gx-%d-%s", i, pad), "New")
+		rows = append(rows, o)
+	}
+	b.add(time.Now(), rows)
+	took, omitted, at, _ := b.take()
+	ev := messages.VenueUpdateEvent{At: at.UTC(), Omitted: omitted}
+	for _, o := range took { // as journalVenueUpdate builds the record
+		ev.Orders = append(ev.Orders, messages.VenueOrderMark{ClientOrderID: o.OrderLinkID, OrderID: o.OrderID, Category: o.Category, Symbol: o.Symbol,
+			Side: o.Side, Status: o.Status, Qty: o.Qty, CumExecQty: o.CumExecQty, AvgPrice: o.AvgPrice, Origin: messages.OriginExternal})
+	}
+	payload, _ := json.Marshal(ev)
+	if len(payload) > 256<<10 {
+		t.Fatalf("one venue_update of %d rows is %d bytes (allowed every %s)", len(took), len(payload), venueUpdateEvery)
+	}
+}
