@@ -159,3 +159,66 @@ func TestReviewVenueUpdateRecordsAreUnboundedInBytes(t *testing.T) {
 		t.Fatalf("one venue_update of %d rows is %d bytes (allowed every %s)", len(took), len(payload), venueUpdateEvery)
 	}
 }
+
+// D95 names "a quantity and filled quantity no larger than the
+// attempt's", but a cancel's (and an amend's) expectation carries only the
+// ids (orderExpectation): the server looked the order up before the
+// cancel and knows its side and quantity, yet a read-back (or a settling
+// push) of the same order id showing another side and a filled quantity
+// 500x the order's matches, and cancel_order answers status "filled" with
+// that filled_qty.
+func TestReviewCancelReadBackIsNotBoundByTheOrdersQty(t *testing.T) {
+	o := messages.Order{Category: messages.CategoryLinear, Symbol: "BTCUSDT", OrderID: "1f2e3d4c-0000-4000-8000-000000000002", OrderLinkID: "gx-abc-2",
+		Side: "Buy", Status: "New", Qty: num("0.01"), Price: num("90000")}
+	plan := orderPlan{tool: "cancel_order", category: o.Category, symbol: o.Symbol, settleLinkID: o.OrderLinkID,
+		cancel: &messages.CancelOrderRequest{Category: o.Category, Symbol: o.Symbol, OrderID: o.OrderID}}
+	expect := plan.orderExpectation(o.OrderLinkID)
+	rb := o
+	rb.Side, rb.Status, rb.Qty, rb.CumExecQty, rb.AvgPrice = "Sell", "Filled", num("5"), num("5"), num("1")
+	kept, mism := checkReadBack(&rb, *expect, &messages.OrderAck{OrderID: o.OrderID, OrderLinkID: o.OrderLinkID})
+	read, e := readAfterWrite(&orderWritten{readBack: kept, mismatches: mism}, o.OrderID, o.OrderLinkID, "gx-act-1")
+	if e != nil {
+		t.Fatal(e)
+	}
+	res := venue.CancelResult(read)
+	if res.FilledQty.Known && res.FilledQty.Qty.GreaterThan(o.Qty) {
+		t.Fatalf("a cancel's read-back with side %s and filled %s of an order of %s %s settles: %s filled_qty %s (mismatches %v)",
+			rb.Side, rb.CumExecQty, o.Side, o.Qty, res.Status, res.FilledQty.Qty, mism)
+	}
+}
+
+// D90: "a stream that keeps reconnecting counts as down". A proxy that
+// cuts the stream each time a connection has held 3.1 s (the stream then
+// waits its backoff(0), 250-500 ms, and reconnects) keeps it reconnecting
+// 17 times a minute for as long as it likes, yet the stream never counts
+// as flapping for long and never as stale: each cut finds a connection
+// that held streamStableFor, which restarts the stale clock, and the
+// reconnect clears it.
+func TestReviewStreamCutEvery3sNeverCountsAsStale(t *testing.T) {
+	c := newStreamCache()
+	t0 := time.Date(2026, 1, 2, 3, 0, 0, 0, time.UTC)
+	c.mu.Lock()
+	c.open, c.since, c.unstableSince = true, t0, t0
+	c.mu.Unlock()
+	at := t0
+	c.note(messages.StreamEvent{Kind: messages.StreamConnected}, at)
+	maxDown, reconnects := 0.0, 0
+	for at.Before(t0.Add(5 * time.Minute)) {
+		for step := range 31 { // sample get_posture every 100 ms while connected
+			if h := c.health(at.Add(time.Duration(step) * 100 * time.Millisecond)); (!h.Connected || h.Flapping) && h.DownForS > maxDown {
+				maxDown = h.DownForS
+			}
+		}
+		at = at.Add(3100 * time.Millisecond)
+		c.note(messages.StreamEvent{Kind: messages.StreamDisconnected}, at)
+		if h := c.health(at.Add(400 * time.Millisecond)); h.DownForS > maxDown {
+			maxDown = h.DownForS
+		}
+		at = at.Add(500 * time.Millisecond)
+		c.note(messages.StreamEvent{Kind: messages.StreamReconnected}, at)
+		reconnects++
+	}
+	if maxDown < 15 { // the default stream_stale_s
+		t.Fatalf("%d reconnects in 5 minutes: the stream was at most %.1f s down or flapping (stale at 15 s): it never counts as stale", reconnects, maxDown)
+	}
+}
