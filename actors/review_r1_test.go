@@ -222,3 +222,23 @@ func TestReviewStreamCutEvery3sNeverCountsAsStale(t *testing.T) {
 		t.Fatalf("%d reconnects in 5 minutes: the stream was at most %.1f s down or flapping (stale at 15 s): it never counts as stale", reconnects, maxDown)
 	}
 }
+
+// D89: a venue_update keeps "the server's own orders first", but own is
+// decided by the "gx-" prefix alone (ownOrder), which is exchange text: a
+// proxy that pushes 128 forged orders with "gx-" client order ids within
+// 200 ms fills the record, bypasses the 32-row bound on others' orders,
+// and the server's real order pushed next is left out of the audit trail.
+func TestReviewForgedOwnPrefixPushesOutRealOrders(t *testing.T) {
+	b := newVenueUpdateBuffer()
+	for i := range maxVenueUpdateRows {
+		b.add(time.Now(), []messages.Order{pushedOrder(fmt.Sprint("forged", i), fmt.Sprint("gx-forged-", i), "Filled")})
+	}
+	b.add(time.Now(), []messages.Order{pushedOrder("real", "gx-4a5b6c7d8e-1", "Filled")})
+	rows, _, _, _ := b.take()
+	for _, r := range rows {
+		if r.OrderID == "real" {
+			return
+		}
+	}
+	t.Fatalf("the server's own order is not among the %d rows of the venue_update (forged \"gx-\" rows took every place)", len(rows))
+}
