@@ -1,8 +1,15 @@
 package venue_test
 
 import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/gorilla/websocket"
 
 	"github.com/guarded-exchange/guarded-exchange/messages"
 	"github.com/guarded-exchange/guarded-exchange/venue"
@@ -25,5 +32,58 @@ func TestReviewStreamRowTextIsUnbounded(t *testing.T) {
 	ev := nextEvent(t, s, &skipped, messages.StreamOrders)
 	if len(ev.Orders) == 1 && len(ev.Orders[0].OrderLinkID) > 1024 {
 		t.Fatalf("an order row with a client order id of %d bytes was delivered (and kept for WaitOrder)", len(ev.Orders[0].OrderLinkID))
+	}
+}
+
+// WaitOrder's memory (recent, "the last 4096" client order ids) is bound
+// by count, not bytes: each kept row holds whatever text the venue put in
+// it. 64 pushes of one order each, with a 2 MB client order id, leave
+// about 128 MB on the heap after every event was consumed and dropped
+// (4096 such rows would hold 8 GB).
+func TestReviewStreamRetainsPushedTextByTheMegabyte(t *testing.T) {
+	const pushes = 64
+	up := websocket.Upgrader{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c, err := up.Upgrade(w, r, nil)
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		for {
+			_, data, err := c.ReadMessage()
+			if err != nil {
+				return
+			}
+			var m struct {
+				Op string `json:"op"`
+			}
+			_ = json.Unmarshal(data, &m)
+			if m.Op == "auth" || m.Op == "subscribe" {
+				_ = c.WriteMessage(websocket.TextMessage, []byte(`{"success":true,"ret_msg":"","op":"`+m.Op+`","conn_id":"x"}`))
+			}
+			if m.Op == "subscribe" {
+				for i := range pushes {
+					long := fmt.Sprintf("gx-%d-", i) + strings.Repeat("A", 2<<20)
+					p := `{"topic":"order","creationTime":1700000000001,"data":[{"category":"linear","symbol":"BTCUSDT","orderId":"1f2e3d4c-0000-4000-8000-` + fmt.Sprintf("%012d", i) + `",` +
+						`"orderLinkId":"` + long + `","side":"Buy","orderType":"Limit","price":"50000","qty":"0.01","orderStatus":"New","cumExecQty":"0","createdTime":"1700000000000","updatedTime":"1700000000000"}]}`
+					_ = c.WriteMessage(websocket.TextMessage, []byte(p))
+				}
+			}
+		}
+	}))
+	t.Cleanup(srv.Close)
+	s := newStream(t, venue.StreamConfig{URL: "ws" + strings.TrimPrefix(srv.URL, "http"), APIKey: "K1234", APISecret: "S1234"})
+	nextEvent(t, s, nil, messages.StreamConnected)
+	runtime.GC()
+	var before runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for range pushes {
+		nextEvent(t, s, nil, messages.StreamOrders) // consumed and dropped
+	}
+	runtime.GC()
+	var after runtime.MemStats
+	runtime.ReadMemStats(&after)
+	if grown := int64(after.HeapAlloc) - int64(before.HeapAlloc); grown > 32<<20 {
+		t.Fatalf("after %d order pushes, each consumed, the stream holds %d MB more heap", pushes, grown>>20)
 	}
 }
