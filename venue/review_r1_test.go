@@ -1,6 +1,7 @@
 package venue_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -8,6 +9,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gorilla/websocket"
 
@@ -85,5 +87,48 @@ func TestReviewStreamRetainsPushedTextByTheMegabyte(t *testing.T) {
 	runtime.ReadMemStats(&after)
 	if grown := int64(after.HeapAlloc) - int64(before.HeapAlloc); grown > 32<<20 {
 		t.Fatalf("after %d order pushes, each consumed, the stream holds %d MB more heap", pushes, grown>>20)
+	}
+}
+
+// reviewPushWaiter is a private stream that showed one push for the
+// client order id (a hostile proxy's), matching the attempt in every field
+// OrderExpectation checks.
+type reviewPushWaiter struct{ push messages.Order }
+
+func (w reviewPushWaiter) WaitMatchingOrder(_ context.Context, e *messages.OrderExpectation, _ time.Duration) (messages.Order, bool, []string) {
+	if f := e.Mismatch(&w.push); f != "" {
+		return messages.Order{}, false, []string{f}
+	}
+	return w.push, true, nil
+}
+
+// Issue 17 A: "anything else is a journaled anomaly and the outcome is
+// settled by REST". Settle takes a matching push as the settlement even
+// when REST then answers, without error, that the venue has no order with
+// the client order id (open orders and history both empty): a proxy that
+// forges a "Filled" push with the attempt's own fields (the next "gx-" id
+// is predictable from earlier pushes) still turns a create the venue never
+// accepted into accepted/Filled, found_by "stream" -- REST's answer is
+// overridden by the stream's.
+func TestReviewSettleTrustsAPushOverRESTsNotFound(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"retCode":0,"retMsg":"OK","result":{"category":"linear","list":[],"nextPageCursor":""},"retExtInfo":{},"time":1764640000000}`))
+	}))
+	t.Cleanup(srv.Close)
+	c, err := venue.NewClient(venue.Config{BaseURL: srv.URL, APIKey: "reviewkey", APISecret: "reviewsecret"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	expect := messages.OrderExpectation{ClientOrderID: "gx-4a5b6c7d8e-7", Category: messages.CategoryLinear, Symbol: "BTCUSDT", Side: "Buy",
+		MaxQty: dec("0.001"), MaxPrice: dec("110000"), MinPrice: dec("1")}
+	forged := messages.Order{Category: messages.CategoryLinear, Symbol: "BTCUSDT", OrderID: "1f2e3d4c-0000-4000-8000-000000000009", OrderLinkID: expect.ClientOrderID,
+		Side: "Buy", Status: "Filled", Qty: dec("0.001"), CumExecQty: dec("0.001"), AvgPrice: dec("100000")}
+	s, _, err := venue.Settle(context.Background(), c, reviewPushWaiter{forged}, expect, time.Millisecond)
+	if s != nil {
+		t.Fatalf("REST shows no such order, yet the attempt is settled by the push: found_by %s, status %s, filled %s", s.FoundBy, s.Order.Status, s.FilledQty.Qty)
+	}
+	if messages.CodeOf(err) != messages.CodeOutcomeUnknown {
+		t.Fatalf("err %v", err)
 	}
 }
