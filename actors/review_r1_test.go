@@ -242,3 +242,35 @@ func TestReviewForgedOwnPrefixPushesOutRealOrders(t *testing.T) {
 	}
 	t.Fatalf("the server's own order is not among the %d rows of the venue_update (forged \"gx-\" rows took every place)", len(rows))
 }
+
+// D94: a REST read's row of an instrument not yet known "keeps waiting
+// ... its loss (never its gain) counted meanwhile". But the rows that wait
+// are at most maxHeldRows and pushed rows take those places first: a
+// stream that keeps pushing forged positions on new symbol-shaped names
+// (each waits for its look-up, 100 ms apart) keeps held full, and a REST
+// read's real position on an instrument not yet known (one opened outside
+// the server) is dropped, read after read: its loss never counts, so the
+// stream has made the posture looser than REST shows.
+func TestReviewForgedPushesCrowdOutARealRESTLoss(t *testing.T) {
+	now := time.Now().UTC()
+	c := newStreamCache()
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	c.setListing(func(ctx context.Context, _ messages.Category, symbol string) (bool, error) {
+		select { // the venue answers slowly (or the look-ups are behind many others)
+		case <-release:
+		case <-ctx.Done():
+		}
+		return false, ctx.Err()
+	})
+	rows := make([]messages.Position, 0, maxHeldRows)
+	for i := range maxHeldRows {
+		rows = append(rows, linPos(fmt.Sprintf("FORGED%dUSDT", i), 0, "1", "0", "0"))
+	}
+	c.note(messages.StreamEvent{Kind: messages.StreamPositions, Positions: rows}, now)
+	// REST: a real open position with a large unrealised loss.
+	c.seed(nil, []messages.Position{linPos("SOLUSDT", 0, "10", "0", "-1000000")}, now)
+	if got := c.dailyLoss(now); got.LessThan(num("1000000")) {
+		t.Fatalf("daily loss %s while REST shows a loss of 1000000 (the row was dropped: held full of forged pushed rows)", got)
+	}
+}
