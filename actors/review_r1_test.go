@@ -274,3 +274,21 @@ func TestReviewForgedPushesCrowdOutARealRESTLoss(t *testing.T) {
 		t.Fatalf("daily loss %s while REST shows a loss of 1000000 (the row was dropped: held full of forged pushed rows)", got)
 	}
 }
+
+// D94: while an instrument's look-up fails, "a REST read's row keeps
+// waiting (retried every second), its loss (never its gain) counted
+// meanwhile". A push of the same position takes the REST row's place among
+// the held rows (admitLocked overwrites held[k] with rest false): the REST
+// loss stops counting at once, and when the look-up fails again the pushed
+// row is dropped -- a forged flat push erases a loss REST showed.
+func TestReviewPushReplacesAHeldRESTLoss(t *testing.T) {
+	now := time.Now().UTC()
+	c := newStreamCache()
+	c.setListing(func(context.Context, messages.Category, string) (bool, error) {
+		return false, fmt.Errorf("instruments-info unavailable")
+	})
+	c.seed(nil, []messages.Position{linPos("SOLUSDT", 0, "10", "0", "-1000000")}, now)
+	wantLoss(t, c, now, "1000000") // held, its loss counted meanwhile
+	c.note(messages.StreamEvent{Kind: messages.StreamPositions, Positions: []messages.Position{linPos("SOLUSDT", 0, "0", "0", "0")}}, now)
+	wantLoss(t, c, now, "1000000")
+}
