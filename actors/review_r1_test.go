@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shopspring/decimal"
+
 	"github.com/guarded-exchange/guarded-exchange/messages"
 	"github.com/guarded-exchange/guarded-exchange/venue"
 )
@@ -30,14 +32,13 @@ func reviewEmptyVenue(t *testing.T) *venue.Client {
 	return c
 }
 
-// D94: "a forged one is dropped at that read". A forged pushed position
-// whose symbol is exchange text that is not a symbol (here "btcusdt") is
-// admitted without a listing look-up (admitLocked), its loss counts at
-// once, and no REST read can ever drop it: vanished names it, but the
-// read by symbol refuses the name (checkListArgs), so absentIn never runs
-// and worst stays until 00:00 UTC -- the forced REDUCING "for the rest of
-// the day" that issue 17 part A asked to fix.
-func TestReviewForgedLossOnUnreadableSymbolIsNeverDropped(t *testing.T) {
+// D94: "a forged one is dropped at that read". A pushed position whose
+// symbol is exchange text that is not a symbol (here "btcusdt") could
+// never be dropped by a REST read (the read by symbol refuses the name),
+// so it is never kept: its loss never counts, it is only counted as
+// unreadable. A REST read's such row counts until a read of every position
+// no longer shows it.
+func TestPushedLossOnUnreadableSymbolNeverCounts(t *testing.T) {
 	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 	client := reviewEmptyVenue(t)
 	c := newStreamCache()
@@ -46,24 +47,38 @@ func TestReviewForgedLossOnUnreadableSymbolIsNeverDropped(t *testing.T) {
 	c.open = true
 	c.mu.Unlock()
 	c.note(messages.StreamEvent{Kind: messages.StreamPositions, Positions: []messages.Position{linPos("btcusdt", 0, "1", "0", "-1000000")}}, now)
-	wantLoss(t, c, now, "1000000") // stricter at once: allowed
-	// The posture clock's reads (every 2 s), as pollPositions runs them,
-	// against a venue that shows no position at all.
-	for i := range 5 {
-		at := now.Add(time.Duration(2*(i+1)) * time.Second)
-		if !c.wantsPositions(at, 2*time.Second) {
-			t.Fatalf("read %d not wanted", i)
-		}
-		c.polled(readPositions(context.Background(), client, c), at)
+	wantLoss(t, c, now, "0") // never counted
+	c.mu.Lock()
+	kept, worst := len(c.positions), len(c.worst)
+	c.mu.Unlock()
+	if kept != 0 || worst != 0 {
+		t.Fatalf("a pushed row whose symbol is not one was kept: %d positions, %d worst", kept, worst)
 	}
+	if x := c.exposure(func(string) string { return "" }, 10); x.Unreadable != 1 || len(x.Positions) != 0 {
+		t.Fatalf("exposure %+v: want the pushed row counted as unreadable only", x)
+	}
+	// A REST read's row of that name counts (fail closed) until the
+	// posture clock's read of every position (every 2 s), against a venue
+	// that shows no position at all, no longer shows it.
+	c.seed(nil, []messages.Position{linPos("btcusdt", 0, "1", "0", "-1000000")}, now)
+	wantLoss(t, c, now, "1000000")
+	at := now.Add(2 * time.Second)
+	if !c.wantsPositions(at, 2*time.Second) {
+		t.Fatal("read not wanted while a position is open")
+	}
+	c.polled(readPositions(context.Background(), client, c), at)
 	wantLoss(t, c, now.Add(time.Minute), "0")
+	if c.wantsPositions(now.Add(time.Minute), 2*time.Second) {
+		t.Fatal("positions still read every 2 s after the read showed none")
+	}
 }
 
 // A flood of pushed positions whose symbols are not symbols (each new)
-// grows the stream cache's positions (and worst) without bound: they are
-// admitted without a look-up and never removed (no REST read can name
-// them), so memory grows per push, keyed by exchange-chosen text.
-func TestReviewUnreadablePositionPushesGrowTheCacheWithoutBound(t *testing.T) {
+// would grow the stream cache's positions (and worst) per push, keyed by
+// exchange-chosen text that no REST read can name: such rows are not kept
+// at all, and symbol-shaped pushed rows (or forged position indexes) are
+// bounded by count.
+func TestUnreadablePositionPushesAreNotKept(t *testing.T) {
 	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 	c := newStreamCache()
 	c.setListing(func(context.Context, messages.Category, string) (bool, error) { return false, nil })
@@ -78,16 +93,30 @@ func TestReviewUnreadablePositionPushesGrowTheCacheWithoutBound(t *testing.T) {
 	c.mu.Lock()
 	got, worst := len(c.positions), len(c.worst)
 	c.mu.Unlock()
-	if got > maxListed || worst > maxListed {
-		t.Fatalf("%d forged pushed rows left %d positions and %d worst entries in the cache (no bound)", n, got, worst)
+	if got != 0 || worst != 0 {
+		t.Fatalf("%d forged pushed rows left %d positions and %d worst entries in the cache", n, got, worst)
+	}
+	// Symbol-shaped names and position indexes, without a listing check.
+	c = newStreamCache()
+	for i := range n / 100 {
+		rows := make([]messages.Position, 0, 100)
+		for j := range 100 {
+			rows = append(rows, linPos(fmt.Sprintf("F%dX%dUSDT", i, j), 0, "1", "0", "-1"), linPos("BTCUSDT", i*100+j+3, "1", "0", "-1"))
+		}
+		c.note(messages.StreamEvent{Kind: messages.StreamPositions, Positions: rows}, now)
+	}
+	c.mu.Lock()
+	got, worst = len(c.positions), len(c.worst)
+	c.mu.Unlock()
+	if got > maxPositions || worst > maxPositions {
+		t.Fatalf("%d forged pushed rows left %d positions and %d worst entries in the cache (bound %d)", 2*n, got, worst, maxPositions)
 	}
 }
 
-// The traded set is keyed by exchange-chosen symbols: every pushed
-// execution with a new symbol-shaped name adds an entry that is never
-// removed (not even at the day's roll), so a flood of forged executions
-// grows it per push.
-func TestReviewForgedExecutionsGrowTradedWithoutBound(t *testing.T) {
+// The traded set is keyed by exchange-chosen symbols: pushed executions
+// add at most maxTraded entries (past it every instrument counts as
+// traded: fail closed), and the day's roll starts it again.
+func TestForgedExecutionsKeepTradedBounded(t *testing.T) {
 	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 	c := newStreamCache()
 	const n = 50000
@@ -98,12 +127,18 @@ func TestReviewForgedExecutionsGrowTradedWithoutBound(t *testing.T) {
 		}
 		c.note(messages.StreamEvent{Kind: messages.StreamExecutions, Executions: rows}, now)
 	}
+	c.mu.Lock()
+	got, overflow := len(c.traded), c.tradedOverflow
+	c.mu.Unlock()
+	if got > maxTraded || !overflow {
+		t.Fatalf("%d forged executions left %d entries in traded (bound %d), overflow %v", n, got, maxTraded, overflow)
+	}
 	c.note(messages.StreamEvent{Kind: messages.StreamPositions}, now.Add(24*time.Hour)) // a new day
 	c.mu.Lock()
-	got := len(c.traded)
+	got, overflow = len(c.traded), c.tradedOverflow
 	c.mu.Unlock()
-	if got > maxListed {
-		t.Fatalf("%d forged executions left %d entries in traded (no bound)", n, got)
+	if got != 0 || overflow {
+		t.Fatalf("after the day's roll %d entries in traded (overflow %v), want none", got, overflow)
 	}
 }
 
@@ -190,11 +225,11 @@ func TestReviewCancelReadBackIsNotBoundByTheOrdersQty(t *testing.T) {
 // D90: "a stream that keeps reconnecting counts as down". A proxy that
 // cuts the stream each time a connection has held 3.1 s (the stream then
 // waits its backoff(0), 250-500 ms, and reconnects) keeps it reconnecting
-// 17 times a minute for as long as it likes, yet the stream never counts
-// as flapping for long and never as stale: each cut finds a connection
-// that held streamStableFor, which restarts the stale clock, and the
-// reconnect clears it.
-func TestReviewStreamCutEvery3sNeverCountsAsStale(t *testing.T) {
+// 17 times a minute for as long as it likes. Each connection holds
+// streamStableFor, but more than streamChurnMax reconnects a minute count
+// as flapping however long each held: the stale clock runs across them
+// and the stream counts as stale.
+func TestStreamCutEvery3sCountsAsStale(t *testing.T) {
 	c := newStreamCache()
 	t0 := time.Date(2026, 1, 2, 3, 0, 0, 0, time.UTC)
 	c.mu.Lock()
@@ -244,14 +279,13 @@ func TestReviewForgedOwnPrefixPushesOutRealOrders(t *testing.T) {
 }
 
 // D94: a REST read's row of an instrument not yet known "keeps waiting
-// ... its loss (never its gain) counted meanwhile". But the rows that wait
-// are at most maxHeldRows and pushed rows take those places first: a
-// stream that keeps pushing forged positions on new symbol-shaped names
-// (each waits for its look-up, 100 ms apart) keeps held full, and a REST
-// read's real position on an instrument not yet known (one opened outside
-// the server) is dropped, read after read: its loss never counts, so the
-// stream has made the posture looser than REST shows.
-func TestReviewForgedPushesCrowdOutARealRESTLoss(t *testing.T) {
+// ... its loss (never its gain) counted meanwhile". A stream that keeps
+// pushing forged positions on new symbol-shaped names (each waits for its
+// look-up, 100 ms apart) fills the pushed rows' places only: a REST read's
+// real position on an instrument not yet known (one opened outside the
+// server) still waits, its loss counted; and past the REST rows' own
+// bound a REST row applies without its look-up (fail closed).
+func TestForgedPushesCannotCrowdOutARealRESTLoss(t *testing.T) {
 	now := time.Now().UTC()
 	c := newStreamCache()
 	release := make(chan struct{})
@@ -273,15 +307,25 @@ func TestReviewForgedPushesCrowdOutARealRESTLoss(t *testing.T) {
 	if got := c.dailyLoss(now); got.LessThan(num("1000000")) {
 		t.Fatalf("daily loss %s while REST shows a loss of 1000000 (the row was dropped: held full of forged pushed rows)", got)
 	}
+	if c.exposure(func(string) string { return "" }, 10).Known {
+		t.Fatal("exposure known while a REST read's row waits for its look-up")
+	}
+	more := make([]messages.Position, 0, maxHeldRESTRows+10)
+	for i := range maxHeldRESTRows + 10 {
+		more = append(more, linPos(fmt.Sprintf("REAL%dUSDT", i), 0, "1", "0", "-1"))
+	}
+	c.seed(nil, more, now)
+	if got, want := c.dailyLoss(now), num("1000000").Add(decimal.NewFromInt(maxHeldRESTRows+10)); got.LessThan(want) {
+		t.Fatalf("daily loss %s while REST shows a loss of %s (rows past the held bound were dropped)", got, want)
+	}
 }
 
 // D94: while an instrument's look-up fails, "a REST read's row keeps
 // waiting (retried every second), its loss (never its gain) counted
-// meanwhile". A push of the same position takes the REST row's place among
-// the held rows (admitLocked overwrites held[k] with rest false): the REST
-// loss stops counting at once, and when the look-up fails again the pushed
-// row is dropped -- a forged flat push erases a loss REST showed.
-func TestReviewPushReplacesAHeldRESTLoss(t *testing.T) {
+// meanwhile". A push of the same position never takes the REST row's place
+// among the held rows: a forged flat push cannot erase a loss REST showed,
+// neither at once nor when the look-up fails again.
+func TestPushNeverReplacesAHeldRESTLoss(t *testing.T) {
 	now := time.Now().UTC()
 	c := newStreamCache()
 	c.setListing(func(context.Context, messages.Category, string) (bool, error) {
@@ -290,5 +334,7 @@ func TestReviewPushReplacesAHeldRESTLoss(t *testing.T) {
 	c.seed(nil, []messages.Position{linPos("SOLUSDT", 0, "10", "0", "-1000000")}, now)
 	wantLoss(t, c, now, "1000000") // held, its loss counted meanwhile
 	c.note(messages.StreamEvent{Kind: messages.StreamPositions, Positions: []messages.Position{linPos("SOLUSDT", 0, "0", "0", "0")}}, now)
+	wantLoss(t, c, now, "1000000")
+	c.listedAnswer(messages.CategoryLinear, "SOLUSDT", false, fmt.Errorf("instruments-info unavailable"))
 	wantLoss(t, c, now, "1000000")
 }
