@@ -535,10 +535,17 @@ func (c *streamCache) rollDayLocked(now time.Time) {
 	c.dayStart = day
 	c.day = map[string]*dayCount{}
 	c.worst = map[string]decimal.Decimal{}
-	// traded starts again: the instruments of REST rows that were traded
-	// stay (their realised PnL keeps counting), the others' pushed
-	// executions are forgotten.
+	// traded starts again: the instruments of REST rows (open, or traded)
+	// and of open orders that were traded stay (their realised PnL keeps
+	// counting); the others' executions are forgotten.
 	traded := map[string]bool{}
+	for _, o := range c.orders {
+		// An open order's fill of today counts (the order may be the
+		// server's own).
+		if sk := symKey(o.Category, o.Symbol); c.traded[sk] {
+			traded[sk] = true
+		}
+	}
 	for k, p := range c.rest {
 		c.day[k] = &dayCount{category: p.Category, symbol: p.Symbol, idx: p.PositionIdx, base: p.CumRealisedPnl, seen: true}
 		if sk := symKey(p.Category, p.Symbol); c.traded[sk] || p.Size.IsPositive() {
