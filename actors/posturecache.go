@@ -34,7 +34,7 @@ type streamCache struct {
 	// holds the times of the last (re)connects, at most streamFlapMax+1.
 	unstableSince time.Time
 	connects      []time.Time
-	lastRead      func() time.Time
+	lastPush      func() time.Time
 	known         bool // something was cached (a push or a seed)
 	orders        map[string]messages.Order
 	positions     map[string]messages.Position
@@ -62,6 +62,10 @@ type streamCache struct {
 	// open position a REST read showed, a row of the day's journaled
 	// count. Realised PnL counts only on them.
 	traded map[string]bool
+	// tradedOverflow: pushed executions named more instruments than
+	// traded holds (maxTraded); realised PnL then counts on every
+	// instrument until the day's roll (fail closed).
+	tradedOverflow bool
 	// listing looks up whether the venue lists an instrument (nil: every
 	// instrument is taken as listed); listed remembers the answers
 	// (false: not listed), held the rows waiting for one, by posKey.
@@ -72,6 +76,11 @@ type streamCache struct {
 	// retryAt is when an instrument whose look-up failed may be looked up
 	// again (its rows wait; others are looked up meanwhile).
 	retryAt map[string]time.Time
+	// unreadablePushes counts the pushed position rows dropped since the
+	// last REST read of the positions because their symbol or position
+	// index is not one (never kept; shown in the exposure's unreadable
+	// positions).
+	unreadablePushes int
 }
 
 func newStreamCache() *streamCache {
@@ -85,15 +94,30 @@ type heldRow struct {
 	rest bool
 }
 
-// Bounds of the listing look-ups: at most maxHeldRows rows wait for one
-// (the others are dropped: a REST read brings a real one again), at most
-// one look-up runs at a time, listingPace apart, and at most maxListed
-// answers are remembered (past it the "not listed" ones are forgotten).
+// Bounds of the listing look-ups: at most maxHeldRows pushed rows wait
+// for one (the others are dropped: the next push or read brings them
+// again), and apart from them at most maxHeldRESTRows rows of REST reads
+// (pushed rows never take their room; past it a REST row applies without
+// its look-up: fail closed). At most one look-up runs at a time,
+// listingPace apart, and at most maxListed answers are remembered (past
+// it the "not listed" ones are forgotten).
 const (
-	maxHeldRows  = 32
-	listingPace  = 100 * time.Millisecond
-	listingRetry = time.Second
-	maxListed    = 4096
+	maxHeldRows     = 32
+	maxHeldRESTRows = 256
+	listingPace     = 100 * time.Millisecond
+	listingRetry    = time.Second
+	maxListed       = 4096
+)
+
+// Bounds of the maps keyed by names the exchange chooses: at most
+// maxPositions positions are held (a pushed row of a new position past it
+// is dropped; REST rows always apply), and at most maxTraded instruments
+// are remembered as traded from pushed executions (the server's own
+// orders, REST reads and the journaled count always are; past it every
+// instrument counts as traded until the day's roll: fail closed).
+const (
+	maxPositions = 1024
+	maxTraded    = 256
 )
 
 // dayCount is one position's realised PnL of the day: carried plus, once
@@ -124,14 +148,14 @@ func (c *streamCache) opened(now time.Time, st *venue.Stream) {
 	defer c.mu.Unlock()
 	c.open, c.connected, c.since = true, false, now
 	c.unstableSince, c.connects = now, nil
-	c.lastRead = st.LastRead
+	c.lastPush = st.LastPush
 }
 
 // closed notes that no stream runs.
 func (c *streamCache) closed() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.open, c.connected, c.lastRead = false, false, nil
+	c.open, c.connected, c.lastPush = false, false, nil
 }
 
 // note applies one stream event.
@@ -142,14 +166,14 @@ func (c *streamCache) note(ev messages.StreamEvent, now time.Time) {
 	case messages.StreamConnected, messages.StreamReconnected:
 		c.connected, c.since = true, now
 		c.connects = append(c.connects, now)
-		if len(c.connects) > streamFlapMax+1 {
-			c.connects = slices.Delete(c.connects, 0, len(c.connects)-streamFlapMax-1)
+		if len(c.connects) > streamChurnMax+1 {
+			c.connects = slices.Delete(c.connects, 0, len(c.connects)-streamChurnMax-1)
 		}
 		if !c.flappingLocked(now) {
 			c.unstableSince = time.Time{}
 		}
 	case messages.StreamDisconnected:
-		if c.unstableSince.IsZero() || (c.connected && now.Sub(c.since) >= streamStableFor) {
+		if c.unstableSince.IsZero() || (c.connected && now.Sub(c.since) >= streamStableFor && !c.churningLocked(now)) {
 			// A healthy or stable stream went down: the stale clock
 			// starts now. A flapping one keeps its clock running.
 			c.unstableSince = now
@@ -163,7 +187,7 @@ func (c *streamCache) note(ev messages.StreamEvent, now time.Time) {
 		c.notePositionsLocked(ev.Positions, now, false)
 	case messages.StreamExecutions:
 		for _, e := range ev.Executions {
-			c.tradedLocked(e.Category, e.Symbol)
+			c.pushedTradeLocked(e.Category, e.Symbol)
 		}
 	}
 }
@@ -177,6 +201,25 @@ func (c *streamCache) tradedLocked(cat messages.Category, symbol string) {
 	if messages.SymbolRE.MatchString(symbol) {
 		c.traded[symKey(cat, symbol)] = true
 	}
+}
+
+// pushedTradeLocked notes a pushed execution (exchange text): remembered
+// while traded holds fewer than maxTraded instruments; past it every
+// instrument's realised PnL counts until the day's roll.
+func (c *streamCache) pushedTradeLocked(cat messages.Category, symbol string) {
+	if !messages.SymbolRE.MatchString(symbol) || c.traded[symKey(cat, symbol)] {
+		return
+	}
+	if len(c.traded) >= maxTraded {
+		c.tradedOverflow = true
+		return
+	}
+	c.traded[symKey(cat, symbol)] = true
+}
+
+// tradedOnLocked reports whether realised PnL counts on an instrument.
+func (c *streamCache) tradedOnLocked(cat messages.Category, symbol string) bool {
+	return c.tradedOverflow || c.traded[symKey(cat, symbol)]
 }
 
 // markTraded notes an order this server placed on the instrument: its
@@ -221,11 +264,25 @@ func listingOf(client *venue.Client) func(ctx context.Context, cat messages.Cate
 }
 
 // admitLocked reports whether a position row applies now: its instrument
-// is listed (or the cache does not check, or the symbol is not one and
-// the row is only counted as unreadable). A row of an instrument not yet
+// is listed (or the cache does not check). A row of an instrument not yet
 // looked up waits for the look-up (bounded); one of an instrument the
-// venue does not list is dropped.
+// venue does not list is dropped. A pushed row whose symbol or position
+// index is not one is dropped, counted only in unreadablePushes: no REST
+// read by symbol could ever confirm or drop it. A REST read's such row
+// applies (counted in the exposure's unreadable positions) and is dropped
+// by the next read of every position that does not show it (absentFrom).
+// A pushed row of a new position past maxPositions is dropped.
 func (c *streamCache) admitLocked(p messages.Position, rest bool) bool {
+	k := posKey(p.Category, p.Symbol, p.PositionIdx)
+	if !rest {
+		if !messages.SymbolRE.MatchString(p.Symbol) || p.PositionIdx < 0 || p.PositionIdx > 2 {
+			c.unreadablePushes++
+			return false
+		}
+		if _, ok := c.positions[k]; !ok && len(c.positions) >= maxPositions {
+			return false
+		}
+	}
 	if c.listing == nil || !messages.SymbolRE.MatchString(p.Symbol) {
 		return true
 	}
@@ -233,12 +290,31 @@ func (c *streamCache) admitLocked(p messages.Position, rest bool) bool {
 	if known {
 		return listed
 	}
-	k := posKey(p.Category, p.Symbol, p.PositionIdx)
-	if _, ok := c.held[k]; ok || len(c.held) < maxHeldRows {
+	h, waiting := c.held[k]
+	switch {
+	case waiting && h.rest && !rest:
+		// A push never takes a REST row's place: the REST row's loss
+		// keeps counting until its look-up answers (D94).
+	case waiting:
+		c.held[k] = heldRow{row: p, rest: rest}
+	case rest && c.heldCountLocked(true) >= maxHeldRESTRows:
+		return true // no room to wait: the REST row applies (fail closed)
+	case rest || c.heldCountLocked(false) < maxHeldRows:
 		c.held[k] = heldRow{row: p, rest: rest}
 	}
 	c.startListingLocked()
 	return false
+}
+
+// heldCountLocked counts the held rows of REST reads (rest) or of pushes.
+func (c *streamCache) heldCountLocked(rest bool) int {
+	n := 0
+	for _, h := range c.held {
+		if h.rest == rest {
+			n++
+		}
+	}
+	return n
 }
 
 // startListingLocked starts the look-up of the held rows' instruments
@@ -401,6 +477,11 @@ func (c *streamCache) notePositionsLocked(list []messages.Position, now time.Tim
 			c.changedLocked()
 		}
 	}
+	c.countPositionsLocked()
+}
+
+// countPositionsLocked counts the non-flat positions (positionN).
+func (c *streamCache) countPositionsLocked() {
 	c.positionN = 0
 	for _, p := range c.positions {
 		if p.Size.IsPositive() {
@@ -416,7 +497,7 @@ func (c *streamCache) hasWorst(k string) bool { _, ok := c.worst[k]; return ok }
 // account traded, plus an open position's unrealised PnL.
 func (c *streamCache) contributionLocked(k string, cat messages.Category, symbol string, row *messages.Position) decimal.Decimal {
 	pnl := decimal.Zero
-	if d := c.day[k]; d != nil && c.traded[symKey(cat, symbol)] {
+	if d := c.day[k]; d != nil && c.tradedOnLocked(cat, symbol) {
 		pnl = d.carried
 		if d.seen && row != nil {
 			pnl = pnl.Add(row.CumRealisedPnl.Sub(d.base))
@@ -454,9 +535,24 @@ func (c *streamCache) rollDayLocked(now time.Time) {
 	c.dayStart = day
 	c.day = map[string]*dayCount{}
 	c.worst = map[string]decimal.Decimal{}
+	// traded starts again: the instruments of REST rows (open, or traded)
+	// and of open orders that were traded stay (their realised PnL keeps
+	// counting); the others' executions are forgotten.
+	traded := map[string]bool{}
+	for _, o := range c.orders {
+		// An open order's fill of today counts (the order may be the
+		// server's own).
+		if sk := symKey(o.Category, o.Symbol); c.traded[sk] {
+			traded[sk] = true
+		}
+	}
 	for k, p := range c.rest {
 		c.day[k] = &dayCount{category: p.Category, symbol: p.Symbol, idx: p.PositionIdx, base: p.CumRealisedPnl, seen: true}
+		if sk := symKey(p.Category, p.Symbol); c.traded[sk] || p.Size.IsPositive() {
+			traded[sk] = true
+		}
 	}
+	c.traded, c.tradedOverflow = traded, false
 	c.dirty = false
 	if len(c.day) > 0 {
 		c.changedLocked()
@@ -504,7 +600,7 @@ func (c *streamCache) pendingDay(now time.Time) (messages.DailyPnlEvent, uint64,
 	}
 	ev := messages.DailyPnlEvent{Day: c.dayStart.Format(time.DateOnly), Rows: make([]messages.DailyPnlRow, 0, len(c.day))}
 	for k, d := range c.day {
-		if !c.traded[symKey(d.category, d.symbol)] {
+		if !c.tradedOnLocked(d.category, d.symbol) {
 			continue // its realised PnL does not count
 		}
 		cum := d.floor
@@ -539,6 +635,7 @@ func (c *streamCache) seed(orders []messages.Order, positions []messages.Positio
 		c.noteOrdersLocked(orders)
 	}
 	if positions != nil {
+		c.unreadablePushes = 0
 		c.notePositionsLocked(positions, now, true)
 	}
 }
@@ -558,7 +655,8 @@ func (c *streamCache) vanished(list []messages.Position) []string {
 	}
 	var out []string
 	for k, p := range c.positions {
-		if p.Category == messages.CategoryLinear && (p.Size.IsPositive() || c.hasWorst(k)) && !listed[k] && !slices.Contains(out, p.Symbol) {
+		if p.Category == messages.CategoryLinear && messages.SymbolRE.MatchString(p.Symbol) && (p.Size.IsPositive() || c.hasWorst(k)) &&
+			!listed[k] && !slices.Contains(out, p.Symbol) {
 			out = append(out, p.Symbol)
 		}
 	}
@@ -582,6 +680,9 @@ func readPositions(ctx context.Context, client *venue.Client, cache *streamCache
 		return nil
 	}
 	out := append([]messages.Position{}, page.Items...)
+	if page.NextCursor == "" {
+		cache.absentFrom(messages.CategoryLinear, out)
+	}
 	for _, sym := range cache.vanished(out) {
 		if one, err := client.Positions(ctx, venue.PositionQuery{Category: messages.CategoryLinear, Symbol: sym}); err == nil {
 			out = append(out, one.Items...)
@@ -616,6 +717,29 @@ func (c *streamCache) absentIn(cat messages.Category, symbol string, rows []mess
 	}
 }
 
+// absentFrom notes a complete REST read of every open position of a
+// category (rows): a position whose name no read by symbol can ask for
+// (it is not a symbol) and that the read does not list is not there; it
+// is dropped with what its rows showed.
+func (c *streamCache) absentFrom(cat messages.Category, rows []messages.Position) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	listed := map[string]bool{}
+	for _, p := range rows {
+		listed[posKey(p.Category, p.Symbol, p.PositionIdx)] = true
+	}
+	for k, p := range c.positions {
+		if p.Category != cat || messages.SymbolRE.MatchString(p.Symbol) || listed[k] {
+			continue
+		}
+		delete(c.positions, k)
+		delete(c.rest, k)
+		delete(c.worst, k)
+		delete(c.day, k)
+	}
+	c.countPositionsLocked()
+}
+
 // wantsPositions reports whether the positions should be read again (a
 // position is open and the last read is older than every), and marks the
 // read as started.
@@ -635,6 +759,7 @@ func (c *streamCache) polled(list []messages.Position, now time.Time) {
 	defer c.mu.Unlock()
 	c.polling, c.polledAt = false, now
 	if list != nil {
+		c.unreadablePushes = 0
 		c.notePositionsLocked(list, now, true)
 	}
 }
@@ -643,23 +768,39 @@ func (c *streamCache) polled(list []messages.Position, now time.Time) {
 // reconnecting is not healthy, however briefly each connection is down.
 // It is flapping while more than streamFlapMax (re)connects fall within
 // streamFlapWindow and the current connection has not held for
-// streamStableFor. The stale clock (StreamHealth.DownForS, the posture's
-// stream_stale cause) runs from when the stream last stopped being
-// healthy (a healthy or stable connection went down), through every
-// reconnect of the flapping, until a connection holds for
-// streamStableFor or the reconnects thin out.
+// streamStableFor, or while more than streamChurnMax (re)connects fall
+// within streamChurnWindow however long each connection held (churning).
+// The stale clock (StreamHealth.DownForS, the posture's stream_stale
+// cause) runs from when the stream last stopped being healthy (a healthy
+// or stable connection went down; a churning one is never stable),
+// through every reconnect of the flapping, until a connection holds for
+// streamStableFor and the reconnects thin out.
 const (
-	streamFlapMax    = 3
-	streamFlapWindow = 10 * time.Second
-	streamStableFor  = 3 * time.Second
+	streamFlapMax     = 3
+	streamFlapWindow  = 10 * time.Second
+	streamStableFor   = 3 * time.Second
+	streamChurnMax    = 5
+	streamChurnWindow = time.Minute
 )
 
 // flappingLocked reports whether the stream is connected but flapping.
 func (c *streamCache) flappingLocked(now time.Time) bool {
-	if !c.connected || now.Sub(c.since) >= streamStableFor || len(c.connects) <= streamFlapMax {
+	if !c.connected {
+		return false
+	}
+	if c.churningLocked(now) {
+		return true
+	}
+	if now.Sub(c.since) >= streamStableFor || len(c.connects) <= streamFlapMax {
 		return false
 	}
 	return now.Sub(c.connects[len(c.connects)-streamFlapMax-1]) < streamFlapWindow
+}
+
+// churningLocked reports whether more than streamChurnMax (re)connects
+// fall within streamChurnWindow.
+func (c *streamCache) churningLocked(now time.Time) bool {
+	return len(c.connects) > streamChurnMax && now.Sub(c.connects[len(c.connects)-streamChurnMax-1]) < streamChurnWindow
 }
 
 // health is the stream's health now.
@@ -667,8 +808,8 @@ func (c *streamCache) health(now time.Time) messages.StreamHealth {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	h := messages.StreamHealth{Open: c.open, Connected: c.open && c.connected, LastMessageAgeS: -1}
-	if c.lastRead != nil {
-		if t := c.lastRead(); !t.IsZero() {
+	if c.lastPush != nil {
+		if t := c.lastPush(); !t.IsZero() {
 			h.LastMessageAgeS = roundS(now.Sub(t))
 		}
 	}
@@ -721,7 +862,8 @@ func (c *streamCache) exposure(origin func(clientOrderID string) string, max int
 	// Rows of a REST read that wait for their instrument's listing will
 	// show in a moment: the exposure is not known until they do.
 	heldRead := slices.ContainsFunc(slices.Collect(maps.Values(c.held)), func(h heldRow) bool { return h.rest })
-	out := messages.PostureExposure{Known: c.known && !heldRead, Orders: map[string]messages.OriginOrders{}, Positions: []messages.PositionExposure{}}
+	out := messages.PostureExposure{Known: c.known && !heldRead, Orders: map[string]messages.OriginOrders{}, Positions: []messages.PositionExposure{},
+		Unreadable: c.unreadablePushes}
 	for _, o := range c.orders {
 		k := origin(o.OrderLinkID)
 		agg := out.Orders[k]

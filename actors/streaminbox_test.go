@@ -99,7 +99,7 @@ func TestVenueUpdateBufferKeepsOwnOrdersFirst(t *testing.T) {
 
 // The flapping rule: a stream that keeps reconnecting counts as down from
 // when its last healthy connection went down, until a connection holds
-// streamStableFor.
+// streamStableFor and the reconnects thin out.
 func TestStreamHealthCountsFlaps(t *testing.T) {
 	c := newStreamCache()
 	t0 := time.Date(2026, 1, 2, 3, 0, 0, 0, time.UTC)
@@ -126,8 +126,14 @@ func TestStreamHealthCountsFlaps(t *testing.T) {
 	if !h.Connected || !h.Flapping || h.DownForS < 3 {
 		t.Fatalf("flapping for 4 s: %+v", h)
 	}
-	// The last connection (at 23.9 s) holds 3 s: healthy again.
-	if h := c.health(at(27 * time.Second)); h.Flapping || h.DownForS != 0 {
+	// The last connection (at 23.9 s) holds 3 s, but more than
+	// streamChurnMax reconnects fall within the last minute: still
+	// flapping (D90).
+	if h := c.health(at(27 * time.Second)); !h.Flapping || h.DownForS < 3 {
+		t.Fatalf("a connection held 3 s after 20 reconnects: %+v", h)
+	}
+	// A minute on, the reconnects have thinned out: healthy again.
+	if h := c.health(at(84 * time.Second)); h.Flapping || h.DownForS != 0 {
 		t.Fatalf("after a connection held: %+v", h)
 	}
 }

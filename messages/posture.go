@@ -218,14 +218,16 @@ type StreamHealth struct {
 	// stream on this venue).
 	Open      bool `json:"open"`
 	Connected bool `json:"connected"`
-	// LastMessageAgeS is the age of the last message read, in seconds;
-	// -1 when none was read.
+	// LastMessageAgeS is the age of the last push (data message) read,
+	// in seconds; -1 when none was read. Pongs do not count: they prove
+	// the connection, not that pushes reach the server.
 	LastMessageAgeS float64 `json:"last_message_age_s"`
 	// DownForS is how long it has not been healthy: down, or flapping
 	// since a healthy connection went down (0 when healthy).
 	DownForS float64 `json:"down_for_s,omitempty"`
 	// Flapping: connected, but reconnecting more than 3 times in 10 s
-	// without a connection that held 3 s; it counts as down.
+	// without a connection that held 3 s, or more than 5 times in a
+	// minute however long each held; it counts as down.
 	Flapping bool `json:"flapping,omitempty"`
 	StaleS   int  `json:"stale_after_s"`
 }

@@ -127,6 +127,10 @@ type Stream struct {
 	// lastRead is when the last message (push or pong) was read, in unix
 	// nanoseconds; 0 before the first.
 	lastRead atomic.Int64
+	// lastPush is when the last push (a data message of a subscribed
+	// topic, not a pong or an ack) was read, in unix nanoseconds; 0
+	// before the first.
+	lastPush atomic.Int64
 
 	mu sync.Mutex
 	// guarded by mu
@@ -198,9 +202,17 @@ func (s *Stream) String() string {
 }
 
 // LastRead is when the stream last read a message (a push or a pong);
-// zero before the first. Safe for concurrent use.
-func (s *Stream) LastRead() time.Time {
-	n := s.lastRead.Load()
+// zero before the first. It proves the connection only: a proxy may pass
+// pongs and drop every push. Safe for concurrent use.
+func (s *Stream) LastRead() time.Time { return unixNanoTime(s.lastRead.Load()) }
+
+// LastPush is when the stream last read a push (a data message of a
+// subscribed topic; pongs and acks do not count); zero before the first.
+// Safe for concurrent use.
+func (s *Stream) LastPush() time.Time { return unixNanoTime(s.lastPush.Load()) }
+
+// unixNanoTime is the time of n unix nanoseconds; zero for 0.
+func unixNanoTime(n int64) time.Time {
 	if n == 0 {
 		return time.Time{}
 	}
@@ -551,6 +563,7 @@ func (s *Stream) readLoop(conn *websocket.Conn) string {
 		if ev == nil {
 			continue // a topic we did not ask for
 		}
+		s.lastPush.Store(time.Now().UnixNano())
 		if ev.Kind == messages.StreamOrders {
 			s.noteOrders(ev.Orders)
 		}

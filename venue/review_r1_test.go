@@ -1,0 +1,134 @@
+package venue_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/guarded-exchange/guarded-exchange/messages"
+	"github.com/guarded-exchange/guarded-exchange/venue"
+)
+
+// D96 bounds every decimal the stream pushes, but no text field: an order
+// push whose orderLinkId (or orderId, symbol, orderStatus, rejectReason)
+// is 2 MB is delivered as it is. Every bound of the ingestion is a count
+// of rows (the events channel 1024, the inbox 2048, WaitOrder's recent
+// 4096, the cache's 1000 orders, a venue_update's 128), so the memory and
+// journal they hold grow with what the venue chooses to put in a row.
+func TestReviewStreamRowTextIsUnbounded(t *testing.T) {
+	long := "gx-" + strings.Repeat("A", 2<<20)
+	push := `{"topic":"order","creationTime":1700000000001,"data":[{"category":"linear","symbol":"BTCUSDT","orderId":"1f2e3d4c-0000-4000-8000-000000000003",` +
+		`"orderLinkId":"` + long + `","side":"Buy","orderType":"Limit","price":"50000","qty":"0.01","orderStatus":"New","cumExecQty":"0","createdTime":"1700000000000","updatedTime":"1700000000000"}]}`
+	url, _ := scriptedServer(t, []string{push})
+	s := newStream(t, venue.StreamConfig{URL: url, APIKey: "K1234", APISecret: "S1234"})
+	nextEvent(t, s, nil, messages.StreamConnected)
+	var skipped []messages.StreamEvent
+	ev := nextEvent(t, s, &skipped, messages.StreamOrders)
+	if len(ev.Orders) == 1 && len(ev.Orders[0].OrderLinkID) > 1024 {
+		t.Fatalf("an order row with a client order id of %d bytes was delivered (and kept for WaitOrder)", len(ev.Orders[0].OrderLinkID))
+	}
+}
+
+// WaitOrder's memory (recent, "the last 4096" client order ids) is bound
+// by count, not bytes: each kept row holds whatever text the venue put in
+// it. 64 pushes of one order each, with a 2 MB client order id, leave
+// about 128 MB on the heap after every event was consumed and dropped
+// (4096 such rows would hold 8 GB).
+func TestReviewStreamRetainsPushedTextByTheMegabyte(t *testing.T) {
+	const pushes = 64
+	up := websocket.Upgrader{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c, err := up.Upgrade(w, r, nil)
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		for {
+			_, data, err := c.ReadMessage()
+			if err != nil {
+				return
+			}
+			var m struct {
+				Op string `json:"op"`
+			}
+			_ = json.Unmarshal(data, &m)
+			if m.Op == "auth" || m.Op == "subscribe" {
+				_ = c.WriteMessage(websocket.TextMessage, []byte(`{"success":true,"ret_msg":"","op":"`+m.Op+`","conn_id":"x"}`))
+			}
+			if m.Op == "subscribe" {
+				for i := range pushes {
+					long := fmt.Sprintf("gx-%d-", i) + strings.Repeat("A", 2<<20)
+					p := `{"topic":"order","creationTime":1700000000001,"data":[{"category":"linear","symbol":"BTCUSDT","orderId":"1f2e3d4c-0000-4000-8000-` + fmt.Sprintf("%012d", i) + `",` +
+						`"orderLinkId":"` + long + `","side":"Buy","orderType":"Limit","price":"50000","qty":"0.01","orderStatus":"New","cumExecQty":"0","createdTime":"1700000000000","updatedTime":"1700000000000"}]}`
+					_ = c.WriteMessage(websocket.TextMessage, []byte(p))
+				}
+			}
+		}
+	}))
+	t.Cleanup(srv.Close)
+	s := newStream(t, venue.StreamConfig{URL: "ws" + strings.TrimPrefix(srv.URL, "http"), APIKey: "K1234", APISecret: "S1234"})
+	nextEvent(t, s, nil, messages.StreamConnected)
+	runtime.GC()
+	var before runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for range pushes {
+		nextEvent(t, s, nil, messages.StreamOrders) // consumed and dropped
+	}
+	runtime.GC()
+	var after runtime.MemStats
+	runtime.ReadMemStats(&after)
+	if grown := int64(after.HeapAlloc) - int64(before.HeapAlloc); grown > 32<<20 {
+		t.Fatalf("after %d order pushes, each consumed, the stream holds %d MB more heap", pushes, grown>>20)
+	}
+}
+
+// reviewPushWaiter is a private stream that showed one push for the
+// client order id (a hostile proxy's), matching the attempt in every field
+// OrderExpectation checks.
+type reviewPushWaiter struct{ push messages.Order }
+
+func (w reviewPushWaiter) WaitMatchingOrder(_ context.Context, e *messages.OrderExpectation, _ time.Duration) (messages.Order, bool, []string) {
+	if f := e.Mismatch(&w.push); f != "" {
+		return messages.Order{}, false, []string{f}
+	}
+	return w.push, true, nil
+}
+
+// Issue 17 A: "anything else is a journaled anomaly and the outcome is
+// settled by REST". Settle takes a matching push as the settlement even
+// when REST then answers, without error, that the venue has no order with
+// the client order id (open orders and history both empty): a proxy that
+// forges a "Filled" push with the attempt's own fields (the next "gx-" id
+// is predictable from earlier pushes) still turns a create the venue never
+// accepted into accepted/Filled, found_by "stream" -- REST's answer is
+// overridden by the stream's.
+func TestReviewSettleTrustsAPushOverRESTsNotFound(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"retCode":0,"retMsg":"OK","result":{"category":"linear","list":[],"nextPageCursor":""},"retExtInfo":{},"time":1764640000000}`))
+	}))
+	t.Cleanup(srv.Close)
+	c, err := venue.NewClient(venue.Config{BaseURL: srv.URL, APIKey: "reviewkey", APISecret: "reviewsecret"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	expect := messages.OrderExpectation{ClientOrderID: "gx-4a5b6c7d8e-7", Category: messages.CategoryLinear, Symbol: "BTCUSDT", Side: "Buy",
+		MaxQty: dec("0.001"), MaxPrice: dec("110000"), MinPrice: dec("1")}
+	forged := messages.Order{Category: messages.CategoryLinear, Symbol: "BTCUSDT", OrderID: "1f2e3d4c-0000-4000-8000-000000000009", OrderLinkID: expect.ClientOrderID,
+		Side: "Buy", Status: "Filled", Qty: dec("0.001"), CumExecQty: dec("0.001"), AvgPrice: dec("100000")}
+	s, _, err := venue.Settle(context.Background(), c, reviewPushWaiter{forged}, expect, time.Millisecond)
+	if s != nil {
+		t.Fatalf("REST shows no such order, yet the attempt is settled by the push: found_by %s, status %s, filled %s", s.FoundBy, s.Order.Status, s.FilledQty.Qty)
+	}
+	if messages.CodeOf(err) != messages.CodeOutcomeUnknown {
+		t.Fatalf("err %v", err)
+	}
+}
