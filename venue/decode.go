@@ -142,6 +142,35 @@ func decimalInBounds(v decimal.Decimal) bool {
 	return v.Exponent() >= -maxFractionDigits || v.Equal(v.Truncate(maxFractionDigits))
 }
 
+// Bounds of the text fields of a venue row (ids, symbols, enum-like
+// fields, reasons): every store of rows the server keeps (the stream's
+// recent orders, its events, the user's inbox and cache, a venue_update)
+// is bounded by a count of rows, so each row's text must be bounded too.
+// Bybit's own fields are shorter: an order id or execution id is a UUID
+// (36), a client order id at most 36 (the server's own at most 45, as
+// orderLinkIDRE), a symbol a few dozen letters, a status or side a word.
+const (
+	// maxIDText bounds an order id or an execution id.
+	maxIDText = 64
+	// maxLinkIDText bounds a client order id (orderLinkIDRE's bound).
+	maxLinkIDText = 45
+	// maxNameText bounds a symbol, a coin or an enum-like field (status,
+	// side, order type, time in force, stop order type, execution type).
+	maxNameText = 32
+	// maxReasonText bounds a free text such as a reject reason.
+	maxReasonText = 256
+)
+
+// text is a text field of a venue row, at most max bytes: a longer one is
+// an error of the field (the row is malformed), never kept.
+func (d *fieldDecoder) text(name, s string, max int) string {
+	if len(s) > max {
+		d.fail(fmt.Errorf("field %s: text too long", name))
+		return ""
+	}
+	return s
+}
+
 // fail keeps the first error.
 func (d *fieldDecoder) fail(err error) {
 	if d.err == nil {

@@ -17,17 +17,22 @@ import (
 	"github.com/guarded-exchange/guarded-exchange/venue"
 )
 
-// D96 bounds every decimal the stream pushes, but no text field: an order
-// push whose orderLinkId (or orderId, symbol, orderStatus, rejectReason)
-// is 2 MB is delivered as it is. Every bound of the ingestion is a count
-// of rows (the events channel 1024, the inbox 2048, WaitOrder's recent
-// 4096, the cache's 1000 orders, a venue_update's 128), so the memory and
-// journal they hold grow with what the venue chooses to put in a row.
-func TestReviewStreamRowTextIsUnbounded(t *testing.T) {
+// orderPush is an order push of one linear BTCUSDT row with the given
+// order id and client order id.
+func orderPush(orderID, linkID string) string {
+	return `{"topic":"order","creationTime":1700000000001,"data":[{"category":"linear","symbol":"BTCUSDT","orderId":"` + orderID + `",` +
+		`"orderLinkId":"` + linkID + `","side":"Buy","orderType":"Limit","price":"50000","qty":"0.01","orderStatus":"New","cumExecQty":"0","createdTime":"1700000000000","updatedTime":"1700000000000"}]}`
+}
+
+// Every text field of a pushed row is bounded (decode.go): an order push
+// whose client order id is 2 MB is refused as malformed (a gap), never
+// delivered nor kept for WaitOrder; the next well-formed push is.
+func TestStreamRowTextIsBounded(t *testing.T) {
 	long := "gx-" + strings.Repeat("A", 2<<20)
-	push := `{"topic":"order","creationTime":1700000000001,"data":[{"category":"linear","symbol":"BTCUSDT","orderId":"1f2e3d4c-0000-4000-8000-000000000003",` +
-		`"orderLinkId":"` + long + `","side":"Buy","orderType":"Limit","price":"50000","qty":"0.01","orderStatus":"New","cumExecQty":"0","createdTime":"1700000000000","updatedTime":"1700000000000"}]}`
-	url, _ := scriptedServer(t, []string{push})
+	url, _ := scriptedServer(t, []string{
+		orderPush("1f2e3d4c-0000-4000-8000-000000000003", long),
+		orderPush("1f2e3d4c-0000-4000-8000-000000000004", "gx-short-1"),
+	})
 	s := newStream(t, venue.StreamConfig{URL: url, APIKey: "K1234", APISecret: "S1234"})
 	nextEvent(t, s, nil, messages.StreamConnected)
 	var skipped []messages.StreamEvent
@@ -35,14 +40,22 @@ func TestReviewStreamRowTextIsUnbounded(t *testing.T) {
 	if len(ev.Orders) == 1 && len(ev.Orders[0].OrderLinkID) > 1024 {
 		t.Fatalf("an order row with a client order id of %d bytes was delivered (and kept for WaitOrder)", len(ev.Orders[0].OrderLinkID))
 	}
+	if len(ev.Orders) != 1 || ev.Orders[0].OrderLinkID != "gx-short-1" {
+		t.Fatalf("orders %+v", ev.Orders)
+	}
+	gap := false
+	for _, e := range skipped {
+		gap = gap || (e.Kind == messages.StreamGap && e.Reason == "malformed_push")
+	}
+	if !gap {
+		t.Fatalf("the refused push was not reported as a gap: %+v", skipped)
+	}
 }
 
-// WaitOrder's memory (recent, "the last 4096" client order ids) is bound
-// by count, not bytes: each kept row holds whatever text the venue put in
-// it. 64 pushes of one order each, with a 2 MB client order id, leave
-// about 128 MB on the heap after every event was consumed and dropped
-// (4096 such rows would hold 8 GB).
-func TestReviewStreamRetainsPushedTextByTheMegabyte(t *testing.T) {
+// The stream's memory of pushed rows (WaitOrder's recent ids, the
+// events) holds bounded text: 64 pushes of one order each, with a 2 MB
+// client order id, are refused and leave no such text on the heap.
+func TestStreamRetainsNoPushedTextByTheMegabyte(t *testing.T) {
 	const pushes = 64
 	up := websocket.Upgrader{}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -66,10 +79,9 @@ func TestReviewStreamRetainsPushedTextByTheMegabyte(t *testing.T) {
 			if m.Op == "subscribe" {
 				for i := range pushes {
 					long := fmt.Sprintf("gx-%d-", i) + strings.Repeat("A", 2<<20)
-					p := `{"topic":"order","creationTime":1700000000001,"data":[{"category":"linear","symbol":"BTCUSDT","orderId":"1f2e3d4c-0000-4000-8000-` + fmt.Sprintf("%012d", i) + `",` +
-						`"orderLinkId":"` + long + `","side":"Buy","orderType":"Limit","price":"50000","qty":"0.01","orderStatus":"New","cumExecQty":"0","createdTime":"1700000000000","updatedTime":"1700000000000"}]}`
-					_ = c.WriteMessage(websocket.TextMessage, []byte(p))
+					_ = c.WriteMessage(websocket.TextMessage, []byte(orderPush("1f2e3d4c-0000-4000-8000-"+fmt.Sprintf("%012d", i), long)))
 				}
+				_ = c.WriteMessage(websocket.TextMessage, []byte(orderPush("1f2e3d4c-0000-4000-8000-999999999999", "gx-last-1")))
 			}
 		}
 	}))
@@ -79,8 +91,16 @@ func TestReviewStreamRetainsPushedTextByTheMegabyte(t *testing.T) {
 	runtime.GC()
 	var before runtime.MemStats
 	runtime.ReadMemStats(&before)
-	for range pushes {
-		nextEvent(t, s, nil, messages.StreamOrders) // consumed and dropped
+	for {
+		ev := nextEvent(t, s, nil, messages.StreamOrders) // consumed and dropped
+		for _, o := range ev.Orders {
+			if len(o.OrderLinkID) > 1024 {
+				t.Fatalf("an order row with a client order id of %d bytes was delivered", len(o.OrderLinkID))
+			}
+		}
+		if len(ev.Orders) == 1 && ev.Orders[0].OrderLinkID == "gx-last-1" {
+			break
+		}
 	}
 	runtime.GC()
 	var after runtime.MemStats
@@ -90,12 +110,12 @@ func TestReviewStreamRetainsPushedTextByTheMegabyte(t *testing.T) {
 	}
 }
 
-// reviewPushWaiter is a private stream that showed one push for the
+// pushWaiter is a private stream that showed one push for the
 // client order id (a hostile proxy's), matching the attempt in every field
 // OrderExpectation checks.
-type reviewPushWaiter struct{ push messages.Order }
+type pushWaiter struct{ push messages.Order }
 
-func (w reviewPushWaiter) WaitMatchingOrder(_ context.Context, e *messages.OrderExpectation, _ time.Duration) (messages.Order, bool, []string) {
+func (w pushWaiter) WaitMatchingOrder(_ context.Context, e *messages.OrderExpectation, _ time.Duration) (messages.Order, bool, []string) {
 	if f := e.Mismatch(&w.push); f != "" {
 		return messages.Order{}, false, []string{f}
 	}
@@ -110,13 +130,13 @@ func (w reviewPushWaiter) WaitMatchingOrder(_ context.Context, e *messages.Order
 // is predictable from earlier pushes) still turns a create the venue never
 // accepted into accepted/Filled, found_by "stream" -- REST's answer is
 // overridden by the stream's.
-func TestReviewSettleTrustsAPushOverRESTsNotFound(t *testing.T) {
+func TestSettleTakesRESTsNotFoundOverAPush(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write([]byte(`{"retCode":0,"retMsg":"OK","result":{"category":"linear","list":[],"nextPageCursor":""},"retExtInfo":{},"time":1764640000000}`))
 	}))
 	t.Cleanup(srv.Close)
-	c, err := venue.NewClient(venue.Config{BaseURL: srv.URL, APIKey: "reviewkey", APISecret: "reviewsecret"})
+	c, err := venue.NewClient(venue.Config{BaseURL: srv.URL, APIKey: "restkey", APISecret: "restsecret"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +144,7 @@ func TestReviewSettleTrustsAPushOverRESTsNotFound(t *testing.T) {
 		MaxQty: dec("0.001"), MaxPrice: dec("110000"), MinPrice: dec("1")}
 	forged := messages.Order{Category: messages.CategoryLinear, Symbol: "BTCUSDT", OrderID: "1f2e3d4c-0000-4000-8000-000000000009", OrderLinkID: expect.ClientOrderID,
 		Side: "Buy", Status: "Filled", Qty: dec("0.001"), CumExecQty: dec("0.001"), AvgPrice: dec("100000")}
-	s, _, err := venue.Settle(context.Background(), c, reviewPushWaiter{forged}, expect, time.Millisecond)
+	s, _, err := venue.Settle(context.Background(), c, pushWaiter{forged}, expect, time.Millisecond)
 	if s != nil {
 		t.Fatalf("REST shows no such order, yet the attempt is settled by the push: found_by %s, status %s, filled %s", s.FoundBy, s.Order.Status, s.FilledQty.Qty)
 	}
