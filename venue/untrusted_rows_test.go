@@ -123,13 +123,11 @@ func (w pushWaiter) WaitMatchingOrder(_ context.Context, e *messages.OrderExpect
 }
 
 // Issue 17 A: "anything else is a journaled anomaly and the outcome is
-// settled by REST". Settle takes a matching push as the settlement even
-// when REST then answers, without error, that the venue has no order with
-// the client order id (open orders and history both empty): a proxy that
-// forges a "Filled" push with the attempt's own fields (the next "gx-" id
-// is predictable from earlier pushes) still turns a create the venue never
-// accepted into accepted/Filled, found_by "stream" -- REST's answer is
-// overridden by the stream's.
+// settled by REST". When REST answers, without error, that the venue has
+// no order with the client order id (open orders and history both empty),
+// a push matching the attempt in every field (a proxy can forge one: the
+// next "gx-" id is predictable) settles nothing: the outcome stays unknown
+// (reconnaissance "conflict") and the disagreement is an anomaly.
 func TestSettleTakesRESTsNotFoundOverAPush(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
@@ -144,11 +142,14 @@ func TestSettleTakesRESTsNotFoundOverAPush(t *testing.T) {
 		MaxQty: dec("0.001"), MaxPrice: dec("110000"), MinPrice: dec("1")}
 	forged := messages.Order{Category: messages.CategoryLinear, Symbol: "BTCUSDT", OrderID: "1f2e3d4c-0000-4000-8000-000000000009", OrderLinkID: expect.ClientOrderID,
 		Side: "Buy", Status: "Filled", Qty: dec("0.001"), CumExecQty: dec("0.001"), AvgPrice: dec("100000")}
-	s, _, err := venue.Settle(context.Background(), c, pushWaiter{forged}, expect, time.Millisecond)
+	s, mism, err := venue.Settle(context.Background(), c, pushWaiter{forged}, expect, time.Millisecond)
 	if s != nil {
 		t.Fatalf("REST shows no such order, yet the attempt is settled by the push: found_by %s, status %s, filled %s", s.FoundBy, s.Order.Status, s.FilledQty.Qty)
 	}
-	if messages.CodeOf(err) != messages.CodeOutcomeUnknown {
+	if messages.CodeOf(err) != messages.CodeOutcomeUnknown || messages.AsError(err).Details["reconnaissance"] != "conflict" {
 		t.Fatalf("err %v", err)
+	}
+	if len(mism) != 1 || mism[0].Source != messages.AnomalySourceStream || mism[0].Field != venue.FieldNotFoundByREST {
+		t.Fatalf("the disagreement is not returned as an anomaly: %+v", mism)
 	}
 }
