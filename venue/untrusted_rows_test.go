@@ -91,8 +91,18 @@ func TestStreamRetainsNoPushedTextByTheMegabyte(t *testing.T) {
 	runtime.GC()
 	var before runtime.MemStats
 	runtime.ReadMemStats(&before)
+	deadline := time.After(2 * time.Minute) // 128 MB of pushes to parse, slow under -race
 	for {
-		ev := nextEvent(t, s, nil, messages.StreamOrders) // consumed and dropped
+		var ev messages.StreamEvent // consumed and dropped
+		var open bool
+		select {
+		case ev, open = <-s.Events():
+			if !open {
+				t.Fatal("events closed")
+			}
+		case <-deadline:
+			t.Fatal("the last push was not delivered")
+		}
 		for _, o := range ev.Orders {
 			if len(o.OrderLinkID) > 1024 {
 				t.Fatalf("an order row with a client order id of %d bytes was delivered", len(o.OrderLinkID))
