@@ -9,6 +9,7 @@ import (
 
 	"github.com/guarded-exchange/guarded-exchange/messages"
 	"github.com/guarded-exchange/guarded-exchange/venue"
+	"github.com/guarded-exchange/guarded-exchange/venue/sim/hostile"
 )
 
 // D95: a read-back of this order that disagrees in any field is dropped,
@@ -117,4 +118,35 @@ func TestForgedOwnPrefixDoesNotPushOutSentOrders(t *testing.T) {
 		}
 	}
 	t.Fatalf("the server's own order is not among the %d rows of the venue_update (forged \"gx-\" rows took every place)", len(rows))
+}
+
+// D95: a push that matches a create in every field does not settle it
+// when REST then answers that the venue has no such order: place_order
+// answers outcome_unknown (reconnaissance "conflict"), no order_outcome
+// is journaled (the attempt stays open for a later reconcile), and the
+// disagreement is a venue_anomaly.
+func TestMatchingPushThatRESTDoesNotKnowSettlesNothing(t *testing.T) {
+	dir := t.TempDir()
+	te, px := newHostileTradeEnv(t, dir, func(c *Config) { c.SettleWait = 3 * time.Second })
+	te.tradeReady(t, messages.PolicySettings{})
+	te.fault(t, "http_5xx", venue.PathOrderCreate)
+	seen := attemptIDs(t, dir)
+	done := make(chan *execResult, 1)
+	go func() { done <- te.exec(t, limitArgs("0.010", "30002")) }()
+	id := nextAttempt(t, dir, seen)
+	px.Inject(hostile.Push("order", hostile.Order(map[string]any{"orderLinkId": id, "orderStatus": "Filled", "qty": "0.010", "cumExecQty": "0.010",
+		"cumExecValue": "300.02", "avgPrice": "30002", "price": "30002", "leavesQty": "0"})))
+	r := <-done
+	if r.Err == nil || r.Err.Code != messages.CodeOutcomeUnknown || r.ClientOrderID != id || r.Err.Details["reconnaissance"] != "conflict" {
+		t.Fatalf("a push REST does not know settled the create: %+v (%s)", r, errText(r.Err))
+	}
+	waitAnomaly(t, dir, id, messages.AnomalySourceStream, venue.FieldNotFoundByREST)
+	for _, g := range journalOf(t, dir) {
+		if strings.HasPrefix(g, "order_outcome:"+id+":") {
+			t.Fatalf("the attempt was settled: %s", g)
+		}
+	}
+	if st := te.snapshot(t); len(st.Attempts) != 1 {
+		t.Fatalf("%d open attempts, want the conflicting one left open", len(st.Attempts))
+	}
 }
