@@ -163,3 +163,54 @@ func TestSettleTakesRESTsNotFoundOverAPush(t *testing.T) {
 		t.Fatalf("the disagreement is not returned as an anomaly: %+v", mism)
 	}
 }
+
+// restRows is a REST venue whose every list answer holds the given rows.
+func restRows(t *testing.T, rows string) *venue.Client {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"retCode":0,"retMsg":"OK","result":{"category":"linear","list":[` + rows + `],"nextPageCursor":""},"retExtInfo":{},"time":1764640000000}`))
+	}))
+	t.Cleanup(srv.Close)
+	c, err := venue.NewClient(venue.Config{BaseURL: srv.URL, APIKey: "restkey", APISecret: "restsecret"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// REST shares the stream's text bounds (fieldDecoder.text): an answer
+// with an order, an execution or a position whose text field is past its
+// bound is refused as malformed, never returned; one within the bounds
+// is read.
+func TestRESTRowTextIsBounded(t *testing.T) {
+	ctx := context.Background()
+	order := func(field, v string) string {
+		row := map[string]any{"symbol": "BTCUSDT", "orderId": "1f2e3d4c-0000-4000-8000-000000000005", "orderLinkId": "gx-ok-1", "side": "Buy",
+			"orderType": "Limit", "price": "50000", "qty": "0.01", "orderStatus": "New", "cumExecQty": "0", "rejectReason": "EC_NoError",
+			"createdTime": "1700000000000", "updatedTime": "1700000000000"}
+		if field != "" {
+			row[field] = v
+		}
+		b, _ := json.Marshal(row)
+		return string(b)
+	}
+	if page, err := restRows(t, order("", "")).OpenOrders(ctx, venue.OrderQuery{Category: messages.CategoryLinear, Symbol: "BTCUSDT"}); err != nil || len(page.Items) != 1 {
+		t.Fatalf("a row within the bounds: %d rows, %v", len(page.Items), err)
+	}
+	for field, n := range map[string]int{"orderLinkId": 46, "orderId": 65, "symbol": 33, "orderStatus": 33, "side": 33, "orderType": 33,
+		"timeInForce": 33, "stopOrderType": 33, "rejectReason": 257} {
+		_, err := restRows(t, order(field, strings.Repeat("A", n))).OpenOrders(ctx, venue.OrderQuery{Category: messages.CategoryLinear, Symbol: "BTCUSDT"})
+		if err == nil {
+			t.Errorf("an order whose %s is %d bytes was read", field, n)
+		}
+	}
+	exec := `{"symbol":"BTCUSDT","execId":"` + strings.Repeat("e", 65) + `","orderId":"1","orderLinkId":"","side":"Buy","execPrice":"1","execQty":"1","execTime":"1700000000000"}`
+	if _, err := restRows(t, exec).Executions(ctx, venue.HistoryQuery{Category: messages.CategoryLinear, Symbol: "BTCUSDT"}); err == nil {
+		t.Error("an execution whose execId is 65 bytes was read")
+	}
+	pos := `{"symbol":"` + strings.Repeat("B", 33) + `","side":"Buy","size":"1","positionIdx":0}`
+	if _, err := restRows(t, pos).Positions(ctx, venue.PositionQuery{Category: messages.CategoryLinear, SettleCoin: "USDT"}); err == nil {
+		t.Error("a position whose symbol is 33 bytes was read")
+	}
+}
