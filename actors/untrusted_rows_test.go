@@ -9,7 +9,6 @@ import (
 
 	"github.com/guarded-exchange/guarded-exchange/messages"
 	"github.com/guarded-exchange/guarded-exchange/venue"
-	"github.com/guarded-exchange/guarded-exchange/venue/sim/hostile"
 )
 
 // D95: a read-back of this order that disagrees in any field is dropped,
@@ -129,14 +128,8 @@ func TestMatchingPushThatRESTDoesNotKnowSettlesNothing(t *testing.T) {
 	dir := t.TempDir()
 	te, px := newHostileTradeEnv(t, dir, func(c *Config) { c.SettleWait = 3 * time.Second })
 	te.tradeReady(t, messages.PolicySettings{})
-	te.fault(t, "http_5xx", venue.PathOrderCreate)
-	seen := attemptIDs(t, dir)
-	done := make(chan *execResult, 1)
-	go func() { done <- te.exec(t, limitArgs("0.010", "30002")) }()
-	id := nextAttempt(t, dir, seen)
-	px.Inject(hostile.Push("order", hostile.Order(map[string]any{"orderLinkId": id, "orderStatus": "Filled", "qty": "0.010", "cumExecQty": "0.010",
-		"cumExecValue": "300.02", "avgPrice": "30002", "price": "30002", "leavesQty": "0"})))
-	r := <-done
+	id, r := lostCreateWithPush(t, te, px, dir, limitArgs("0.010", "30002"), map[string]any{"orderStatus": "Filled", "qty": "0.010", "cumExecQty": "0.010",
+		"cumExecValue": "300.02", "avgPrice": "30002", "price": "30002", "leavesQty": "0"})
 	if r.Err == nil || r.Err.Code != messages.CodeOutcomeUnknown || r.ClientOrderID != id || r.Err.Details["reconnaissance"] != "conflict" {
 		t.Fatalf("a push REST does not know settled the create: %+v (%s)", r, errText(r.Err))
 	}

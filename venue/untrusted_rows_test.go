@@ -11,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gorilla/websocket"
-
 	"github.com/guarded-exchange/guarded-exchange/messages"
 	"github.com/guarded-exchange/guarded-exchange/venue"
 )
@@ -57,36 +55,14 @@ func TestStreamRowTextIsBounded(t *testing.T) {
 // client order id, are refused and leave no such text on the heap.
 func TestStreamRetainsNoPushedTextByTheMegabyte(t *testing.T) {
 	const pushes = 64
-	up := websocket.Upgrader{}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		c, err := up.Upgrade(w, r, nil)
-		if err != nil {
-			return
-		}
-		defer c.Close()
-		for {
-			_, data, err := c.ReadMessage()
-			if err != nil {
-				return
-			}
-			var m struct {
-				Op string `json:"op"`
-			}
-			_ = json.Unmarshal(data, &m)
-			if m.Op == "auth" || m.Op == "subscribe" {
-				_ = c.WriteMessage(websocket.TextMessage, []byte(`{"success":true,"ret_msg":"","op":"`+m.Op+`","conn_id":"x"}`))
-			}
-			if m.Op == "subscribe" {
-				for i := range pushes {
-					long := fmt.Sprintf("gx-%d-", i) + strings.Repeat("A", 2<<20)
-					_ = c.WriteMessage(websocket.TextMessage, []byte(orderPush("1f2e3d4c-0000-4000-8000-"+fmt.Sprintf("%012d", i), long)))
-				}
-				_ = c.WriteMessage(websocket.TextMessage, []byte(orderPush("1f2e3d4c-0000-4000-8000-999999999999", "gx-last-1")))
-			}
-		}
-	}))
-	t.Cleanup(srv.Close)
-	s := newStream(t, venue.StreamConfig{URL: "ws" + strings.TrimPrefix(srv.URL, "http"), APIKey: "K1234", APISecret: "S1234"})
+	var script []string
+	for i := range pushes {
+		long := fmt.Sprintf("gx-%d-", i) + strings.Repeat("A", 2<<20)
+		script = append(script, orderPush("1f2e3d4c-0000-4000-8000-"+fmt.Sprintf("%012d", i), long))
+	}
+	script = append(script, orderPush("1f2e3d4c-0000-4000-8000-999999999999", "gx-last-1"))
+	url, _ := scriptedServer(t, script) // the script is on the heap before and after
+	s := newStream(t, venue.StreamConfig{URL: url, APIKey: "K1234", APISecret: "S1234"})
 	nextEvent(t, s, nil, messages.StreamConnected)
 	runtime.GC()
 	var before runtime.MemStats
