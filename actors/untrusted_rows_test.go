@@ -40,6 +40,17 @@ func TestReadBackWithAnyMismatchReportsNoFill(t *testing.T) {
 	if kept != nil || len(mism) != 2 || mism[0].Field != "order_status" || mism[1].Field != "qty" {
 		t.Fatalf("kept %v, mismatches %+v", kept != nil, mism)
 	}
+
+	// Only the status is not Bybit's: the read-back is kept for the
+	// answer to show that text fenced, its fill unknown.
+	rb.Qty, rb.CumExecQty = num("0.001"), num("0.001")
+	kept, mism = checkReadBack(rb, expect, ack)
+	w = &orderWritten{ack: ack, readBack: kept, mismatches: mism}
+	oa, ok = orderAnswerOf(planned, &orderResult{ClientOrderID: "gx-abc-1", ResultSource: "venue", Ack: ack}, w).(*messages.OrderAnswer)
+	if !ok || kept == nil || oa.FilledQty.Known || oa.OrderStatus != "" || !strings.Contains(oa.UntrustedText, "FILLED") {
+		b, _ := json.Marshal(oa)
+		t.Fatalf("a read-back whose only mismatch is its status text: kept %v, answer %s", kept != nil, b)
+	}
 }
 
 // D95: a cancel's (and an amend's) expectation is the order as the server

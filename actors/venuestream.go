@@ -306,11 +306,13 @@ func (v *venueActor) write(ctx actor.Context, m *orderWrite) {
 // that disagrees is named, not only the first. A read-back that names
 // another order (another order id, or another client order id) is kept,
 // for the answer to refuse it as such (order_id_mismatch, never a silent
-// swap of ids). A read-back of this order with any other mismatch (a
-// status that is not Bybit's, a larger quantity or filled quantity,
-// another side, category or symbol, prices outside the band) is dropped,
-// as if it could not be read: neither its status nor its filled quantity
-// reaches the answer, which is then unknown.
+// swap of ids), and so is one whose only mismatch is a status that is not
+// one of Bybit's: the answer shows that text only fenced, as untrusted
+// text, and its filled quantity as unknown (venue.FilledOf). A read-back
+// of this order with any other mismatch (a larger quantity or filled
+// quantity, another side, category or symbol, prices outside the band,
+// whatever its status) is dropped, as if it could not be read: neither
+// its status nor its filled quantity reaches the answer.
 func checkReadBack(o *messages.Order, expect messages.OrderExpectation, ack *messages.OrderAck) (*messages.Order, []venue.Mismatch) {
 	if o == nil {
 		return nil, nil
@@ -327,7 +329,8 @@ func checkReadBack(o *messages.Order, expect messages.OrderExpectation, ack *mes
 		mismatches = append(mismatches, venue.Mismatch{Source: messages.AnomalySourceREST, Field: f})
 	}
 	otherOrder := (o.OrderLinkID != "" && o.OrderLinkID != expect.ClientOrderID) || (expect.OrderID != "" && o.OrderID != expect.OrderID)
-	if otherOrder {
+	onlyStatusText := len(fields) == 1 && fields[0] == "order_status"
+	if otherOrder || onlyStatusText {
 		return o, mismatches
 	}
 	return nil, mismatches

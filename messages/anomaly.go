@@ -66,6 +66,10 @@ func (e *OrderExpectation) Mismatches(o *Order) []string {
 	return out
 }
 
+// KnownOrderStatus reports whether s is one of Bybit's order statuses
+// (any other text is the venue's own, shown only as untrusted text).
+func KnownOrderStatus(s string) bool { return knownOrderStatus[s] }
+
 // knownOrderStatus is Bybit's order statuses (orderStatus): an order that
 // settles an attempt shows one of them, never other text.
 var knownOrderStatus = map[string]bool{"Created": true, "New": true, "Rejected": true, "PartiallyFilled": true, "PartiallyFilledCanceled": true,

@@ -146,17 +146,19 @@ func decimalInBounds(v decimal.Decimal) bool {
 // fields, reasons): every store of rows the server keeps (the stream's
 // recent orders, its events, the user's inbox and cache, a venue_update)
 // is bounded by a count of rows, so each row's text must be bounded too.
-// Bybit's own fields are shorter: an order id or execution id is a UUID
-// (36), a client order id at most 36 (the server's own at most 45, as
-// orderLinkIDRE), a symbol a few dozen letters, a status or side a word.
+// Bybit's own fields are shorter (an order or execution id is a UUID, a
+// client order id at most 36 characters, a status a word); text fields
+// get room for a venue's odd text, which the answers show fenced as
+// untrusted text, rather than refusing the whole answer for it.
 const (
 	// maxIDText bounds an order id or an execution id.
 	maxIDText = 64
-	// maxLinkIDText bounds a client order id (orderLinkIDRE's bound).
-	maxLinkIDText = 45
-	// maxNameText bounds a symbol, a coin or an enum-like field (status,
-	// side, order type, time in force, stop order type, execution type).
-	maxNameText = 32
+	// maxSymbolText bounds a symbol.
+	maxSymbolText = 32
+	// maxShortText bounds a client order id, a coin and an enum-like
+	// field (status, side, order type, time in force, stop order type,
+	// execution type, fee currency).
+	maxShortText = 128
 	// maxReasonText bounds a free text such as a reject reason.
 	maxReasonText = 256
 )

@@ -141,10 +141,11 @@ func (w *wrapUnknown) Error() string   { return ErrOutcomeUnknown.Error() + ": "
 func (w *wrapUnknown) Unwrap() []error { return []error{ErrOutcomeUnknown, w.cause} }
 
 // FilledOf is an order's filled quantity: unknown when the order could not
-// be read (nil) or is not applied yet (status "Created" or empty), else
-// its cumExecQty.
+// be read (nil), is not applied yet (status "Created" or empty) or shows a
+// status that is not one of Bybit's (what it says is not known), else its
+// cumExecQty.
 func FilledOf(o *messages.Order) messages.FilledQty {
-	if o == nil || o.Status == "" || o.Status == "Created" {
+	if o == nil || o.Status == "" || o.Status == "Created" || !messages.KnownOrderStatus(o.Status) {
 		return messages.FilledQty{}
 	}
 	return messages.KnownFilled(o.CumExecQty)

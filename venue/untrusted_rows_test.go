@@ -174,8 +174,8 @@ func TestRESTRowTextIsBounded(t *testing.T) {
 	if page, err := restRows(t, order("", "")).OpenOrders(ctx, venue.OrderQuery{Category: messages.CategoryLinear, Symbol: "BTCUSDT"}); err != nil || len(page.Items) != 1 {
 		t.Fatalf("a row within the bounds: %d rows, %v", len(page.Items), err)
 	}
-	for field, n := range map[string]int{"orderLinkId": 46, "orderId": 65, "symbol": 33, "orderStatus": 33, "side": 33, "orderType": 33,
-		"timeInForce": 33, "stopOrderType": 33, "rejectReason": 257} {
+	for field, n := range map[string]int{"orderLinkId": 129, "orderId": 65, "symbol": 33, "orderStatus": 129, "side": 129, "orderType": 129,
+		"timeInForce": 129, "stopOrderType": 129, "rejectReason": 257} {
 		_, err := restRows(t, order(field, strings.Repeat("A", n))).OpenOrders(ctx, venue.OrderQuery{Category: messages.CategoryLinear, Symbol: "BTCUSDT"})
 		if err == nil {
 			t.Errorf("an order whose %s is %d bytes was read", field, n)
