@@ -552,7 +552,7 @@ func parsePosition(cat messages.Category, w *wirePosition) (messages.Position, e
 	var d fieldDecoder
 	p := messages.Position{
 		Category:       cat,
-		Symbol:         d.text("symbol", w.Symbol, maxSymbolText),
+		Symbol:         d.text("symbol", w.Symbol, maxShortText),
 		Side:           d.text("side", w.Side, maxShortText),
 		Size:           d.decNum("size", w.Size),
 		AvgPrice:       d.decNum("avgPrice", w.AvgPrice),
@@ -606,7 +606,7 @@ func parseOrder(cat messages.Category, w *wireOrder) (messages.Order, error) {
 	var d fieldDecoder
 	o := messages.Order{
 		Category:     cat,
-		Symbol:       d.text("symbol", w.Symbol, maxSymbolText),
+		Symbol:       d.text("symbol", w.Symbol, maxShortText),
 		OrderID:      d.text("orderId", w.OrderID, maxIDText),
 		OrderLinkID:  d.text("orderLinkId", w.OrderLinkID, maxShortText),
 		Side:         d.text("side", w.Side, maxShortText),
@@ -658,7 +658,7 @@ func parseExecution(cat messages.Category, w *wireExecution) (messages.Execution
 	var d fieldDecoder
 	e := messages.Execution{
 		Category:    cat,
-		Symbol:      d.text("symbol", w.Symbol, maxSymbolText),
+		Symbol:      d.text("symbol", w.Symbol, maxShortText),
 		ExecID:      d.text("execId", w.ExecID, maxIDText),
 		OrderID:     d.text("orderId", w.OrderID, maxIDText),
 		OrderLinkID: d.text("orderLinkId", w.OrderLinkID, maxShortText),

@@ -153,14 +153,13 @@ func decimalInBounds(v decimal.Decimal) bool {
 const (
 	// maxIDText bounds an order id or an execution id.
 	maxIDText = 64
-	// maxSymbolText bounds a symbol.
-	maxSymbolText = 32
-	// maxShortText bounds a client order id, a coin and an enum-like
-	// field (status, side, order type, time in force, stop order type,
-	// execution type, fee currency).
+	// maxShortText bounds a symbol, a client order id, a coin and an
+	// enum-like field (status, side, order type, time in force, stop
+	// order type, execution type, fee currency).
 	maxShortText = 128
-	// maxReasonText bounds a free text such as a reject reason.
-	maxReasonText = 256
+	// maxReasonText bounds a free text such as a reject reason (answers
+	// show at most the start of it, fenced).
+	maxReasonText = 1024
 )
 
 // text is a text field of a venue row, at most max bytes: a longer one is

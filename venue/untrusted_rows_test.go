@@ -174,8 +174,8 @@ func TestRESTRowTextIsBounded(t *testing.T) {
 	if page, err := restRows(t, order("", "")).OpenOrders(ctx, venue.OrderQuery{Category: messages.CategoryLinear, Symbol: "BTCUSDT"}); err != nil || len(page.Items) != 1 {
 		t.Fatalf("a row within the bounds: %d rows, %v", len(page.Items), err)
 	}
-	for field, n := range map[string]int{"orderLinkId": 129, "orderId": 65, "symbol": 33, "orderStatus": 129, "side": 129, "orderType": 129,
-		"timeInForce": 129, "stopOrderType": 129, "rejectReason": 257} {
+	for field, n := range map[string]int{"orderLinkId": 129, "orderId": 65, "symbol": 129, "orderStatus": 129, "side": 129, "orderType": 129,
+		"timeInForce": 129, "stopOrderType": 129, "rejectReason": 1025} {
 		_, err := restRows(t, order(field, strings.Repeat("A", n))).OpenOrders(ctx, venue.OrderQuery{Category: messages.CategoryLinear, Symbol: "BTCUSDT"})
 		if err == nil {
 			t.Errorf("an order whose %s is %d bytes was read", field, n)
@@ -185,8 +185,8 @@ func TestRESTRowTextIsBounded(t *testing.T) {
 	if _, err := restRows(t, exec).Executions(ctx, venue.HistoryQuery{Category: messages.CategoryLinear, Symbol: "BTCUSDT"}); err == nil {
 		t.Error("an execution whose execId is 65 bytes was read")
 	}
-	pos := `{"symbol":"` + strings.Repeat("B", 33) + `","side":"Buy","size":"1","positionIdx":0}`
+	pos := `{"symbol":"` + strings.Repeat("B", 129) + `","side":"Buy","size":"1","positionIdx":0}`
 	if _, err := restRows(t, pos).Positions(ctx, venue.PositionQuery{Category: messages.CategoryLinear, SettleCoin: "USDT"}); err == nil {
-		t.Error("a position whose symbol is 33 bytes was read")
+		t.Error("a position whose symbol is 129 bytes was read")
 	}
 }
