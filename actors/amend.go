@@ -210,7 +210,7 @@ func (u *userActor) onAmendFetched(ctx actor.Context, act *action, m *orderFetch
 		key: a.IdempotencyKey, shown: messages.ShownToUser{Amend: &planned, RiskIncreasing: risk}, confirmedBy: by}) {
 		return
 	}
-	plan := orderPlan{tool: toolAmendOrder, confirmedBy: by, category: a.Category, symbol: a.Symbol, settleLinkID: o.OrderLinkID, amend: &req,
+	plan := orderPlan{tool: toolAmendOrder, confirmedBy: by, category: a.Category, symbol: a.Symbol, settleLinkID: o.OrderLinkID, changes: &o, amend: &req,
 		notional: growth, riskIncreasing: risk, idempotencyKey: a.IdempotencyKey, argsSHA256: act.amend.hash}
 	ex := u.execute(ctx, plan, act.origin, act.waiter)
 	ex.claim = act.claim

@@ -149,7 +149,7 @@ func (u *userActor) onOrderFetched(ctx actor.Context, m *orderFetched) {
 		key: a.IdempotencyKey, shown: messages.ShownToUser{Cancel: &planned, RiskIncreasing: risk}, confirmedBy: by}) {
 		return
 	}
-	plan := orderPlan{tool: "cancel_order", confirmedBy: by, category: a.Category, symbol: a.Symbol, settleLinkID: o.OrderLinkID, riskIncreasing: risk,
+	plan := orderPlan{tool: "cancel_order", confirmedBy: by, category: a.Category, symbol: a.Symbol, settleLinkID: o.OrderLinkID, changes: &o, riskIncreasing: risk,
 		cancel:         &messages.CancelOrderRequest{Category: a.Category, Symbol: a.Symbol, OrderID: o.OrderID},
 		idempotencyKey: a.IdempotencyKey, argsSHA256: act.cancel.hash}
 	ex := u.execute(ctx, plan, act.origin, act.waiter)

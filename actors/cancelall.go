@@ -298,7 +298,7 @@ func (u *userActor) runCancelAll(ctx actor.Context, act *action, a messages.Canc
 			sentAt := time.Now()
 			u.cancelPace.note(sentAt)
 			o := plain[i]
-			plan := orderPlan{tool: toolCancelAll, category: a.Category, symbol: a.Symbol, settleLinkID: o.OrderLinkID,
+			plan := orderPlan{tool: toolCancelAll, category: a.Category, symbol: a.Symbol, settleLinkID: o.OrderLinkID, changes: &o,
 				cancel: &messages.CancelOrderRequest{Category: a.Category, Symbol: a.Symbol, OrderID: o.OrderID}}
 			child := u.execute(ctx, plan, act.origin, nil)
 			var retryAfter time.Duration

@@ -356,7 +356,7 @@ func (u *userActor) cancelForDeadman(ctx actor.Context, orders []messages.Order,
 		return
 	}
 	o := orders[i]
-	plan := orderPlan{tool: "cancel_order", category: o.Category, symbol: o.Symbol, settleLinkID: o.OrderLinkID,
+	plan := orderPlan{tool: "cancel_order", category: o.Category, symbol: o.Symbol, settleLinkID: o.OrderLinkID, changes: &o,
 		cancel: &messages.CancelOrderRequest{Category: o.Category, Symbol: o.Symbol, OrderID: o.OrderID}}
 	a := u.execute(ctx, plan, deadmanOrigin, nil)
 	a.after = func() { u.cancelForDeadman(ctx, orders, i+1) }

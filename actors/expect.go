@@ -29,8 +29,10 @@ func createExpectation(req *messages.CreateOrderRequest, in *messages.Instrument
 
 // orderExpectation is what an order found for the plan's write must match
 // to settle it: a create's own expectation with its client order id; for
-// an amend or cancel, the order it changes (client order id, order id).
-// Nil for a write that settles no order.
+// an amend or cancel, the order it changes as read before the change
+// (client order id, order id, category, symbol, side, and a quantity and
+// filled quantity no larger than its quantity, or an amend's new quantity
+// when that is larger). Nil for a write that settles no order.
 func (p *orderPlan) orderExpectation(settleLinkID string) *messages.OrderExpectation {
 	if settleLinkID == "" {
 		return nil
@@ -46,6 +48,15 @@ func (p *orderPlan) orderExpectation(settleLinkID string) *messages.OrderExpecta
 		e.OrderID = p.amend.OrderID
 	case p.cancel != nil:
 		e.OrderID = p.cancel.OrderID
+	}
+	if o := p.changes; o != nil {
+		e.Side, e.MaxQty = o.Side, o.Qty
+		if e.OrderID == "" {
+			e.OrderID = o.OrderID
+		}
+		if p.amend != nil && p.amend.Qty.Valid && p.amend.Qty.Decimal.GreaterThan(e.MaxQty) {
+			e.MaxQty = p.amend.Qty.Decimal
+		}
 	}
 	return e
 }

@@ -89,14 +89,9 @@ func TestForgedOrderPushSettlesNothing(t *testing.T) {
 	te.tradeReady(t, messages.PolicySettings{})
 
 	// A forged push of a fill 100× the order's qty.
-	te.fault(t, "http_5xx", venue.PathOrderCreate)
-	seen := attemptIDs(t, dir)
+	id, r := lostCreateWithPush(t, te, px, dir, limitArgs("0.010", "30002"), map[string]any{"orderStatus": "Filled", "qty": "1", "cumExecQty": "1",
+		"cumExecValue": "30002", "avgPrice": "30002", "price": "30002", "leavesQty": "0"})
 	done := make(chan *execResult, 1)
-	go func() { done <- te.exec(t, limitArgs("0.010", "30002")) }()
-	id := nextAttempt(t, dir, seen)
-	px.Inject(hostile.Push("order", hostile.Order(map[string]any{"orderLinkId": id, "orderStatus": "Filled", "qty": "1", "cumExecQty": "1",
-		"cumExecValue": "30002", "avgPrice": "30002", "price": "30002", "leavesQty": "0"})))
-	r := <-done
 	if r.Err == nil || r.Err.Code != messages.CodeOutcomeUnknown || r.ClientOrderID != id || r.Err.Details["reconnaissance"] != "not_found" {
 		t.Fatalf("a forged fill settled the create: %+v (%s)", r, errText(r.Err))
 	}
@@ -108,7 +103,7 @@ func TestForgedOrderPushSettlesNothing(t *testing.T) {
 	// An order someone else placed under the attempt's id, 100× its qty:
 	// REST finds it, and it still settles nothing.
 	te.fault(t, "http_5xx", venue.PathOrderCreate)
-	seen = attemptIDs(t, dir)
+	seen := attemptIDs(t, dir)
 	go func() { done <- te.exec(t, limitArgs("0.010", "30003")) }()
 	id2 := nextAttempt(t, dir, seen)
 	te.waitFaultsFired(t)
@@ -144,6 +139,25 @@ func TestForgedOrderPushSettlesNothing(t *testing.T) {
 	if st := te.snapshot(t); len(st.Attempts) != 1 {
 		t.Fatalf("%d open attempts after the reconcile, want 1", len(st.Attempts))
 	}
+}
+
+// lostCreateWithPush places args with the venue's answer to the create
+// lost (the venue never accepted it) and, as soon as its attempt is
+// journaled, has the proxy push an order row under its client order id
+// with the fields of push; it returns the client order id and the answer.
+func lostCreateWithPush(t *testing.T, te *tradeEnv, px *hostile.Proxy, dir string, args messages.PlaceOrderArgs, push map[string]any) (string, *execResult) {
+	t.Helper()
+	te.fault(t, "http_5xx", venue.PathOrderCreate)
+	seen := attemptIDs(t, dir)
+	done := make(chan *execResult, 1)
+	go func() { done <- te.exec(t, args) }()
+	id := nextAttempt(t, dir, seen)
+	row := map[string]any{"orderLinkId": id}
+	for k, v := range push {
+		row[k] = v
+	}
+	px.Inject(hostile.Push("order", hostile.Order(row)))
+	return id, <-done
 }
 
 // waitAnomaly waits for a venue_anomaly of the attempt from source naming

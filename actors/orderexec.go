@@ -41,6 +41,10 @@ type orderPlan struct {
 	// order id is filled in by execute); nil for other writes, whose
 	// expectation is the order they change (orderExpectation).
 	expect *messages.OrderExpectation
+	// changes is the order an amend or cancel changes, as the server read
+	// it before the change: what the venue shows for the write must be
+	// that order (its side, at most its quantity).
+	changes *messages.Order
 
 	create   *messages.CreateOrderRequest
 	amend    *messages.AmendOrderRequest

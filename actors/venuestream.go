@@ -214,6 +214,13 @@ func (v *venueActor) write(ctx actor.Context, m *orderWrite) {
 	if v.stream != nil {
 		waiter = v.stream
 	}
+	if m.create != nil {
+		// A pushed row of this order is the server's own (venue_update).
+		if v.updates == nil {
+			v.updates = newVenueUpdateBuffer()
+		}
+		v.updates.sent(m.create.OrderLinkID)
+	}
 	timeout, wait, cache := v.timeout, v.settleWait, v.cache
 	offMailbox(ctx, v.logger, nil, stepBounds{request: timeout, settle: wait}.venueWrite(), userPID, func(c context.Context) any {
 		out := &orderWritten{action: m.action}
@@ -295,14 +302,17 @@ func (v *venueActor) write(ctx actor.Context, m *orderWrite) {
 }
 
 // checkReadBack checks an accepted write's read-back against the write
-// (and, for a create, the order id of the venue's answer): every mismatch
-// is named. A read-back of another order (another order id or client
-// order id) is kept, for the answer to refuse it as such (never a silent
-// swap of ids), and so is one whose status is not one of Bybit's (the
-// answer fences it); one of this order that disagrees otherwise (a
-// larger quantity, another side, category or symbol, prices outside the
-// band) is dropped, as if it could not be read: the filled quantity is
-// then unknown.
+// (and, for a create, the order id of the venue's answer): every field
+// that disagrees is named, not only the first. A read-back that names
+// another order (another order id, or another client order id) is kept,
+// for the answer to refuse it as such (order_id_mismatch, never a silent
+// swap of ids), and so is one whose only mismatch is a status that is not
+// one of Bybit's: the answer shows that text only fenced, as untrusted
+// text, and its filled quantity as unknown (venue.FilledOf). A read-back
+// of this order with any other mismatch (a larger quantity or filled
+// quantity, another side, category or symbol, prices outside the band,
+// whatever its status) is dropped, as if it could not be read: neither
+// its status nor its filled quantity reaches the answer.
 func checkReadBack(o *messages.Order, expect messages.OrderExpectation, ack *messages.OrderAck) (*messages.Order, []venue.Mismatch) {
 	if o == nil {
 		return nil, nil
@@ -310,14 +320,20 @@ func checkReadBack(o *messages.Order, expect messages.OrderExpectation, ack *mes
 	if ack != nil && ack.OrderID != "" && expect.OrderID == "" {
 		expect.OrderID = ack.OrderID
 	}
-	f := expect.Mismatch(o)
-	switch f {
-	case "":
+	fields := expect.Mismatches(o)
+	if len(fields) == 0 {
 		return o, nil
-	case "order_id", "client_order_id", "order_status":
-		return o, []venue.Mismatch{{Source: messages.AnomalySourceREST, Field: f}}
 	}
-	return nil, []venue.Mismatch{{Source: messages.AnomalySourceREST, Field: f}}
+	mismatches := make([]venue.Mismatch, 0, len(fields))
+	for _, f := range fields {
+		mismatches = append(mismatches, venue.Mismatch{Source: messages.AnomalySourceREST, Field: f})
+	}
+	otherOrder := (o.OrderLinkID != "" && o.OrderLinkID != expect.ClientOrderID) || (expect.OrderID != "" && o.OrderID != expect.OrderID)
+	onlyStatusText := len(fields) == 1 && fields[0] == "order_status"
+	if otherOrder || onlyStatusText {
+		return o, mismatches
+	}
+	return nil, mismatches
 }
 
 // marketFetch asks the venue actor for what a place_order decision needs:

@@ -14,13 +14,23 @@ import (
 // Bounds of the venue_update records (docs/journal-format.md).
 const (
 	// maxVenueUpdateRows bounds the order rows of one venue_update; the
-	// server's own orders ("gx-" client order ids) are kept before any
-	// other, and the rows left out are counted in the record (omitted).
+	// server's own orders are kept before any other, and the rows left
+	// out are counted in the record (omitted).
 	maxVenueUpdateRows = 128
 	// maxExternalRows bounds the rows of orders that are not the server's
 	// own in one venue_update: a flood of forged external orders costs at
 	// most this many rows every venueUpdateEvery.
 	maxExternalRows = 32
+	// maxVenueUpdateBytes bounds the size of one venue_update's rows
+	// (rowBytes): the rows past it, the server's own kept first, are
+	// counted in omitted.
+	maxVenueUpdateBytes = 64 << 10
+	// venueUpdateRowOverhead is what a row costs in a record besides its
+	// text fields (keys, decimals the venue package bounds, origin).
+	venueUpdateRowOverhead = 256
+	// maxSentIDs bounds the client order ids of creates the buffer
+	// remembers as the server's own (the latest are kept).
+	maxSentIDs = 1024
 	// venueUpdateEvery spaces the venue_update records of one user: the
 	// rows pushed meanwhile wait, coalesced, for the next.
 	venueUpdateEvery = 200 * time.Millisecond
@@ -53,18 +63,61 @@ type venueUpdateBuffer struct {
 	signalled bool           // a streamOrdersReady is on its way
 	sentAt    time.Time      // when it was sent
 	lastTake  time.Time
+	// sentIDs are the client order ids of the creates the venue actor
+	// sent (at most maxSentIDs, the oldest forgotten first, in sentOrder).
+	sentIDs   map[string]bool
+	sentOrder []string
 }
 
 func newVenueUpdateBuffer() *venueUpdateBuffer {
-	return &venueUpdateBuffer{at: map[string]int{}}
+	return &venueUpdateBuffer{at: map[string]int{}, sentIDs: map[string]bool{}}
 }
 
-// ownOrder reports whether a row's client order id is shaped like the
-// server's own (its origin is decided when it is journaled).
-func ownOrder(o messages.Order) bool { return strings.HasPrefix(o.OrderLinkID, "gx-") }
+// How much a row is the server's own, the best first: its client order
+// id is one the server sent (sent), or only has the server's shape ("gx-",
+// exchange text anyone can push), or neither (external). The origin
+// written in the record is decided by the user actor (orderOrigin).
+const (
+	rankSent = iota
+	rankOwnShape
+	rankExternal
+)
+
+// sent remembers the client order id of a create the venue actor sends:
+// a pushed row of it is the server's own order.
+func (b *venueUpdateBuffer) sent(clientOrderID string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if clientOrderID == "" || b.sentIDs[clientOrderID] {
+		return
+	}
+	if len(b.sentOrder) >= maxSentIDs {
+		delete(b.sentIDs, b.sentOrder[0])
+		b.sentOrder = b.sentOrder[1:]
+	}
+	b.sentIDs[clientOrderID] = true
+	b.sentOrder = append(b.sentOrder, clientOrderID)
+}
+
+// rankLocked is how much o is the server's own (rankSent first).
+func (b *venueUpdateBuffer) rankLocked(o messages.Order) int {
+	switch {
+	case b.sentIDs[o.OrderLinkID]:
+		return rankSent
+	case strings.HasPrefix(o.OrderLinkID, "gx-"):
+		return rankOwnShape
+	}
+	return rankExternal
+}
+
+// rowBytes is about what a row costs in a venue_update record.
+func rowBytes(o messages.Order) int {
+	return venueUpdateRowOverhead + len(o.OrderLinkID) + len(o.OrderID) + len(o.Category) + len(o.Symbol) + len(o.Side) + len(o.Status)
+}
 
 // add coalesces rows into the buffer and reports whether the user actor
-// must be signalled (no signal is on its way).
+// must be signalled (no signal is on its way). When the buffer is full a
+// row takes the place of one of a lower rank (the lowest, latest first).
 func (b *venueUpdateBuffer) add(at time.Time, rows []messages.Order) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -77,29 +130,33 @@ func (b *venueUpdateBuffer) add(at time.Time, rows []messages.Order) bool {
 			b.rows[i] = o // latest wins
 			continue
 		}
-		own := ownOrder(o)
-		if !own && b.external >= maxExternalRows {
+		rank := b.rankLocked(o)
+		if rank == rankExternal && b.external >= maxExternalRows {
 			b.omitted++
 			continue
 		}
 		if len(b.rows) < maxVenueUpdateRows {
 			b.at[k] = len(b.rows)
 			b.rows = append(b.rows, o)
-			if !own {
+			if rank == rankExternal {
 				b.external++
 			}
 			continue
 		}
 		b.omitted++
-		// Full: the server's own order takes the place of another's.
-		for i := len(b.rows) - 1; i >= 0 && own; i-- {
-			if !ownOrder(b.rows[i]) {
-				delete(b.at, string(b.rows[i].Category)+":"+b.rows[i].OrderID)
-				b.rows[i] = o
-				b.at[k] = i
-				b.external--
-				break
+		worst, worstRank := -1, rank
+		for i := len(b.rows) - 1; i >= 0; i-- {
+			if r := b.rankLocked(b.rows[i]); r > worstRank {
+				worst, worstRank = i, r
 			}
+		}
+		if worst >= 0 {
+			delete(b.at, string(b.rows[worst].Category)+":"+b.rows[worst].OrderID)
+			if worstRank == rankExternal {
+				b.external--
+			}
+			b.rows[worst] = o
+			b.at[k] = worst
 		}
 	}
 	now := time.Now()
@@ -108,6 +165,36 @@ func (b *venueUpdateBuffer) add(at time.Time, rows []messages.Order) bool {
 	}
 	b.signalled, b.sentAt = true, now
 	return true
+}
+
+// withinBytesLocked keeps of rows, in their order, those that fit in
+// maxVenueUpdateBytes, the server's own first (by rank); it returns them
+// and how many were left out.
+func (b *venueUpdateBuffer) withinBytesLocked(rows []messages.Order) ([]messages.Order, int) {
+	budget, left := maxVenueUpdateBytes, 0
+	keep := make([]bool, len(rows))
+	for rank := rankSent; rank <= rankExternal; rank++ {
+		for i, o := range rows {
+			if b.rankLocked(o) != rank {
+				continue
+			}
+			if n := rowBytes(o); n <= budget {
+				keep[i], budget = true, budget-n
+			} else {
+				left++
+			}
+		}
+	}
+	if left == 0 {
+		return rows, 0
+	}
+	kept := make([]messages.Order, 0, len(rows)-left)
+	for i, o := range rows {
+		if keep[i] {
+			kept = append(kept, o)
+		}
+	}
+	return kept, left
 }
 
 // take empties the buffer, or, when the last take is more recent than
@@ -120,7 +207,8 @@ func (b *venueUpdateBuffer) take() (rows []messages.Order, omitted int, at time.
 	if w := venueUpdateEvery - now.Sub(b.lastTake); w > 0 {
 		return nil, 0, time.Time{}, w
 	}
-	rows, omitted, at = b.rows, b.omitted, b.latest
+	rows, left := b.withinBytesLocked(b.rows)
+	omitted, at = b.omitted+left, b.latest
 	b.rows, b.at, b.external, b.omitted, b.signalled, b.lastTake = nil, map[string]int{}, 0, 0, false, now
 	return rows, omitted, at, 0
 }

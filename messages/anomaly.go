@@ -31,35 +31,44 @@ type OrderExpectation struct {
 }
 
 // Mismatch names the first field of o that disagrees with e ("" when o
-// matches): besides e's fields, the order must show one of Bybit's order
-// statuses and an order id of the venue's shape, as what settles an
-// attempt is shown in the answer. The name is the server's own, never
-// exchange text.
+// matches): see Mismatches.
 func (e *OrderExpectation) Mismatch(o *Order) string {
-	switch {
-	case o == nil:
-		return "order"
-	case o.OrderLinkID != e.ClientOrderID:
-		return "client_order_id"
-	case !knownOrderStatus[o.Status]:
-		return "order_status"
-	case !OrderIDRE.MatchString(o.OrderID):
-		return "order_id"
-	case o.Category != e.Category:
-		return "category"
-	case o.Symbol != e.Symbol:
-		return "symbol"
-	case e.OrderID != "" && o.OrderID != e.OrderID:
-		return "order_id"
-	case e.Side != "" && o.Side != e.Side:
-		return "side"
-	case e.MaxQty.IsPositive() && (o.Qty.GreaterThan(e.MaxQty) || o.CumExecQty.GreaterThan(e.MaxQty)):
-		return "qty"
-	case !e.priceInside(o.Price) || !e.priceInside(o.AvgPrice):
-		return "price"
+	if fields := e.Mismatches(o); len(fields) > 0 {
+		return fields[0]
 	}
 	return ""
 }
+
+// Mismatches names every field of o that disagrees with e (none when o
+// matches): besides e's fields, the order must show one of Bybit's order
+// statuses and an order id of the venue's shape, as what settles an
+// attempt is shown in the answer. The names are the server's own, never
+// exchange text.
+func (e *OrderExpectation) Mismatches(o *Order) []string {
+	if o == nil {
+		return []string{"order"}
+	}
+	var out []string
+	check := func(bad bool, field string) {
+		if bad {
+			out = append(out, field)
+		}
+	}
+	check(o.OrderLinkID != e.ClientOrderID, "client_order_id")
+	check(!knownOrderStatus[o.Status], "order_status")
+	check(!OrderIDRE.MatchString(o.OrderID), "order_id")
+	check(o.Category != e.Category, "category")
+	check(o.Symbol != e.Symbol, "symbol")
+	check(e.OrderID != "" && o.OrderID != e.OrderID && OrderIDRE.MatchString(o.OrderID), "order_id") // once
+	check(e.Side != "" && o.Side != e.Side, "side")
+	check(e.MaxQty.IsPositive() && (o.Qty.GreaterThan(e.MaxQty) || o.CumExecQty.GreaterThan(e.MaxQty)), "qty")
+	check(!e.priceInside(o.Price) || !e.priceInside(o.AvgPrice), "price")
+	return out
+}
+
+// KnownOrderStatus reports whether s is one of Bybit's order statuses
+// (any other text is the venue's own, shown only as untrusted text).
+func KnownOrderStatus(s string) bool { return knownOrderStatus[s] }
 
 // knownOrderStatus is Bybit's order statuses (orderStatus): an order that
 // settles an attempt shows one of them, never other text.

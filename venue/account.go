@@ -511,7 +511,7 @@ func parseWallet(w *wireWalletAccount) (*messages.WalletBalance, error) {
 	for i := range w.Coin {
 		wc := &w.Coin[i]
 		wb.Coins = append(wb.Coins, messages.CoinBalance{
-			Coin:            wc.Coin,
+			Coin:            d.text("coin", wc.Coin, maxShortText),
 			Equity:          d.decNum("equity", wc.Equity),
 			WalletBalance:   d.decNum("walletBalance", wc.WalletBalance),
 			Locked:          d.decNum("locked", wc.Locked),
@@ -552,8 +552,8 @@ func parsePosition(cat messages.Category, w *wirePosition) (messages.Position, e
 	var d fieldDecoder
 	p := messages.Position{
 		Category:       cat,
-		Symbol:         w.Symbol,
-		Side:           w.Side,
+		Symbol:         d.text("symbol", w.Symbol, maxShortText),
+		Side:           d.text("side", w.Side, maxShortText),
 		Size:           d.decNum("size", w.Size),
 		AvgPrice:       d.decNum("avgPrice", w.AvgPrice),
 		MarkPrice:      d.decNum("markPrice", w.MarkPrice),
@@ -606,23 +606,23 @@ func parseOrder(cat messages.Category, w *wireOrder) (messages.Order, error) {
 	var d fieldDecoder
 	o := messages.Order{
 		Category:     cat,
-		Symbol:       w.Symbol,
-		OrderID:      w.OrderID,
-		OrderLinkID:  w.OrderLinkID,
-		Side:         w.Side,
-		OrderType:    w.OrderType,
-		TimeInForce:  w.TimeInForce,
+		Symbol:       d.text("symbol", w.Symbol, maxShortText),
+		OrderID:      d.text("orderId", w.OrderID, maxIDText),
+		OrderLinkID:  d.text("orderLinkId", w.OrderLinkID, maxShortText),
+		Side:         d.text("side", w.Side, maxShortText),
+		OrderType:    d.text("orderType", w.OrderType, maxShortText),
+		TimeInForce:  d.text("timeInForce", w.TimeInForce, maxShortText),
 		Price:        d.decNum("price", w.Price),
 		Qty:          d.decNum("qty", w.Qty),
 		AvgPrice:     d.decNum("avgPrice", w.AvgPrice),
 		CumExecQty:   d.decNum("cumExecQty", w.CumExecQty),
 		CumExecValue: d.decNum("cumExecValue", w.CumExecValue),
 		LeavesQty:    d.decNum("leavesQty", w.LeavesQty),
-		Status:       w.OrderStatus,
-		RejectReason: w.RejectReason,
+		Status:       d.text("orderStatus", w.OrderStatus, maxShortText),
+		RejectReason: d.text("rejectReason", w.RejectReason, maxReasonText),
 		ReduceOnly:   bool(w.ReduceOnly),
 		// Untrusted text, kept only to be compared with known kinds.
-		StopOrderType:  w.StopOrderType,
+		StopOrderType:  d.text("stopOrderType", w.StopOrderType, maxShortText),
 		CloseOnTrigger: bool(w.CloseOnTrigger),
 		TriggerPrice:   d.decNum("triggerPrice", w.TriggerPrice),
 		CreatedTime:    d.ms("createdTime", w.CreatedTime),
@@ -658,19 +658,19 @@ func parseExecution(cat messages.Category, w *wireExecution) (messages.Execution
 	var d fieldDecoder
 	e := messages.Execution{
 		Category:    cat,
-		Symbol:      w.Symbol,
-		ExecID:      w.ExecID,
-		OrderID:     w.OrderID,
-		OrderLinkID: w.OrderLinkID,
-		Side:        w.Side,
+		Symbol:      d.text("symbol", w.Symbol, maxShortText),
+		ExecID:      d.text("execId", w.ExecID, maxIDText),
+		OrderID:     d.text("orderId", w.OrderID, maxIDText),
+		OrderLinkID: d.text("orderLinkId", w.OrderLinkID, maxShortText),
+		Side:        d.text("side", w.Side, maxShortText),
 		ExecPrice:   d.decNum("execPrice", w.ExecPrice),
 		ExecQty:     d.decNum("execQty", w.ExecQty),
 		ExecValue:   d.decNum("execValue", w.ExecValue),
 		ExecFee:     d.decNum("execFee", w.ExecFee),
 		FeeRate:     d.decNum("feeRate", w.FeeRate),
-		FeeCurrency: w.FeeCurrency,
+		FeeCurrency: d.text("feeCurrency", w.FeeCurrency, maxShortText),
 		IsMaker:     bool(w.IsMaker),
-		ExecType:    w.ExecType,
+		ExecType:    d.text("execType", w.ExecType, maxShortText),
 		ExecTime:    d.ms("execTime", w.ExecTime),
 	}
 	if d.err != nil {

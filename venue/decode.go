@@ -142,6 +142,36 @@ func decimalInBounds(v decimal.Decimal) bool {
 	return v.Exponent() >= -maxFractionDigits || v.Equal(v.Truncate(maxFractionDigits))
 }
 
+// Bounds of the text fields of a venue row (ids, symbols, enum-like
+// fields, reasons): every store of rows the server keeps (the stream's
+// recent orders, its events, the user's inbox and cache, a venue_update)
+// is bounded by a count of rows, so each row's text must be bounded too.
+// Bybit's own fields are shorter (an order or execution id is a UUID, a
+// client order id at most 36 characters, a status a word); text fields
+// get room for a venue's odd text, which the answers show fenced as
+// untrusted text, rather than refusing the whole answer for it.
+const (
+	// maxIDText bounds an order id or an execution id.
+	maxIDText = 64
+	// maxShortText bounds a symbol, a client order id, a coin and an
+	// enum-like field (status, side, order type, time in force, stop
+	// order type, execution type, fee currency).
+	maxShortText = 128
+	// maxReasonText bounds a free text such as a reject reason (answers
+	// show at most the start of it, fenced).
+	maxReasonText = 1024
+)
+
+// text is a text field of a venue row, at most max bytes: a longer one is
+// an error of the field (the row is malformed), never kept.
+func (d *fieldDecoder) text(name, s string, max int) string {
+	if len(s) > max {
+		d.fail(fmt.Errorf("field %s: text too long", name))
+		return ""
+	}
+	return s
+}
+
 // fail keeps the first error.
 func (d *fieldDecoder) fail(err error) {
 	if d.err == nil {

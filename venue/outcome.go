@@ -27,6 +27,10 @@ type Mismatch struct {
 	Field  string
 }
 
+// FieldNotFoundByREST is the Mismatch field of a pushed order that REST
+// then answered the venue does not have (neither open nor in history).
+const FieldNotFoundByREST = "not_found_by_rest"
+
 // Where a settled order was found.
 const (
 	FoundOnStream       = "stream"
@@ -57,10 +61,13 @@ type Settlement struct {
 // band, the order id where one is known). Anything else is a Mismatch,
 // returned for the caller to journal, and settles nothing.
 //
-// Found (on the stream or by REST) gives a Settlement with result source
-// "reconnaissance". Not found gives outcome_unknown with details
-// reconnaissance "not_found" (the exchange's lists may lag: it is never
-// "failed"); a REST failure gives outcome_unknown with reconnaissance
+// Found by REST, or on the stream when REST could not be read, gives a
+// Settlement with result source "reconnaissance". Not found gives
+// outcome_unknown with details reconnaissance "not_found" (the exchange's
+// lists may lag: it is never "failed"); a push that REST answers it does
+// not know (neither open nor in history) settles nothing: outcome_unknown
+// with reconnaissance "conflict" and a Mismatch (FieldNotFoundByREST). A
+// REST failure without a push gives outcome_unknown with reconnaissance
 // "failed", and a REST answer that does not match reconnaissance
 // "mismatch". All carry client_order_id and a next step. Nothing is ever
 // resent.
@@ -92,8 +99,15 @@ func Settle(ctx context.Context, c *Client, stream OrderWaiter, expect messages.
 			break
 		}
 		return &Settlement{Order: *o, ResultSource: messages.ResultSourceReconnaissance, FoundBy: where, FilledQty: FilledOf(o)}, mismatches, nil
+	case seen && messages.CodeOf(err) == messages.CodeNotFound:
+		// REST answered that the venue has no such order, yet a push
+		// showed one: the two disagree, and a push is no more than what
+		// the stream says. Nothing is settled; the attempt stays open for
+		// a later reconcile, and the disagreement is an anomaly.
+		mismatches = append(mismatches, Mismatch{Source: messages.AnomalySourceStream, Field: FieldNotFoundByREST})
+		recon = "conflict"
 	case seen:
-		// REST lags or failed, but the stream showed the order.
+		// REST failed, but the stream showed the order.
 		return &Settlement{Order: pushed, ResultSource: messages.ResultSourceReconnaissance, FoundBy: FoundOnStream, FilledQty: FilledOf(&pushed)}, mismatches, nil
 	case messages.CodeOf(err) == messages.CodeNotFound:
 		recon = "not_found"
@@ -127,10 +141,11 @@ func (w *wrapUnknown) Error() string   { return ErrOutcomeUnknown.Error() + ": "
 func (w *wrapUnknown) Unwrap() []error { return []error{ErrOutcomeUnknown, w.cause} }
 
 // FilledOf is an order's filled quantity: unknown when the order could not
-// be read (nil) or is not applied yet (status "Created" or empty), else
-// its cumExecQty.
+// be read (nil), is not applied yet (status "Created" or empty) or shows a
+// status that is not one of Bybit's (what it says is not known), else its
+// cumExecQty.
 func FilledOf(o *messages.Order) messages.FilledQty {
-	if o == nil || o.Status == "" || o.Status == "Created" {
+	if o == nil || o.Status == "" || o.Status == "Created" || !messages.KnownOrderStatus(o.Status) {
 		return messages.FilledQty{}
 	}
 	return messages.KnownFilled(o.CumExecQty)
