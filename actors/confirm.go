@@ -331,10 +331,11 @@ func pendingOf(env string, c Confirmation) *messages.ConfirmationPending {
 		ShownToUser: c.Shown.Fenced(), ArgsSHA256: c.ArgsSHA256, ConfirmedBy: c.ConfirmedBy}
 }
 
-// confirmedBy is SPEC §8 step 5: the policy setting that asks a human to
-// confirm the action, or "" when none does. A tool in confirm_actions is
-// always confirmed (messages.ConfirmByActions); otherwise an action whose
-// value reaches confirm_above_notional_usdt is (messages.ConfirmByNotional).
+// confirmedBy is step 5 of the trading path (README, "Trading tools"):
+// the policy setting that asks a human to confirm the action, or "" when
+// none does. A tool in confirm_actions is always confirmed
+// (messages.ConfirmByActions); otherwise an action whose value reaches
+// confirm_above_notional_usdt is (messages.ConfirmByNotional).
 func confirmedBy(p messages.Policy, tool string, notional decimal.Decimal) string {
 	switch {
 	case slices.Contains(p.ConfirmActions, tool):
