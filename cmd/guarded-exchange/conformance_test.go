@@ -70,28 +70,48 @@ func TestConformance(t *testing.T) {
 
 	for _, c := range conformanceRuns {
 		t.Run(c.name, func(t *testing.T) {
-			out := t.TempDir()
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-			defer cancel()
-			args := append([]string{filepath.Join(dir, "node_modules", c.pkg, "dist", "index.js"),
-				"server", "--url", proxy, "-o", out}, c.args...)
-			cmd := exec.CommandContext(ctx, node, args...)
-			cmd.Dir = out
-			cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + out, "NO_COLOR=1"}
-			log, err := cmd.CombinedOutput()
-			if ctx.Err() != nil {
-				t.Fatalf("the suite did not finish in time:\n%s", log)
-			}
-			// The exit code counts failures; the verdict is ours, from
-			// the checks of each scenario.
-			if _, ok := err.(*exec.ExitError); err != nil && !ok {
-				t.Fatalf("run the suite: %v", err)
-			}
-			results := readChecks(t, out)
-			if len(results) == 0 {
-				t.Fatalf("the suite wrote no results:\n%s", log)
+			runSuite := func() (map[string][]failedCheck, []byte) {
+				out := t.TempDir()
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+				defer cancel()
+				args := append([]string{filepath.Join(dir, "node_modules", c.pkg, "dist", "index.js"),
+					"server", "--url", proxy, "-o", out}, c.args...)
+				cmd := exec.CommandContext(ctx, node, args...)
+				cmd.Dir = out
+				cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + out, "NO_COLOR=1"}
+				log, err := cmd.CombinedOutput()
+				if ctx.Err() != nil {
+					t.Fatalf("the suite did not finish in time:\n%s", log)
+				}
+				// The exit code counts failures; the verdict is ours,
+				// from the checks of each scenario.
+				if _, ok := err.(*exec.ExitError); err != nil && !ok {
+					t.Fatalf("run the suite: %v", err)
+				}
+				results := readChecks(t, out)
+				if len(results) == 0 {
+					t.Fatalf("the suite wrote no results:\n%s", log)
+				}
+				return results, log
 			}
 			want := baseline[c.name]
+			results, log := runSuite()
+			// Some scenarios give the server a couple of seconds (three
+			// SSE streams, a discovery call), which a machine busy with
+			// the other packages' tests can miss. A scenario that fails
+			// outside the baseline is judged by one more run of the
+			// suite (the 2026-07-28 runner cannot run one scenario
+			// alone): a failure it repeats fails the test.
+			if again := unexpectedFailures(results, want); len(again) > 0 {
+				t.Logf("%s failed outside the baseline; running the suite once more", strings.Join(again, ", "))
+				second, log2 := runSuite()
+				for _, sc := range again {
+					if checks, ran := second[sc]; ran {
+						results[sc] = checks
+					}
+				}
+				log = append(log, log2...)
+			}
 			var passed, failed []string
 			for _, sc := range slices.Sorted(maps.Keys(results)) {
 				fails := results[sc]
@@ -132,6 +152,24 @@ func TestConformance(t *testing.T) {
 			}
 		})
 	}
+}
+
+// unexpectedFailures names the scenarios with a failing check that the
+// baseline does not list.
+func unexpectedFailures(results map[string][]failedCheck, want map[string]string) []string {
+	var names []string
+	for _, sc := range slices.Sorted(maps.Keys(results)) {
+		if _, whole := want[sc]; whole {
+			continue
+		}
+		for _, f := range results[sc] {
+			if _, listed := want[sc+":"+f.id]; !listed {
+				names = append(names, sc)
+				break
+			}
+		}
+	}
+	return names
 }
 
 // conformanceModules installs the pinned packages with `npm ci` into a
