@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -21,39 +20,6 @@ import (
 
 // streamMarker is in every piece of text the hostile stream forges.
 const streamMarker = "PWNED"
-
-// textOutsideUntrusted walks a tool answer and returns the paths of the
-// strings outside untrusted_text that hold marker (case-insensitive),
-// in a stable order.
-func textOutsideUntrusted(v any, marker string) []string {
-	var out []string
-	var walk func(path string, v any)
-	walk = func(path string, v any) {
-		switch x := v.(type) {
-		case map[string]any:
-			for k, child := range x {
-				if k == "untrusted_text" {
-					continue
-				}
-				if strings.Contains(strings.ToUpper(k), marker) {
-					out = append(out, path+"/"+k+" (a key)")
-				}
-				walk(path+"/"+k, child)
-			}
-		case []any:
-			for _, child := range x {
-				walk(path+"[]", child)
-			}
-		case string:
-			if strings.Contains(strings.ToUpper(x), marker) {
-				out = append(out, path)
-			}
-		}
-	}
-	walk("", v)
-	sort.Strings(out)
-	return out
-}
 
 // hostileOrder is an order push row whose every free text is forged.
 func hostileOrder(over map[string]any) map[string]any {
@@ -104,7 +70,7 @@ func TestNoPrivateStreamTextOutsideUntrusted(t *testing.T) {
 	check := func(tool string, args map[string]any) map[string]any {
 		t.Helper()
 		out, _ := callJSON(t, cs, tool, args)
-		if bad := textOutsideUntrusted(out, streamMarker); len(bad) > 0 {
+		if bad := valueLeaks(out, streamMarker, ""); len(bad) > 0 {
 			t.Fatalf("%s shows stream text outside untrusted_text at %v: %v", tool, bad, out)
 		}
 		return out
@@ -160,7 +126,7 @@ func TestNoPrivateStreamTextOutsideUntrusted(t *testing.T) {
 			over["orderLinkId"] = id
 			return hostileOrder(over)
 		})
-		if bad := textOutsideUntrusted(out, streamMarker); len(bad) > 0 {
+		if bad := valueLeaks(out, streamMarker, ""); len(bad) > 0 {
 			t.Fatalf("place_order shows stream text outside untrusted_text at %v: %v", bad, out)
 		}
 	}
