@@ -102,10 +102,11 @@ const (
 // VenueAnomalyEvent is journaled as venue_anomaly when the venue showed
 // something that disagrees with what the server knows (a forged or
 // garbled order push, a read-back or look-up of another order). It
-// changes nothing: the outcome is settled by REST or stays unknown. The records are rate
-// limited per user; Count is how many anomalies this record stands for
-// (itself and those not journaled since the last one). Every field is the
-// server's own (the attempt's ids, a field name), never exchange text.
+// changes nothing: the outcome is settled by REST or stays unknown. The
+// records are rate limited per user; Count is how many anomalies this
+// record stands for (itself and those not journaled since the last one).
+// Every field is the server's own (the attempt's ids, a field name), never
+// exchange text.
 type VenueAnomalyEvent struct {
 	At     time.Time `json:"at"`
 	Kind   string    `json:"kind"`
