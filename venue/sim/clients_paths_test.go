@@ -172,4 +172,3 @@ func TestClientBybitAPIPaths(t *testing.T) {
 		t.Errorf("bybit-api public stream: %d ticker snapshots, want one then deltas", pub.Messages["tickers:snapshot"])
 	}
 }
-
