@@ -107,6 +107,7 @@ type closedPnlJSON struct {
 	UpdatedTime   string `json:"updatedTime"`
 	Side          string `json:"side"`
 	OrderID       string `json:"orderId"`
+	OrderLinkID   string `json:"orderLinkId"`
 	ClosedPnl     string `json:"closedPnl"`
 	AvgEntryPrice string `json:"avgEntryPrice"`
 	Qty           string `json:"qty"`
@@ -129,7 +130,7 @@ func (s *Sim) closedPnlRow(r *closedPnlRecord) closedPnlJSON {
 	return closedPnlJSON{
 		Symbol: o.symbol, OrderType: o.orderType, Leverage: r.leverage.String(),
 		UpdatedTime: itoa(r.lastMs), CreatedTime: itoa(r.firstMs),
-		Side: o.side, OrderID: o.orderID,
+		Side: o.side, OrderID: o.orderID, OrderLinkID: o.orderLinkID,
 		ClosedPnl:     num(r.pnl.Sub(r.openFee).Sub(r.closeFee)),
 		AvgEntryPrice: fixed(r.entryValue.DivRound(r.closedSize, ps), ps),
 		AvgExitPrice:  fixed(r.exitValue.DivRound(r.closedSize, ps), ps),
