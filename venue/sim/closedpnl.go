@@ -98,6 +98,19 @@ func closedPnlLocked(l *ledger) []*closedPnlRecord {
 	return out
 }
 
+// historyPage reads the window (windowParams), limit (1..most, default
+// def) and cursor of a paged history read.
+func (s *Sim) historyPage(c *call, def, most int64) (start, end, limit int64, cur *cursorPos, r *response) {
+	if start, end, r = windowParams(c); r != nil {
+		return
+	}
+	if limit, r = intParam(c, "limit", def, 1, most); r != nil {
+		return
+	}
+	cur, r = s.cursorParam(c)
+	return
+}
+
 // GET /v5/position/closed-pnl
 
 type closedPnlJSON struct {
@@ -154,15 +167,7 @@ func (s *Sim) positionClosedPnl(c *call) response {
 	if sym != "" && s.catalog.get(cat, sym) == nil {
 		return fail(codeParams, msgSymbolInvalid)
 	}
-	start, end, r := windowParams(c)
-	if r != nil {
-		return *r
-	}
-	limit, r := intParam(c, "limit", 50, 1, 100)
-	if r != nil {
-		return *r
-	}
-	cur, r := s.cursorParam(c)
+	start, end, limit, cur, r := s.historyPage(c, 50, 100)
 	if r != nil {
 		return *r
 	}
@@ -301,15 +306,7 @@ func (s *Sim) accountTransactionLog(c *call) response {
 	if cat != "" && !knownCategory(cat) {
 		return fail(codeParams, "Illegal category")
 	}
-	start, end, r := windowParams(c)
-	if r != nil {
-		return *r
-	}
-	limit, r := intParam(c, "limit", 20, 1, 50)
-	if r != nil {
-		return *r
-	}
-	cur, r := s.cursorParam(c)
+	start, end, limit, cur, r := s.historyPage(c, 20, 50)
 	if r != nil {
 		return *r
 	}

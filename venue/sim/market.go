@@ -276,15 +276,7 @@ type klineResult struct {
 }
 
 func (s *Sim) marketKline(c *call) response {
-	cat, bad := categoryParam(c, catLinear, catSpot, catLinear, catInverse)
-	if bad != nil {
-		return *bad
-	}
-	in, bad := s.symbolParam(c, cat)
-	if bad != nil {
-		return *bad
-	}
-	iv, starts, bad := klineWindow(c, in)
+	cat, in, iv, starts, bad := s.klineRequest(c, catLinear, catSpot, catInverse)
 	if bad != nil {
 		return *bad
 	}

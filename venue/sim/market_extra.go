@@ -24,6 +24,16 @@ const (
 	tagIndexCandle
 )
 
+// linearSymbolParam reads the required category (linear only) and symbol
+// of a derivatives-only market read.
+func (s *Sim) linearSymbolParam(c *call) (*instrument, *response) {
+	cat, bad := categoryParam(c, "", catLinear)
+	if bad != nil {
+		return nil, bad
+	}
+	return s.symbolParam(c, cat)
+}
+
 // GET /v5/market/funding/history
 
 type fundingRow struct {
@@ -42,29 +52,21 @@ type fundingResult struct {
 // now). startTime alone is refused, as on Bybit; endTime alone gives the
 // latest limit settlements up to it.
 func (s *Sim) marketFundingHistory(c *call) response {
-	cat, bad := categoryParam(c, "", catLinear)
+	in, bad := s.linearSymbolParam(c)
 	if bad != nil {
 		return *bad
 	}
-	in, bad := s.symbolParam(c, cat)
-	if bad != nil {
-		return *bad
-	}
-	const maxMs = int64(1) << 52
+	cat := in.category
 	nowMs := c.now.UnixMilli()
-	start, bad := intParam(c, "startTime", 0, 0, maxMs)
+	start, end, bad := timeRange(c, "startTime", "endTime")
 	if bad != nil {
 		return *bad
-	}
-	end, bad := intParam(c, "endTime", nowMs, 0, maxMs)
-	if bad != nil {
-		return *bad
-	}
-	if c.query.Get("startTime") != "" && c.query.Get("endTime") == "" {
-		return fail(codeParams, "params error: endTime is required with startTime")
 	}
 	if end < start {
 		return fail(codeParams, msgWindowReversed)
+	}
+	if c.query.Get("startTime") != "" && c.query.Get("endTime") == "" {
+		return fail(codeParams, "params error: endTime is required with startTime")
 	}
 	limit, bad := intParam(c, "limit", 200, 1, 200)
 	if bad != nil {
@@ -79,6 +81,17 @@ func (s *Sim) marketFundingHistory(c *call) response {
 		list = append(list, fundingRow{Symbol: in.symbol, FundingRate: s.model.fundingRate(in, w).String(), FundingRateTimestamp: itoa(t)})
 	}
 	return ok(fundingResult{Category: cat, List: list})
+}
+
+// timeRange reads two optional millisecond timestamps: start (default 0)
+// and end (default now).
+func timeRange(c *call, startName, endName string) (start, end int64, bad *response) {
+	const maxMs = int64(1) << 52
+	if start, bad = intParam(c, startName, 0, 0, maxMs); bad != nil {
+		return
+	}
+	end, bad = intParam(c, endName, c.now.UnixMilli(), 0, maxMs)
+	return
 }
 
 // GET /v5/market/open-interest
@@ -106,25 +119,17 @@ var oiIntervals = map[string]int64{
 // limit rows a page (default 50, at most 200); nextPageCursor continues
 // with older rows.
 func (s *Sim) marketOpenInterest(c *call) response {
-	cat, bad := categoryParam(c, "", catLinear)
+	in, bad := s.linearSymbolParam(c)
 	if bad != nil {
 		return *bad
 	}
-	in, bad := s.symbolParam(c, cat)
-	if bad != nil {
-		return *bad
-	}
+	cat := in.category
 	step, known := oiIntervals[c.query.Get("intervalTime")]
 	if !known {
 		return fail(codeParams, "params error: intervalTime must be one of 5min,15min,30min,1h,4h,1d")
 	}
-	const maxMs = int64(1) << 52
 	nowMs := c.now.UnixMilli()
-	start, bad := intParam(c, "startTime", 0, 0, maxMs)
-	if bad != nil {
-		return *bad
-	}
-	end, bad := intParam(c, "endTime", nowMs, 0, maxMs)
+	start, end, bad := timeRange(c, "startTime", "endTime")
 	if bad != nil {
 		return *bad
 	}
@@ -221,15 +226,7 @@ type priceKlineResult struct {
 // high, low, close] newest first.
 func (s *Sim) priceKline(price func(*instrument, int64) decimal.Decimal, tag uint64) func(*call) response {
 	return func(c *call) response {
-		cat, bad := categoryParam(c, catLinear, catLinear)
-		if bad != nil {
-			return *bad
-		}
-		in, bad := s.symbolParam(c, cat)
-		if bad != nil {
-			return *bad
-		}
-		iv, starts, bad := klineWindow(c, in)
+		cat, in, iv, starts, bad := s.klineRequest(c, catLinear)
 		if bad != nil {
 			return *bad
 		}
@@ -243,6 +240,19 @@ func (s *Sim) priceKline(price func(*instrument, int64) decimal.Decimal, tag uin
 		}
 		return ok(priceKlineResult{Symbol: in.symbol, Category: cat, List: list})
 	}
+}
+
+// klineRequest reads a kline request: the category (the first of cats by
+// default), the symbol, and the window (klineWindow).
+func (s *Sim) klineRequest(c *call, cats ...string) (cat string, in *instrument, iv interval, starts []int64, bad *response) {
+	if cat, bad = categoryParam(c, cats[0], cats...); bad != nil {
+		return
+	}
+	if in, bad = s.symbolParam(c, cat); bad != nil {
+		return
+	}
+	iv, starts, bad = klineWindow(c, in)
+	return
 }
 
 // klineWindow reads interval, start, end and limit of a kline request and
@@ -262,13 +272,8 @@ func klineWindow(c *call, in *instrument) (interval, []int64, *response) {
 		r := fail(codeParams, "params error: interval invalid, want one of 1,3,5,15,30,60,120,240,360,720,D,W,M")
 		return iv, nil, &r
 	}
-	const maxMs = int64(1) << 52
-	start, bad := intParam(c, "start", 0, 0, maxMs)
-	if bad != nil {
-		return iv, nil, bad
-	}
 	nowMs := c.now.UnixMilli()
-	end, bad := intParam(c, "end", nowMs, 0, maxMs)
+	start, end, bad := timeRange(c, "start", "end")
 	if bad != nil {
 		return iv, nil, bad
 	}

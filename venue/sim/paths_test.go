@@ -2,12 +2,14 @@ package sim
 
 import (
 	"encoding/json"
+	"net/http/httptest"
 	"net/url"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/gorilla/websocket"
 	"github.com/shopspring/decimal"
 )
 
@@ -411,12 +413,19 @@ func TestMarkAndIndexKlinesCloseAtTheTicker(t *testing.T) {
 	}
 }
 
-func TestWSKlineConfirmsTheClosedCandle(t *testing.T) {
+// fastPublicLinear serves a simulator that pushes every 20 ms and opens
+// its linear public stream.
+func fastPublicLinear(t *testing.T) (*fakeClock, *Sim, *httptest.Server, *websocket.Conn) {
+	t.Helper()
 	clock := newClock(testNow)
 	s := newTestSim(t, 5, clock)
 	s.pushInterval = 20 * time.Millisecond
 	srv := serve(t, s)
-	c := dialWS(t, srv.URL, pathWSPublicLinear)
+	return clock, s, srv, dialWS(t, srv.URL, pathWSPublicLinear)
+}
+
+func TestWSKlineConfirmsTheClosedCandle(t *testing.T) {
+	clock, s, _, c := fastPublicLinear(t)
 	sendWS(t, c, `{"op":"subscribe","args":["kline.1.BTCUSDT","kline.7.BTCUSDT","kline.1.NOPEUSDT"]}`)
 	m, raw := readWS(t, c)
 	if string(m["success"]) != "false" || !strings.Contains(str(m["ret_msg"]), "kline.7.BTCUSDT") || !strings.Contains(str(m["ret_msg"]), "NOPEUSDT") ||
@@ -458,11 +467,7 @@ func TestWSKlineConfirmsTheClosedCandle(t *testing.T) {
 }
 
 func TestWSLinearTickersSnapshotThenDeltas(t *testing.T) {
-	clock := newClock(testNow)
-	s := newTestSim(t, 5, clock)
-	s.pushInterval = 20 * time.Millisecond
-	srv := serve(t, s)
-	c := dialWS(t, srv.URL, pathWSPublicLinear)
+	clock, s, srv, c := fastPublicLinear(t)
 	sendWS(t, c, `{"op":"subscribe","args":["tickers.BTCUSDT"]}`)
 	m, _ := readUntil(t, c, "ticker snapshot", topicIs("tickers.BTCUSDT", ""))
 	if str(m["type"]) != "snapshot" {

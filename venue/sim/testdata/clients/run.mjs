@@ -215,6 +215,23 @@ function must(r) {
   return r.result;
 }
 
+// linearPublicStream opens bybit-api's WebsocketClient on the linear
+// public stream; pubTypes counts the messages by "family:type" (e.g.
+// "tickers:delta").
+function linearPublicStream() {
+  const pub = new WebsocketClient({ wsUrl: env('SIM_WS_PUBLIC_LINEAR') }, quietLogger);
+  const pubTypes = {};
+  pub.on('update', (msg) => {
+    if (msg && msg.topic) {
+      const k = `${msg.topic.split('.')[0]}:${msg.type}`;
+      pubTypes[k] = (pubTypes[k] || 0) + 1;
+    }
+  });
+  pub.on('exception', () => {});
+  pub.on('error', () => {});
+  return { pub, pubTypes };
+}
+
 async function runBybitApi() {
   const rest = new RestClientV5({ key: KEY, secret: SECRET, baseUrl: REST });
   const symbol = 'BTCUSDT';
@@ -312,16 +329,7 @@ async function runBybitApi() {
   ws.closeAll(true);
 
   // A public stream through the same client class.
-  const pub = new WebsocketClient({ wsUrl: env('SIM_WS_PUBLIC_LINEAR') }, quietLogger);
-  const pubTypes = {};
-  pub.on('update', (msg) => {
-    if (msg && msg.topic) {
-      const k = `${msg.topic.split('.')[0]}:${msg.type}`;
-      pubTypes[k] = (pubTypes[k] || 0) + 1;
-    }
-  });
-  pub.on('exception', () => {});
-  pub.on('error', () => {});
+  const { pub, pubTypes } = linearPublicStream();
   await step('wsPublic', async () => {
     pub.subscribeV5(['orderbook.50.BTCUSDT', 'publicTrade.BTCUSDT', 'tickers.BTCUSDT'], 'linear');
     const deadline = Date.now() + 6000;
@@ -451,16 +459,7 @@ async function runBybitApiPaths() {
     return { hedge: Number(hedge.retCode), hedgeMsg: hedge.retMsg, oneWay: Number(oneWay.retCode) };
   });
 
-  const pub = new WebsocketClient({ wsUrl: env('SIM_WS_PUBLIC_LINEAR') }, quietLogger);
-  const pubTypes = {};
-  pub.on('update', (msg) => {
-    if (msg && msg.topic) {
-      const k = `${msg.topic.split('.')[0]}:${msg.type}`;
-      pubTypes[k] = (pubTypes[k] || 0) + 1;
-    }
-  });
-  pub.on('exception', () => {});
-  pub.on('error', () => {});
+  const { pub, pubTypes } = linearPublicStream();
   await step('wsTickersKline', async () => {
     pub.subscribeV5(['tickers.BTCUSDT', 'kline.1.BTCUSDT'], 'linear');
     const deadline = Date.now() + 6000;
