@@ -41,6 +41,10 @@ var clientSteps = map[string][]string{
 	"bybit-api": {"getInstrumentsInfo", "getWalletBalance", "wsSubscribe", "submitOrderLimit",
 		"submitOrderMarket", "amendOrder", "getActiveOrders", "cancelOrder", "getPositionInfo",
 		"setLeverage", "wsPrivateTopics", "wsPublic"},
+	// The further paths (clients_paths_test.go).
+	"ccxt-paths": {"loadMarkets", "fetchFundingRateHistory", "fetchOpenInterest", "createOrders", "fetchLedger", "watchOHLCV"},
+	"bybit-api-paths": {"batchSubmitOrders", "batchAmendOrders", "batchCancelOrders", "getClosedPnL", "getTransactionLog",
+		"getRiskLimit", "getMarkPriceKline", "getIndexPriceKline", "switchPositionMode", "wsTickersKline"},
 }
 
 // clientModules installs the pinned packages with `npm ci` into a cache

@@ -528,13 +528,13 @@ func TestWSSubscribeRefusesOnlyBadTopics(t *testing.T) {
 	s.pushInterval = time.Hour // only the subscribe snapshots
 	srv := serve(t, s)
 	c := dialWS(t, srv.URL, pathWSPublicLinear)
-	sendWS(t, c, `{"req_id":"mix","op":"subscribe","args":["tickers.BTCUSDT","orderbook.50.NOPEUSDT","orderbook.7.BTCUSDT","kline.1.BTCUSDT","orderbook.50.ETHUSDT"]}`)
+	sendWS(t, c, `{"req_id":"mix","op":"subscribe","args":["tickers.BTCUSDT","orderbook.50.NOPEUSDT","orderbook.7.BTCUSDT","liquidation.BTCUSDT","orderbook.50.ETHUSDT"]}`)
 	m, raw := readWS(t, c)
 	if string(m["success"]) != "false" || str(m["req_id"]) != "mix" || str(m["op"]) != "subscribe" {
 		t.Fatalf("mixed subscribe ack %s", raw)
 	}
 	msg := str(m["ret_msg"])
-	for _, bad := range []string{"orderbook.50.NOPEUSDT", "orderbook.7.BTCUSDT", "kline.1.BTCUSDT"} {
+	for _, bad := range []string{"orderbook.50.NOPEUSDT", "orderbook.7.BTCUSDT", "liquidation.BTCUSDT"} {
 		if !strings.Contains(msg, bad) {
 			t.Errorf("refusal %q does not name %s", msg, bad)
 		}

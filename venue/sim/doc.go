@@ -23,14 +23,20 @@
 //	GET /v5/order/realtime, /v5/order/history, /v5/execution/list                  signed
 //	POST /v5/order/create, amend, cancel, cancel-all                               signed, write
 //	POST /v5/position/set-leverage, /v5/position/trading-stop                      signed, write
+//	GET /v5/market/funding/history, open-interest, risk-limit                      public
+//	GET /v5/market/mark-price-kline, index-price-kline                             public
+//	GET /v5/position/closed-pnl, /v5/account/transaction-log                       signed
+//	POST /v5/order/create-batch, amend-batch, cancel-batch                         signed, write
+//	POST /v5/position/switch-mode (one-way only)                                   signed, write
 //
 // Instruments: BTCUSDT, ETHUSDT and SOLUSDT in spot and linear, with Bybit's
 // rule fields (tickSize, qtyStep/basePrecision, min/max quantities, minimum
 // notional or order amount, leverage filter, price-limit ratios).
 //
-// WebSocket: /v5/public/linear and /v5/public/spot (tickers.{symbol},
-// orderbook.{depth}.{symbol} as a snapshot then deltas, publicTrade.{symbol};
-// ws_public.go), /v5/private (auth, ping, order, execution, position,
+// WebSocket: /v5/public/linear and /v5/public/spot (tickers.{symbol}, on
+// linear as a snapshot then deltas; orderbook.{depth}.{symbol} as a
+// snapshot then deltas; publicTrade.{symbol}; ws_public.go;
+// kline.{interval}.{symbol}, ws_kline.go), /v5/private (auth, ping, order, execution, position,
 // wallet; the order engine pushes every change, pushes.go). A subscribe
 // refuses only its bad topics and keeps the others. The market's public
 // trades are, like its prices, a function of the seed and the clock

@@ -276,61 +276,9 @@ type klineResult struct {
 }
 
 func (s *Sim) marketKline(c *call) response {
-	cat, bad := categoryParam(c, catLinear, catSpot, catLinear, catInverse)
+	cat, in, iv, starts, bad := s.klineRequest(c, catLinear, catSpot, catInverse)
 	if bad != nil {
 		return *bad
-	}
-	in, bad := s.symbolParam(c, cat)
-	if bad != nil {
-		return *bad
-	}
-	ivName := c.query.Get("interval")
-	iv, known := intervals[ivName]
-	if ivName == "" {
-		return fail(codeParams, "params error: interval is required")
-	}
-	if !known {
-		return fail(codeParams, "params error: interval invalid, want one of 1,3,5,15,30,60,120,240,360,720,D,W,M")
-	}
-	const maxMs = int64(1) << 52
-	start, bad := intParam(c, "start", 0, 0, maxMs)
-	if bad != nil {
-		return *bad
-	}
-	nowMs := c.now.UnixMilli()
-	end, bad := intParam(c, "end", nowMs, 0, maxMs)
-	if bad != nil {
-		return *bad
-	}
-	limit, bad := intParam(c, "limit", 200, 1, 1000)
-	if bad != nil {
-		return *bad
-	}
-	if end > nowMs {
-		end = nowMs
-	}
-	// Candles whose start lies in [start, end], never before the listing.
-	// With only start given the window is anchored at start (the earliest
-	// `limit` candles from there, as Bybit does: start=1&limit=1 answers
-	// the first candle); otherwise at end (the latest `limit` up to end).
-	// Either way the list is newest first.
-	lower := max(start, iv.startOf(in.launchMs))
-	var starts []int64
-	if c.query.Get("start") != "" && c.query.Get("end") == "" {
-		t := iv.startOf(lower)
-		if t < lower {
-			t = iv.next(t)
-		}
-		for ; t <= end && int64(len(starts)) < limit; t = iv.next(t) {
-			starts = append(starts, t)
-		}
-		for i, j := 0, len(starts)-1; i < j; i, j = i+1, j-1 {
-			starts[i], starts[j] = starts[j], starts[i]
-		}
-	} else {
-		for t := iv.startOf(end); t >= lower && int64(len(starts)) < limit; t = iv.prev(t) {
-			starts = append(starts, t)
-		}
 	}
 	list := make([][7]string, 0, len(starts))
 	sec := c.nowSec()

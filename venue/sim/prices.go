@@ -347,28 +347,8 @@ type candle struct {
 // at nowSec. The open candle (containing nowSec) closes at the live last
 // price and carries volume pro rata to its elapsed time.
 func (m *model) candle(in *instrument, iv interval, start, nowSec int64) candle {
-	end := iv.next(start)
-	openSec := floorDiv(start, 1000)
-	closeSec := floorDiv(end, 1000) - 1
-	durSec := closeSec - openSec + 1
-	elapsed := durSec
-	if nowSec < closeSec {
-		closeSec = nowSec
-		elapsed = nowSec - openSec + 1
-	}
-	o := m.last(in, openSec)
-	c := m.last(in, closeSec)
-	hi, lo := decimal.Max(o, c), decimal.Min(o, c)
-
 	h := m.hash(tagCandle, in.hash, iv.code, uint64(start))
-	w := in.under.vol * math.Sqrt(float64(durSec)/86400) * 0.35
-	hi = decimal.Max(hi, ceilTick(hi.InexactFloat64()*(1+w*unit(mix(h+1))), in.tick))
-	low := floorTick(lo.InexactFloat64()*(1-w*unit(mix(h+2))), in.tick)
-	if !low.IsPositive() {
-		low = in.tick
-	}
-	lo = decimal.Min(lo, low)
-
+	o, hi, lo, c, durSec, elapsed := m.bar(in, iv, start, nowSec, m.last, h)
 	volF := in.volPerMin * float64(durSec) / 60 * (0.4 + 1.2*unit(mix(h+3))) * float64(elapsed) / float64(durSec)
 	vol := floorTick(volF, in.step)
 	avg := o.Add(hi).Add(lo).Add(c).Div(decimal.NewFromInt(4))
@@ -376,6 +356,35 @@ func (m *model) candle(in *instrument, iv interval, start, nowSec int64) candle 
 		start: start, open: o, high: hi, low: lo, close: c,
 		volume: vol, turnover: vol.Mul(avg).Round(4),
 	}
+}
+
+// bar computes the open, high, low and close of the candle of interval iv
+// starting at start (ms) of the price series price, as seen at nowSec: the
+// series' values at the candle's first and last (or current) second, with
+// wicks drawn from h. durSec is the candle's length, elapsed how much of it
+// has passed.
+func (m *model) bar(in *instrument, iv interval, start, nowSec int64, price func(*instrument, int64) decimal.Decimal, h uint64) (o, hi, lo, c decimal.Decimal, durSec, elapsed int64) {
+	end := iv.next(start)
+	openSec := floorDiv(start, 1000)
+	closeSec := floorDiv(end, 1000) - 1
+	durSec = closeSec - openSec + 1
+	elapsed = durSec
+	if nowSec < closeSec {
+		closeSec = nowSec
+		elapsed = nowSec - openSec + 1
+	}
+	o = price(in, openSec)
+	c = price(in, closeSec)
+	hi, lo = decimal.Max(o, c), decimal.Min(o, c)
+
+	w := in.under.vol * math.Sqrt(float64(durSec)/86400) * 0.35
+	hi = decimal.Max(hi, ceilTick(hi.InexactFloat64()*(1+w*unit(mix(h+1))), in.tick))
+	low := floorTick(lo.InexactFloat64()*(1-w*unit(mix(h+2))), in.tick)
+	if !low.IsPositive() {
+		low = in.tick
+	}
+	lo = decimal.Min(lo, low)
+	return o, hi, lo, c, durSec, elapsed
 }
 
 // stats is everything a ticker shows, as decimals.
@@ -447,13 +456,25 @@ func (m *model) stats(in *instrument, now time.Time) stats {
 	if in.category == catLinear {
 		st.index = m.index(in, sec)
 		st.mark = m.mark(in, sec)
-		oi := in.oiBase * (1 + 0.08*m.noise(in.hash, tagOI, sec, 3600) + 0.02*m.noise(in.hash, tagOI, sec, 300))
-		st.openInterest = floorTick(oi, in.step)
+		st.openInterest = m.openInterest(in, sec)
 		st.oiValue = st.openInterest.Mul(st.mark).Round(2)
 		w := floorDiv(sec, fundingPeriod)
-		rate := -0.0001 + 0.0004*unit(m.hash(tagFunding, in.hash, uint64(w)))
-		st.fundingRate = decimal.NewFromFloat(rate).Round(8)
+		st.fundingRate = m.fundingRate(in, w)
 		st.nextFundingMs = (w + 1) * fundingPeriod * 1000
 	}
 	return st
+}
+
+// openInterest is a linear instrument's open interest at a second.
+func (m *model) openInterest(in *instrument, sec int64) decimal.Decimal {
+	oi := in.oiBase * (1 + 0.08*m.noise(in.hash, tagOI, sec, 3600) + 0.02*m.noise(in.hash, tagOI, sec, 300))
+	return floorTick(oi, in.step)
+}
+
+// fundingRate is the funding rate of a linear instrument over funding
+// window w (the seconds [w, w+1) × fundingPeriod); it settles at the
+// window's end.
+func (m *model) fundingRate(in *instrument, w int64) decimal.Decimal {
+	rate := -0.0001 + 0.0004*unit(m.hash(tagFunding, in.hash, uint64(w)))
+	return decimal.NewFromFloat(rate).Round(8)
 }

@@ -76,6 +76,20 @@ func (s *Sim) buildRoutes() map[string]*route {
 		"/v5/order/cancel-all":        write(s.orderCancelAll),
 		"/v5/position/set-leverage":   write(s.positionSetLeverage),
 		"/v5/position/trading-stop":   write(s.positionTradingStop),
+
+		// Further paths Bybit clients reach (market_extra.go, closedpnl.go,
+		// batch_rest.go).
+		"/v5/market/funding/history":   get(s.marketFundingHistory),
+		"/v5/market/open-interest":     get(s.marketOpenInterest),
+		"/v5/market/risk-limit":        get(s.marketRiskLimit),
+		"/v5/market/mark-price-kline":  get(s.priceKline(s.model.mark, tagMarkCandle)),
+		"/v5/market/index-price-kline": get(s.priceKline(s.model.index, tagIndexCandle)),
+		"/v5/position/closed-pnl":      private(http.MethodGet, emptyElsewhere(s.positionClosedPnl)),
+		"/v5/account/transaction-log":  private(http.MethodGet, s.accountTransactionLog),
+		"/v5/position/switch-mode":     write(s.positionSwitchMode),
+		"/v5/order/create-batch":       write(s.batch(s.orderCreate, true)),
+		"/v5/order/amend-batch":        write(s.batch(s.orderAmend, false)),
+		"/v5/order/cancel-batch":       write(s.batch(s.orderCancel, false)),
 	}
 }
 

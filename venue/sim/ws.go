@@ -421,7 +421,7 @@ var privateTopics = map[string]bool{
 
 // publicTopicPrefixes are public topic families Bybit has but the simulator
 // does not stream.
-var publicTopicPrefixes = []string{"kline.", "priceLimit.", "liquidation.", "allLiquidation.", "kline_lt.", "tickers_lt.", "lt."}
+var publicTopicPrefixes = []string{"priceLimit.", "liquidation.", "allLiquidation.", "kline_lt.", "tickers_lt.", "lt."}
 
 // topicFamily is the all-in-one name of a private topic ("order.linear" ->
 // "order", "execution.fast.spot" -> "execution.fast").
@@ -614,8 +614,9 @@ type wsSpotTicker struct {
 	USDIndexPrice string `json:"usdIndexPrice"`
 }
 
-// pushTickersLocked sends one snapshot per tickers.* topic. c.mu must be
-// held, which orders pushes against subscribe and unsubscribe acks.
+// pushTickersLocked sends each tickers.* topic's news: a snapshot, or on
+// linear after the first push a delta (publicState.tickerDelta). c.mu must
+// be held, which orders pushes against subscribe and unsubscribe acks.
 func (c *wsConn) pushTickersLocked(topics []string) {
 	now := c.s.now()
 	sec := floorDiv(now.UnixMilli(), 1000)
@@ -650,7 +651,11 @@ func (c *wsConn) pushTickersLocked(topics []string) {
 				Turnover24h: v.Turnover24h, Price24hPcnt: v.Price24hPcnt, USDIndexPrice: v.USDIndexPrice,
 			}
 		}
-		c.enqueueJSON(wsTickerMsg{Topic: t, Type: "snapshot", Data: data, Cs: cs, Ts: now.UnixMilli()})
+		msg := wsTickerMsg{Topic: t, Type: "snapshot", Data: data, Cs: cs, Ts: now.UnixMilli()}
+		if in.category == catLinear && !c.pub.tickerDelta(&msg) {
+			continue
+		}
+		c.enqueueJSON(msg)
 	}
 }
 

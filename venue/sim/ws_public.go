@@ -12,7 +12,10 @@ import (
 // Public stream topics (reference §10), pushed on subscribe and then every
 // pushInterval by the connection's pusher:
 //
-//   - tickers.{symbol}: a snapshot each time.
+//   - tickers.{symbol}: on spot a snapshot each time; on linear a snapshot
+//     after the ack, then a delta carrying the symbol and only the fields
+//     that changed, nothing when none did (ws.go), as Bybit sends them.
+//   - kline.{interval}.{symbol}: the open candle (ws_kline.go).
 //   - orderbook.{depth}.{symbol}: a snapshot right after the ack, then a
 //     delta whenever the book's second has moved on: changed or new levels
 //     carry their size, vanished levels size "0", so a client applying the
@@ -37,8 +40,10 @@ var bookDepths = map[streamKind]map[int]bool{
 // publicState is what a public connection remembers between pushes;
 // guarded by wsConn.mu.
 type publicState struct {
-	books  map[string]*sentBook // by orderbook topic
-	trades map[string]int64     // by publicTrade topic: time (ms) pushed up to
+	books   map[string]*sentBook         // by orderbook topic
+	trades  map[string]int64             // by publicTrade topic: time (ms) pushed up to
+	klines  map[string]int64             // by kline topic: start (ms) of the candle last pushed
+	tickers map[string]map[string]string // by linear tickers topic: the fields the client holds
 }
 
 // sentBook is the book a client holds after the last push of a topic.
@@ -50,6 +55,8 @@ type sentBook struct {
 func (p *publicState) forget(topic string) {
 	delete(p.books, topic)
 	delete(p.trades, topic)
+	delete(p.klines, topic)
+	delete(p.tickers, topic)
 }
 
 // parseBookTopic splits "orderbook.{depth}.{symbol}".
@@ -85,6 +92,8 @@ func (c *wsConn) checkPublicTopic(topic string) (msg string, known bool) {
 			return invalid, true
 		}
 		return "", true
+	case strings.HasPrefix(topic, "kline."):
+		return c.checkKlineTopic(topic), true
 	case strings.HasPrefix(topic, "orderbook."):
 		depth, sym, ok := parseBookTopic(topic)
 		if !ok || !bookDepths[c.kind][depth] {
@@ -108,6 +117,8 @@ func (c *wsConn) pushPublicLocked(topics []string, now time.Time) {
 			c.pushBookLocked(t, now)
 		case strings.HasPrefix(t, "publicTrade."):
 			c.pushTradesLocked(t, now)
+		case strings.HasPrefix(t, "kline."):
+			c.pushKlineLocked(t, now)
 		}
 	}
 }

@@ -1,7 +1,7 @@
 // Runs a real Bybit client library against the simulator and prints one
 // JSON object on stdout: {"client": ..., "steps": {name: {ok, ...}}}.
 //
-//   node run.mjs ccxt|bybit-api
+//   node run.mjs ccxt|bybit-api|ccxt-paths|bybit-api-paths
 //
 // Environment (from the simulator's announcement): SIM_REST, SIM_WS_PRIVATE,
 // SIM_WS_PUBLIC_LINEAR, SIM_WS_PUBLIC_SPOT, SIM_API_KEY, SIM_API_SECRET. Only the clients' URLs
@@ -69,8 +69,9 @@ function restingBuyPrice(bid, tick) {
   return p.toFixed(Math.max(0, -Math.floor(Math.log10(tick))));
 }
 
-async function runCcxt() {
-  // ccxt.pro.bybit is ccxt's bybit class with its WebSocket methods.
+// newCcxt builds ccxt.pro.bybit (ccxt's bybit class with its WebSocket
+// methods) with only its URLs pointed at the simulator.
+async function newCcxt() {
   const ex = new ccxt.pro.bybit({ apiKey: KEY, secret: SECRET });
   for (const k of Object.keys(ex.urls.api)) {
     if (k !== 'ws') {
@@ -84,6 +85,11 @@ async function runCcxt() {
   // ccxt opens plain ws:// URLs (the simulator has no TLS) only through a
   // node:http agent, which this call loads; it changes no option.
   await ex.loadHttpProxyAgent();
+  return ex;
+}
+
+async function runCcxt() {
+  const ex = await newCcxt();
   const symbol = 'BTC/USDT:USDT';
   let limitId;
   await step('loadMarkets', async () => {
@@ -209,6 +215,23 @@ function must(r) {
   return r.result;
 }
 
+// linearPublicStream opens bybit-api's WebsocketClient on the linear
+// public stream; pubTypes counts the messages by "family:type" (e.g.
+// "tickers:delta").
+function linearPublicStream() {
+  const pub = new WebsocketClient({ wsUrl: env('SIM_WS_PUBLIC_LINEAR') }, quietLogger);
+  const pubTypes = {};
+  pub.on('update', (msg) => {
+    if (msg && msg.topic) {
+      const k = `${msg.topic.split('.')[0]}:${msg.type}`;
+      pubTypes[k] = (pubTypes[k] || 0) + 1;
+    }
+  });
+  pub.on('exception', () => {});
+  pub.on('error', () => {});
+  return { pub, pubTypes };
+}
+
 async function runBybitApi() {
   const rest = new RestClientV5({ key: KEY, secret: SECRET, baseUrl: REST });
   const symbol = 'BTCUSDT';
@@ -306,16 +329,7 @@ async function runBybitApi() {
   ws.closeAll(true);
 
   // A public stream through the same client class.
-  const pub = new WebsocketClient({ wsUrl: env('SIM_WS_PUBLIC_LINEAR') }, quietLogger);
-  const pubTypes = {};
-  pub.on('update', (msg) => {
-    if (msg && msg.topic) {
-      const k = `${msg.topic.split('.')[0]}:${msg.type}`;
-      pubTypes[k] = (pubTypes[k] || 0) + 1;
-    }
-  });
-  pub.on('exception', () => {});
-  pub.on('error', () => {});
+  const { pub, pubTypes } = linearPublicStream();
   await step('wsPublic', async () => {
     pub.subscribeV5(['orderbook.50.BTCUSDT', 'publicTrade.BTCUSDT', 'tickers.BTCUSDT'], 'linear');
     const deadline = Date.now() + 6000;
@@ -327,14 +341,142 @@ async function runBybitApi() {
   pub.closeAll(true);
 }
 
+// The further paths (docs/simulator.md): funding history, open interest,
+// batch create, the ledger and the kline stream through ccxt.
+async function runCcxtPaths() {
+  const ex = await newCcxt();
+  const symbol = 'BTC/USDT:USDT';
+  await step('loadMarkets', async () => {
+    const m = await ex.loadMarkets();
+    return { linearId: m[symbol].id };
+  });
+  await step('fetchFundingRateHistory', async () => {
+    const rs = await ex.fetchFundingRateHistory(symbol, undefined, 5);
+    return { count: rs.length, timestamps: rs.map((r) => r.timestamp), rates: rs.map((r) => String(r.fundingRate)) };
+  });
+  await step('fetchOpenInterest', async () => {
+    const oi = await ex.fetchOpenInterest(symbol);
+    return { amount: String(oi.openInterestAmount), timestamp: oi.timestamp };
+  });
+  await step('createOrders', async () => {
+    const t = await ex.fetchTicker(symbol);
+    const tick = ex.markets[symbol].precision.price;
+    const p1 = restingBuyPrice(t.bid, tick);
+    const p2 = restingBuyPrice(t.bid * 0.98, tick);
+    const os = await ex.createOrders([
+      { symbol, type: 'limit', side: 'buy', amount: 0.001, price: Number(p1) },
+      { symbol, type: 'limit', side: 'buy', amount: 0.001, price: Number(p2) },
+      { symbol, type: 'market', side: 'buy', amount: 0.002 },
+    ]);
+    return { ids: os.map((o) => o.id), prices: [p1, p2] };
+  });
+  await step('fetchLedger', async () => {
+    await sleep(300);
+    // Close the position first, so the ledger holds a fee and a PnL.
+    await ex.createOrder(symbol, 'market', 'sell', 0.002, undefined, { reduceOnly: true });
+    await sleep(300);
+    const es = await ex.fetchLedger('USDT');
+    const newest = es.reduce((a, b) => (b.timestamp > a.timestamp ? b : a), es[0]);
+    return {
+      count: es.length, types: [...new Set(es.map((e) => e.type))],
+      after: newest ? String(newest.after) : null, amounts: es.map((e) => String(e.amount)),
+    };
+  });
+  await step('watchOHLCV', async () => {
+    const first = await ex.watchOHLCV(symbol, '1m');
+    const c = first[first.length - 1];
+    return { count: first.length, timestamp: c[0], open: String(c[1]), close: String(c[4]) };
+  });
+  await ex.close();
+}
+
+// The further paths through bybit-api: batch amend and cancel, closed PnL,
+// the transaction log, risk limits, mark and index klines, switch-mode,
+// and the public ticker (snapshot, then deltas) and kline topics.
+async function runBybitApiPaths() {
+  const rest = new RestClientV5({ key: KEY, secret: SECRET, baseUrl: REST });
+  const category = 'linear';
+  const symbol = 'BTCUSDT';
+  let tick = 0.1;
+  let closeId;
+  await step('batchSubmitOrders', async () => {
+    const info = must(await rest.getInstrumentsInfo({ category, symbol }));
+    tick = Number(info.list[0].priceFilter.tickSize);
+    must(await rest.submitOrder({ category, symbol, side: 'Buy', orderType: 'Market', qty: '0.003' }));
+    const t = must(await rest.getTickers({ category, symbol }));
+    const bid = Number(t.list[0].bid1Price);
+    const r = await rest.batchSubmitOrders(category, [
+      { symbol, side: 'Buy', orderType: 'Limit', qty: '0.001', price: restingBuyPrice(bid, tick), orderLinkId: 'ba-1' },
+      { symbol, side: 'Buy', orderType: 'Limit', qty: '0.001', price: restingBuyPrice(bid * 0.98, tick), orderLinkId: 'ba-2' },
+      { symbol, side: 'Buy', orderType: 'Limit', qty: '0.001', price: restingBuyPrice(bid, tick), orderLinkId: 'ba-1' },
+    ]);
+    must(r);
+    return { ids: r.result.list.map((o) => o.orderId), codes: r.retExtInfo.list.map((x) => x.code) };
+  });
+  await step('batchAmendOrders', async () => {
+    const r = await rest.batchAmendOrders(category, [
+      { symbol, orderLinkId: 'ba-1', qty: '0.002' },
+      { symbol, orderLinkId: 'ba-2', qty: '0.003' },
+    ]);
+    must(r);
+    await sleep(300);
+    const open = must(await rest.getActiveOrders({ category, symbol }));
+    return { codes: r.retExtInfo.list.map((x) => x.code), qtys: open.list.map((o) => `${o.orderLinkId}:${o.qty}`).sort() };
+  });
+  await step('batchCancelOrders', async () => {
+    const r = await rest.batchCancelOrders(category, [{ symbol, orderLinkId: 'ba-1' }, { symbol, orderLinkId: 'ba-2' }]);
+    must(r);
+    await sleep(300);
+    const open = must(await rest.getActiveOrders({ category, symbol }));
+    return { codes: r.retExtInfo.list.map((x) => x.code), ids: r.result.list.map((o) => o.orderId), open: open.list.length };
+  });
+  await step('getClosedPnL', async () => {
+    const c = must(await rest.submitOrder({ category, symbol, side: 'Sell', orderType: 'Market', qty: '0.003', reduceOnly: true }));
+    closeId = c.orderId;
+    await sleep(300);
+    const res = must(await rest.getClosedPnL({ category, symbol }));
+    return { closeId, rows: res.list.map((r) => ({ orderId: r.orderId, closedSize: r.closedSize, closedPnl: r.closedPnl })) };
+  });
+  await step('getTransactionLog', async () => {
+    const res = must(await rest.getTransactionLog({ accountType: 'UNIFIED', currency: 'USDT' }));
+    return { count: res.list.length, newestBalance: res.list.length ? res.list[0].cashBalance : null, types: res.list.map((r) => r.type) };
+  });
+  await step('getRiskLimit', async () => {
+    const res = must(await rest.getRiskLimit({ category, symbol }));
+    return { rows: res.list.length, maintenanceMargin: res.list[0].maintenanceMargin, maxLeverage: res.list[0].maxLeverage };
+  });
+  await step('getMarkPriceKline', async () => {
+    const res = must(await rest.getMarkPriceKline({ category, symbol, interval: '1', limit: 3 }));
+    return { rows: res.list.length, fields: res.list[0].length };
+  });
+  await step('getIndexPriceKline', async () => {
+    const res = must(await rest.getIndexPriceKline({ category, symbol, interval: '1', limit: 3 }));
+    return { rows: res.list.length, fields: res.list[0].length };
+  });
+  await step('switchPositionMode', async () => {
+    const hedge = await rest.switchPositionMode({ category, symbol, mode: 3 });
+    const oneWay = await rest.switchPositionMode({ category, symbol, mode: 0 });
+    return { hedge: Number(hedge.retCode), hedgeMsg: hedge.retMsg, oneWay: Number(oneWay.retCode) };
+  });
+
+  const { pub, pubTypes } = linearPublicStream();
+  await step('wsTickersKline', async () => {
+    pub.subscribeV5(['tickers.BTCUSDT', 'kline.1.BTCUSDT'], 'linear');
+    const deadline = Date.now() + 6000;
+    while (Date.now() < deadline && !(pubTypes['tickers:delta'] && pubTypes['kline:snapshot'])) {
+      await sleep(50);
+    }
+    return { messages: pubTypes };
+  });
+  pub.closeAll(true);
+}
+
 const which = process.argv[2];
-if (which === 'ccxt') {
-  await runCcxt();
-} else if (which === 'bybit-api') {
-  await runBybitApi();
-} else {
-  console.error('usage: node run.mjs ccxt|bybit-api');
+const runners = { ccxt: runCcxt, 'bybit-api': runBybitApi, 'ccxt-paths': runCcxtPaths, 'bybit-api-paths': runBybitApiPaths };
+if (!runners[which]) {
+  console.error(`usage: node run.mjs ${Object.keys(runners).join('|')}`);
   process.exit(2);
 }
+await runners[which]();
 process.stdout.write(JSON.stringify({ client: which, steps, wsFrames }) + '\n');
 process.exit(0);
