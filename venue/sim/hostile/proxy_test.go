@@ -43,6 +43,10 @@ func startProxied(t *testing.T) (*hostile.Proxy, *venue.Stream) {
 	if err := p.WaitSubscribed(ctx, 1); err != nil {
 		t.Fatalf("the stream never subscribed through the proxy: %v", err)
 	}
+	// The proxy counts the subscribe request; the client is connected only
+	// once the venue's acknowledgement reached it. A cut before that is a
+	// failed first connect, not a reconnect.
+	next(t, s, messages.StreamConnected)
 	return p, s
 }
 
