@@ -212,6 +212,8 @@ func (u *userActor) Receive(ctx actor.Context) {
 		u.handle(ctx, m, ctx.Sender())
 	case *recoveryHoldExpired:
 		u.onRecoveryHoldExpired(ctx, m)
+	case *orderIDsReused:
+		u.noteReused(ctx, m) // journaled without waiting, like every anomaly
 	default:
 		if isOrderMessage(m) || isDeadmanMessage(m) {
 			u.handle(ctx, m, ctx.Sender())
