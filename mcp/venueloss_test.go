@@ -45,9 +45,11 @@ func TestDailyLossBelongsToTheVenue(t *testing.T) {
 	s.environment, s.venue = "", ""
 	e = s.start(t)
 	cs = connect(t, Options{Backend: e.sys, Principal: fixedPrincipal("alice", ProfileTrade)}, "")
-	waitPosture(t, cs, 10*time.Second, "connected again on paper", func(p map[string]any) bool {
+	// The demo venue's evaluation ended the daily_loss cause; paper's
+	// first evaluation starts it again from paper's journaled count.
+	waitPosture(t, cs, 10*time.Second, "connected again on paper, REDUCING for daily_loss", func(p map[string]any) bool {
 		st, _ := p["stream"].(map[string]any)
-		return st["connected"] == true
+		return st["connected"] == true && stateIs("REDUCING", messages.CauseDailyLoss)(p)
 	})
 	wantLossKept(t, cs, "back on paper")
 }
