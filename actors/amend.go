@@ -279,7 +279,7 @@ func (u *userActor) riskLimits(p messages.Policy, cat messages.Category, notiona
 		}
 	}
 	reserved := u.reserved()
-	daily, perMinute, unconfirmed := u.state.Counters.Window(u.now())
+	daily, perMinute, unconfirmed := u.state.Counters.Window(u.now(), u.env)
 	used := daily.Add(reserved.NotionalUSDT)
 	if used.Add(growth).GreaterThan(p.DailyNotionalCapUSDT) {
 		return limitExceeded("daily_notional_cap_usdt", p.DailyNotionalCapUSDT.String(), "the risk-increasing orders of the last 24 h would exceed daily_notional_cap_usdt",

@@ -53,7 +53,7 @@ func TestWindowDailyNotional(t *testing.T) {
 			want = want.Add(n)
 		}
 	}
-	daily, _, _ := c.Window(now)
+	daily, _, _ := c.Window(now, "paper")
 	if !daily.Equal(want) || want.IsZero() {
 		t.Fatalf("daily %s, want %s", daily, want)
 	}
@@ -70,6 +70,6 @@ func BenchmarkWindow1000(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		c.Window(now)
+		c.Window(now, "paper")
 	}
 }

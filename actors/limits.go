@@ -239,7 +239,7 @@ func (s *UserState) decidePlace(tool string, a messages.PlaceOrderArgs, venue me
 		return none, nil, limitExceeded("max_order_notional_usdt", p.MaxOrderNotionalUSDT.String(), "the order value (at the worst price it can fill at) exceeds max_order_notional_usdt",
 			"make the order smaller", map[string]any{"notional_usdt": notional.String()})
 	}
-	daily, perMinute, unconfirmed := s.Counters.Window(now)
+	daily, perMinute, unconfirmed := s.Counters.Window(now, env)
 	if m.confirmed {
 		unconfirmed = 0 // a human confirmed this one
 	}

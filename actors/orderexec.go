@@ -228,6 +228,9 @@ func (u *userActor) onOrderWritten(ctx actor.Context, m *orderWritten) {
 	if len(m.mismatches) > 0 {
 		u.noteAnomalies(ctx, a.attempt, m.mismatches)
 	}
+	if m.reused != nil {
+		u.noteReused(ctx, m.reused)
+	}
 	res := &orderResult{ClientOrderID: a.attempt.ClientOrderID, Ack: m.ack, WriteAck: m.writeAck, Settled: m.settled, Err: m.err, ResultSource: "venue"}
 	out := messages.OrderOutcomeEvent{ActionID: a.attempt.ActionID, ClientOrderID: a.attempt.ClientOrderID, At: u.now().UTC(), ResultSource: "venue"}
 	switch {

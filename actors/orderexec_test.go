@@ -274,7 +274,7 @@ func TestExecuteJournalsAttemptThenOutcome(t *testing.T) {
 	}
 	// Nothing is open, and the order counts in the rolling window.
 	st := te.snapshot(t)
-	daily, perMinute, _ := st.Counters.Window(time.Now())
+	daily, perMinute, _ := st.Counters.Window(time.Now(), "paper")
 	if len(st.Attempts) != 0 || perMinute != 1 || !daily.Equal(decimal.NewFromInt(300)) {
 		t.Fatalf("state: %d open, %d per minute, daily %s", len(st.Attempts), perMinute, daily)
 	}
@@ -325,7 +325,7 @@ func TestExecuteSettlesUnknownOutcomes(t *testing.T) {
 		}
 	}
 	// The refused order does not count against the daily notional.
-	daily, _, _ := te.snapshot(t).Counters.Window(time.Now())
+	daily, _, _ := te.snapshot(t).Counters.Window(time.Now(), "paper")
 	if !daily.Equal(decimal.RequireFromString("600.03")) {
 		t.Fatalf("daily notional %s, want 600.03 (found + unknown)", daily)
 	}

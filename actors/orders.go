@@ -84,6 +84,10 @@ type OrderMark struct {
 	NotionalUSDT   decimal.Decimal
 	RiskIncreasing bool
 	Confirmed      bool
+	// Environment is the venue the order was sent to (paper, bybit-demo,
+	// ...): it counts against that venue's limits only. Empty in records
+	// written before it existed, which count on every venue (D18Va).
+	Environment string
 	// Rated says the attempt counts against max_orders_per_minute and
 	// max_unconfirmed_actions_per_hour: it was risk-increasing when it
 	// was sent (D51). It stays set when the venue rejects the order.
@@ -92,19 +96,24 @@ type OrderMark struct {
 
 // RollingCounters holds the orders of the last 24 h, oldest first: the
 // rolling daily notional and the per-minute and per-hour counts derive
-// from them.
+// from them, per venue (D18Va).
 type RollingCounters struct {
 	Orders []OrderMark
 }
 
-// Window sums the counters as of now: the risk-increasing notional of the
-// last 24 h, the risk-increasing attempts of the last minute and the
-// unconfirmed risk-increasing attempts of the last hour. Risk-reducing
+// Window sums the counters of the venue env as of now: the
+// risk-increasing notional of the last 24 h, the risk-increasing attempts
+// of the last minute and the unconfirmed risk-increasing attempts of the
+// last hour. Orders sent to another venue do not count; those of records
+// that name no venue count on every venue (D18Va). Risk-reducing
 // attempts (cancels, closes, reduce-only orders, stops, lower leverage)
 // are kept for the order origin but never count (D51).
-func (c RollingCounters) Window(now time.Time) (dailyNotional decimal.Decimal, perMinute, unconfirmedPerHour int) {
+func (c RollingCounters) Window(now time.Time, env string) (dailyNotional decimal.Decimal, perMinute, unconfirmedPerHour int) {
 	var daily decimalSum
 	for _, m := range c.Orders {
+		if m.Environment != env && m.Environment != "" {
+			continue
+		}
 		if m.RiskIncreasing && now.Sub(m.At) < notionalWindow {
 			daily.add(m.NotionalUSDT)
 		}
@@ -137,7 +146,8 @@ func (s *UserState) applyOrder(ev Event) bool {
 			ActionID: p.ActionID, ClientOrderID: p.ClientOrderID, Environment: p.Environment, Category: p.Category, Symbol: p.Symbol, At: p.At,
 			NotionalUSDT: p.NotionalUSDT, RiskIncreasing: p.RiskIncreasing, IdempotencyKey: p.IdempotencyKey, ArgsSHA256: p.ArgsSHA256, Expect: p.Expect,
 		}
-		s.Counters.Orders = append(s.Counters.Orders, OrderMark{ClientOrderID: p.ClientOrderID, At: p.At, NotionalUSDT: p.NotionalUSDT, RiskIncreasing: p.RiskIncreasing, Confirmed: p.Confirmed, Rated: p.RiskIncreasing})
+		s.Counters.Orders = append(s.Counters.Orders, OrderMark{ClientOrderID: p.ClientOrderID, At: p.At, NotionalUSDT: p.NotionalUSDT, RiskIncreasing: p.RiskIncreasing,
+			Confirmed: p.Confirmed, Environment: p.Environment, Rated: p.RiskIncreasing})
 		if p.IdempotencyKey != "" {
 			if s.Idempotency == nil {
 				s.Idempotency = map[string]IdempotencyEntry{}

@@ -230,7 +230,7 @@ func TestPlaceLimitsHoldAgainstSplitting(t *testing.T) {
 	if _, e = te.place(t, reduce); e != nil {
 		t.Fatalf("sixth order in a minute, reduce-only: %v", e)
 	}
-	daily, perMinute, _ := te.snapshot(t).Counters.Window(time.Now())
+	daily, perMinute, _ := te.snapshot(t).Counters.Window(time.Now(), "paper")
 	if perMinute != 3 || !daily.IsPositive() {
 		t.Fatalf("rate window after 3 risk-increasing and 3 reduce-only orders: %d", perMinute)
 	}

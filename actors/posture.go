@@ -174,6 +174,7 @@ func (u *userActor) noteDailyPnl(ctx actor.Context, then func()) {
 		then()
 		return
 	}
+	ev.Environment = u.env // the cache counts this process's venue
 	e := Event{messages.RecordDailyPnlNoted, ev}
 	u.write(ctx, e, systemOrigin, func(_ wal.Record, err error) {
 		if err != nil {
@@ -423,7 +424,7 @@ func (u *userActor) postureView(now time.Time) *messages.PostureView {
 	if s.KillSwitch != messages.KillSwitchNone {
 		v.Why = append([]string{"kill_switch_" + string(s.KillSwitch)}, v.Why...)
 	}
-	daily, perMinute, unconfirmed := s.Counters.Window(now)
+	daily, perMinute, unconfirmed := s.Counters.Window(now, u.env)
 	r := u.reserved()
 	used := daily.Add(r.NotionalUSDT)
 	v.Limits = map[string]messages.LimitUse{

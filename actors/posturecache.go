@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/asynkron/protoactor-go/actor"
 	"github.com/shopspring/decimal"
 
 	"github.com/guarded-exchange/guarded-exchange/messages"
@@ -900,13 +901,16 @@ func (c *streamCache) exposure(origin func(clientOrderID string) string, max int
 }
 
 // seedCache reads the open orders and positions by REST into the cache,
-// off the venue actor's mailbox (after a (re)connect or a gap).
-func (v *venueActor) seedCache() {
+// off the venue actor's mailbox (after a (re)connect or a gap). An order
+// under a known order id and another client order id is left out and
+// reported to the user actor (orderids.go).
+func (v *venueActor) seedCache(actx actor.Context) {
 	client, ok := v.session.(*venue.Client)
 	if !ok || v.cache == nil {
 		return
 	}
-	cache, timeout, now := v.cache, v.timeout, v.now
+	cache, timeout, now, ids := v.cache, v.timeout, v.now, v.ids
+	root, parent := actx.ActorSystem().Root, actx.Parent()
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		defer cancel()
@@ -920,6 +924,12 @@ func (v *venueActor) seedCache() {
 			orders = append(orders, page.Items...)
 			if orders == nil {
 				orders = []messages.Order{}
+			}
+		}
+		if orders != nil {
+			var reused []reusedOrder
+			if orders, reused = ids.admitOrders(orders); len(reused) > 0 {
+				root.Send(parent, &orderIDsReused{source: messages.AnomalySourceREST, orders: reused})
 			}
 		}
 		cache.seed(orders, readPositions(ctx, client, cache), now())

@@ -30,6 +30,9 @@ type orderLookedUp struct {
 	// order id that does not match the attempt: it settles nothing (err
 	// is set too, and the attempt stays open).
 	mismatch *venue.Mismatch
+	// reused is set when the order found is under an order id the server
+	// knows under another client order id: it settles nothing either.
+	reused *orderIDsReused
 }
 
 // actionReconcile looks an open attempt up on the venue and journals its
@@ -47,7 +50,7 @@ func (v *venueActor) lookup(ctx actor.Context, m *lookupOrderRequest) {
 		ctx.Send(userPID, &orderLookedUp{action: m.action, err: err})
 		return
 	}
-	s, a := v.session, m.attempt
+	s, a, ids := v.session, m.attempt, v.ids
 	offMailbox(ctx, v.logger, nil, v.timeout, userPID, func(c context.Context) any {
 		out := &orderLookedUp{action: m.action}
 		open, err := s.OpenOrders(c, venue.OrderQuery{Category: a.Category, Symbol: a.Symbol, OrderLinkID: a.ClientOrderID})
@@ -72,6 +75,12 @@ func (v *venueActor) lookup(ctx actor.Context, m *lookupOrderRequest) {
 			out.err = &messages.Error{Code: messages.CodeOutcomeUnknown, Message: "the venue showed an order under the attempt's client order id that does not match it",
 				Details: map[string]any{"client_order_id": a.ClientOrderID, "reconnaissance": "mismatch"}}
 			return out
+		}
+		if o != nil {
+			if out.reused = ids.refused(messages.AnomalySourceREST, o.Category, o.Symbol, o.OrderID, o.OrderLinkID); out.reused != nil {
+				out.err = reusedOrderIDError(a.ClientOrderID)
+				return out
+			}
 		}
 		out.order = o
 		return out
@@ -235,6 +244,9 @@ func (u *userActor) onOrderLookedUp(ctx actor.Context, m *orderLookedUp) {
 	}
 	if m.mismatch != nil {
 		u.noteAnomalies(ctx, a.attempt, []venue.Mismatch{*m.mismatch})
+	}
+	if m.reused != nil {
+		u.noteReused(ctx, m.reused)
 	}
 	if m.err != nil {
 		u.logger.Warn("could not reconcile an open order attempt; it stays open", "user", u.state.User, "code", string(m.err.Code))

@@ -99,7 +99,9 @@ func TestRecoveryReconcilesOpenAttemptsBeforeNewWrites(t *testing.T) {
 		t.Fatalf("journal after recovery: %s", joined)
 	}
 	// Replayed again, only the other venue's attempt is open, and the
-	// counters remember all three.
+	// counters remember all three, each on its venue: the other venue's
+	// counts on that venue only, the one that names no venue on both
+	// (D18Va).
 	replay := NewUserReplay()
 	l, _, err := wal.Open(dir, wal.Options{OnRecord: replay.OnRecord})
 	if err != nil {
@@ -111,8 +113,10 @@ func TestRecoveryReconcilesOpenAttemptsBeforeNewWrites(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := states["rae"]
-	daily, perMinute, _ := st.Counters.Window(time.Now())
-	if _, open := st.Attempts["gx-demo"]; !open || len(st.Attempts) != 1 || perMinute != 3 || !daily.Equal(decimal.NewFromInt(300)) {
-		t.Fatalf("after recovery: %d open attempts, %d orders this minute, daily notional %s", len(st.Attempts), perMinute, daily)
+	for _, env := range []string{"paper", "bybit-demo"} {
+		daily, perMinute, _ := st.Counters.Window(time.Now(), env)
+		if _, open := st.Attempts["gx-demo"]; !open || len(st.Attempts) != 1 || perMinute != 2 || !daily.Equal(decimal.NewFromInt(200)) {
+			t.Fatalf("after recovery: %d open attempts, %d orders this minute on %s, daily notional %s", len(st.Attempts), perMinute, env, daily)
+		}
 	}
 }

@@ -40,11 +40,18 @@ type replayGuard struct {
 	// execution never approved, a client_ui decision on a confirmation
 	// parked for the CLI) is refused.
 	confirms map[string]confirmSeen
-	// pnlDay and pnlRows are the day and the positions of the last
-	// daily_pnl_noted record: the live cache only adds positions to a
-	// day, so a record of the same day that drops one is refused (D86).
-	pnlDay  string
-	pnlRows map[string]bool
+	// pnl is the day and the positions of the last daily_pnl_noted
+	// record of each venue: the live cache only adds positions to a day,
+	// so a record of the same day and venue that drops one is refused
+	// (D86, D18Va).
+	pnl map[string]pnlSeen
+}
+
+// pnlSeen is the day and the positions of one venue's last
+// daily_pnl_noted record.
+type pnlSeen struct {
+	day  string
+	rows map[string]bool
 }
 
 // confirmStep is where a confirmation stands during replay.
@@ -187,14 +194,17 @@ func (g *replayGuard) check(rec wal.Record, typ messages.RecordType) error {
 		for _, r := range p.Rows {
 			rows[posKey(r.Category, r.Symbol, r.PositionIdx)] = true
 		}
-		if p.Day == g.pnlDay {
-			for k := range g.pnlRows {
+		if last := g.pnl[p.Environment]; p.Day == last.day {
+			for k := range last.rows {
 				if !rows[k] {
 					return fail("it drops a position the day's record before it counted")
 				}
 			}
 		}
-		g.pnlDay, g.pnlRows = p.Day, rows
+		if g.pnl == nil {
+			g.pnl = map[string]pnlSeen{}
+		}
+		g.pnl[p.Environment] = pnlSeen{day: p.Day, rows: rows}
 	case messages.RecordPostureChanged:
 		var p messages.PostureChangedEvent
 		if err := decode(&p); err != nil {

@@ -213,7 +213,7 @@ func TestReplayRefusesFuturePayloadTimes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		daily, perMinute, _ := st["rae"].Counters.Window(time.Now())
+		daily, perMinute, _ := st["rae"].Counters.Window(time.Now(), "paper")
 		if !daily.Equal(decimal.NewFromInt(900)) || perMinute != 1 || st["rae"].Idempotency["k1"].Status != messages.OutcomeAccepted {
 			t.Fatalf("daily %s, per minute %d, idempotency %+v", daily, perMinute, st["rae"].Idempotency)
 		}

@@ -110,7 +110,7 @@ func (u *userActor) onStopMarket(ctx actor.Context, act *action, m *marketFetche
 		return
 	}
 	if risk {
-		_, perMinute, unconfirmed := u.state.Counters.Window(u.now())
+		_, perMinute, unconfirmed := u.state.Counters.Window(u.now(), u.env)
 		if e := rateLimits(u.state.effective(u.venue, u.env), perMinute, unconfirmed, u.reserved()); e != nil {
 			refuse(e)
 			return

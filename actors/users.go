@@ -188,7 +188,7 @@ func (u *userActor) Receive(ctx actor.Context) {
 		u.actions = map[uint64]*action{}
 		u.startRecovery(ctx)
 		if u.cache != nil {
-			u.cache.restoreDay(u.state.DailyPnl, u.now())
+			u.cache.restoreDay(u.state.dailyPnlOn(u.env), u.now())
 		}
 		u.startPostureTicker(ctx)
 		u.wakeVenue(ctx)
@@ -212,6 +212,8 @@ func (u *userActor) Receive(ctx actor.Context) {
 		u.handle(ctx, m, ctx.Sender())
 	case *recoveryHoldExpired:
 		u.onRecoveryHoldExpired(ctx, m)
+	case *orderIDsReused:
+		u.noteReused(ctx, m) // journaled without waiting, like every anomaly
 	default:
 		if isOrderMessage(m) || isDeadmanMessage(m) {
 			u.handle(ctx, m, ctx.Sender())
@@ -702,7 +704,9 @@ type UserReplay struct {
 type replayUser struct {
 	parts  [numStateParts]*replayRecord
 	events []*replayRecord
-	guard  replayGuard
+	// dailyPnl is the last daily_pnl_noted record of each venue (D18Va).
+	dailyPnl map[string]*replayRecord
+	guard    replayGuard
 }
 
 type replayRecord struct {
@@ -720,7 +724,6 @@ const (
 	partDisabled        // user_disabled
 	partCreated         // user_created (Exists)
 	partPosture         // posture_changed
-	partDailyPnl        // daily_pnl_noted
 	numStateParts
 )
 
@@ -738,10 +741,18 @@ func statePart(t messages.RecordType) (int, bool) {
 		return partDisabled, true
 	case messages.RecordPostureChanged:
 		return partPosture, true
-	case messages.RecordDailyPnlNoted:
-		return partDailyPnl, true
 	}
 	return 0, false
+}
+
+// dailyPnlVenue is the venue a daily_pnl_noted payload counts ("" in
+// records written before it named one).
+func dailyPnlVenue(payload []byte) string {
+	var p struct {
+		Environment string `json:"environment"`
+	}
+	_ = json.Unmarshal(payload, &p) // the guard has refused a payload that does not decode
+	return p.Environment
 }
 
 // NewUserReplay returns an empty replay.
@@ -767,7 +778,8 @@ func (r *UserReplay) OnRecord(rec wal.Record) error {
 		part, ok = partCreated, true
 	}
 	full := isEventRecord(typ)
-	if !ok && !full {
+	perVenue := typ == messages.RecordDailyPnlNoted // a whole value per venue
+	if !ok && !full && !perVenue {
 		return nil
 	}
 	if err := checkReplayedOrigin(rec.Seq, typ, rec.Actor, rec.Payload); err != nil {
@@ -786,6 +798,13 @@ func (r *UserReplay) OnRecord(rec wal.Record) error {
 	}
 	if full {
 		u.events = append(u.events, &replayRecord{seq: rec.Seq, at: rec.Time, typ: typ, payload: append([]byte(nil), rec.Payload...)})
+		return nil
+	}
+	if perVenue {
+		if u.dailyPnl == nil {
+			u.dailyPnl = map[string]*replayRecord{}
+		}
+		u.dailyPnl[dailyPnlVenue(rec.Payload)] = &replayRecord{seq: rec.Seq, at: rec.Time, typ: typ, payload: append([]byte(nil), rec.Payload...)}
 		return nil
 	}
 	u.parts[part] = &replayRecord{seq: rec.Seq, at: rec.Time, typ: typ, payload: append([]byte(nil), rec.Payload...)}
@@ -820,12 +839,15 @@ var eventRecord = func() []bool {
 func (r *UserReplay) states(now time.Time) (map[string]*UserState, error) {
 	out := make(map[string]*UserState, len(r.users))
 	for name, u := range r.users {
-		recs := make([]*replayRecord, 0, numStateParts+len(u.events))
+		recs := make([]*replayRecord, 0, numStateParts+len(u.events)+len(u.dailyPnl))
 		recs = append(recs, u.events...)
 		for _, p := range u.parts {
 			if p != nil && !slices.Contains(recs, p) {
 				recs = append(recs, p)
 			}
+		}
+		for _, p := range u.dailyPnl {
+			recs = append(recs, p)
 		}
 		slices.SortFunc(recs, func(a, b *replayRecord) int { return cmp.Compare(a.seq, b.seq) })
 		s := newUserState(name)

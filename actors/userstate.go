@@ -3,6 +3,7 @@ package actors
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -46,10 +47,12 @@ type UserState struct {
 	Posture      messages.PostureCauses
 	PostureState messages.PostureState
 	// DailyPnl is the day's realised PnL per position as last journaled
-	// (daily_pnl_noted): the stream cache starts from it, so a restart
-	// keeps counting the day's realised loss (posturecache.go). Rows is
-	// replaced, never changed in place.
-	DailyPnl messages.DailyPnlEvent
+	// (daily_pnl_noted), by venue: the stream cache starts from the
+	// record of its venue (dailyPnlOn), so a restart keeps counting the
+	// day's realised loss (posturecache.go) and another venue's loss never
+	// counts (D18Va). The map and its records are replaced, never changed
+	// in place.
+	DailyPnl map[string]messages.DailyPnlEvent
 	// Confirmations are the parked actions by confirmation id (confirm.go).
 	Confirmations map[string]Confirmation
 }
@@ -223,8 +226,23 @@ func (s *UserState) Apply(ev Event) {
 	case messages.PostureChangedEvent:
 		s.Posture, s.PostureState = p.Causes, p.After
 	case messages.DailyPnlEvent:
-		s.DailyPnl = p
+		byVenue := maps.Clone(s.DailyPnl)
+		if byVenue == nil {
+			byVenue = map[string]messages.DailyPnlEvent{}
+		}
+		byVenue[p.Environment] = p
+		s.DailyPnl = byVenue
 	}
+}
+
+// dailyPnlOn is the day's count last journaled for the venue env; a
+// record that names no venue (written before records named one) stands
+// for a venue without a record of its own (D18Va).
+func (s *UserState) dailyPnlOn(env string) messages.DailyPnlEvent {
+	if ev, ok := s.DailyPnl[env]; ok {
+		return ev
+	}
+	return s.DailyPnl[""]
 }
 
 // DecodeEvent turns a journal record of a user type back into an Event;

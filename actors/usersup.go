@@ -26,6 +26,9 @@ type userSupervisor struct {
 	// cache is the user's stream cache: the venue actor writes it, the
 	// user actor reads it (posturecache.go).
 	cache *streamCache
+	// ids are the venue order ids the venue actor applied (orderids.go);
+	// they outlive a restart of the venue actor.
+	ids *orderIDBook
 }
 
 // toVenue carries a message from the user actor to its sibling, the venue
@@ -70,9 +73,12 @@ func (s *userSupervisor) Receive(ctx actor.Context) {
 			if _, isRekey := m.msg.(*rekey); isRekey {
 				return // a venue actor started later reads the new key anyway
 			}
-			deps, snap, cache := s.deps, s.snap, s.cache
+			if s.ids == nil {
+				s.ids = newOrderIDBook()
+			}
+			deps, snap, cache, ids := s.deps, s.snap, s.cache, s.ids
 			pid, err := ctx.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
-				return &venueActor{userDeps: deps, snap: snap, cache: cache}
+				return &venueActor{userDeps: deps, snap: snap, cache: cache, ids: ids}
 			}, deps.mw), "venue")
 			if err != nil {
 				panic("user supervisor: spawn venue actor: " + err.Error())

@@ -65,6 +65,10 @@ type venueActor struct {
 	updates *venueUpdateBuffer
 	// watches are the wait_for_update calls waiting on the stream (watch.go).
 	watches map[uint64]*watchAsk
+	// ids are the venue order ids applied so far: an order shown under a
+	// known order id and another client order id is not applied
+	// (orderids.go).
+	ids *orderIDBook
 }
 
 func (v *venueActor) Receive(ctx actor.Context) {

@@ -81,6 +81,10 @@ type orderWritten struct {
 	// not match it (they settled nothing); the user actor journals them
 	// as venue_anomaly.
 	mismatches []venue.Mismatch
+	// reused is the order the venue showed for the write under an order
+	// id the server knows under another client order id: it was not
+	// applied (nil when none; orderids.go).
+	reused *orderIDsReused
 }
 
 // streamEvent is one event of the venue actor's stream, as drained from
@@ -178,13 +182,22 @@ func (v *venueActor) onStreamEvent(ctx actor.Context, m *streamEvent) {
 	if m.gen != v.streamGen {
 		return
 	}
+	if m.ev.Kind == messages.StreamOrders {
+		// A row under a known order id and another client order id is
+		// not applied anywhere: cache, watches, venue_update.
+		var reused []reusedOrder
+		m.ev.Orders, reused = v.ids.admitOrders(m.ev.Orders)
+		if len(reused) > 0 {
+			ctx.Send(ctx.Parent(), &orderIDsReused{source: messages.AnomalySourceStream, orders: reused})
+		}
+	}
 	if v.cache != nil {
 		v.cache.note(m.ev, v.now())
 	}
 	v.notifyWatches(m.ev)
 	switch m.ev.Kind {
 	case messages.StreamConnected, messages.StreamReconnected, messages.StreamGap:
-		v.seedCache()
+		v.seedCache(ctx)
 		ctx.Send(ctx.Parent(), &streamResync{reason: string(m.ev.Kind), dropped: m.ev.Dropped, dropReason: m.ev.Reason})
 	case messages.StreamOrders:
 		if len(m.ev.Orders) > 0 && v.updates.add(m.ev.At, m.ev.Orders) {
@@ -221,7 +234,7 @@ func (v *venueActor) write(ctx actor.Context, m *orderWrite) {
 		}
 		v.updates.sent(m.create.OrderLinkID)
 	}
-	timeout, wait, cache := v.timeout, v.settleWait, v.cache
+	timeout, wait, cache, ids := v.timeout, v.settleWait, v.cache, v.ids
 	offMailbox(ctx, v.logger, nil, stepBounds{request: timeout, settle: wait}.venueWrite(), userPID, func(c context.Context) any {
 		out := &orderWritten{action: m.action}
 		wc, cancel := context.WithTimeout(c, timeout)
@@ -276,11 +289,25 @@ func (v *venueActor) write(ctx actor.Context, m *orderWrite) {
 			cache.markTraded(m.category, m.symbol)
 		}
 		if err == nil {
+			if m.create != nil && out.ack != nil {
+				if r := ids.refused(messages.AnomalySourceREST, m.category, m.symbol, out.ack.OrderID, m.create.OrderLinkID); r != nil {
+					// The venue names the new order by an order id that
+					// belongs to another: nothing is settled by it.
+					out.ack, out.reused = nil, r
+					out.class, out.err = venue.WriteUnknown, reusedOrderIDError(m.create.OrderLinkID)
+					return out
+				}
+			}
 			if (m.create != nil || m.cancel != nil || m.amend != nil) && client != nil && m.linkID != "" && m.expect != nil {
 				rc, rcancel := context.WithTimeout(c, timeout)
 				out.readBack, _, _ = client.OrderByLinkID(rc, m.category, m.symbol, m.linkID)
 				rcancel()
 				out.readBack, out.mismatches = checkReadBack(out.readBack, *m.expect, out.ack)
+				if o := out.readBack; o != nil && len(out.mismatches) == 0 {
+					if out.reused = ids.refused(messages.AnomalySourceREST, o.Category, o.Symbol, o.OrderID, o.OrderLinkID); out.reused != nil {
+						out.readBack = nil // as if it could not be read
+					}
+				}
 			}
 			return out
 		}
@@ -292,6 +319,14 @@ func (v *venueActor) write(ctx actor.Context, m *orderWrite) {
 		out.mismatches = mismatches
 		if serr != nil {
 			out.err = messages.AsError(serr)
+			return out
+		}
+		source := messages.AnomalySourceREST
+		if s.FoundBy == venue.FoundOnStream {
+			source = messages.AnomalySourceStream
+		}
+		if out.reused = ids.refused(source, s.Order.Category, s.Order.Symbol, s.Order.OrderID, s.Order.OrderLinkID); out.reused != nil {
+			out.err = reusedOrderIDError(m.linkID)
 			return out
 		}
 		out.settled = s

@@ -28,6 +28,10 @@ type lossStack struct {
 	masterKey []byte
 	// streamURL is the private stream to open (empty: the simulator's).
 	streamURL string
+	// environment and venue are the venue the server serves (empty:
+	// paper).
+	environment string
+	venue       messages.VenueLevel
 }
 
 func newLossStack(t *testing.T) *lossStack {
@@ -57,9 +61,13 @@ func (s *lossStack) start(t *testing.T) *env {
 	if s.streamURL != "" {
 		wsURL = s.streamURL
 	}
+	environment, level := s.environment, s.venue
+	if environment == "" {
+		environment, level = "paper", messages.VenuePaper
+	}
 	sys, err := actors.Start(actors.Config{
 		Journal: l, Market: market{c, venue.NewInstrumentCache(c, time.Minute, nil)},
-		Users: replay, Venue: messages.VenuePaper, Environment: "paper", MasterKey: s.masterKey,
+		Users: replay, Venue: level, Environment: environment, MasterKey: s.masterKey,
 		Clients: func(k, sec string) (*venue.Client, error) {
 			return venue.NewClient(venue.Config{BaseURL: s.srv.URL, APIKey: k, APISecret: sec})
 		},

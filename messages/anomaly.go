@@ -91,6 +91,10 @@ const (
 	// AnomalyOrderMismatch: an order the venue showed for an attempt did
 	// not match it (OrderExpectation); it settled nothing.
 	AnomalyOrderMismatch = "order_mismatch"
+	// AnomalyOrderIDReused: the venue showed an order under an order id
+	// the server knows under another client order id; it was not applied
+	// (decisions D18Vb).
+	AnomalyOrderIDReused = "order_id_reused"
 )
 
 // Where an anomaly was seen.
@@ -111,10 +115,19 @@ type VenueAnomalyEvent struct {
 	At     time.Time `json:"at"`
 	Kind   string    `json:"kind"`
 	Source string    `json:"source"`
-	// ClientOrderID is the attempt's id (order_mismatch).
-	ClientOrderID string   `json:"client_order_id,omitempty"`
-	Category      Category `json:"category,omitempty"`
-	Symbol        string   `json:"symbol,omitempty"`
+	// ClientOrderID is the attempt's id (order_mismatch), or the id of
+	// the server's own order the reused order id belongs to
+	// (order_id_reused).
+	ClientOrderID string `json:"client_order_id,omitempty"`
+	// ShownClientOrderID is, for order_id_reused, the client order id
+	// the venue showed the order id under, when it is one of the
+	// server's own attempts.
+	ShownClientOrderID string `json:"shown_client_order_id,omitempty"`
+	// OrderID is, for order_id_reused, the reused venue order id (of the
+	// venue's shape, else left out).
+	OrderID  string   `json:"order_id,omitempty"`
+	Category Category `json:"category,omitempty"`
+	Symbol   string   `json:"symbol,omitempty"`
 	// Field is the first field that disagreed.
 	Field string `json:"field"`
 	Count int    `json:"count"`

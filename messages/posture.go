@@ -104,11 +104,16 @@ type PostureChangedEvent struct {
 // DailyPnlEvent is the payload of daily_pnl_noted: the day's realised PnL
 // of every position seen that day, as the stream cache counts it. Each
 // record carries the whole day (only the last one matters); a record of
-// an earlier day counts nothing.
+// an earlier day counts nothing. The day is counted per venue: only the
+// last record of the venue a process serves matters to it (D18Va).
 type DailyPnlEvent struct {
 	// Day is the UTC day counted, "2006-01-02".
-	Day  string        `json:"day"`
-	Rows []DailyPnlRow `json:"rows"`
+	Day string `json:"day"`
+	// Environment is the venue whose positions are counted (paper,
+	// bybit-demo, ...). Empty in records written before it existed, which
+	// count for a venue that has no record of its own.
+	Environment string        `json:"environment,omitempty"`
+	Rows        []DailyPnlRow `json:"rows"`
 }
 
 // DailyPnlRow is one position's count of the day.
