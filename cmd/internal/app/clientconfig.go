@@ -146,14 +146,12 @@ func renderClientConfig(client string, t clientTarget) (clientSnippet, error) {
 		if remote {
 			entry = httpServer{Type: "http", URL: t.URL, Headers: bearer("${" + tokenEnv + "}")}
 		}
-		one, _ := json.Marshal(entry)
-		where := []string{
-			"Claude Code: save this as .mcp.json in your project's root (or merge it into the mcpServers of the one there),",
-			"or add it for every project with:",
-			"  claude mcp add-json --scope user " + serverName + " " + shellQuote(string(one)),
-		}
+		where := []string{"Claude Code: save this as .mcp.json in your project's root (or merge it into the mcpServers of the one there)."}
 		if remote {
-			where = append(where, "Claude Code expands ${"+tokenEnv+"} from its environment: export "+tokenEnv+" (a token from `guarded-exchange admin token issue`) before starting it.")
+			where = append(where, "Claude Code expands ${"+tokenEnv+"} in .mcp.json from its environment: export "+tokenEnv+" (a token from `guarded-exchange admin token issue`) before starting it.")
+		} else {
+			one, _ := json.Marshal(entry)
+			where = append(where, "Or add it for every project with:", "  claude mcp add-json --scope user "+serverName+" "+shellQuote(string(one)))
 		}
 		return clientSnippet{Text: mcpServers(entry), Where: where}, nil
 	case "claude-desktop":
