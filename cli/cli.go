@@ -115,6 +115,9 @@ type Runtime interface {
 	JournalVerify(ctx context.Context, g *Globals, dir, expectHead string, io IO) error
 	JournalHead(ctx context.Context, g *Globals, dir string, io IO) error
 	Doctor(ctx context.Context, g *Globals, io IO) error
+	// ClientConfig prints the configuration snippet of an MCP client for
+	// this binary and home.
+	ClientConfig(ctx context.Context, g *Globals, o ClientConfigOptions, io IO) error
 	Version(io IO) error
 	// Deliver sends one command to the actor that owns its state: over the
 	// control socket when a server runs, else by hosting the same actors
@@ -143,6 +146,7 @@ type CLI struct {
 	Keys       KeysCmd       `cmd:"" help:"Your exchange key for --venue: add, show, replace, delete."`
 	Confirm    ConfirmCmd    `cmd:"" help:"Decide the actions parked for a human: list, approve, reject (needs the server with GX_CONFIRM_CLI_ENABLED=true)."`
 	Doctor     DoctorCmd     `cmd:"" help:"Check the installation and say what to fix."`
+	ClientConf ClientConfCmd `cmd:"" name:"client-config" help:"Print the configuration snippet of an MCP client for this binary and home, and say where it goes."`
 	Version    VersionCmd    `cmd:"" help:"Print the version."`
 }
 
@@ -250,6 +254,26 @@ type DoctorCmd struct{}
 // Run runs doctor.
 func (c *DoctorCmd) Run(ctx context.Context, g *Globals, rt Runtime, io IO) error {
 	return rt.Doctor(ctx, g, io)
+}
+
+// ClientConfigOptions are the flags of client-config.
+type ClientConfigOptions struct {
+	// Client is claude-code, claude-desktop, cursor, vscode or inspector.
+	Client string
+	// HTTP is the URL of a server run with --transport http; empty for
+	// the stdio form.
+	HTTP string
+}
+
+// ClientConfCmd is `client-config`.
+type ClientConfCmd struct {
+	Client string `required:"" enum:"claude-code,claude-desktop,cursor,vscode,inspector" help:"claude-code, claude-desktop, cursor, vscode or inspector"`
+	HTTP   string `name:"http" placeholder:"URL" help:"the remote form, for a server run with serve --transport http at URL (e.g. http://127.0.0.1:8000/mcp); the bearer token is read from GX_TOKEN by the client, never printed"`
+}
+
+// Run runs client-config.
+func (c *ClientConfCmd) Run(ctx context.Context, g *Globals, rt Runtime, io IO) error {
+	return rt.ClientConfig(ctx, g, ClientConfigOptions{Client: c.Client, HTTP: c.HTTP}, io)
 }
 
 // VersionCmd is `version`.

@@ -33,6 +33,9 @@ func (f *fakeRuntime) JournalVerify(context.Context, *Globals, string, string, I
 func (f *fakeRuntime) JournalHead(context.Context, *Globals, string, IO) error           { return nil }
 func (f *fakeRuntime) Doctor(context.Context, *Globals, IO) error                        { return nil }
 func (f *fakeRuntime) Version(IO) error                                                  { return nil }
+func (f *fakeRuntime) ClientConfig(context.Context, *Globals, ClientConfigOptions, IO) error {
+	return nil
+}
 func (f *fakeRuntime) Deliver(_ context.Context, _ *Globals, cmd messages.Command) (any, error) {
 	f.delivered = append(f.delivered, cmd)
 	if f.err != nil {

@@ -40,7 +40,7 @@ const dialRetry = 5 * time.Second
 // DialControl connects to the socket at path, where the caller expects
 // the server to run as uid server (derived from the socket's directory
 // before dialing, see control.Layout.ServerUID). The listening process's
-// uid (SO_PEERCRED) must be server or this process's own; anything else
+// uid (the kernel's peer credentials, PeerCredOf) must be server or this process's own; anything else
 // is refused before a byte is written, and is not ErrNoServer, so the
 // caller does not fall back to running in-process either. A missing
 // socket or a refused connection is ErrNoServer. A full accept queue is
@@ -81,25 +81,8 @@ func DialControl(ctx context.Context, path string, server uint32) (*ControlClien
 // peerUID is the uid of the process that listens on conn's other end, as
 // the kernel recorded it when that process called listen.
 func peerUID(conn net.Conn) (uint32, error) {
-	uc, ok := conn.(*net.UnixConn)
-	if !ok {
-		return 0, errors.New("not a Unix socket")
-	}
-	raw, err := uc.SyscallConn()
-	if err != nil {
-		return 0, err
-	}
-	var cred *syscall.Ucred
-	var cerr error
-	if err := raw.Control(func(fd uintptr) {
-		cred, cerr = syscall.GetsockoptUcred(int(fd), syscall.SOL_SOCKET, syscall.SO_PEERCRED)
-	}); err != nil {
-		return 0, err
-	}
-	if cerr != nil {
-		return 0, cerr
-	}
-	return cred.Uid, nil
+	cred, err := PeerCredOf(conn)
+	return cred.UID, err
 }
 
 // ownerOnly reports whether cmd may go only to a server of the caller's

@@ -6,15 +6,18 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"strings"
 
 	"github.com/guarded-exchange/guarded-exchange/cli"
 	"github.com/guarded-exchange/guarded-exchange/cmd/internal/control"
+	"github.com/guarded-exchange/guarded-exchange/messages"
+	"github.com/guarded-exchange/guarded-exchange/venue/sim"
 	"github.com/guarded-exchange/guarded-exchange/wal"
 )
 
 // Doctor checks the installation and says what to fix. It exits 1 when
 // anything needs fixing.
-func (r *Runtime) Doctor(_ context.Context, g *cli.Globals, out cli.IO) error {
+func (r *Runtime) Doctor(ctx context.Context, g *cli.Globals, out cli.IO) error {
 	problems := 0
 	ok := func(format string, args ...any) { fmt.Fprintf(out.Out, "ok    "+format+"\n", args...) }
 	bad := func(format string, args ...any) {
@@ -55,13 +58,9 @@ func (r *Runtime) Doctor(_ context.Context, g *cli.Globals, out cli.IO) error {
 			ok("journal: %d records, head %s", res.Records, res.Head)
 		}
 	}
-	if l, err := lockHome(p); err != nil {
-		ok("server running: %v", err)
-	} else {
-		l.release()
-		ok("no server holds the home lock")
-	}
-	if vc, err := resolveVenue(g, r.getenv); err != nil {
+	r.doctorServer(p, ok, bad)
+	vc, err := resolveVenue(g, r.getenv)
+	if err != nil {
 		bad("venue: %v", err)
 	} else {
 		ok("venue %s", vc.Name)
@@ -70,7 +69,104 @@ func (r *Runtime) Doctor(_ context.Context, g *cli.Globals, out cli.IO) error {
 		return cli.Refused("doctor found %d problem(s)", problems)
 	}
 	fmt.Fprintln(out.Out, "all checks passed")
+	r.doctorTrade(ctx, g, vc, out)
 	return nil
+}
+
+// doctorServer says whether a server holds the home: the home lock is
+// taken by serve (and briefly by a CLI command run with no server).
+func (r *Runtime) doctorServer(p paths, ok, bad func(string, ...any)) {
+	if _, err := os.Stat(p.lock()); errors.Is(err, fs.ErrNotExist) {
+		ok("server not running")
+		return
+	}
+	l, err := lockHome(p)
+	var held *lockHeldError
+	switch {
+	case errors.As(err, &held):
+		ok("server running: %v", err)
+	case err != nil:
+		bad("home lock: %v", err)
+	default:
+		l.release()
+		ok("server not running")
+	}
+}
+
+// doctorTrade lists what still stands between the agent and a trade for
+// the user, each with the command that removes it. None of these is an
+// installation problem (a fresh home is read-only by design), so they do
+// not change doctor's exit status. The policy is read the way every CLI
+// command reads it: from the running server, or from the journal under
+// the home lock when none runs; nothing goes to the network.
+func (r *Runtime) doctorTrade(ctx context.Context, g *cli.Globals, vc venueConfig, out cli.IO) {
+	ans, err := r.Deliver(ctx, g, &messages.ShowPolicyRequest{User: g.User})
+	if err != nil {
+		fmt.Fprintf(out.Out, "cannot tell what stands between the agent and a trade: %v\n", err)
+		return
+	}
+	view, isView := ans.(*messages.PolicyView)
+	if !isView {
+		fmt.Fprintf(out.Out, "cannot tell what stands between the agent and a trade: unexpected answer %T\n", ans)
+		return
+	}
+	for _, line := range tradeBlockers(view, vc, r.getenv("GX_CONFIRM_CLI_ENABLED") == "true") {
+		fmt.Fprintln(out.Out, line)
+	}
+}
+
+// tradeBlockers are doctor's lines on what keeps the user's agent from
+// trading on vc: one "next" line per blocker with the exact command that
+// removes it, "note" lines for what doctor cannot settle alone, or one
+// line saying nothing stands in the way. cliChannel: serve's environment
+// enables the CLI confirmation channel (GX_CONFIRM_CLI_ENABLED).
+func tradeBlockers(view *messages.PolicyView, vc venueConfig, cliChannel bool) []string {
+	u, pol := view.User, view.Effective
+	admin := "guarded-exchange admin policy set-ceiling --user " + u
+	var lines []string
+	blocked := false
+	next := func(format string, args ...any) {
+		blocked = true
+		lines = append(lines, "next  "+fmt.Sprintf(format, args...))
+	}
+	note := func(format string, args ...any) { lines = append(lines, "note  "+fmt.Sprintf(format, args...)) }
+	if view.Disabled {
+		next("user %s is disabled: every tool call is refused. Create another user: guarded-exchange admin user create NAME", u)
+	}
+	switch view.KillSwitch {
+	case messages.KillSwitchUser:
+		next("the kill switch is on: no new orders. Run: guarded-exchange kill-switch off --user %s", u)
+	case messages.KillSwitchAdmin:
+		next("the admin kill switch is on: no new orders. Run: guarded-exchange admin kill-switch off --user %s", u)
+	}
+	if pol.Profile == messages.ProfileReadOnly {
+		next("profile is read_only: the agent can only read. Run: %s --profile trade", admin)
+	}
+	if len(pol.Allow) == 0 {
+		next("the allowlist is empty: no symbol may be traded. Run: %s --allow linear:BTCUSDT", admin)
+	}
+	if level := vc.level(); level.Rank() > pol.VenueCeiling.Rank() {
+		next("venue %s is above the venue ceiling %s: every order is refused. Run: %s --venue-ceiling %s (live also needs explicit caps, see README)", vc.Name, pol.VenueCeiling, admin, level)
+	}
+	if len(pol.ConfirmActions) > 0 {
+		tools := strings.Join(pol.ConfirmActions, ", ")
+		switch {
+		case cliChannel:
+			note("%s wait for a human: approve with guarded-exchange confirm approve ID (GX_CONFIRM_CLI_ENABLED=true)", tools)
+		case pol.TrustClientUI:
+			note("%s wait for a human on the MCP client's own form: a client without forms (elicitation) gets them refused. To approve from a terminal instead, start serve with GX_CONFIRM_CLI_ENABLED=true", tools)
+		default:
+			next("%s need a human but no confirmation channel is open (trust_client_ui is false). Start serve with GX_CONFIRM_CLI_ENABLED=true, or run: %s --confirm none", tools, admin)
+		}
+	}
+	if vc.Paper && pol.MaxLeverage.LessThan(sim.StartingLeverage()) {
+		note("paper accounts start every symbol at %sx, above max_leverage %s: an order needs the symbol's leverage at %s or less (set_leverage sets it); doctor cannot read an account's leverage", sim.StartingLeverage(), pol.MaxLeverage, pol.MaxLeverage)
+	}
+	head := "what still stands between the agent of " + u + " and a trade on " + vc.Name + ":"
+	if !blocked {
+		head = "nothing in the policy stands between the agent of " + u + " and a trade on " + vc.Name
+	}
+	return append([]string{head}, lines...)
 }
 
 // doctorControl checks the control socket's layout as serve would set it

@@ -444,6 +444,11 @@ func checkInstallation(p paths) ([]byte, error) {
 // flock on home/lock, holding the holder's pid for error messages.
 type homeLock struct{ f *os.File }
 
+// lockHeldError is lockHome's answer when another process holds the lock.
+type lockHeldError struct{ msg string }
+
+func (e *lockHeldError) Error() string { return e.msg }
+
 // lockHome takes the lock or says who holds it.
 func lockHome(p paths) (*homeLock, error) {
 	f, err := os.OpenFile(p.lock(), os.O_RDWR|os.O_CREATE, 0o600)
@@ -455,9 +460,9 @@ func lockHome(p paths) (*homeLock, error) {
 		f.Close()
 		holder := strings.TrimSpace(string(raw))
 		if _, perr := strconv.Atoi(holder); perr != nil || holder == "" {
-			return nil, fmt.Errorf("another process holds the lock on %s", p.Home)
+			return nil, &lockHeldError{fmt.Sprintf("another process holds the lock on %s", p.Home)}
 		}
-		return nil, fmt.Errorf("another process (pid %s) holds the lock on %s", holder, p.Home)
+		return nil, &lockHeldError{fmt.Sprintf("another process (pid %s) holds the lock on %s", holder, p.Home)}
 	}
 	if err := f.Truncate(0); err == nil {
 		_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)

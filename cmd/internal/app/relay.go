@@ -14,7 +14,6 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/guarded-exchange/guarded-exchange/actors"
@@ -159,8 +158,8 @@ func (s *relayServer) refuse(conn net.Conn, e *messages.Error) {
 // serve checks the peer and the hello, then runs one MCP session for the
 // hello's user on the connection.
 func (s *relayServer) serve(conn *net.UnixConn) {
-	cred, err := relayPeer(conn)
-	if err != nil || cred.Uid != uint32(os.Getuid()) {
+	cred, err := cli.PeerCredOf(conn)
+	if err != nil || cred.UID != uint32(os.Getuid()) {
 		s.logger.Warn("relay: refused a peer that is not the server's uid")
 		s.refuse(conn, &messages.Error{Code: messages.CodePermissionDenied, Message: "only the server's own uid may relay MCP sessions"})
 		return
@@ -218,21 +217,6 @@ func (s *relayServer) serve(conn *net.UnixConn) {
 	logger.Info("relay: MCP session opened")
 	err = srv.Run(s.ctx, mcp.StdioTransport(br, conn, logger))
 	logger.Info("relay: MCP session closed", "clean", err == nil || errors.Is(err, context.Canceled))
-}
-
-func relayPeer(conn *net.UnixConn) (*syscall.Ucred, error) {
-	raw, err := conn.SyscallConn()
-	if err != nil {
-		return nil, err
-	}
-	var cred *syscall.Ucred
-	var cerr error
-	if err := raw.Control(func(fd uintptr) {
-		cred, cerr = syscall.GetsockoptUcred(int(fd), syscall.SOL_SOCKET, syscall.SO_PEERCRED)
-	}); err != nil {
-		return nil, err
-	}
-	return cred, cerr
 }
 
 // errNoRelay: no engine answers on the relay socket.

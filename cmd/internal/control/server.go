@@ -15,9 +15,9 @@ import (
 	"slices"
 	"strconv"
 	"sync"
-	"syscall"
 	"time"
 
+	"github.com/guarded-exchange/guarded-exchange/cli"
 	"github.com/guarded-exchange/guarded-exchange/messages"
 	"github.com/guarded-exchange/guarded-exchange/wal"
 )
@@ -234,11 +234,11 @@ func (s *Server) accept() {
 			time.Sleep(50 * time.Millisecond)
 			continue
 		}
-		cred, err := peerCred(conn)
-		if err != nil || !s.allowed(cred.Uid) {
+		cred, err := cli.PeerCredOf(conn)
+		if err != nil || !s.allowed(cred.UID) {
 			uid, pid := int64(-1), int32(0)
-			if cred != nil {
-				uid, pid = int64(cred.Uid), cred.Pid
+			if err == nil {
+				uid, pid = int64(cred.UID), cred.PID
 			}
 			s.refused.add(uid, pid)
 			refuseConn(conn, &messages.Error{
@@ -248,16 +248,16 @@ func (s *Server) accept() {
 			})
 			continue
 		}
-		if err := s.take(cred.Uid, conn); errors.Is(err, net.ErrClosed) {
+		if err := s.take(cred.UID, conn); errors.Is(err, net.ErrClosed) {
 			conn.Close()
 			return
 		} else if err != nil {
-			s.busy.add(int64(cred.Uid), cred.Pid)
+			s.busy.add(int64(cred.UID), cred.PID)
 			refuseConn(conn, &messages.Error{Code: messages.CodeRateLimited, Message: "too many control connections from this uid",
 				NextStep: "close idle connections, or retry in a moment", RetryAfterS: 1})
 			continue
 		}
-		p := peer{uid: cred.Uid, pid: cred.Pid, approverOnly: cred.Uid != s.layout.Self}
+		p := peer{uid: cred.UID, pid: cred.PID, approverOnly: cred.UID != s.layout.Self}
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
@@ -291,23 +291,6 @@ func (s *Server) journalRefusal(uid int64, pid int32, count int) {
 	}); err != nil {
 		s.logger.Warn("control socket: could not journal a refusal", "code", string(messages.CodeOf(err)))
 	}
-}
-
-// peerCred returns the connecting process's credentials from the kernel.
-func peerCred(conn *net.UnixConn) (*syscall.Ucred, error) {
-	raw, err := conn.SyscallConn()
-	if err != nil {
-		return nil, err
-	}
-	var cred *syscall.Ucred
-	var cerr error
-	err = raw.Control(func(fd uintptr) {
-		cred, cerr = syscall.GetsockoptUcred(int(fd), syscall.SOL_SOCKET, syscall.SO_PEERCRED)
-	})
-	if err != nil {
-		return nil, err
-	}
-	return cred, cerr
 }
 
 // peer is who is on a control connection.
