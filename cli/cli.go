@@ -194,11 +194,11 @@ type JournalCmd struct {
 
 // JournalDumpCmd is `journal dump`.
 type JournalDumpCmd struct {
-	Dir    string    `help:"journal directory (default <home>/journal)" placeholder:"PATH"`
-	Type   []string  `name:"type" help:"only records of these types (repeatable), e.g. tool_call"`
-	Since  time.Time `help:"only records at or after this RFC 3339 time"`
-	Until  time.Time `help:"only records before this RFC 3339 time"`
-	Format string    `default:"jsonl" enum:"jsonl,table" help:"jsonl or table"`
+	Dir    string   `help:"journal directory (default <home>/journal)" placeholder:"PATH"`
+	Type   []string `name:"type" help:"only records of these types (repeatable), e.g. tool_call"`
+	Since  TimeFlag `help:"only records at or after this time: RFC 3339, a date (YYYY-MM-DD) or a duration before now (24h)" placeholder:"TIME"`
+	Until  TimeFlag `help:"only records before this time: RFC 3339, a date (YYYY-MM-DD) or a duration before now (24h)" placeholder:"TIME"`
+	Format string   `default:"jsonl" enum:"jsonl,table" help:"jsonl or table"`
 }
 
 // Run runs journal dump. The global --user, when given on the command line
@@ -208,7 +208,7 @@ func (c *JournalDumpCmd) Run(ctx context.Context, kctx *kong.Context, g *Globals
 	if userFlagGiven(kctx.Args) {
 		user = g.User
 	}
-	return rt.JournalDump(ctx, g, DumpOptions{Dir: c.Dir, User: user, Types: c.Type, Since: c.Since, Until: c.Until, Format: c.Format}, io)
+	return rt.JournalDump(ctx, g, DumpOptions{Dir: c.Dir, User: user, Types: c.Type, Since: c.Since.Time, Until: c.Until.Time, Format: c.Format}, io)
 }
 
 func userFlagGiven(args []string) bool {

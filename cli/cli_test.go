@@ -16,6 +16,7 @@ import (
 // the composition root.
 type fakeRuntime struct {
 	delivered []messages.Command
+	dumped    []DumpOptions
 	answer    any
 	err       error
 }
@@ -26,7 +27,8 @@ func (f *fakeRuntime) Init(context.Context, *Globals, IO) error                {
 func (f *fakeRuntime) Serve(context.Context, *Globals, ServeOptions, IO) error { return f.err }
 func (f *fakeRuntime) Demo(context.Context, *Globals, IO) error                { return nil }
 func (f *fakeRuntime) Sim(context.Context, SimOptions, IO) error               { return nil }
-func (f *fakeRuntime) JournalDump(context.Context, *Globals, DumpOptions, IO) error {
+func (f *fakeRuntime) JournalDump(_ context.Context, _ *Globals, o DumpOptions, _ IO) error {
+	f.dumped = append(f.dumped, o)
 	return nil
 }
 func (f *fakeRuntime) JournalVerify(context.Context, *Globals, string, string, IO) error { return nil }
