@@ -26,6 +26,9 @@ type userSupervisor struct {
 	// cache is the user's stream cache: the venue actor writes it, the
 	// user actor reads it (posturecache.go).
 	cache *streamCache
+	// stopping: the supervisor itself is stopping (the system shuts
+	// down), so its children stop with it and that is no news.
+	stopping bool
 }
 
 // toVenue carries a message from the user actor to its sibling, the venue
@@ -62,7 +65,12 @@ func (s *userSupervisor) Receive(ctx actor.Context) {
 		// to the registered PID can never be a dead letter for a user
 		// that is starting.
 		deps.registry.set(s.user, s.state)
+	case *actor.Stopping:
+		s.stopping = true
 	case *actor.Terminated:
+		if s.stopping {
+			return // a child stopped with its supervisor, as at every shutdown
+		}
 		s.deps.logger.Warn("a user's actor stopped; stopping the user's supervisor", "actor", m.Who.Id)
 		ctx.Stop(ctx.Self())
 	case *toVenue:
