@@ -68,6 +68,16 @@ type Globals struct {
 	User          string `name:"user" env:"GX_USER" default:"local" help:"the user this process acts for"`
 	Venue         string `name:"venue" env:"GX_VENUE" default:"paper" enum:"paper,bybit-demo,bybit-testnet,bybit-live" help:"paper (embedded simulator), bybit-demo, bybit-testnet or bybit-live"`
 	EnvFile       string `name:"env-file" env:"GX_ENV_FILE" help:"explicit dotenv file to load; a .env in the working directory is never read" placeholder:"FILE"`
+	LogFormat     string `name:"log-format" env:"GX_LOG_FORMAT" default:"json" help:"json or text: how log lines on stderr are written (GX_LOG_LEVEL sets the level)" placeholder:"json|text"`
+}
+
+// Configurer is implemented by a Runtime that sets itself up from the
+// parsed global flags before any command runs: it checks the settings
+// and builds its logger. command is the command's path as kong names it
+// ("serve", "policy show <...>"). An error stops the command with its exit
+// code.
+type Configurer interface {
+	Configure(command string, g *Globals, io IO) error
 }
 
 // IO is where a command writes. Out is stdout for the commands that print
@@ -161,8 +171,12 @@ type ServeCmd struct {
 	DenyTool  []string `name:"deny-tool" help:"withhold a tool from every profile (repeatable; GX_DENY_TOOLS adds a comma-separated list); an unknown name refuses to start" placeholder:"TOOL"`
 }
 
-// Run runs serve.
-func (c *ServeCmd) Run(ctx context.Context, g *Globals, rt Runtime, io IO) error {
+// Run runs serve. --listen is an address for HTTP only: given without
+// --transport http it is a usage error, not silently ignored.
+func (c *ServeCmd) Run(ctx context.Context, kctx *kong.Context, g *Globals, rt Runtime, io IO) error {
+	if c.Transport != "http" && flagGiven(kctx.Args, "--listen") {
+		return &ExitError{Code: ExitCannot, Err: errors.New("--listen is the address of remote mode: add --transport http, or leave --listen out for stdio")}
+	}
 	return rt.Serve(ctx, g, ServeOptions{Transport: c.Transport, Listen: c.Listen, DenyTools: c.DenyTool}, io)
 }
 
@@ -211,12 +225,16 @@ func (c *JournalDumpCmd) Run(ctx context.Context, kctx *kong.Context, g *Globals
 	return rt.JournalDump(ctx, g, DumpOptions{Dir: c.Dir, User: user, Types: c.Type, Since: c.Since.Time, Until: c.Until.Time, Format: c.Format}, io)
 }
 
-func userFlagGiven(args []string) bool {
+func userFlagGiven(args []string) bool { return flagGiven(args, "--user") }
+
+// flagGiven reports whether the long flag name (with its dashes) is on the
+// command line args, as "--name VALUE" or "--name=VALUE", before any "--".
+func flagGiven(args []string, name string) bool {
 	for _, a := range args {
 		if a == "--" {
 			return false
 		}
-		if a == "--user" || strings.HasPrefix(a, "--user=") {
+		if a == name || strings.HasPrefix(a, name+"=") {
 			return true
 		}
 	}

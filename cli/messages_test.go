@@ -144,3 +144,25 @@ func TestPostureResumeAsksFirst(t *testing.T) {
 		t.Fatalf("reduce: exit %d", code)
 	}
 }
+
+// --listen is remote mode's address: without --transport http it is a
+// usage error (exit 2) and nothing is served.
+func TestListenNeedsTransportHTTP(t *testing.T) {
+	for _, args := range [][]string{{"serve", "--listen", "127.0.0.1:9000"}, {"serve", "--listen=127.0.0.1:9000", "--transport", "stdio"}} {
+		rt := &fakeRuntime{}
+		code, _, stderr := runCLI(t, rt, "", args...)
+		want := "guarded-exchange: --listen is the address of remote mode: add --transport http, or leave --listen out for stdio\n"
+		if code != ExitCannot || stderr != want || len(rt.served) != 0 {
+			t.Fatalf("%v: exit %d, served %d:\n got %q\nwant %q", args, code, len(rt.served), stderr, want)
+		}
+	}
+	rt := &fakeRuntime{}
+	if code, _, stderr := runCLI(t, rt, "", "serve", "--transport", "http", "--listen", "127.0.0.1:9000"); code != ExitOK || len(rt.served) != 1 ||
+		rt.served[0].Listen != "127.0.0.1:9000" {
+		t.Fatalf("http with --listen: exit %d %s", code, stderr)
+	}
+	rt = &fakeRuntime{}
+	if code, _, stderr := runCLI(t, rt, "", "serve"); code != ExitOK || len(rt.served) != 1 {
+		t.Fatalf("plain serve: exit %d %s", code, stderr)
+	}
+}

@@ -37,6 +37,12 @@ func Main(ctx context.Context, args []string, rt Runtime, io IO, version string)
 	if done {
 		return code
 	}
+	if c, ok := rt.(Configurer); ok {
+		if err := c.Configure(kctx.Command(), &root.Globals, io); err != nil {
+			fmt.Fprintf(io.Err, "guarded-exchange: %s\n", printableLines(err.Error()))
+			return CodeOf(err)
+		}
+	}
 	if err := kctx.Run(&root.Globals); err != nil {
 		fmt.Fprintf(io.Err, "guarded-exchange: %s\n", printableLines(err.Error()))
 		return CodeOf(err)

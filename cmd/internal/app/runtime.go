@@ -27,8 +27,12 @@ import (
 type Runtime struct {
 	// Release is the version string reported by `version` and to MCP clients.
 	Release string
-	// Logger writes JSON to stderr.
+	// Logger writes the log lines (stderr). Configure builds it when
+	// LogOutput is set; nil and no LogOutput discards.
 	Logger *slog.Logger
+	// LogOutput is where Configure points the logger it builds (stderr),
+	// in the format of --log-format at the level of GX_LOG_LEVEL.
+	LogOutput io.Writer
 	// Stdin and Stdout are the MCP stdio stream of serve. main keeps the
 	// real stdout here and points os.Stdout at stderr, so a stray print can
 	// never corrupt the protocol.
@@ -36,15 +40,28 @@ type Runtime struct {
 	Stdout io.Writer
 	// Getenv reads the environment (os.Getenv by default).
 	Getenv func(string) string
+	// Environ lists the environment as KEY=VALUE (os.Environ by default),
+	// for the unknown GX_ variables.
+	Environ func() []string
 }
 
-var _ cli.Runtime = (*Runtime)(nil)
+var (
+	_ cli.Runtime    = (*Runtime)(nil)
+	_ cli.Configurer = (*Runtime)(nil)
+)
 
 func (r *Runtime) getenv(k string) string {
 	if r.Getenv != nil {
 		return r.Getenv(k)
 	}
 	return os.Getenv(k)
+}
+
+func (r *Runtime) environ() []string {
+	if r.Environ != nil {
+		return r.Environ()
+	}
+	return os.Environ()
 }
 
 func (r *Runtime) logger() *slog.Logger {
