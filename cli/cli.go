@@ -71,6 +71,14 @@ type Globals struct {
 	LogFormat     string `name:"log-format" env:"GX_LOG_FORMAT" default:"json" help:"json or text: how log lines on stderr are written (GX_LOG_LEVEL sets the level)" placeholder:"json|text"`
 }
 
+// PolicyWarner is implemented by a Runtime that can tell when a policy
+// lets no order through (a cap under every allowed symbol's smallest
+// order). The commands that change a policy print its warnings on stderr;
+// the change stands.
+type PolicyWarner interface {
+	PolicyWarnings(p messages.Policy) []string
+}
+
 // Configurer is implemented by a Runtime that sets itself up from the
 // parsed global flags before any command runs: it checks the settings
 // and builds its logger. command is the command's path as kong names it

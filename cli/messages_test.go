@@ -166,3 +166,28 @@ func TestListenNeedsTransportHTTP(t *testing.T) {
 		t.Fatalf("plain serve: exit %d %s", code, stderr)
 	}
 }
+
+// warningRuntime is fakeRuntime with a policy warning.
+type warningRuntime struct{ fakeRuntime }
+
+func (w *warningRuntime) PolicyWarnings(messages.Policy) []string {
+	return []string{"no allowed symbol can be traded"}
+}
+
+// A command that changes a policy prints the runtime's warnings about it
+// on stderr and the change stands (exit 0); policy show prints none.
+func TestPolicyChangeWarnings(t *testing.T) {
+	for _, args := range [][]string{{"policy", "tighten", "--max-order-notional", "3"}, {"admin", "policy", "set-ceiling", "--max-order-notional", "3"}} {
+		rt := &warningRuntime{}
+		var out, errb strings.Builder
+		code := Main(t.Context(), args, rt, IO{Out: &out, Err: &errb, In: strings.NewReader("")}, "test")
+		if code != ExitOK || len(rt.delivered) != 1 || errb.String() != "guarded-exchange: warning: no allowed symbol can be traded\n" {
+			t.Fatalf("%v: exit %d, delivered %d, stderr %q", args, code, len(rt.delivered), errb.String())
+		}
+	}
+	rt := &warningRuntime{}
+	var out, errb strings.Builder
+	if code := Main(t.Context(), []string{"policy", "show"}, rt, IO{Out: &out, Err: &errb}, "test"); code != ExitOK || errb.String() != "" {
+		t.Fatalf("policy show: exit %d, stderr %q", code, errb.String())
+	}
+}

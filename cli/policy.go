@@ -313,6 +313,7 @@ func deliverAndPrint(ctx context.Context, g *Globals, rt Runtime, io IO, cmd mes
 	if err != nil {
 		return refusal(err)
 	}
+	warnPolicy(rt, io, cmd, res)
 	if asJSON {
 		b, err := json.Marshal(res)
 		if err != nil {
@@ -336,6 +337,19 @@ func deliverAndPrint(ctx context.Context, g *Globals, rt Runtime, io IO, cmd mes
 		tw.Flush()
 	}
 	return nil
+}
+
+// warnPolicy prints on stderr the runtime's warnings about a policy a
+// command changed (not one it only showed).
+func warnPolicy(rt Runtime, io IO, cmd messages.Command, res any) {
+	v, ok := res.(*messages.PolicyView)
+	w, warns := rt.(PolicyWarner)
+	if _, shown := cmd.(*messages.ShowPolicyRequest); !ok || !warns || shown {
+		return
+	}
+	for _, line := range w.PolicyWarnings(v.Effective) {
+		fmt.Fprintf(io.Err, "guarded-exchange: warning: %s\n", messages.Printable(line))
+	}
 }
 
 // printView prints a policy view; change says whether the command could

@@ -172,3 +172,25 @@ func TestSettingsCheckedAtStart(t *testing.T) {
 		t.Fatalf("unknown variable: exit %d:\n%s", r.code, r.stderr)
 	}
 }
+
+// A ceiling whose order cap is under the smallest order of every allowed
+// symbol is accepted with a warning that says why, using the paper
+// venue's instrument rules (no network); serve says it again at start.
+func TestPolicyThatBlocksTradingIsWarned(t *testing.T) {
+	in := newInstall(t)
+	env := in.env("GX_LOG_LEVEL=")
+	r := run(t, env, "", "admin", "policy", "set-ceiling", "--user", "local", "--profile", "trade", "--allow", "linear:BTCUSDT", "--max-order-notional", "20")
+	want := "guarded-exchange: warning: no allowed symbol can be traded: max_order_notional_usdt is 20 USDT, under the smallest order of every allowed symbol (linear:BTCUSDT 41.33 USDT; from the instrument rules of the paper venue); raise max_order_notional_usdt or allow another symbol\n"
+	if r.code != 0 || r.stderr != want || !strings.Contains(r.stdout, "changed (journaled)") {
+		t.Fatalf("set-ceiling: exit %d, stdout %q\n got %q\nwant %q", r.code, r.stdout, r.stderr, want)
+	}
+	cs, stderr := connectStdio(t, in, "", "GX_LOG_LEVEL=")
+	cs.Close()
+	if findLine(logLines(t, stderr.String()), "the policy lets no order through", map[string]any{"user": "local", "level": "WARN", "why": strings.TrimSuffix(strings.TrimPrefix(want, "guarded-exchange: warning: "), "\n")}) == nil {
+		t.Fatalf("serve did not warn:\n%s", stderr.String())
+	}
+	// A cap an allowed symbol fits under says nothing.
+	if r := run(t, env, "", "admin", "policy", "set-ceiling", "--user", "local", "--allow", "linear:BTCUSDT,linear:SOLUSDT"); r.code != 0 || r.stderr != "" {
+		t.Fatalf("a tradable policy: exit %d, stderr %q", r.code, r.stderr)
+	}
+}

@@ -218,8 +218,12 @@ func (r *Runtime) Serve(ctx context.Context, g *cli.Globals, o cli.ServeOptions,
 		return cli.CannotStart("%v", err)
 	}
 	defer st.close()
-	if _, err := st.sys.Handle(ctx, &messages.ShowPolicyRequest{User: g.User}, messages.ActorSystem); err != nil {
+	view, err := st.sys.Handle(ctx, &messages.ShowPolicyRequest{User: g.User}, messages.ActorSystem)
+	if err != nil {
 		return cli.CannotStart("user %q: %v; create it with `guarded-exchange admin user create %s`", g.User, err, g.User)
+	}
+	for _, w := range r.PolicyWarnings(view.(*messages.PolicyView).Effective) {
+		logger.Warn("the policy lets no order through", "user", g.User, "why", w)
 	}
 	// Re-check the stored key's permissions at start (SPEC §11), in the
 	// background: nothing on the start-up path waits on the network, and
