@@ -45,6 +45,9 @@ func (l *activityLine) log(logger *slog.Logger, res sdk.Result, err error) {
 			outcome = "input_required"
 		}
 	case nil:
+		// No answer: a JSON-RPC error, or a handler that panicked (the
+		// panic becomes an internal_error answer further out).
+		outcome = "internal_error"
 		if err != nil {
 			outcome = "protocol_error"
 		}

@@ -235,9 +235,10 @@ func (s *server) dispatch(t *tool) sdk.ToolHandler {
 }
 
 // guard derives tools/list and tools/call admission from the one registry,
-// and journals every tools/call before it is handled.
+// journals every tools/call before it is handled, and writes its line of
+// the activity log once it is answered.
 func (s *server) guard(next sdk.MethodHandler) sdk.MethodHandler {
-	return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+	return func(ctx context.Context, method string, req sdk.Request) (answer sdk.Result, answerErr error) {
 		switch method {
 		case "tools/list":
 			p, err := s.opts.Principal(ctx, req)
@@ -266,104 +267,95 @@ func (s *server) guard(next sdk.MethodHandler) sdk.MethodHandler {
 				return next(ctx, method, req)
 			}
 			line := activityLine{tool: "(unknown)", start: time.Now()}
-			res, err := s.admitCall(ctx, creq, next, &line)
-			line.log(s.logger, res, err)
+			defer func() { line.log(s.logger, answer, answerErr) }()
+			p, err := s.opts.Principal(ctx, req)
+			if err != nil {
+				return failure(s.logger, err, ""), nil
+			}
+			line.user, line.tokenID = p.User, p.TokenID
+			s.identified(ctx, req, p)
+			if p.User != "" {
+				// A call in flight is a sign of life for the dead-man
+				// switch until it is answered (a wait_for_update is
+				// not silence).
+				s.opts.Backend.SessionEvent(ctx, p.User, messages.SessionCallStarted)
+				defer s.opts.Backend.SessionEvent(context.WithoutCancel(ctx), p.User, messages.SessionCallEnded)
+			}
+			ss, _ := req.GetSession().(*sdk.ServerSession)
+			if e := s.calls.allow(sessionKey(ss, p.TokenID), p); e != nil {
+				return failure(s.logger, e, ""), nil
+			}
+			t, known := s.reg.lookup(creq.Params.Name)
+			rec := &messages.ToolCalled{
+				User:       p.User,
+				Profile:    p.Profile,
+				Tool:       "(unknown)",
+				ArgsSHA256: digest(creq.Params.Arguments),
+				TokenID:    p.TokenID,
+			}
+			if known {
+				rec.Tool = t.name
+				line.tool = t.name
+			}
+			visible := known && s.offered(t, p)
+			rec.Admitted = visible
+			// Read-only tools acknowledge nothing, so their record need not
+			// be durable before the answer. Every other answer waits for
+			// it, once, after the handler: the call's own record, journaled
+			// later, carries the tool_call to disk in the same fsync.
+			durable := !(visible && t.kind == KindRead)
+			wait, err := s.opts.Backend.ToolCalled(ctx, rec, durable)
+			if err != nil {
+				return failure(s.logger, err, ""), nil
+			}
+			var refusal *messages.Error
+			switch {
+			case !known:
+				// A tool result, not the SDK's JSON-RPC error: that one
+				// echoes the name, at any length (SPEC §5).
+				refusal = &messages.Error{
+					Code:     messages.CodeNotFound,
+					Message:  "no such tool",
+					NextStep: "call tools/list and use one of the tools it shows",
+				}
+			case s.denied[t.name]:
+				refusal = &messages.Error{
+					Code:     messages.CodePermissionDenied,
+					Message:  "the operator of this server withholds this tool",
+					NextStep: "use the tools listed by tools/list",
+				}
+			case !visible:
+				refusal = &messages.Error{
+					Code:     messages.CodePermissionDenied,
+					Message:  "this tool is not available to your profile",
+					NextStep: "use the tools listed by tools/list; a human can change the profile outside the chat",
+				}
+			}
+			if wait != nil {
+				// A handler that panics still leaves its tool_call durable
+				// before the internal_error answer goes out.
+				defer func() {
+					if p := recover(); p != nil {
+						_ = wait(ctx)
+						panic(p)
+					}
+				}()
+			}
+			var res sdk.Result
+			if refusal != nil {
+				res = failure(s.logger, refusal, "")
+			} else {
+				res, err = next(context.WithValue(ctx, principalKey{}, p), method, req)
+			}
+			if wait != nil {
+				if werr := wait(ctx); werr != nil {
+					return failure(s.logger, werr, ""), nil
+				}
+			}
 			return res, err
 		}
 		return next(ctx, method, req)
 	}
-}
-
-// admitCall is the guard of one tools/call: it identifies the caller,
-// journals the call, refuses what the caller may not call and hands the
-// rest to next. It fills line with who called which tool.
-func (s *server) admitCall(ctx context.Context, creq *sdk.CallToolRequest, next sdk.MethodHandler, line *activityLine) (sdk.Result, error) {
-	method, req := "tools/call", sdk.Request(creq)
-	p, err := s.opts.Principal(ctx, req)
-	if err != nil {
-		return failure(s.logger, err, ""), nil
-	}
-	line.user, line.tokenID = p.User, p.TokenID
-	s.identified(ctx, req, p)
-	if p.User != "" {
-		// A call in flight is a sign of life for the dead-man
-		// switch until it is answered (a wait_for_update is
-		// not silence).
-		s.opts.Backend.SessionEvent(ctx, p.User, messages.SessionCallStarted)
-		defer s.opts.Backend.SessionEvent(context.WithoutCancel(ctx), p.User, messages.SessionCallEnded)
-	}
-	ss, _ := req.GetSession().(*sdk.ServerSession)
-	if e := s.calls.allow(sessionKey(ss, p.TokenID), p); e != nil {
-		return failure(s.logger, e, ""), nil
-	}
-	t, known := s.reg.lookup(creq.Params.Name)
-	rec := &messages.ToolCalled{
-		User:       p.User,
-		Profile:    p.Profile,
-		Tool:       "(unknown)",
-		ArgsSHA256: digest(creq.Params.Arguments),
-		TokenID:    p.TokenID,
-	}
-	if known {
-		rec.Tool = t.name
-		line.tool = t.name
-	}
-	visible := known && s.offered(t, p)
-	rec.Admitted = visible
-	// Read-only tools acknowledge nothing, so their record need not
-	// be durable before the answer. Every other answer waits for
-	// it, once, after the handler: the call's own record, journaled
-	// later, carries the tool_call to disk in the same fsync.
-	durable := !(visible && t.kind == KindRead)
-	wait, err := s.opts.Backend.ToolCalled(ctx, rec, durable)
-	if err != nil {
-		return failure(s.logger, err, ""), nil
-	}
-	var refusal *messages.Error
-	switch {
-	case !known:
-		// A tool result, not the SDK's JSON-RPC error: that one
-		// echoes the name, at any length (SPEC §5).
-		refusal = &messages.Error{
-			Code:     messages.CodeNotFound,
-			Message:  "no such tool",
-			NextStep: "call tools/list and use one of the tools it shows",
-		}
-	case s.denied[t.name]:
-		refusal = &messages.Error{
-			Code:     messages.CodePermissionDenied,
-			Message:  "the operator of this server withholds this tool",
-			NextStep: "use the tools listed by tools/list",
-		}
-	case !visible:
-		refusal = &messages.Error{
-			Code:     messages.CodePermissionDenied,
-			Message:  "this tool is not available to your profile",
-			NextStep: "use the tools listed by tools/list; a human can change the profile outside the chat",
-		}
-	}
-	if wait != nil {
-		// A handler that panics still leaves its tool_call durable
-		// before the internal_error answer goes out.
-		defer func() {
-			if p := recover(); p != nil {
-				_ = wait(ctx)
-				panic(p)
-			}
-		}()
-	}
-	var res sdk.Result
-	if refusal != nil {
-		res = failure(s.logger, refusal, "")
-	} else {
-		res, err = next(context.WithValue(ctx, principalKey{}, p), method, req)
-	}
-	if wait != nil {
-		if werr := wait(ctx); werr != nil {
-			return failure(s.logger, werr, ""), nil
-		}
-	}
-	return res, err
 }
 
 // principalKey carries the principal the guard found to the tool handler.
