@@ -15,21 +15,20 @@ import (
 )
 
 // configure runs Configure for command with the environment env and
-// returns the error and what the logger wrote.
-func configure(t *testing.T, command string, g cli.Globals, env ...string) (error, string) {
+// returns its error and what the logger wrote.
+func configure(t *testing.T, command string, g cli.Globals, env ...string) (err error, logs string) {
 	t.Helper()
-	var logs bytes.Buffer
+	var out bytes.Buffer
 	m := map[string]string{}
 	for _, kv := range env {
 		k, v, _ := strings.Cut(kv, "=")
 		m[k] = v
 	}
-	r := &Runtime{LogOutput: &logs, Getenv: func(k string) string { return m[k] }, Environ: func() []string { return env }}
-	err := r.Configure(command, &g, cli.IO{})
-	if err == nil {
+	r := &Runtime{LogOutput: &out, Getenv: func(k string) string { return m[k] }, Environ: func() []string { return env }}
+	if err = r.Configure(command, &g, cli.IO{}); err == nil {
 		r.logger().Info("probe")
 	}
-	return err, logs.String()
+	return err, out.String()
 }
 
 // A boolean setting takes true/false/1/0/yes/no/on/off in any case;
@@ -163,8 +162,14 @@ func TestEnvVarsListEveryVariable(t *testing.T) {
 	name := regexp.MustCompile(`\bGX_[A-Z0-9_]*[A-Z0-9]\b`)
 	root := filepath.Join("..", "..", "..")
 	err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+		if err != nil {
 			return err
+		}
+		if d.IsDir() && path != root && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata" || d.Name() == "node_modules") {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
 		}
 		b, err := os.ReadFile(path)
 		if err != nil {
