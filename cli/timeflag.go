@@ -12,9 +12,6 @@ import (
 // before now. The zero value is "not given".
 type TimeFlag struct {
 	time.Time
-	// now is the clock a duration counts back from (tests); nil is
-	// time.Now.
-	now func() time.Time
 }
 
 // errTimeFlag is the refusal of a value that is none of the three forms.
@@ -27,7 +24,7 @@ func (t *TimeFlag) Decode(ctx *kong.DecodeContext) error {
 	if err := ctx.Scan.PopValueInto("time", &s); err != nil {
 		return err
 	}
-	v, err := parseTimeFlag(s, t.now)
+	v, err := parseTimeFlag(s, time.Now())
 	if err != nil {
 		return err
 	}
@@ -35,8 +32,9 @@ func (t *TimeFlag) Decode(ctx *kong.DecodeContext) error {
 	return nil
 }
 
-// parseTimeFlag reads the three forms of TimeFlag.
-func parseTimeFlag(s string, now func() time.Time) (time.Time, error) {
+// parseTimeFlag reads the three forms of TimeFlag; a duration counts back
+// from now.
+func parseTimeFlag(s string, now time.Time) (time.Time, error) {
 	if v, err := time.Parse(time.RFC3339Nano, s); err == nil {
 		return v, nil
 	}
@@ -44,10 +42,7 @@ func parseTimeFlag(s string, now func() time.Time) (time.Time, error) {
 		return v, nil
 	}
 	if d, err := time.ParseDuration(s); err == nil && d >= 0 {
-		if now == nil {
-			now = time.Now
-		}
-		return now().Add(-d).UTC(), nil
+		return now.Add(-d).UTC(), nil
 	}
 	return time.Time{}, errTimeFlag
 }
