@@ -23,12 +23,12 @@ type userSupervisor struct {
 	user  string
 	state *actor.PID
 	venue *actor.PID // spawned on the first message for it
-	// cache is the user's stream cache: the venue actor writes it, the
-	// user actor reads it (posturecache.go).
-	cache *streamCache
 	// stopping: the supervisor itself is stopping (the system shuts
 	// down), so its children stop with it and that is no news.
 	stopping bool
+	// cache is the user's stream cache: the venue actor writes it, the
+	// user actor reads it (posturecache.go).
+	cache *streamCache
 }
 
 // toVenue carries a message from the user actor to its sibling, the venue
