@@ -1,32 +1,11 @@
 package mcp
 
 import (
-	"bytes"
 	"encoding/json"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 )
-
-// lockedBuffer is a buffer the server's goroutines may log into while the
-// test reads it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // Every tool call has one info line: the tool (or "(unknown)"), the user,
 // the outcome code and the duration; the arguments' values and an unknown
@@ -34,7 +13,7 @@ func (l *lockedBuffer) String() string {
 func TestToolCallActivityLine(t *testing.T) {
 	e := newEnv(t)
 	e.confirmUser(t, "alice", false)
-	var logs lockedBuffer
+	var logs syncBuffer
 	logger := slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	cs := connect(t, Options{Backend: e.sys, Principal: fixedPrincipal("alice", ProfileTrade), Logger: logger}, "")
 	const planted = "PLANTEDsk_live_9Qz7Wm"
