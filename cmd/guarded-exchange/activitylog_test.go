@@ -194,3 +194,20 @@ func TestPolicyThatBlocksTradingIsWarned(t *testing.T) {
 		t.Fatalf("a tradable policy: exit %d, stderr %q", r.code, r.stderr)
 	}
 }
+
+// --log-format text writes slog's text lines; GX_LOG_FORMAT does the same.
+func TestLogFormatText(t *testing.T) {
+	in := newInstall(t)
+	for _, c := range []struct {
+		env  []string
+		args []string
+	}{
+		{[]string{"GX_LOG_LEVEL=info"}, []string{"--log-format", "text", "kill-switch", "on"}},
+		{[]string{"GX_LOG_LEVEL=info", "GX_LOG_FORMAT=text"}, []string{"kill-switch", "off", "--yes"}},
+	} {
+		r := run(t, in.env(c.env...), "", c.args...)
+		if r.code != 0 || !strings.Contains(r.stderr, `level=INFO msg="kill switch changed" user=local`) || strings.Contains(r.stderr, "{") {
+			t.Fatalf("%v: exit %d, stderr:\n%s", c.args, r.code, r.stderr)
+		}
+	}
+}
