@@ -420,7 +420,7 @@ func (u *userActor) park(ctx actor.Context, r parkRequest, origin messages.Origi
 		u.refuseTool(ctx, r.tool, r.category, r.symbol, false, &messages.Error{Code: messages.CodeConfirmationChannelUnavailable,
 			Message:  "the policy requires a human to confirm this action, and no confirmation channel is available; nothing was sent",
 			NextStep: "a human can enable the CLI channel (GX_CONFIRM_CLI_ENABLED=true), use a client with form elicitation, or change " + r.confirmedBy + " outside the chat",
-			Details:  confirmDetails(p, r.confirmedBy)}, origin, to)
+			Details:  channelDetails(p, r.confirmedBy, origin.FormElicitation)}, origin, to)
 		return
 	}
 	now := u.now()
@@ -471,6 +471,18 @@ func confirmDetails(p messages.Policy, by string) map[string]any {
 		d["allowed"] = p.ConfirmAboveNotionalUSDT.String()
 	} else {
 		d["allowed"] = p.ConfirmActions
+	}
+	return d
+}
+
+// channelDetails are confirmDetails for a refusal because no channel can
+// ask the human. When the client declared form elicitation, its form was
+// not trusted (trust_client_ui is off, or the server runs live): that
+// setting, not the one asking, is what refused, and limit names it.
+func channelDetails(p messages.Policy, by string, clientForm bool) map[string]any {
+	d := confirmDetails(p, by)
+	if clientForm {
+		d["limit"], d["allowed"] = "trust_client_ui", "false"
 	}
 	return d
 }

@@ -239,8 +239,7 @@ func (u *userActor) writePosture(ctx actor.Context, o messages.Origin, after mes
 		if err != nil {
 			u.logger.Warn("could not journal a posture change", "user", u.state.User, "code", string(messages.CodeOf(err)))
 		} else {
-			u.commit(ev)
-			u.logger.Info("posture changed", "user", u.state.User, "before", string(beforeState), "after", string(afterState), "reason", reason)
+			u.commit(ev) // logs the change (activity.go)
 		}
 		if then != nil {
 			then(err == nil, err)

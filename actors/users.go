@@ -317,6 +317,7 @@ func (u *userActor) commit(ev Event) {
 	u.state.Apply(ev)
 	u.snap.store(u.state)
 	u.tokens.note(ev, u.state.User, u.snap)
+	u.logActivity(ev)
 }
 
 func (u *userActor) reply(ctx actor.Context, to *actor.PID, v any) {

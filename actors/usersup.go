@@ -23,6 +23,9 @@ type userSupervisor struct {
 	user  string
 	state *actor.PID
 	venue *actor.PID // spawned on the first message for it
+	// stopping: the supervisor itself is stopping (the system shuts
+	// down), so its children stop with it and that is no news.
+	stopping bool
 	// cache is the user's stream cache: the venue actor writes it, the
 	// user actor reads it (posturecache.go).
 	cache *streamCache
@@ -65,7 +68,12 @@ func (s *userSupervisor) Receive(ctx actor.Context) {
 		// to the registered PID can never be a dead letter for a user
 		// that is starting.
 		deps.registry.set(s.user, s.state)
+	case *actor.Stopping:
+		s.stopping = true
 	case *actor.Terminated:
+		if s.stopping {
+			return // a child stopped with its supervisor, as at every shutdown
+		}
 		s.deps.logger.Warn("a user's actor stopped; stopping the user's supervisor", "actor", m.Who.Id)
 		ctx.Stop(ctx.Self())
 	case *toVenue:

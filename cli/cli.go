@@ -68,6 +68,24 @@ type Globals struct {
 	User          string `name:"user" env:"GX_USER" default:"local" help:"the user this process acts for"`
 	Venue         string `name:"venue" env:"GX_VENUE" default:"paper" enum:"paper,bybit-demo,bybit-testnet,bybit-live" help:"paper (embedded simulator), bybit-demo, bybit-testnet or bybit-live"`
 	EnvFile       string `name:"env-file" env:"GX_ENV_FILE" help:"explicit dotenv file to load; a .env in the working directory is never read" placeholder:"FILE"`
+	LogFormat     string `name:"log-format" env:"GX_LOG_FORMAT" default:"json" help:"json or text: how log lines on stderr are written (GX_LOG_LEVEL sets the level)" placeholder:"json|text"`
+}
+
+// PolicyWarner is implemented by a Runtime that can tell when a policy
+// lets no order through (a cap under every allowed symbol's smallest
+// order). The commands that change a policy print its warnings on stderr;
+// the change stands.
+type PolicyWarner interface {
+	PolicyWarnings(p messages.Policy) []string
+}
+
+// Configurer is implemented by a Runtime that sets itself up from the
+// parsed global flags before any command runs: it checks the settings
+// and builds its logger. command is the command's path as kong names it
+// ("serve", "policy show <...>"). An error stops the command with its exit
+// code.
+type Configurer interface {
+	Configure(command string, g *Globals, io IO) error
 }
 
 // IO is where a command writes. Out is stdout for the commands that print
@@ -165,8 +183,12 @@ type ServeCmd struct {
 	DenyTool  []string `name:"deny-tool" help:"withhold a tool from every profile (repeatable; GX_DENY_TOOLS adds a comma-separated list); an unknown name refuses to start" placeholder:"TOOL"`
 }
 
-// Run runs serve.
-func (c *ServeCmd) Run(ctx context.Context, g *Globals, rt Runtime, io IO) error {
+// Run runs serve. --listen is an address for HTTP only: given without
+// --transport http it is a usage error, not silently ignored.
+func (c *ServeCmd) Run(ctx context.Context, kctx *kong.Context, g *Globals, rt Runtime, io IO) error {
+	if c.Transport != "http" && flagGiven(kctx.Args, "--listen") {
+		return &ExitError{Code: ExitCannot, Err: errors.New("--listen is the address of remote mode: add --transport http, or leave --listen out for stdio")}
+	}
 	return rt.Serve(ctx, g, ServeOptions{Transport: c.Transport, Listen: c.Listen, DenyTools: c.DenyTool}, io)
 }
 
@@ -198,11 +220,11 @@ type JournalCmd struct {
 
 // JournalDumpCmd is `journal dump`.
 type JournalDumpCmd struct {
-	Dir    string    `help:"journal directory (default <home>/journal)" placeholder:"PATH"`
-	Type   []string  `name:"type" help:"only records of these types (repeatable), e.g. tool_call"`
-	Since  time.Time `help:"only records at or after this RFC 3339 time"`
-	Until  time.Time `help:"only records before this RFC 3339 time"`
-	Format string    `default:"jsonl" enum:"jsonl,table" help:"jsonl or table"`
+	Dir    string   `help:"journal directory (default <home>/journal)" placeholder:"PATH"`
+	Type   []string `name:"type" help:"only records of these types (repeatable), e.g. tool_call"`
+	Since  TimeFlag `help:"only records at or after this time: RFC 3339, a date (YYYY-MM-DD) or a duration before now (24h)" placeholder:"TIME"`
+	Until  TimeFlag `help:"only records before this time: RFC 3339, a date (YYYY-MM-DD) or a duration before now (24h)" placeholder:"TIME"`
+	Format string   `default:"jsonl" enum:"jsonl,table" help:"jsonl or table"`
 }
 
 // Run runs journal dump. The global --user, when given on the command line
@@ -212,15 +234,19 @@ func (c *JournalDumpCmd) Run(ctx context.Context, kctx *kong.Context, g *Globals
 	if userFlagGiven(kctx.Args) {
 		user = g.User
 	}
-	return rt.JournalDump(ctx, g, DumpOptions{Dir: c.Dir, User: user, Types: c.Type, Since: c.Since, Until: c.Until, Format: c.Format}, io)
+	return rt.JournalDump(ctx, g, DumpOptions{Dir: c.Dir, User: user, Types: c.Type, Since: c.Since.Time, Until: c.Until.Time, Format: c.Format}, io)
 }
 
-func userFlagGiven(args []string) bool {
+func userFlagGiven(args []string) bool { return flagGiven(args, "--user") }
+
+// flagGiven reports whether the long flag name (with its dashes) is on the
+// command line args, as "--name VALUE" or "--name=VALUE", before any "--".
+func flagGiven(args []string, name string) bool {
 	for _, a := range args {
 		if a == "--" {
 			return false
 		}
-		if a == "--user" || strings.HasPrefix(a, "--user=") {
+		if a == name || strings.HasPrefix(a, name+"=") {
 			return true
 		}
 	}

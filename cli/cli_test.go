@@ -16,17 +16,23 @@ import (
 // the composition root.
 type fakeRuntime struct {
 	delivered []messages.Command
+	dumped    []DumpOptions
+	served    []ServeOptions
 	answer    any
 	err       error
 }
 
 var _ Runtime = (*fakeRuntime)(nil)
 
-func (f *fakeRuntime) Init(context.Context, *Globals, IO) error                { return nil }
-func (f *fakeRuntime) Serve(context.Context, *Globals, ServeOptions, IO) error { return f.err }
-func (f *fakeRuntime) Demo(context.Context, *Globals, IO) error                { return nil }
-func (f *fakeRuntime) Sim(context.Context, SimOptions, IO) error               { return nil }
-func (f *fakeRuntime) JournalDump(context.Context, *Globals, DumpOptions, IO) error {
+func (f *fakeRuntime) Init(context.Context, *Globals, IO) error { return nil }
+func (f *fakeRuntime) Serve(_ context.Context, _ *Globals, o ServeOptions, _ IO) error {
+	f.served = append(f.served, o)
+	return f.err
+}
+func (f *fakeRuntime) Demo(context.Context, *Globals, IO) error  { return nil }
+func (f *fakeRuntime) Sim(context.Context, SimOptions, IO) error { return nil }
+func (f *fakeRuntime) JournalDump(_ context.Context, _ *Globals, o DumpOptions, _ IO) error {
+	f.dumped = append(f.dumped, o)
 	return nil
 }
 func (f *fakeRuntime) JournalVerify(context.Context, *Globals, string, string, IO) error { return nil }

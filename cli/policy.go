@@ -313,6 +313,7 @@ func deliverAndPrint(ctx context.Context, g *Globals, rt Runtime, io IO, cmd mes
 	if err != nil {
 		return refusal(err)
 	}
+	warnPolicy(rt, io, cmd, res)
 	if asJSON {
 		b, err := json.Marshal(res)
 		if err != nil {
@@ -323,7 +324,8 @@ func deliverAndPrint(ctx context.Context, g *Globals, rt Runtime, io IO, cmd mes
 	}
 	switch v := res.(type) {
 	case *messages.PolicyView:
-		printView(io.Out, v)
+		_, shown := cmd.(*messages.ShowPolicyRequest)
+		printView(io.Out, v, !shown)
 	case *messages.CredentialView:
 		printCredential(io.Out, v)
 	case *messages.UserList:
@@ -337,19 +339,36 @@ func deliverAndPrint(ctx context.Context, g *Globals, rt Runtime, io IO, cmd mes
 	return nil
 }
 
-func printView(w io.Writer, v *messages.PolicyView) {
+// warnPolicy prints on stderr the runtime's warnings about a policy a
+// command changed (not one it only showed).
+func warnPolicy(rt Runtime, io IO, cmd messages.Command, res any) {
+	v, ok := res.(*messages.PolicyView)
+	w, warns := rt.(PolicyWarner)
+	if _, shown := cmd.(*messages.ShowPolicyRequest); !ok || !warns || shown {
+		return
+	}
+	for _, line := range w.PolicyWarnings(v.Effective) {
+		fmt.Fprintf(io.Err, "guarded-exchange: warning: %s\n", messages.Printable(line))
+	}
+}
+
+// printView prints a policy view; change says whether the command could
+// change it (then a line says whether it did): a show has nothing to say
+// about changes.
+func printView(w io.Writer, v *messages.PolicyView, change bool) {
 	status := ""
 	if v.Disabled {
 		status = "  (disabled)"
 	}
 	fmt.Fprintf(w, "user %s%s   kill switch: %s\n", v.User, status, v.KillSwitch)
 	switch {
+	case !change:
 	case len(v.Removed) > 0:
 		fmt.Fprintf(w, "removed: %s\n", strings.Join(v.Removed, ", "))
 	case v.Changed:
 		fmt.Fprintln(w, "changed (journaled)")
 	default:
-		fmt.Fprintln(w, "no change")
+		fmt.Fprintln(w, "no change: the policy already was this")
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "FIELD\tEFFECTIVE\tCEILING\tOWN")

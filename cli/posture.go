@@ -14,13 +14,21 @@ import (
 // stands, and the human REDUCING. Only a human resumes; the agent can
 // only enter REDUCING (reduce_risk_only).
 type PostureCmd struct {
-	Action string `arg:"" enum:"show,reduce,resume" help:"show; reduce (only risk-reducing actions go through); resume (lift the human REDUCING)"`
+	Action string `arg:"" enum:"show,reduce,resume" help:"show; reduce (only risk-reducing actions go through); resume (lift the human REDUCING; asks first unless --yes)"`
+	Yes    bool   `help:"do not ask before resuming"`
 	JSON   bool   `name:"json" help:"print JSON"`
 }
 
 // Run runs posture.
 func (c *PostureCmd) Run(ctx context.Context, g *Globals, rt Runtime, io IO) error {
 	var cmd messages.Command = &messages.ShowPostureRequest{User: g.User}
+	if c.Action == "resume" {
+		// Resuming lets risk-increasing actions through again: it asks
+		// like turning the kill switch off does.
+		if err := confirm(io, fmt.Sprintf("Lift the REDUCING posture of %s? Risk-increasing actions will be allowed again.", g.User), c.Yes); err != nil {
+			return err
+		}
+	}
 	if c.Action != "show" {
 		cmd = &messages.SetPostureRequest{User: g.User, Reduce: c.Action == "reduce"}
 	}
@@ -59,5 +67,25 @@ func printPosture(w io.Writer, v *messages.PostureView) {
 		}
 	}
 	fmt.Fprintf(w, "  daily loss %s of %s USDT\n", v.Loss.LossUSDT, v.Loss.MaxUSDT)
-	fmt.Fprintf(w, "  stream open=%v connected=%v last message %.1fs ago\n", v.Stream.Open, v.Stream.Connected, v.Stream.LastMessageAgeS)
+	fmt.Fprintf(w, "  stream: %s\n", streamLine(v.Stream))
+}
+
+// streamLine says in words how the private stream is: not running,
+// connected or down, and how old its last message is ("no message yet"
+// rather than the -1 of the JSON form).
+func streamLine(s messages.StreamHealth) string {
+	if !s.Open {
+		return "not running (no stream for this user here)"
+	}
+	state := "connected"
+	switch {
+	case s.Flapping:
+		state = fmt.Sprintf("flapping (reconnecting again and again; unhealthy for %.1fs)", s.DownForS)
+	case !s.Connected:
+		state = fmt.Sprintf("down for %.1fs", s.DownForS)
+	}
+	if s.LastMessageAgeS < 0 {
+		return state + ", no message yet"
+	}
+	return fmt.Sprintf("%s, last message %.1fs ago", state, s.LastMessageAgeS)
 }

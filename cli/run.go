@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 
 	"github.com/alecthomas/kong"
@@ -36,6 +37,12 @@ func Main(ctx context.Context, args []string, rt Runtime, io IO, version string)
 	if done {
 		return code
 	}
+	if c, ok := rt.(Configurer); ok {
+		if err := c.Configure(kctx.Command(), &root.Globals, io); err != nil {
+			fmt.Fprintf(io.Err, "guarded-exchange: %s\n", printableLines(err.Error()))
+			return CodeOf(err)
+		}
+	}
 	if err := kctx.Run(&root.Globals); err != nil {
 		fmt.Fprintf(io.Err, "guarded-exchange: %s\n", printableLines(err.Error()))
 		return CodeOf(err)
@@ -63,7 +70,7 @@ func parse(p *kong.Kong, args []string, exited *int) (kctx *kong.Context, code i
 	if err != nil {
 		var pe *kong.ParseError
 		if errors.As(err, &pe) {
-			fmt.Fprintf(p.Stderr, "guarded-exchange: %v\n", err)
+			fmt.Fprintf(p.Stderr, "guarded-exchange: %s\n", plainParseError(err.Error()))
 			if pe.Context != nil {
 				_ = pe.Context.PrintUsage(true)
 			}
@@ -73,6 +80,29 @@ func parse(p *kong.Kong, args []string, exited *int) (kctx *kong.Context, code i
 		return nil, ExitCannot, true
 	}
 	return kctx, 0, false
+}
+
+// kong's words for a flag given without its value: the next argument is
+// a flag (or looks like one, as a negative number does), or there is none.
+var (
+	flagThenShort = regexp.MustCompile(`^(--[a-z0-9-]+): expected [a-z ]+ value but got "(-[^"]*)" \(short flag\); perhaps try .*$`)
+	flagThenLong  = regexp.MustCompile(`^(--[a-z0-9-]+): expected [a-z ]+ value but got "(--[^"]*)" \(long flag\); perhaps try .*$`)
+	flagThenEnd   = regexp.MustCompile(`^(--[a-z0-9-]+): (?:expected [a-z ]+ value but got "EOL" \(<EOL>\)|missing value, expecting .*)$`)
+)
+
+// plainParseError turns kong's message for a flag without its value into
+// one that says what to write; other messages are kept.
+func plainParseError(msg string) string {
+	if m := flagThenShort.FindStringSubmatch(msg); m != nil {
+		return fmt.Sprintf("%s needs a value, and %q is taken for a flag: write a value that starts with \"-\" after \"=\", as in %s=%s", m[1], m[2], m[1], m[2])
+	}
+	if m := flagThenLong.FindStringSubmatch(msg); m != nil {
+		return fmt.Sprintf("%s needs a value before %s: write %s=VALUE (see --help for the values it takes)", m[1], m[2], m[1])
+	}
+	if m := flagThenEnd.FindStringSubmatch(msg); m != nil {
+		return fmt.Sprintf("%s needs a value: write %s=VALUE (see --help for the values it takes)", m[1], m[1])
+	}
+	return msg
 }
 
 // printableLines is messages.Printable line by line: an error's message

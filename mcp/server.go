@@ -235,9 +235,10 @@ func (s *server) dispatch(t *tool) sdk.ToolHandler {
 }
 
 // guard derives tools/list and tools/call admission from the one registry,
-// and journals every tools/call before it is handled.
+// journals every tools/call before it is handled, and writes its line of
+// the activity log once it is answered.
 func (s *server) guard(next sdk.MethodHandler) sdk.MethodHandler {
-	return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+	return func(ctx context.Context, method string, req sdk.Request) (answer sdk.Result, answerErr error) {
 		switch method {
 		case "tools/list":
 			p, err := s.opts.Principal(ctx, req)
@@ -265,10 +266,13 @@ func (s *server) guard(next sdk.MethodHandler) sdk.MethodHandler {
 			if !ok {
 				return next(ctx, method, req)
 			}
+			line := activityLine{tool: "(unknown)", start: time.Now()}
+			defer func() { line.log(s.logger, answer, answerErr) }()
 			p, err := s.opts.Principal(ctx, req)
 			if err != nil {
 				return failure(s.logger, err, ""), nil
 			}
+			line.user, line.tokenID = p.User, p.TokenID
 			s.identified(ctx, req, p)
 			if p.User != "" {
 				// A call in flight is a sign of life for the dead-man
@@ -291,6 +295,7 @@ func (s *server) guard(next sdk.MethodHandler) sdk.MethodHandler {
 			}
 			if known {
 				rec.Tool = t.name
+				line.tool = t.name
 			}
 			visible := known && s.offered(t, p)
 			rec.Admitted = visible

@@ -38,7 +38,8 @@ var cliScript = []struct {
 	{[]string{"policy", "show", "--user", "bob"}, 0},
 	{[]string{"posture", "reduce", "--user", "bob"}, 0},
 	{[]string{"posture", "show", "--user", "bob", "--json"}, 0},
-	{[]string{"posture", "resume", "--user", "bob"}, 0},
+	{[]string{"posture", "resume", "--user", "bob"}, 1}, // stdin closed, no --yes
+	{[]string{"posture", "resume", "--user", "bob", "--yes"}, 0},
 	{[]string{"posture", "reduce", "--user", "bob"}, 0}, // stays through the kill switch below
 	{[]string{"admin", "policy", "set-ceiling", "--user", "bob", "--max-leverage", "2"}, 0},
 	{[]string{"admin", "policy", "reset-overrides", "--user", "bob", "--field", "max_leverage", "--yes"}, 0},

@@ -5,11 +5,9 @@ package main
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"os"
 	"os/signal"
 	"runtime/debug"
-	"strings"
 	"syscall"
 
 	"github.com/guarded-exchange/guarded-exchange/cli"
@@ -36,9 +34,10 @@ func main() {
 	defer stop()
 	rt := &app.Runtime{
 		Release: buildVersion(),
-		Logger:  slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: logLevel(os.Getenv("GX_LOG_LEVEL"))})),
-		Stdin:   os.Stdin,
-		Stdout:  stdout,
+		// Configure builds the logger once the flags are parsed.
+		LogOutput: os.Stderr,
+		Stdin:     os.Stdin,
+		Stdout:    stdout,
 	}
 	code := cli.Main(ctx, os.Args[1:], rt, cli.IO{Out: stdout, Err: os.Stderr, In: os.Stdin}, rt.Release)
 	stop()
@@ -53,16 +52,4 @@ func buildVersion() string {
 		return bi.Main.Version
 	}
 	return "dev"
-}
-
-func logLevel(s string) slog.Level {
-	switch strings.ToLower(s) {
-	case "debug":
-		return slog.LevelDebug
-	case "warn":
-		return slog.LevelWarn
-	case "error":
-		return slog.LevelError
-	}
-	return slog.LevelInfo
 }

@@ -30,7 +30,7 @@ func (r *Runtime) Demo(ctx context.Context, _ *cli.Globals, out cli.IO) error {
 	if err != nil {
 		return cli.CannotStart("%v", err)
 	}
-	keep := r.getenv("GX_DEMO_KEEP") == "true"
+	keep := envBool(r.getenv, "GX_DEMO_KEEP")
 	if !keep {
 		defer os.RemoveAll(tmp)
 	}

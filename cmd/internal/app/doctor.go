@@ -110,7 +110,7 @@ func (r *Runtime) doctorTrade(ctx context.Context, g *cli.Globals, vc venueConfi
 		fmt.Fprintf(out.Out, "cannot tell what stands between the agent and a trade: unexpected answer %T\n", ans)
 		return
 	}
-	for _, line := range tradeBlockers(view, vc, r.getenv("GX_CONFIRM_CLI_ENABLED") == "true") {
+	for _, line := range tradeBlockers(view, vc, envBool(r.getenv, "GX_CONFIRM_CLI_ENABLED")) {
 		fmt.Fprintln(out.Out, line)
 	}
 }

@@ -27,8 +27,12 @@ import (
 type Runtime struct {
 	// Release is the version string reported by `version` and to MCP clients.
 	Release string
-	// Logger writes JSON to stderr.
+	// Logger writes the log lines (stderr). Configure builds it when
+	// LogOutput is set; nil and no LogOutput discards.
 	Logger *slog.Logger
+	// LogOutput is where Configure points the logger it builds (stderr),
+	// in the format of --log-format at the level of GX_LOG_LEVEL.
+	LogOutput io.Writer
 	// Stdin and Stdout are the MCP stdio stream of serve. main keeps the
 	// real stdout here and points os.Stdout at stderr, so a stray print can
 	// never corrupt the protocol.
@@ -36,15 +40,28 @@ type Runtime struct {
 	Stdout io.Writer
 	// Getenv reads the environment (os.Getenv by default).
 	Getenv func(string) string
+	// Environ lists the environment as KEY=VALUE (os.Environ by default),
+	// for the unknown GX_ variables.
+	Environ func() []string
 }
 
-var _ cli.Runtime = (*Runtime)(nil)
+var (
+	_ cli.Runtime    = (*Runtime)(nil)
+	_ cli.Configurer = (*Runtime)(nil)
+)
 
 func (r *Runtime) getenv(k string) string {
 	if r.Getenv != nil {
 		return r.Getenv(k)
 	}
 	return os.Getenv(k)
+}
+
+func (r *Runtime) environ() []string {
+	if r.Environ != nil {
+		return r.Environ()
+	}
+	return os.Environ()
 }
 
 func (r *Runtime) logger() *slog.Logger {
@@ -201,8 +218,12 @@ func (r *Runtime) Serve(ctx context.Context, g *cli.Globals, o cli.ServeOptions,
 		return cli.CannotStart("%v", err)
 	}
 	defer st.close()
-	if _, err := st.sys.Handle(ctx, &messages.ShowPolicyRequest{User: g.User}, messages.ActorSystem); err != nil {
+	view, err := st.sys.Handle(ctx, &messages.ShowPolicyRequest{User: g.User}, messages.ActorSystem)
+	if err != nil {
 		return cli.CannotStart("user %q: %v; create it with `guarded-exchange admin user create %s`", g.User, err, g.User)
+	}
+	for _, w := range r.PolicyWarnings(view.(*messages.PolicyView).Effective) {
+		logger.Warn("the policy lets no order through", "user", g.User, "why", w)
 	}
 	// Re-check the stored key's permissions at start (SPEC §11), in the
 	// background: nothing on the start-up path waits on the network, and

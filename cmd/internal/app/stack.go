@@ -178,8 +178,9 @@ func startStack(ctx context.Context, p paths, vc venueConfig, masterKey []byte, 
 		Environment: vc.Name, MasterKey: masterKey, Clients: clients, Streams: streams,
 		JournalDir: p.journal(), DiskMarginBytes: margin,
 		// Only a server decides confirmations on the CLI, and only when
-		// told to: anything but "true" leaves the channel closed.
-		ConfirmCLI: command == "serve" && os.Getenv("GX_CONFIRM_CLI_ENABLED") == "true",
+		// told to (true, 1, yes or on; a value that is not a boolean
+		// refused to start in Configure).
+		ConfirmCLI: command == "serve" && envBool(os.Getenv, "GX_CONFIRM_CLI_ENABLED"),
 	})
 	if err != nil {
 		st.close()

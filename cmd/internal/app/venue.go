@@ -62,7 +62,7 @@ func (vc venueConfig) level() messages.VenueLevel {
 // Missing or unsafe configuration fails closed.
 func resolveVenue(g *cli.Globals, getenv func(string) string) (venueConfig, error) {
 	vc := venueConfig{Name: g.Venue}
-	allow := getenv("GX_TEST_ALLOW_LOOPBACK_BYBIT_URL") == "true"
+	allow := envBool(getenv, "GX_TEST_ALLOW_LOOPBACK_BYBIT_URL")
 	override := getenv("GX_BYBIT_BASE_URL")
 	if override != "" {
 		if err := checkLoopbackOverride("GX_BYBIT_BASE_URL", override, allow, "http", "https"); err != nil {
