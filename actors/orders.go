@@ -66,6 +66,9 @@ type IdempotencyEntry struct {
 type RecentOrder struct {
 	ArgsSHA256    string
 	ClientOrderID string
+	// Environment is the venue the order went to ("" in older records):
+	// an identical order on another venue is not a repeat of it.
+	Environment string
 	At            time.Time
 	Unknown       bool
 	Answer        json.RawMessage
@@ -184,7 +187,7 @@ func (s *UserState) applyOrder(ev Event) bool {
 			}
 		}
 		if a.IdempotencyKey == "" && a.RiskIncreasing && a.ArgsSHA256 != "" && !p.ReleaseKey && len(p.Answer) > 0 {
-			s.Recent = append(s.Recent, RecentOrder{ArgsSHA256: a.ArgsSHA256, ClientOrderID: a.ClientOrderID, At: p.At,
+			s.Recent = append(s.Recent, RecentOrder{ArgsSHA256: a.ArgsSHA256, ClientOrderID: a.ClientOrderID, Environment: a.Environment, At: p.At,
 				Unknown: p.Status == messages.OutcomeNotFound, Answer: p.Answer})
 		}
 	default:

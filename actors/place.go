@@ -302,7 +302,7 @@ func (u *userActor) repeat(ctx actor.Context, tool, idemKey, hash string, net bo
 		}
 		for i := len(u.state.Recent) - 1; i >= 0; i-- {
 			r := u.state.Recent[i]
-			if r.ArgsSHA256 != hash {
+			if r.ArgsSHA256 != hash || (r.Environment != "" && r.Environment != u.env) {
 				continue
 			}
 			if age := now.Sub(r.At); age < safetyNet || (r.Unknown && age < safetyNetUnknown) {

@@ -140,3 +140,35 @@ func TestDailyCapBelongsToTheVenue(t *testing.T) {
 		t.Fatalf("paper's cap after demo's order: %v", e)
 	}
 }
+
+// The safety net for identical keyless orders belongs to a venue too: the
+// same order sent again within its window, after the server moved from
+// paper to demo, is a new order on demo, not paper's answer replayed.
+func TestSafetyNetBelongsToTheVenue(t *testing.T) {
+	dir := t.TempDir()
+	te := newTradeEnv(t, dir)
+	te.tradeReady(t, messages.PolicySettings{MaxLeverage: dec("10")})
+	first, e := te.place(t, limitArgs("0.012", "30000"))
+	if e != nil {
+		t.Fatal(e)
+	}
+	if again, e := te.place(t, limitArgs("0.012", "30000")); e != nil || again.ClientOrderID != first.ClientOrderID {
+		t.Fatalf("the same order again on paper is not the safety net's repeat: %+v %v", again, e)
+	}
+
+	te.stop()
+	te.configure = func(c *Config) { c.Environment, c.Venue = "bybit-demo", messages.VenueDemo }
+	te.testSystem = te.start(t, dir)
+	te.tradeReady(t, messages.PolicySettings{VenueCeiling: venueLevel(messages.VenueDemo), MaxLeverage: dec("10")})
+	if _, err := te.Handle(context.Background(), &messages.AddCredentialRequest{User: te.user, Environment: "bybit-demo",
+		APIKey: te.ann.APIKey, APISecret: messages.NewSecret(te.ann.APISecret)}, messages.ActorCLIUser); err != nil {
+		t.Fatal(err)
+	}
+	onDemo, e := te.place(t, limitArgs("0.012", "30000"))
+	if e != nil {
+		t.Fatal(e)
+	}
+	if onDemo.ClientOrderID == first.ClientOrderID {
+		t.Fatalf("the order on demo was answered with paper's order %s", first.ClientOrderID)
+	}
+}
