@@ -2,6 +2,7 @@ package sim
 
 import (
 	"errors"
+	"sort"
 
 	"github.com/shopspring/decimal"
 )
@@ -121,6 +122,18 @@ func (s *Sim) ResetAccount(apiKey string, balances map[string]decimal.Decimal) (
 		}
 	}
 	return before, nil
+}
+
+// APIKeys returns every API key the simulator accepts, sorted.
+func (s *Sim) APIKeys() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]string, 0, len(s.keys))
+	for k := range s.keys {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }
 
 // viewAccount is a ledger at a glance.

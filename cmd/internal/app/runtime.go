@@ -217,7 +217,7 @@ func (r *Runtime) Serve(ctx context.Context, g *cli.Globals, o cli.ServeOptions,
 		recheckAtStart(checkCtx, st, g.User, vc.Name, logger)
 	}()
 	defer func() { cancelCheck(); <-checked }()
-	ctl, err := control.Listen(layout, st.sys, logger.With("component", "control"), control.Limits{})
+	ctl, err := control.Listen(layout, st, logger.With("component", "control"), control.Limits{})
 	if err != nil {
 		return cli.CannotStart("%v", err)
 	}
