@@ -336,9 +336,15 @@ func recheckAtStart(ctx context.Context, st *stack, user, env string, logger *sl
 }
 
 // Sim runs the simulator alone and prints its announcement as one JSON line
-// (SPEC §13), then serves until ctx ends.
+// (SPEC §13), then serves until ctx ends. It keeps its accounts in memory;
+// its ids mix in a nonce drawn for this run, so --seed fixes prices and
+// matching but two runs never hand out the same id.
 func (r *Runtime) Sim(ctx context.Context, o cli.SimOptions, out cli.IO) error {
-	srv, err := sim.Start(sim.Config{Seed: o.Seed, Logger: r.logger().With("component", "sim")}, o.Listen)
+	nonce, err := newIDNonce()
+	if err != nil {
+		return cli.CannotStart("%v", err)
+	}
+	srv, err := sim.Start(sim.Config{Seed: o.Seed, IDNonce: nonce, Logger: r.logger().With("component", "sim")}, o.Listen)
 	if err != nil {
 		return cli.CannotStart("%v", err)
 	}

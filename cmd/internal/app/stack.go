@@ -242,7 +242,7 @@ func (st *stack) startPaper(p paths, logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	nonce, err := paperIDNonce()
+	nonce, err := newIDNonce()
 	if err != nil {
 		return fmt.Errorf("paper venue: %w", err)
 	}
@@ -255,9 +255,9 @@ func (st *stack) startPaper(p paths, logger *slog.Logger) error {
 	return nil
 }
 
-// paperIDNonce draws this run's id nonce from crypto/rand (never zero:
-// zero means ids from the seed alone).
-func paperIDNonce() (uint64, error) {
+// newIDNonce draws a simulator's id nonce for this run from crypto/rand
+// (never zero: zero means ids from the seed alone).
+func newIDNonce() (uint64, error) {
 	var b [8]byte
 	for {
 		if _, err := rand.Read(b[:]); err != nil {
