@@ -36,6 +36,11 @@ import (
 // stateVersion is the version of the state file's format.
 const stateVersion = 1
 
+// downtimeScanSeconds bounds how much of the time the state file was not
+// served is evaluated second by second when it is opened again: the last
+// hour (a week of seconds would keep the first request busy for seconds).
+const downtimeScanSeconds = 3600
+
 // stateFile is the state file's content.
 type stateFile struct {
 	Version  int             `json:"version"`
@@ -173,7 +178,11 @@ func (s *Sim) openStateLocked(path string) error {
 			st.parked[a.KeyHash] = a
 		}
 		if f.SweptSec > 0 {
-			s.engine.sweptSec, s.engine.started = f.SweptSec, true
+			// Go on from the last second evaluated, so what the price did
+			// while the process was down happens now, up to the last
+			// downtimeScanSeconds of it.
+			s.engine.sweptSec = max(f.SweptSec, floorDiv(s.now().UnixMilli(), 1000)-downtimeScanSeconds)
+			s.engine.started = true
 		}
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {

@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/shopspring/decimal"
 )
@@ -224,4 +225,40 @@ func TestDurableStateWriteFailure(t *testing.T) {
 	r := do(t, ts.s, http.MethodPost, "/v5/order/create", []byte(`{"category":"linear","symbol":"ETHUSDT","side":"Buy","orderType":"Market","qty":"0.1"}`),
 		signedHeader(paperKey, clock.ms(), "5000", `{"category":"linear","symbol":"ETHUSDT","side":"Buy","orderType":"Market","qty":"0.1"}`))
 	mustOK(t, r)
+}
+
+// The time the state file was not served is evaluated when it is opened
+// again: a resting buy whose price the market touched only while the
+// simulator was down is filled after the restart, at its own price.
+func TestDowntimeIsEvaluated(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.json")
+	clock := newClock(testNow)
+	p, ts := startDurable(t, path, 1, clock)
+	in := ts.s.catalog.get(catLinear, "BTCUSDT")
+	down := clock.ms() / 1000
+	// A downtime whose lowest price is below the market at both ends: a
+	// buy there rests before and after, and fills only in between.
+	var gap int64
+	var low decimal.Decimal
+	for g := int64(30); g <= 600 && gap == 0; g++ {
+		low = ts.s.model.last(in, down+1)
+		for sec := down + 1; sec < down+g; sec++ {
+			low = decimal.Min(low, ts.s.model.last(in, sec))
+		}
+		if ts.s.model.last(in, down).GreaterThan(low) && ts.s.model.last(in, down+g).GreaterThan(low) && ts.s.model.last(in, down+g+1).GreaterThan(low) {
+			gap = g
+		}
+	}
+	if gap == 0 {
+		t.Fatal("no downtime of 30 to 600 s has its low inside")
+	}
+	id := ts.create(`{"category":"linear","symbol":"BTCUSDT","side":"Buy","orderType":"Limit","qty":"0.01","price":"` + low.String() + `"}`)
+	wantField(t, "before", ts.order("linear", id), "orderStatus", "New")
+	p.Close()
+
+	clock.Advance(time.Duration(gap) * time.Second)
+	_, ts2 := startDurable(t, path, 2, clock)
+	o := ts2.order("linear", id)
+	wantField(t, "after the restart", o, "orderStatus", "Filled")
+	wantDec(t, "after the restart", o, "avgPrice", low.String())
 }
