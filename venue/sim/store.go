@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -48,7 +49,10 @@ type stateFile struct {
 	Accounts []storedAccount `json:"accounts"`
 }
 
-// storedAccount is one account of the state file.
+// storedAccount is one account of the state file. Orders and executions
+// are kept encoded (storedOrder, storedExec): a final order and an
+// execution never change, so their encoding is reused by every later
+// write (stateStore.encoded).
 type storedAccount struct {
 	KeyHash   string                     `json:"key_sha256"`
 	UID       int64                      `json:"uid"`
@@ -56,8 +60,8 @@ type storedAccount struct {
 	Balances  map[string]decimal.Decimal `json:"balances"`
 	Leverage  map[string]decimal.Decimal `json:"leverage,omitempty"`
 	Positions []storedPosition           `json:"positions,omitempty"`
-	Orders    []storedOrder              `json:"orders,omitempty"`
-	Execs     []storedExec               `json:"executions,omitempty"`
+	Orders    []json.RawMessage          `json:"orders,omitempty"`
+	Execs     []json.RawMessage          `json:"executions,omitempty"`
 }
 
 type storedPosition struct {
@@ -143,10 +147,11 @@ type storedExec struct {
 // stateStore is the durable part of a Sim with Config.StatePath, guarded
 // by Sim.mu.
 type stateStore struct {
-	path   string
-	dirty  bool                      // a change was applied since the last write
-	parked map[string]*storedAccount // stored accounts not provisioned in this run, by key hash
-	failed bool                      // the last write failed: private requests answer 10016
+	path    string
+	dirty   bool                      // a change was applied since the last write
+	parked  map[string]*storedAccount // stored accounts not provisioned in this run, by key hash
+	failed  bool                      // the last write failed: private requests answer 10016
+	encoded map[any]json.RawMessage   // the encoding of each final *simOrder and each *simExecution
 }
 
 // keyHash is how the state file names an account: the SHA-256 of its API
@@ -159,7 +164,7 @@ func keyHash(apiKey string) string {
 // openStateLocked reads the state file at path (a missing file is an empty
 // state) and makes the simulator write every later change there.
 func (s *Sim) openStateLocked(path string) error {
-	st := &stateStore{path: path, parked: map[string]*storedAccount{}}
+	st := &stateStore{path: path, parked: map[string]*storedAccount{}, encoded: map[any]json.RawMessage{}}
 	b, err := os.ReadFile(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -175,6 +180,9 @@ func (s *Sim) openStateLocked(path string) error {
 		}
 		for i := range f.Accounts {
 			a := &f.Accounts[i]
+			if err := a.check(); err != nil {
+				return fmt.Errorf("paper state %s is damaged: %w", path, err)
+			}
 			st.parked[a.KeyHash] = a
 		}
 		if f.SweptSec > 0 {
@@ -217,16 +225,25 @@ func (s *Sim) restoreLocked(k *apiKey) bool {
 	for _, p := range sa.Positions {
 		l.positions[posKey{p.Symbol, p.Idx}] = p.position()
 	}
-	for _, so := range sa.Orders {
+	for _, raw := range sa.Orders {
+		var so storedOrder
+		_ = json.Unmarshal(raw, &so) // checked when the file was opened
 		o := so.order()
 		l.addOrderLocked(o)
-		if o.open() && o.orderType == "Limit" && !o.seeded {
+		switch {
+		case o.open() && o.orderType == "Limit" && !o.seeded:
 			s.engine.restingN++
+		case !o.open() && o.status != statusCreated:
+			s.store.encoded[o] = raw
 		}
 	}
 	l.compactLiveLocked()
-	for _, se := range sa.Execs {
-		l.addExecutionLocked(se.exec())
+	for _, raw := range sa.Execs {
+		var se storedExec
+		_ = json.Unmarshal(raw, &se)
+		e := se.exec()
+		l.addExecutionLocked(e)
+		s.store.encoded[e] = raw
 	}
 	if len(l.live) > 0 || s.anyWatchLocked() {
 		s.startSweeper()
@@ -258,17 +275,25 @@ func (s *Sim) saveLocked() {
 		return
 	}
 	f := stateFile{Version: stateVersion, SweptSec: s.engine.sweptSec}
+	var err error
 	for _, a := range s.accounts {
 		if len(a.keys) == 0 || a.ledger == nil {
 			continue
 		}
-		f.Accounts = append(f.Accounts, storeAccount(keyHash(a.keys[0].key), a))
+		sa, aerr := st.storeAccount(keyHash(a.keys[0].key), a)
+		if aerr != nil {
+			err = aerr
+		}
+		f.Accounts = append(f.Accounts, sa)
 	}
 	for _, sa := range st.parked {
 		f.Accounts = append(f.Accounts, *sa)
 	}
 	sort.Slice(f.Accounts, func(i, j int) bool { return f.Accounts[i].KeyHash < f.Accounts[j].KeyHash })
-	b, err := json.Marshal(f)
+	var b []byte
+	if err == nil {
+		b, err = f.encode()
+	}
 	if err == nil {
 		err = writeFileDurably(st.path, b)
 	}
@@ -313,20 +338,91 @@ func writeFileDurably(path string, b []byte) error {
 	return d.Sync()
 }
 
-// storeAccount is the stored form of an account.
-func storeAccount(hash string, a *account) storedAccount {
+// storeAccount is the stored form of an account. Final orders and
+// executions are encoded once and their encoding reused.
+func (st *stateStore) storeAccount(hash string, a *account) (storedAccount, error) {
 	l := a.ledger
-	sa := storedAccount{KeyHash: hash, UID: a.uid, Seq: l.seq, Balances: l.balances, Leverage: l.leverage}
+	sa := storedAccount{KeyHash: hash, UID: a.uid, Seq: l.seq, Balances: l.balances, Leverage: l.leverage,
+		Orders: make([]json.RawMessage, 0, len(l.orders)), Execs: make([]json.RawMessage, 0, len(l.execs))}
 	for _, p := range l.sortedPositionsLocked() {
 		sa.Positions = append(sa.Positions, storePosition(p))
 	}
 	for _, o := range l.orders {
-		sa.Orders = append(sa.Orders, storeOrder(o))
+		raw, ok := st.encoded[o]
+		if !ok {
+			var err error
+			if raw, err = json.Marshal(storeOrder(o)); err != nil {
+				return sa, err
+			}
+			if !o.open() && o.status != statusCreated {
+				st.encoded[o] = raw
+			}
+		}
+		sa.Orders = append(sa.Orders, raw)
 	}
 	for _, e := range l.execs {
-		sa.Execs = append(sa.Execs, storeExec(e))
+		raw, ok := st.encoded[e]
+		if !ok {
+			var err error
+			if raw, err = json.Marshal(storeExec(e)); err != nil {
+				return sa, err
+			}
+			st.encoded[e] = raw
+		}
+		sa.Execs = append(sa.Execs, raw)
 	}
-	return sa
+	return sa, nil
+}
+
+// encode is the file's JSON. The stored orders and executions are copied
+// as they are (json.Marshal would scan every byte of them again).
+func (f stateFile) encode() ([]byte, error) {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, `{"version":%d,"swept_sec":%d,"accounts":[`, f.Version, f.SweptSec)
+	for i, sa := range f.Accounts {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		orders, execs := sa.Orders, sa.Execs
+		sa.Orders, sa.Execs = nil, nil
+		head, err := json.Marshal(sa)
+		if err != nil {
+			return nil, err
+		}
+		b.Write(head[:len(head)-1]) // without its closing brace
+		for _, list := range []struct {
+			name string
+			raws []json.RawMessage
+		}{{"orders", orders}, {"executions", execs}} {
+			fmt.Fprintf(&b, `,%q:[`, list.name)
+			for j, raw := range list.raws {
+				if j > 0 {
+					b.WriteByte(',')
+				}
+				b.Write(raw)
+			}
+			b.WriteByte(']')
+		}
+		b.WriteByte('}')
+	}
+	b.WriteString("]}")
+	return b.Bytes(), nil
+}
+
+// check decodes every order and execution of a stored account, so a
+// damaged file is refused when it is opened, not when a key comes back.
+func (sa *storedAccount) check() error {
+	for _, raw := range sa.Orders {
+		if err := json.Unmarshal(raw, new(storedOrder)); err != nil {
+			return err
+		}
+	}
+	for _, raw := range sa.Execs {
+		if err := json.Unmarshal(raw, new(storedExec)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func storePosition(p *simPosition) storedPosition {
