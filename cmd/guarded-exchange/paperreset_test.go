@@ -5,7 +5,6 @@ import (
 	"io"
 	"os/exec"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -141,26 +140,10 @@ func TestPaperResetAsksOnATerminal(t *testing.T) {
 	cs.Close()
 	answer := func(reply string) (string, int) {
 		t.Helper()
-		master, slave := openPTY(t)
-		defer master.Close()
 		cmd := exec.Command(bin, "paper", "reset")
 		cmd.Env = in.env("GX_LOG_LEVEL=warn")
-		cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		slave.Close()
-		screen := &lockedScreen{}
-		done := make(chan struct{})
-		go func() { io.Copy(screen, master); close(done) }()
-		deadline := time.Now().Add(20 * time.Second)
-		for !strings.Contains(screen.String(), "[y/N]") {
-			if time.Now().After(deadline) {
-				t.Fatalf("no question on the terminal: %q", screen.String())
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+		master, screen, waitFor, done := startOnPTY(t, cmd)
+		waitFor("[y/N]")
 		io.WriteString(master, reply+"\r")
 		err := cmd.Wait()
 		<-done
