@@ -163,6 +163,7 @@ type CLI struct {
 	Admin      AdminCmd      `cmd:"" help:"Admin: ceilings, overrides, the admin kill switch, users, bearer tokens."`
 	Keys       KeysCmd       `cmd:"" help:"Your exchange key for --venue: add, show, replace, delete."`
 	Confirm    ConfirmCmd    `cmd:"" help:"Decide the actions parked for a human: list, approve, reject (needs the server with GX_CONFIRM_CLI_ENABLED=true)."`
+	Paper      PaperCmd      `cmd:"" help:"The paper venue's account: status, reset (it lasts across restarts; only reset starts it over)."`
 	Doctor     DoctorCmd     `cmd:"" help:"Check the installation and say what to fix."`
 	ClientConf ClientConfCmd `cmd:"" name:"client-config" help:"Print the configuration snippet of an MCP client for this binary and home, and say where it goes."`
 	Version    VersionCmd    `cmd:"" help:"Print the version."`

@@ -102,6 +102,11 @@ var Commands = []CommandInfo{
 	{Name: "confirm.list", New: func() Command { return &ListConfirmationsCommand{} }, Result: func() any { return &ConfirmationList{} }, Roles: readers},
 	{Name: "confirm.decide", New: func() Command { return &DecideConfirmationCommand{} }, Result: func() any { return new(json.RawMessage) },
 		Roles: []Role{RoleAgent, RoleUser, RoleAdmin, RoleApprover}, Records: append([]RecordType{RecordConfirmationDecided, RecordConfirmationExecuted}, tradeRecords...)},
+	// The paper account: the composition root serves these (it holds the
+	// embedded simulator); a human resets, never the agent.
+	{Name: "paper.status", New: func() Command { return &PaperStatusRequest{} }, Result: func() any { return &PaperAccountView{} },
+		Roles: []Role{RoleUser, RoleAdmin, RoleSystem}},
+	{Name: "paper.reset", New: func() Command { return &PaperResetRequest{} }, Result: func() any { return &PaperAccountView{} }, Roles: humans},
 }
 
 // CommandByName returns the table entry of a wire name.

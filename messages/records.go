@@ -101,6 +101,11 @@ const (
 	// over the open-session bounds (per token, or in all): how many since
 	// the last such record.
 	RecordSessionsRefused RecordType = 58
+	// A paper_reset record is journaled when a human starts a paper
+	// account over (`paper reset`), before the simulator applies it: what
+	// was dropped and the opening wallet. Nothing else resets a paper
+	// account.
+	RecordPaperReset RecordType = 60
 )
 
 // RecordTypeInfo is one entry of the record type table: its SPEC §12 name,
@@ -180,6 +185,7 @@ var RecordTypes = []RecordTypeInfo{
 	{RecordDailyPnlNoted, "daily_pnl_noted", WriterUser, ReplayWhole},
 	{RecordStreamDropped, "stream_dropped", WriterUser, ReplayNone},
 	{RecordSessionsRefused, "sessions_refused", WriterGuard, ReplayNone},
+	{RecordPaperReset, "paper_reset", WriterSystem, ReplayNone},
 }
 
 // RecordInfo returns the table entry of t.

@@ -74,7 +74,8 @@ func TestSIGKILLDuringOrdersLeavesNothingOpen(t *testing.T) {
 	}
 	t.Logf("%d attempts, %d open at the kill", len(before), openAtKill)
 	// Restart: the recovery phase reconciles the open attempts (the paper
-	// venue starts empty, so they are not found) before anything else.
+	// venue keeps its accounts, so an order it accepted is found, one it
+	// never got is not) before anything else.
 	cs, _ := connectStdio(t, in, "")
 	deadline := time.Now().Add(30 * time.Second)
 	var attempts, outcomes map[string]int

@@ -46,30 +46,9 @@ func openPTY(t *testing.T) (master, slave *os.File) {
 func TestKeysAddOnATerminalDoesNotEcho(t *testing.T) {
 	in := newInstall(t)
 	paper := sim.New(sim.Config{Seed: 1}).DefaultKey()
-	master, slave := openPTY(t)
-	defer master.Close()
 	cmd := exec.Command(bin, "keys", "replace")
 	cmd.Env = in.env("GX_LOG_LEVEL=warn")
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	slave.Close()
-
-	screen := &lockedScreen{}
-	done := make(chan struct{})
-	go func() { io.Copy(screen, master); close(done) }()
-	waitFor := func(s string) {
-		t.Helper()
-		deadline := time.Now().Add(20 * time.Second)
-		for !strings.Contains(screen.String(), s) {
-			if time.Now().After(deadline) {
-				t.Fatalf("no %q on the terminal; screen so far: %q", s, screen.String())
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-	}
+	master, screen, waitFor, done := startOnPTY(t, cmd)
 	waitFor("API key: ")
 	io.WriteString(master, paper.APIKey+"\r")
 	waitFor("API secret: ")
@@ -85,6 +64,37 @@ func TestKeysAddOnATerminalDoesNotEcho(t *testing.T) {
 	if !strings.Contains(out, "stored") {
 		t.Fatalf("keys replace did not store the key: %q", out)
 	}
+}
+
+// startOnPTY starts cmd with a new pseudo-terminal as its controlling
+// terminal and stdin, stdout and stderr. It returns the terminal's master
+// end (write to type), what the terminal shows, a wait for a text to show
+// (failing the test after 20 s) and a channel closed when the terminal
+// closed.
+func startOnPTY(t *testing.T, cmd *exec.Cmd) (master *os.File, screen *lockedScreen, waitFor func(string), done <-chan struct{}) {
+	t.Helper()
+	master, slave := openPTY(t)
+	t.Cleanup(func() { master.Close() })
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	slave.Close()
+	screen = &lockedScreen{}
+	closed := make(chan struct{})
+	go func() { io.Copy(screen, master); close(closed) }()
+	waitFor = func(s string) {
+		t.Helper()
+		deadline := time.Now().Add(20 * time.Second)
+		for !strings.Contains(screen.String(), s) {
+			if time.Now().After(deadline) {
+				t.Fatalf("no %q on the terminal; screen so far: %q", s, screen.String())
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	return master, screen, waitFor, closed
 }
 
 // lockedScreen is what the terminal shows, written by one goroutine and

@@ -54,13 +54,20 @@
 // Account state (balances, positions, orders, executions) lives in one
 // ledger per account (ledger.go); the account reads (account_rest.go)
 // derive mark prices, PnL, margins and USD values from it at read time.
-// List reads page with opaque, query-bound cursors (cursor.go).
+// List reads page with opaque, query-bound cursors (cursor.go). With
+// Config.StatePath the ledgers are durable: every applied change is written
+// to that file before the answer or push that shows it, and an account
+// comes back when its key is provisioned again (store.go); paper.go shows
+// an account at a glance and starts it over (`paper status`, `paper
+// reset`).
 //
 // # Determinism
 //
 // Prices, books and candles are pure functions of (Config.Seed, instrument,
 // time); see prices.go for the model. Keys and connection ids are drawn from
-// the seed in creation order. Two simulators with the same seed, the same
+// the seed in creation order. Order, execution, push and connection ids
+// also mix in Config.IDNonce when it is not zero, so two runs with one
+// seed never hand out the same id (the paper venue draws one every start). Two simulators with the same seed, the same
 // clock and the same request sequence answer with the same bytes; a
 // different seed gives different prices and keys. Every timestamp and every
 // recv-window or rate-limit decision reads Config.Now, so tests pin time

@@ -41,6 +41,8 @@ type InProcessServer struct {
 // pre-provisioned key of New is removed (it derives from the seed, so it is
 // public): the simulator accepts only the keys given to ProvisionKey.
 // cfg.StartingBalances is ignored; ProvisionKey takes each key's wallet.
+// With cfg.StatePath, the accounts stored there come back as their keys
+// are provisioned; a state file that cannot be read is an error.
 func StartInProcess(cfg Config) (*InProcessServer, error) {
 	cfg.StartingBalances = nil
 	s := New(cfg)
@@ -50,6 +52,12 @@ func StartInProcess(cfg Config) (*InProcessServer, error) {
 		s.accounts = slices.DeleteFunc(s.accounts, func(a *account) bool { return a == k.acct })
 	}
 	s.defaultKey = Key{}
+	if cfg.StatePath != "" {
+		if err := s.openStateLocked(cfg.StatePath); err != nil {
+			s.mu.Unlock()
+			return nil, err
+		}
+	}
 	s.mu.Unlock()
 
 	ln := newPipeListener()
@@ -143,7 +151,9 @@ func (p *InProcessServer) Close() error {
 // Spot:[SpotTrade]) and the wallet balances (coin -> amount). It reports
 // false and changes nothing when the API key is already registered: the
 // registered secret stays, so a request signed with another secret is
-// refused as Bybit refuses it. An empty key or secret is an error.
+// refused as Bybit refuses it. An empty key or secret is an error. A key
+// whose account the state file (Config.StatePath) keeps gets that account
+// back, not a new wallet; a new account is written there at once.
 func (s *Sim) ProvisionKey(k Key, balances map[string]decimal.Decimal) (bool, error) {
 	if k.APIKey == "" || k.APISecret == "" {
 		return false, errors.New("sim: a provisioned key needs an API key and a secret")
@@ -154,8 +164,13 @@ func (s *Sim) ProvisionKey(k Key, balances map[string]decimal.Decimal) (bool, er
 		return false, nil
 	}
 	key := s.registerKeyLocked(k.APIKey, k.APISecret, false, defaultPermissions(), "provisioned")
-	for coin, amount := range balances {
-		key.acct.ledgerLocked().setBalanceLocked(coin, amount)
+	if !s.restoreLocked(key) {
+		l := key.acct.ledgerLocked()
+		for coin, amount := range balances {
+			l.setBalanceLocked(coin, amount)
+		}
+		s.markChangedLocked()
+		s.saveLocked()
 	}
 	return true, nil
 }

@@ -28,6 +28,7 @@ const (
 	tagCursor
 	tagLinkID
 	tagTPSLID
+	tagIDNonce
 )
 
 // Fee and margin constants of the simulated account (Bybit non-VIP
@@ -284,7 +285,7 @@ func (l *ledger) leverageForLocked(symbol string) decimal.Decimal {
 // linear, a 19-digit number on spot.
 func (s *Sim) newOrderID(category string, uid int64, seq uint64) string {
 	if category == catSpot {
-		return numericID(s.model.hash(tagOrderID, uint64(uid), seq))
+		return numericID(s.idHash(tagOrderID, uint64(uid), seq))
 	}
 	return s.uuid(tagOrderID, uint64(uid), seq)
 }
@@ -293,7 +294,7 @@ func (s *Sim) newOrderID(category string, uid int64, seq uint64) string {
 // on spot.
 func (s *Sim) newExecID(category string, uid int64, seq uint64) string {
 	if category == catSpot {
-		return numericID(s.model.hash(tagExecID, uint64(uid), seq))
+		return numericID(s.idHash(tagExecID, uint64(uid), seq))
 	}
 	return s.uuid(tagExecID, uint64(uid), seq)
 }
@@ -301,12 +302,26 @@ func (s *Sim) newExecID(category string, uid int64, seq uint64) string {
 // newSpotLinkID is the orderLinkId Bybit assigns to a spot order sent
 // without one (a numeric string).
 func (s *Sim) newSpotLinkID(uid int64, seq uint64) string {
-	return numericID(s.model.hash(tagLinkID, uint64(uid), seq))
+	return numericID(s.idHash(tagLinkID, uint64(uid), seq))
 }
 
-// uuid formats two hashes of words as a version-4 style UUID.
+// idWords is words followed by Config.IDNonce when there is one: the
+// hash input of an id the simulator hands out, so ids of two runs with the
+// same seed differ while a zero nonce keeps the seed's own ids.
+func (s *Sim) idWords(words ...uint64) []uint64 {
+	if s.idNonce == 0 {
+		return words
+	}
+	return append(words[:len(words):len(words)], tagIDNonce, s.idNonce)
+}
+
+// idHash is the hash of an id's words (idWords).
+func (s *Sim) idHash(words ...uint64) uint64 { return s.model.hash(s.idWords(words...)...) }
+
+// uuid formats two hashes of words (and the id nonce) as a version-4
+// style UUID.
 func (s *Sim) uuid(words ...uint64) string {
-	a := s.model.hash(words...)
+	a := s.idHash(words...)
 	b := mix(a ^ 0x6a09e667f3bcc908)
 	x := fmt.Sprintf("%016x%016x", a, b)
 	return x[0:8] + "-" + x[8:12] + "-4" + x[13:16] + "-" + string("89ab"[b>>62]) + x[17:20] + "-" + x[20:32]

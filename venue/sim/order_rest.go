@@ -182,6 +182,7 @@ func (s *Sim) orderCreate(c *call) response {
 		o.orderLinkID = s.newSpotLinkID(a.uid, o.seq)
 	}
 	l.addOrderLocked(o)
+	s.markChangedLocked()
 	s.orders = append(s.orders, orderRecord{
 		OrderID: o.orderID, OrderLinkID: o.orderLinkID, APIKey: c.key.key, Category: cat, Symbol: in.symbol,
 		Side: side, OrderType: typ, Qty: f["qty"], Price: f["price"], Status: statusCreated,

@@ -39,6 +39,7 @@ type event struct {
 }
 
 func (s *Sim) newEvent(a *account, category string, ms int64) *event {
+	s.markChangedLocked()
 	return &event{s: s, acct: a, category: category, ms: ms}
 }
 
@@ -122,11 +123,13 @@ func (s *Sim) queuePushLocked(a *account, topic, category string, data []any) {
 	})
 }
 
-// unlockAndFlush releases Sim.mu and delivers the queued private messages
-// in the order they were produced. pushMu is taken before mu is released,
+// unlockAndFlush writes the durable state if a change is pending
+// (store.go), releases Sim.mu and delivers the queued private messages in
+// the order they were produced. pushMu is taken before mu is released,
 // so two flushes never overtake each other; no lock is taken under pushMu
 // except each connection's own.
 func (s *Sim) unlockAndFlush() {
+	s.saveLocked()
 	out := s.engine.outbox
 	s.engine.outbox = nil
 	if len(out) == 0 {

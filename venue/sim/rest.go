@@ -133,6 +133,7 @@ func fail(code int, msg string) response { return response{code: code, msg: msg}
 // Return codes used by the simulator (reference §11).
 const (
 	codeParams       = 10001
+	codeInternal     = 10016
 	codeRecvWindow   = 10002
 	codeInvalidKey   = 10003
 	codeSign         = 10004
@@ -303,6 +304,11 @@ func (s *Sim) handle(rec *recorder, c *call, rt *route) {
 		s.settle(c.now)
 	}
 	resp := rt.handler(c)
+	if rt.private && s.storeFailed() {
+		// The change (if any) is not durable: answer as Bybit does when it
+		// cannot tell the outcome (store.go).
+		resp = fail(codeInternal, "Internal error")
+	}
 	if s.log.Enabled(context.Background(), slog.LevelDebug) {
 		attrs := []any{"method", c.r.Method, "path", c.path, "retCode", resp.code}
 		if c.key != nil {

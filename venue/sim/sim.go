@@ -39,6 +39,17 @@ type Config struct {
 	// asynchronously. Zero applies each accepted change before the answer.
 	// It runs on simulated time (Config.Now plus POST /sim/clock).
 	VisibilityDelay time.Duration
+	// IDNonce is mixed into every id the simulator hands out to an account
+	// (order, execution, orderLinkId it assigns, push and connection ids),
+	// so two runs with the same Seed never hand out the same id. Zero keeps
+	// ids a function of the Seed alone (tests that compare runs).
+	IDNonce uint64
+	// StatePath, when not empty, is the file that keeps every account's
+	// ledger across runs (store.go, docs/simulator.md "Durable state"):
+	// StartInProcess reads it, and every applied change is written there
+	// durably before the simulator answers or pushes it. Empty keeps
+	// everything in memory.
+	StatePath string
 }
 
 // Key is an API key pair as Bybit issues it. APISecret signs requests; the
@@ -66,6 +77,7 @@ type Sim struct {
 	closed       chan struct{} // closed by shutdown
 	closeOnce    sync.Once
 	visDelay     time.Duration // Config.VisibilityDelay
+	idNonce      uint64        // Config.IDNonce
 	offsetMs     atomic.Int64  // simulated time ahead of clock (POST /sim/clock)
 	sweepOnce    sync.Once     // starts the background sweeper on the first order
 	pushMu       sync.Mutex    // orders private pushes: taken before mu is released
@@ -82,6 +94,7 @@ type Sim struct {
 	connSeq  uint64
 	pushSeq  uint64      // private pushes sent (drives push ids)
 	engine   engineState // the order engine's queue and sweep state (engine.go)
+	store    *stateStore // the durable state (store.go); nil keeps everything in memory
 }
 
 // New builds a simulator with its instruments and one pre-provisioned key
@@ -106,6 +119,7 @@ func New(cfg Config) *Sim {
 		closed:       make(chan struct{}),
 		noPublicRL:   cfg.NoPublicRateLimit,
 		visDelay:     cfg.VisibilityDelay,
+		idNonce:      cfg.IDNonce,
 		keys:         make(map[string]*apiKey),
 		limiter:      newLimiter(),
 		conns:        make(map[*wsConn]struct{}),

@@ -156,10 +156,10 @@ func (s *Sim) nextConnSeq() uint64 {
 func (s *Sim) connID(kind streamKind, n uint64) string {
 	const lower = "abcdefghijklmnopqrstuvwxyz0123456789"
 	if kind == streamPrivate {
-		return s.randString(20, lower, tagConn, n) + "-" + strconv.FormatUint(n, 36)
+		return s.randString(20, lower, s.idWords(tagConn, n)...) + "-" + strconv.FormatUint(n, 36)
 	}
 	const hexd = "0123456789abcdef"
-	h := s.randString(32, hexd, tagConn, n)
+	h := s.randString(32, hexd, s.idWords(tagConn, n)...)
 	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:32]
 }
 

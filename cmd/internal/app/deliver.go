@@ -75,18 +75,23 @@ func (r *Runtime) deliver(ctx context.Context, g *cli.Globals, cmd messages.Comm
 		return nil, cli.Refused("%v, but its control socket does not answer", err)
 	}
 	defer lock.release()
-	// Only key commands need the venue (to ask the exchange about the key).
+	// Only key commands need the venue (to ask the exchange about the key),
+	// and paper commands the simulator.
 	vc := venueConfig{Name: g.Venue}.withoutMarket()
 	switch cmd.(type) {
 	case *messages.AddCredentialRequest, *messages.RecheckCredentialRequest:
 		if vc, err = resolveVenue(g, r.getenv); err != nil {
 			return nil, cli.CannotStart("%v", err)
 		}
+	case *messages.PaperStatusRequest, *messages.PaperResetRequest:
+		// The paper commands need the simulator's stored accounts, whatever
+		// --venue says.
+		vc = venueConfig{Name: "paper", Paper: true, PaperOnly: true}.withoutMarket()
 	}
 	st, err := startStack(ctx, p, vc, key, r.logger(), r.Release, "cli", nil)
 	if err != nil {
 		return nil, cli.CannotStart("%v", err)
 	}
 	defer st.close()
-	return st.sys.Submit(ctx, cmd, messages.CLIOrigin(cmd, messages.ChannelInProcess, int64(os.Getuid()), int64(os.Getpid()), false))
+	return st.Submit(ctx, cmd, messages.CLIOrigin(cmd, messages.ChannelInProcess, int64(os.Getuid()), int64(os.Getpid()), false))
 }

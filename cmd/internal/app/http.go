@@ -67,7 +67,7 @@ func (r *Runtime) serveHTTP(ctx context.Context, g *cli.Globals, o cli.ServeOpti
 		return cli.CannotStart("%v", err)
 	}
 	defer st.close()
-	ctl, err := control.Listen(layout, st.sys, logger.With("component", "control"), control.Limits{})
+	ctl, err := control.Listen(layout, st, logger.With("component", "control"), control.Limits{})
 	if err != nil {
 		return cli.CannotStart("%v", err)
 	}

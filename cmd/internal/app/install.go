@@ -23,10 +23,12 @@ import (
 
 // Layout under --home (SPEC §2).
 const (
-	journalDirName  = "journal"
-	runDirName      = control.RunDirName
-	lockFileName    = "lock"
-	installFileName = "installation.json"
+	journalDirName     = "journal"
+	runDirName         = control.RunDirName
+	lockFileName       = "lock"
+	installFileName    = "installation.json"
+	paperDirName       = "paper"
+	paperStateFileName = "state.json"
 )
 
 // paths are the resolved locations of one installation.
@@ -39,6 +41,10 @@ func (p paths) journal() string { return filepath.Join(p.Home, journalDirName) }
 func (p paths) run() string     { return filepath.Join(p.Home, runDirName) }
 func (p paths) lock() string    { return filepath.Join(p.Home, lockFileName) }
 func (p paths) install() string { return filepath.Join(p.Home, installFileName) }
+
+// paperState is the embedded simulator's state file: every paper account
+// (docs/simulator.md "Durable state").
+func (p paths) paperState() string { return filepath.Join(p.Home, paperDirName, paperStateFileName) }
 
 // resolvePaths applies the XDG defaults of SPEC §2 and checks that the master
 // key lies outside the home.

@@ -238,7 +238,7 @@ func (r *Runtime) Serve(ctx context.Context, g *cli.Globals, o cli.ServeOptions,
 		recheckAtStart(checkCtx, st, g.User, vc.Name, logger)
 	}()
 	defer func() { cancelCheck(); <-checked }()
-	ctl, err := control.Listen(layout, st.sys, logger.With("component", "control"), control.Limits{})
+	ctl, err := control.Listen(layout, st, logger.With("component", "control"), control.Limits{})
 	if err != nil {
 		return cli.CannotStart("%v", err)
 	}
@@ -357,9 +357,15 @@ func recheckAtStart(ctx context.Context, st *stack, user, env string, logger *sl
 }
 
 // Sim runs the simulator alone and prints its announcement as one JSON line
-// (SPEC §13), then serves until ctx ends.
+// (SPEC §13), then serves until ctx ends. It keeps its accounts in memory;
+// its ids mix in a nonce drawn for this run, so --seed fixes prices and
+// matching but two runs never hand out the same id.
 func (r *Runtime) Sim(ctx context.Context, o cli.SimOptions, out cli.IO) error {
-	srv, err := sim.Start(sim.Config{Seed: o.Seed, Logger: r.logger().With("component", "sim")}, o.Listen)
+	nonce, err := newIDNonce()
+	if err != nil {
+		return cli.CannotStart("%v", err)
+	}
+	srv, err := sim.Start(sim.Config{Seed: o.Seed, IDNonce: nonce, Logger: r.logger().With("component", "sim")}, o.Listen)
 	if err != nil {
 		return cli.CannotStart("%v", err)
 	}

@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"crypto/rand"
+	"encoding/binary"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -152,8 +153,19 @@ func startStack(ctx context.Context, p paths, vc venueConfig, masterKey []byte, 
 	var market actors.MarketSource
 	var clients actors.ClientFactory
 	var streams actors.StreamFactory
+	if vc.PaperOnly {
+		// A paper command without a server: the simulator and its stored
+		// accounts, and no venue for the actors.
+		if err := st.startPaper(p, logger); err == nil {
+			err = st.provisionStoredPaperKeys(replay, masterKey, logger)
+		}
+		if err != nil {
+			st.close()
+			return nil, err
+		}
+	}
 	if !vc.NoMarket {
-		client, err := st.venueClient(vc, logger)
+		client, err := st.venueClient(vc, p, logger)
 		if err != nil {
 			st.close()
 			return nil, err
@@ -210,28 +222,58 @@ func startStack(ctx context.Context, p paths, vc venueConfig, masterKey []byte, 
 
 // venueClient starts the paper simulator if needed and returns the REST
 // client for the venue.
-func (st *stack) venueClient(vc venueConfig, logger *slog.Logger) (*venue.Client, error) {
+func (st *stack) venueClient(vc venueConfig, p paths, logger *slog.Logger) (*venue.Client, error) {
 	cfg := venue.Config{BaseURL: vc.BaseURL, Logger: logger}
 	if vc.Paper {
-		seed, err := paperSeed()
-		if err != nil {
+		if err := st.startPaper(p, logger); err != nil {
 			return nil, err
 		}
-		srv, err := sim.StartInProcess(sim.Config{Seed: seed, Logger: logger.With("component", "paper-sim")})
-		if err != nil {
-			return nil, fmt.Errorf("paper venue: %w", err)
-		}
-		st.paper = srv
-		st.paperHTTP = &http.Client{Transport: srv.Transport(), Timeout: venue.DefaultHTTPTimeout}
-		cfg.BaseURL, cfg.HTTPClient = srv.BaseURL(), st.paperHTTP
+		cfg.BaseURL, cfg.HTTPClient = st.paper.BaseURL(), st.paperHTTP
 	}
 	st.baseURL = cfg.BaseURL
 	return venue.NewClient(cfg)
 }
 
+// startPaper starts the embedded simulator on the home's paper state
+// (docs/simulator.md "Durable state"): accounts come back as their keys
+// are provisioned, and the ids it hands out mix in a nonce drawn for this
+// run, so no id repeats across restarts or installations.
+func (st *stack) startPaper(p paths, logger *slog.Logger) error {
+	seed, err := paperSeed()
+	if err != nil {
+		return err
+	}
+	nonce, err := newIDNonce()
+	if err != nil {
+		return fmt.Errorf("paper venue: %w", err)
+	}
+	srv, err := sim.StartInProcess(sim.Config{Seed: seed, IDNonce: nonce, StatePath: p.paperState(), Logger: logger.With("component", "paper-sim")})
+	if err != nil {
+		return fmt.Errorf("paper venue: %w; the paper accounts are kept in %s", err, p.paperState())
+	}
+	st.paper = srv
+	st.paperHTTP = &http.Client{Transport: srv.Transport(), Timeout: venue.DefaultHTTPTimeout}
+	return nil
+}
+
+// newIDNonce draws a simulator's id nonce for this run from crypto/rand
+// (never zero: zero means ids from the seed alone).
+func newIDNonce() (uint64, error) {
+	var b [8]byte
+	for {
+		if _, err := rand.Read(b[:]); err != nil {
+			return 0, err
+		}
+		if n := binary.LittleEndian.Uint64(b[:]); n != 0 {
+			return n, nil
+		}
+	}
+}
+
 // provisionStoredPaperKeys registers every stored paper key with the
-// embedded simulator, which keeps nothing between runs, each with a fresh
-// paper wallet. The keys are opened by the actors' own code.
+// embedded simulator: a key whose account the paper state keeps gets it
+// back, any other a fresh paper wallet. The keys are opened by the actors'
+// own code.
 func (st *stack) provisionStoredPaperKeys(replay *actors.UserReplay, masterKey []byte, logger *slog.Logger) error {
 	n := 0
 	failed, err := replay.OpenStoredKeys(masterKey, "paper", func(user, apiKey string, secret messages.Secret) {

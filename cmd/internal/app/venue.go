@@ -37,6 +37,9 @@ type venueConfig struct {
 	WSPrivateURL string
 	// NoMarket: start no venue client or simulator.
 	NoMarket bool
+	// PaperOnly starts the embedded simulator with its stored accounts
+	// but gives the actors no venue: a paper command run without a server.
+	PaperOnly bool
 }
 
 // withoutMarket keeps the venue's arming level but starts no venue client:

@@ -1,0 +1,264 @@
+package sim
+
+import (
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/shopspring/decimal"
+)
+
+// paperKey is the key the durable-state tests provision.
+var paperKey = Key{APIKey: "PAPERKEYSTATE01234", APISecret: "paper-state-secret-0123456789abcdefg"}
+
+// startDurable starts an in-process simulator on the state file path with
+// the given id nonce and provisions paperKey with 10000 USDT (a stored
+// account ignores it).
+func startDurable(t *testing.T, path string, nonce uint64, clock *fakeClock) (*InProcessServer, *tradeSim) {
+	t.Helper()
+	p, err := StartInProcess(Config{Seed: 1, Now: clock.Now, StatePath: path, IDNonce: nonce})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	if _, err := p.Sim().ProvisionKey(paperKey, map[string]decimal.Decimal{"USDT": decimal.NewFromInt(10000)}); err != nil {
+		t.Fatal(err)
+	}
+	return p, &tradeSim{t: t, s: p.Sim(), clock: clock, k: paperKey}
+}
+
+// restingBuyPrice is a BTCUSDT buy price inside the price band but below
+// the book: the order rests at the clock's second.
+func restingBuyPrice(ts *tradeSim) string {
+	in := ts.s.catalog.get(catLinear, "BTCUSDT")
+	last := ts.s.model.last(in, ts.clock.ms()/1000)
+	return roundToTick(last.Mul(decimal.RequireFromString("0.995")), in.tick).String()
+}
+
+// An account's orders, fills, position (leverage, TP/SL, realised PnL) and
+// wallet survive a restart of the simulator on the same state file; the
+// leverage set before is still the leverage after; a new order gets an id
+// never handed out before.
+func TestDurableStateSurvivesRestart(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "paper", "state.json")
+	clock := newClock(testNow)
+	p, ts := startDurable(t, path, 11, clock)
+	resting := ts.create(`{"category":"linear","symbol":"BTCUSDT","side":"Buy","orderType":"Limit","qty":"0.01","price":"` + restingBuyPrice(ts) + `","orderLinkId":"rest-1"}`)
+	mustOK(t, ts.post("/v5/position/set-leverage", `{"category":"linear","symbol":"ETHUSDT","buyLeverage":"5","sellLeverage":"5"}`))
+	filled := ts.create(`{"category":"linear","symbol":"ETHUSDT","side":"Buy","orderType":"Market","qty":"0.1","orderLinkId":"fill-1"}`)
+	mustOK(t, ts.post("/v5/position/trading-stop", `{"category":"linear","symbol":"ETHUSDT","positionIdx":0,"stopLoss":"1000"}`))
+	spot := ts.create(`{"category":"spot","symbol":"BTCUSDT","side":"Buy","orderType":"Market","qty":"50"}`)
+	before, err := p.Sim().Account(paperKey.APIKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	execsBefore := ts.executions("linear", filled)
+	if len(before.OpenOrders) != 1 || len(before.Positions) != 1 || len(execsBefore) == 0 {
+		t.Fatalf("before the restart: %+v, %d fills", before, len(execsBefore))
+	}
+	seen := map[string]bool{resting: true, filled: true, spot: true}
+	p.Close()
+
+	clock.Advance(2e9) // two seconds
+	p2, ts2 := startDurable(t, path, 12, clock)
+	after, err := p2.Sim().Account(paperKey.APIKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(normalized(before), normalized(after)) {
+		t.Fatalf("the account changed over the restart:\nbefore %+v\nafter  %+v", before, after)
+	}
+	wantField(t, "resting order", ts2.order("linear", resting), "orderLinkId", "rest-1")
+	wantField(t, "filled order", ts2.order("linear", filled), "orderStatus", "Filled")
+	if got := ts2.executions("linear", filled); !reflect.DeepEqual(got, execsBefore) {
+		t.Fatalf("fills changed: %v, was %v", got, execsBefore)
+	}
+	pos := ts2.position("ETHUSDT")
+	wantDec(t, "position", pos, "leverage", "5")
+	wantDec(t, "position", pos, "stopLoss", "1000")
+	wantCode(t, ts2.post("/v5/position/set-leverage", `{"category":"linear","symbol":"ETHUSDT","buyLeverage":"5","sellLeverage":"5"}`), codeLeverageSame)
+	wantCode(t, ts2.post("/v5/order/create", `{"category":"linear","symbol":"BTCUSDT","side":"Buy","orderType":"Limit","qty":"0.01","price":"`+restingBuyPrice(ts2)+`","orderLinkId":"rest-1"}`), codeDuplicateLink)
+	for range 3 {
+		id := ts2.create(`{"category":"linear","symbol":"ETHUSDT","side":"Sell","orderType":"Market","qty":"0.01","reduceOnly":true}`)
+		if seen[id] {
+			t.Fatalf("order id %s handed out twice", id)
+		}
+		seen[id] = true
+		for _, e := range ts2.executions("linear", id) {
+			if x := field(t, e, "execId"); seen[x] {
+				t.Fatalf("execution id %s handed out twice", x)
+			}
+		}
+	}
+}
+
+// normalized drops the representation differences of decimals (1.0 vs 1)
+// so two accounts compare by value.
+func normalized(a PaperAccount) PaperAccount {
+	n := func(d decimal.Decimal) decimal.Decimal { return decimal.RequireFromString(d.String()) }
+	out := PaperAccount{Balances: map[string]decimal.Decimal{}}
+	for c, v := range a.Balances {
+		out.Balances[c] = n(v)
+	}
+	for _, o := range a.OpenOrders {
+		o.Price, o.Qty, o.LeavesQty = n(o.Price), n(o.Qty), n(o.LeavesQty)
+		out.OpenOrders = append(out.OpenOrders, o)
+	}
+	for _, p := range a.Positions {
+		p.Size, p.AvgPrice, p.Leverage, p.TakeProfit, p.StopLoss, p.CumRealisedPnl = n(p.Size), n(p.AvgPrice), n(p.Leverage), n(p.TakeProfit), n(p.StopLoss), n(p.CumRealisedPnl)
+		out.Positions = append(out.Positions, p)
+	}
+	return out
+}
+
+// The stored forms keep every field of an order, a fill and a position: a
+// field added to the engine's structs without a stored twin fails here.
+func TestStoredFormsKeepEveryField(t *testing.T) {
+	for _, c := range []struct{ engine, stored any }{
+		{simOrder{}, storedOrder{}}, {simExecution{}, storedExec{}}, {simPosition{}, storedPosition{}},
+	} {
+		e, s := reflect.TypeOf(c.engine), reflect.TypeOf(c.stored)
+		if e.NumField() != s.NumField() {
+			t.Fatalf("%s has %d fields, %s %d", e.Name(), e.NumField(), s.Name(), s.NumField())
+		}
+		for i := range e.NumField() {
+			if !strings.EqualFold(e.Field(i).Name, s.Field(i).Name) {
+				t.Fatalf("%s field %d is %s, %s has %s", e.Name(), i, e.Field(i).Name, s.Name(), s.Field(i).Name)
+			}
+		}
+	}
+}
+
+// Two runs with the same seed but different id nonces hand out different
+// order and execution ids; with no nonce the ids are the seed's own.
+func TestIDNonceSeparatesRuns(t *testing.T) {
+	ids := func(nonce uint64) (string, string) {
+		clock := newClock(testNow)
+		p, err := StartInProcess(Config{Seed: 1, Now: clock.Now, IDNonce: nonce})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer p.Close()
+		if _, err := p.Sim().ProvisionKey(paperKey, map[string]decimal.Decimal{"USDT": decimal.NewFromInt(10000)}); err != nil {
+			t.Fatal(err)
+		}
+		ts := &tradeSim{t: t, s: p.Sim(), clock: clock, k: paperKey}
+		id := ts.create(`{"category":"linear","symbol":"ETHUSDT","side":"Buy","orderType":"Market","qty":"0.1"}`)
+		return id, field(t, ts.executions("linear", id)[0], "execId")
+	}
+	o0, e0 := ids(0)
+	o0b, e0b := ids(0)
+	if o0 != o0b || e0 != e0b {
+		t.Fatal("without a nonce the same seed gave different ids")
+	}
+	o1, e1 := ids(1)
+	o2, e2 := ids(2)
+	if o1 == o0 || o1 == o2 || e1 == e0 || e1 == e2 {
+		t.Fatalf("nonces did not separate the ids: %s %s %s / %s %s %s", o0, o1, o2, e0, e1, e2)
+	}
+}
+
+// A reset cancels the open orders (CancelByAdmin), closes the positions
+// without a fill, forgets leverage, replaces the wallet and keeps the
+// history; it survives a restart.
+func TestResetAccount(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.json")
+	clock := newClock(testNow)
+	p, ts := startDurable(t, path, 1, clock)
+	resting := ts.create(`{"category":"linear","symbol":"BTCUSDT","side":"Buy","orderType":"Limit","qty":"0.01","price":"` + restingBuyPrice(ts) + `"}`)
+	mustOK(t, ts.post("/v5/position/set-leverage", `{"category":"linear","symbol":"ETHUSDT","buyLeverage":"5","sellLeverage":"5"}`))
+	filled := ts.create(`{"category":"linear","symbol":"ETHUSDT","side":"Buy","orderType":"Market","qty":"0.1"}`)
+	if _, err := p.Sim().ResetAccount("unknown", nil); err != ErrUnknownKey {
+		t.Fatalf("reset of an unknown key: %v", err)
+	}
+	lost, err := p.Sim().ResetAccount(paperKey.APIKey, map[string]decimal.Decimal{"USDT": decimal.NewFromInt(10000)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(lost.OpenOrders) != 1 || len(lost.Positions) != 1 || lost.Balances["USDT"].Equal(decimal.NewFromInt(10000)) {
+		t.Fatalf("what the reset lost: %+v", lost)
+	}
+	check := func(ts *tradeSim) {
+		t.Helper()
+		o := ts.order("linear", resting)
+		wantField(t, "reset order", o, "orderStatus", "Cancelled")
+		wantField(t, "reset order", o, "cancelType", "CancelByAdmin")
+		wantField(t, "filled order", ts.order("linear", filled), "orderStatus", "Filled")
+		pos := ts.position("ETHUSDT")
+		wantDec(t, "position", pos, "size", "0")
+		wantDec(t, "position", pos, "leverage", "10")
+		wantDec(t, "wallet", ts.coin("USDT"), "walletBalance", "10000")
+	}
+	check(ts)
+	p.Close()
+	_, ts2 := startDurable(t, path, 2, clock)
+	check(ts2)
+}
+
+// A state file that cannot be written makes private requests answer
+// 10016 (the change is not durable), and the next successful write
+// clears it.
+func TestDurableStateWriteFailure(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "paper")
+	path := filepath.Join(dir, "state.json")
+	clock := newClock(testNow)
+	_, ts := startDurable(t, path, 1, clock)
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dir, []byte("not a directory"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	wantCode(t, ts.post("/v5/order/create", `{"category":"linear","symbol":"ETHUSDT","side":"Buy","orderType":"Market","qty":"0.1"}`), codeInternal)
+	wantCode(t, ts.get("/v5/order/realtime", url.Values{"category": {"linear"}}), codeInternal)
+	if err := os.Remove(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	r := do(t, ts.s, http.MethodPost, "/v5/order/create", []byte(`{"category":"linear","symbol":"ETHUSDT","side":"Buy","orderType":"Market","qty":"0.1"}`),
+		signedHeader(paperKey, clock.ms(), "5000", `{"category":"linear","symbol":"ETHUSDT","side":"Buy","orderType":"Market","qty":"0.1"}`))
+	mustOK(t, r)
+}
+
+// The time the state file was not served is evaluated when it is opened
+// again: a resting buy whose price the market touched only while the
+// simulator was down is filled after the restart, at its own price.
+func TestDowntimeIsEvaluated(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.json")
+	clock := newClock(testNow)
+	p, ts := startDurable(t, path, 1, clock)
+	in := ts.s.catalog.get(catLinear, "BTCUSDT")
+	down := clock.ms() / 1000
+	// A downtime whose lowest price is below the market at both ends: a
+	// buy there rests before and after, and fills only in between.
+	var gap int64
+	var low decimal.Decimal
+	for g := int64(30); g <= 600 && gap == 0; g++ {
+		low = ts.s.model.last(in, down+1)
+		for sec := down + 1; sec < down+g; sec++ {
+			low = decimal.Min(low, ts.s.model.last(in, sec))
+		}
+		if ts.s.model.last(in, down).GreaterThan(low) && ts.s.model.last(in, down+g).GreaterThan(low) && ts.s.model.last(in, down+g+1).GreaterThan(low) {
+			gap = g
+		}
+	}
+	if gap == 0 {
+		t.Fatal("no downtime of 30 to 600 s has its low inside")
+	}
+	id := ts.create(`{"category":"linear","symbol":"BTCUSDT","side":"Buy","orderType":"Limit","qty":"0.01","price":"` + low.String() + `"}`)
+	wantField(t, "before", ts.order("linear", id), "orderStatus", "New")
+	p.Close()
+
+	clock.Advance(time.Duration(gap) * time.Second)
+	_, ts2 := startDurable(t, path, 2, clock)
+	o := ts2.order("linear", id)
+	wantField(t, "after the restart", o, "orderStatus", "Filled")
+	wantDec(t, "after the restart", o, "avgPrice", low.String())
+}
