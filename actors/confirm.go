@@ -531,7 +531,11 @@ func summarize(s *messages.ShownToUser) string {
 		if o.ReduceOnly {
 			reduce = " reduce-only"
 		}
-		return fmt.Sprintf("%s %s %s%s %s, value up to %s USDT", o.Side, o.Qty, where(o.Category, o.Symbol), reduce, price, o.NotionalUSDT.StringFixed(2))
+		first := ""
+		if l := o.LowersLeverage; l != nil {
+			first = fmt.Sprintf(", after lowering the leverage from %sx to %sx", l.From, l.To)
+		}
+		return fmt.Sprintf("%s %s %s%s %s, value up to %s USDT%s", o.Side, o.Qty, where(o.Category, o.Symbol), reduce, price, o.NotionalUSDT.StringFixed(2), first)
 	case s.Cancel != nil:
 		return fmt.Sprintf("Cancel order %s on %s (origin %s)", s.Cancel.OrderID, where(s.Cancel.Category, s.Cancel.Symbol), s.Cancel.Origin)
 	case s.Amend != nil:
