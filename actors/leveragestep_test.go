@@ -333,3 +333,50 @@ func TestLeverageStepCrashNeverSendsTheOrder(t *testing.T) {
 		t.Fatalf("position %s, want the new call's 0.001 only", size)
 	}
 }
+
+// The human sees the step and approves both at once: the parked plan and
+// its summary show the leverage lowered, nothing is sent until the
+// approval, and the run lowers the leverage and places the order under
+// the confirmation's ids (the order keeps the first, the step takes the
+// next), the confirmation ends executed with the order's answer.
+func TestLeverageStepShownAndApprovedWithTheOrder(t *testing.T) {
+	ce := newConfirmEnv(t, true, "place_order")
+	ce.tradeReady(t, messages.PolicySettings{ConfirmActions: strs("place_order"), ConfirmationTTLS: intp(60), MaxPending: intp(3), MaxLeverage: dec("5")})
+	p := ce.park(t, cfMarketArgs("0.001", "first-trade"))
+	shown := p.ShownToUser.Order
+	if shown.LowersLeverage == nil || shown.LowersLeverage.From.String() != "10" || shown.LowersLeverage.To.String() != "5" ||
+		!strings.HasSuffix(p.ShownToUser.Summary, ", after lowering the leverage from 10x to 5x") {
+		t.Fatalf("the plan shown %+v / %q", shown, p.ShownToUser.Summary)
+	}
+	if n := len(attemptsOf(t, ce.dir)); n != 0 {
+		t.Fatalf("parking sent %d writes", n)
+	}
+	if lev, _ := ce.venueLeverage(t); !lev.Equal(decimal.NewFromInt(10)) {
+		t.Fatalf("parking changed the leverage to %s", lev)
+	}
+	res, e := ce.decide(p.ConfirmationID, messages.DecisionApprove, cliOrigin)
+	if e != nil {
+		t.Fatal(e)
+	}
+	ans := res.(*messages.OrderAnswer)
+	orderID, stepID := confirmClientOrderID(p.ConfirmationID, 1), confirmClientOrderID(p.ConfirmationID, 2)
+	if ans.ClientOrderID != orderID || ans.OrderStatus != "Filled" || ans.LowersLeverage == nil {
+		t.Fatalf("the approved run %+v, want the order under %s", ans, orderID)
+	}
+	atts := attemptsOf(t, ce.dir)
+	if len(atts) != 2 || atts[0].ClientOrderID != stepID || atts[0].StepOf != toolPlaceOrder || !atts[0].Confirmed ||
+		atts[1].ClientOrderID != orderID || atts[1].AfterStep != stepID || atts[1].IdempotencyKey != "first-trade" {
+		t.Fatalf("attempts %+v", atts)
+	}
+	if lev, _ := ce.venueLeverage(t); !lev.Equal(decimal.NewFromInt(5)) {
+		t.Fatalf("leverage %s after the approved run", lev)
+	}
+	if st := ce.status(t, p.ConfirmationID); st.Status != messages.ConfirmStatusExecuted || !strings.Contains(string(st.Result), orderID) {
+		t.Fatalf("status %+v", st)
+	}
+	// The key answers the order, not the step.
+	if res, e := ce.call(t, &messages.PlaceOrderCommand{User: ce.user, Args: cfMarketArgs("0.001", "first-trade")}); e != nil ||
+		res.(*messages.OrderAnswer).ClientOrderID != orderID {
+		t.Fatalf("a repeat of the key: %v %v", res, e)
+	}
+}
