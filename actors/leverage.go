@@ -224,11 +224,12 @@ func (m placeMarket) withLeverage(v decimal.Decimal) placeMarket {
 	return m
 }
 
-// leverageAboveMax refuses a new order on a symbol whose leverage is above
-// max_leverage when the order cannot lower it first (a position is open,
-// or the instrument has no leverage at or below max_leverage): it names
-// set_leverage and the value to use.
-func leverageAboveMax(p messages.Policy, pos *messages.Position, in *messages.Instrument, symbol string) *messages.Error {
+// leverageAboveMax refuses a risk-increasing order (new, or amended up) on
+// a symbol whose leverage is above max_leverage when the call cannot lower
+// it first (a position is open, an amend, or the instrument has no
+// leverage at or below max_leverage): it names set_leverage and the value
+// to use; again is what to do after (e.g. "place the order again").
+func leverageAboveMax(p messages.Policy, pos *messages.Position, in *messages.Instrument, symbol, again string) *messages.Error {
 	maxLev, current := p.MaxLeverage.String(), pos.Leverage.String()
 	to := leverageCap(p.MaxLeverage, in)
 	if !to.IsPositive() {
@@ -240,7 +241,7 @@ func leverageAboveMax(p messages.Policy, pos *messages.Position, in *messages.In
 		why += "; with a position open it is not lowered automatically"
 	}
 	return limitExceeded("max_leverage", maxLev, why,
-		"lower it first with set_leverage to "+to.String()+", then place the order again",
+		"lower it first with set_leverage to "+to.String()+", then "+again,
 		map[string]any{"leverage": current, "fix": `set_leverage {"category":"linear","symbol":"` + symbol + `","leverage":"` + to.String() + `"}`})
 }
 

@@ -380,3 +380,29 @@ func TestLeverageStepShownAndApprovedWithTheOrder(t *testing.T) {
 		t.Fatalf("a repeat of the key: %v %v", res, e)
 	}
 }
+
+// An amend that adds risk never lowers the leverage for the agent: with
+// the symbol's leverage above max_leverage it is refused naming
+// set_leverage and the value to use.
+func TestAmendAboveMaxLeverageNamesSetLeverage(t *testing.T) {
+	dir := t.TempDir()
+	te := newTradeEnv(t, dir)
+	te.tradeReady(t, messages.PolicySettings{MaxLeverage: dec("10")})
+	placed, e := te.place(t, limitArgs("0.001", "30000"))
+	if e != nil || placed.LowersLeverage != nil {
+		t.Fatalf("a resting order at 10x under a max of 10: %+v %v", placed, e)
+	}
+	te.tradeReady(t, messages.PolicySettings{MaxLeverage: dec("5")})
+	_, e = te.amend(t, placed.OrderID, "0.002", "")
+	if e == nil || e.Code != messages.CodeLimitExceeded || e.Details["limit"] != "max_leverage" || e.Details["allowed"] != "5" ||
+		e.Message != "the symbol's current leverage (10x) exceeds max_leverage (5x)" ||
+		e.NextStep != "lower it first with set_leverage to 5, then amend the order again" ||
+		e.Details["fix"] != `set_leverage {"category":"linear","symbol":"BTCUSDT","leverage":"5"}` {
+		t.Fatalf("an amend up at 10x under a max of 5: %v %q %v", e, e.NextStep, e.Details)
+	}
+	for _, a := range attemptsOf(t, dir) {
+		if a.Tool == toolLeverage {
+			t.Fatalf("an amend changed the leverage: %+v", a)
+		}
+	}
+}
