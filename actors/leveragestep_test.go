@@ -2,7 +2,6 @@ package actors
 
 import (
 	"context"
-	"encoding/json"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -45,18 +44,10 @@ func (te *tradeEnv) openOutside(t testing.TB, qty string) {
 }
 
 // attemptsOf decodes the journal's order_attempt records.
-func attemptsOf(t testing.TB, dir string) []messages.OrderAttemptEvent {
-	var out []messages.OrderAttemptEvent
-	for _, r := range scanAll(t, dir) {
-		if messages.RecordType(r.Type) == messages.RecordOrderAttempt {
-			var a messages.OrderAttemptEvent
-			if err := json.Unmarshal(r.Payload, &a); err != nil {
-				t.Fatal(err)
-			}
-			out = append(out, a)
-		}
-	}
-	return out
+func attemptsOf(t *testing.T, dir string) []messages.OrderAttemptEvent {
+	t.Helper()
+	atts, _ := recordsOf[messages.OrderAttemptEvent](t, dir, messages.RecordOrderAttempt)
+	return atts
 }
 
 // The leverage trap (issue: a new paper account shows 10x, the policy
