@@ -245,18 +245,22 @@ func leverageAboveMax(p messages.Policy, pos *messages.Position, in *messages.In
 		map[string]any{"leverage": current, "fix": `set_leverage {"category":"linear","symbol":"` + symbol + `","leverage":"` + to.String() + `"}`})
 }
 
-// lowerLeverageThen runs a place_order's leverage step: a set_leverage
-// write through execute (its own attempt and outcome, the call's ticket
-// naming the order that follows, the call's idempotency claim held), then
-// next with the step's client order id and the position read after it,
-// only when the step's outcome is journaled and that position shows the
-// lower leverage. Otherwise the caller is answered and the order is not
-// sent.
-func (u *userActor) lowerLeverageThen(ctx actor.Context, act *action, step *messages.LeverageChange, orderLinkID string, next func(stepID string, pos *messages.Position)) {
+// leverageStepPlan is a place_order's leverage step: a set_leverage write
+// (not risk-increasing, no key of its own) whose attempt says which tool
+// it is a step of, and whose ticket names the order that follows it.
+func leverageStepPlan(act *action, step *messages.LeverageChange, orderLinkID string) orderPlan {
 	a := act.place.args
-	plan := orderPlan{tool: toolLeverage, category: a.Category, symbol: a.Symbol, stepOf: act.place.tool, ticketID: orderLinkID,
+	return orderPlan{tool: toolLeverage, category: a.Category, symbol: a.Symbol, stepOf: act.place.tool, ticketID: orderLinkID,
 		leverage: &messages.SetLeverageRequest{Category: a.Category, Symbol: a.Symbol, Leverage: step.To}}
-	ex := u.execute(ctx, plan, act.origin, act.waiter)
+}
+
+// afterLeverageStep follows the step's write ex (started by execute, with
+// the call's ticket; it holds the call's idempotency claim): next runs
+// with the step's client order id and the position read after it, only
+// when the step's outcome is journaled and that position shows the lower
+// leverage. Otherwise the caller is answered and the order is not sent.
+func (u *userActor) afterLeverageStep(ctx actor.Context, act *action, ex *action, step *messages.LeverageChange, next func(stepID string, pos *messages.Position)) {
+	a := act.place.args
 	if _, running := u.actions[ex.id]; !running {
 		return // stopped before its attempt; execute answered the caller
 	}

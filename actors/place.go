@@ -209,7 +209,8 @@ func (u *userActor) onMarketFetched(ctx actor.Context, m *marketFetched) {
 		return
 	}
 	orderLinkID := u.reserveLinkID(act.origin)
-	u.lowerLeverageThen(ctx, act, step, orderLinkID, func(stepID string, pos *messages.Position) {
+	lower := u.execute(ctx, leverageStepPlan(act, step, orderLinkID), act.origin, act.waiter)
+	u.afterLeverageStep(ctx, act, lower, step, func(stepID string, pos *messages.Position) {
 		// Decided again on the position read after the step and the
 		// state as it is now (the kill switch, the limits with what is
 		// in flight), at the market the plan was shown with.
