@@ -397,3 +397,36 @@ func TestAmendAboveMaxLeverageNamesSetLeverage(t *testing.T) {
 		}
 	}
 }
+
+// The order is decided again once the step is done: a kill switch turned
+// on while the step is at the venue stops the order (the lower leverage,
+// which only reduces risk, stays).
+func TestLeverageStepThenKillSwitchSendsNoOrder(t *testing.T) {
+	dir := t.TempDir()
+	te := newTradeEnv(t, dir)
+	te.tradeReady(t, messages.PolicySettings{MaxLeverage: dec("5")})
+	te.delayFault(t, "/v5/position/set-leverage", 800)
+	done := make(chan *messages.Error, 1)
+	go func() {
+		_, e := te.place(t, marketArgs("Buy", "0.001"))
+		done <- e
+	}()
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if seen, _ := te.faultSeen(t, "/v5/position/set-leverage"); seen > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the step never reached the venue")
+		}
+	}
+	te.must(t, &messages.SetKillSwitchRequest{User: te.user, On: true, Level: messages.KillSwitchUser}, messages.ActorAgent)
+	if e := <-done; e == nil || e.Code != messages.CodeKillSwitchActive {
+		t.Fatalf("the order after the kill switch went on: %v", e)
+	}
+	if atts := attemptsOf(t, dir); len(atts) != 1 || atts[0].Tool != toolLeverage {
+		t.Fatalf("attempts %+v, want the step's only", atts)
+	}
+	if lev, size := te.venueLeverage(t); !lev.Equal(decimal.NewFromInt(5)) || !size.IsZero() {
+		t.Fatalf("leverage %s, size %s", lev, size)
+	}
+}
