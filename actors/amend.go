@@ -172,7 +172,7 @@ func (u *userActor) onAmendFetched(ctx actor.Context, act *action, m *orderFetch
 	growth := decimal.Max(decimal.Zero, notional.Sub(o.Qty.Mul(o.Price)))
 	switch {
 	case exposure:
-		if e := u.riskLimits(p, a.Category, notional, growth, mk); e != nil {
+		if e := u.riskLimits(p, a.Category, a.Symbol, notional, growth, mk); e != nil {
 			refuse(e)
 			return
 		}
@@ -262,7 +262,7 @@ func knownSide(side string) bool { return side == "Buy" || side == "Sell" }
 // riskLimits are the limits of a risk-increasing change beyond the gate:
 // the whole order's value, the symbol's leverage, the daily cap on the
 // growth, and the rates.
-func (u *userActor) riskLimits(p messages.Policy, cat messages.Category, notional, growth decimal.Decimal, mk placeMarket) *messages.Error {
+func (u *userActor) riskLimits(p messages.Policy, cat messages.Category, symbol string, notional, growth decimal.Decimal, mk placeMarket) *messages.Error {
 	if e := usdtOnly(mk.instrument); e != nil {
 		return e
 	}
@@ -275,7 +275,7 @@ func (u *userActor) riskLimits(p messages.Policy, cat messages.Category, notiona
 			return limitExceeded("max_leverage", p.MaxLeverage.String(), "the symbol's current leverage could not be read", "try again", map[string]any{"reason": "leverage_unknown"})
 		}
 		if mk.position.Leverage.GreaterThan(p.MaxLeverage) {
-			return limitExceeded("max_leverage", p.MaxLeverage.String(), "the symbol's current leverage exceeds max_leverage", "lower the leverage first", nil)
+			return leverageAboveMax(p, mk.position, mk.instrument, symbol, "amend the order again")
 		}
 	}
 	reserved := u.reserved()

@@ -57,8 +57,11 @@ func (b stepBounds) cancelAll() time.Duration {
 // execution is the bound of an approved action's run (the tool's own
 // path, as the agent's call of it would take).
 func (b stepBounds) execution(tool string) time.Duration {
-	if tool == toolCancelAll {
+	switch tool {
+	case toolCancelAll:
 		return b.cancelAll()
+	case toolPlaceOrder:
+		return b.trade(2) // the leverage step, then the order (D21La)
 	}
 	return b.trade(1)
 }
@@ -74,7 +77,9 @@ func (b stepBounds) askBound(msg any) time.Duration {
 	switch m := msg.(type) {
 	case *userCommand:
 		steps = b.commandSteps(m.cmd)
-	case *placeAsk, *cancelAsk:
+	case *placeAsk:
+		steps = b.trade(2) // the leverage step, then the order (D21La)
+	case *cancelAsk:
 		steps = b.trade(1)
 	case *accountAsk, *marketAsk:
 		steps = b.request
@@ -89,7 +94,11 @@ func (b stepBounds) askBound(msg any) time.Duration {
 // commandSteps is the bound of one command's steps in the user actor.
 func (b stepBounds) commandSteps(cmd messages.Command) time.Duration {
 	switch c := cmd.(type) {
-	case *messages.PlaceOrderCommand, *messages.ClosePositionCommand, *messages.AmendOrderCommand, *messages.CancelOrderCommand,
+	case *messages.PlaceOrderCommand:
+		// A new order may lower the symbol's leverage first: two writes
+		// (leverage.go, D21La).
+		return b.trade(2)
+	case *messages.ClosePositionCommand, *messages.AmendOrderCommand, *messages.CancelOrderCommand,
 		*messages.SetLeverageCommand, *messages.TradingStopCommand:
 		return b.trade(1)
 	case *messages.CancelAllCommand:

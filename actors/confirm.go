@@ -417,10 +417,7 @@ func (u *userActor) park(ctx actor.Context, r parkRequest, origin messages.Origi
 	p := u.state.effective(u.venue, u.env)
 	channel := u.channelFor(origin)
 	if channel == "" {
-		u.refuseTool(ctx, r.tool, r.category, r.symbol, false, &messages.Error{Code: messages.CodeConfirmationChannelUnavailable,
-			Message:  "the policy requires a human to confirm this action, and no confirmation channel is available; nothing was sent",
-			NextStep: "a human can enable the CLI channel (GX_CONFIRM_CLI_ENABLED=true), use a client with form elicitation, or change " + r.confirmedBy + " outside the chat",
-			Details:  channelDetails(p, r.confirmedBy, origin.FormElicitation)}, origin, to)
+		u.refuseTool(ctx, r.tool, r.category, r.symbol, false, u.noChannel(p, r.confirmedBy, origin), origin, to)
 		return
 	}
 	now := u.now()
@@ -543,7 +540,11 @@ func summarize(s *messages.ShownToUser) string {
 		if o.ReduceOnly {
 			reduce = " reduce-only"
 		}
-		return fmt.Sprintf("%s %s %s%s %s, value up to %s USDT", o.Side, o.Qty, where(o.Category, o.Symbol), reduce, price, o.NotionalUSDT.StringFixed(2))
+		first := ""
+		if l := o.LowersLeverage; l != nil {
+			first = fmt.Sprintf(", after lowering the leverage from %sx to %sx", l.From, l.To)
+		}
+		return fmt.Sprintf("%s %s %s%s %s, value up to %s USDT%s", o.Side, o.Qty, where(o.Category, o.Symbol), reduce, price, o.NotionalUSDT.StringFixed(2), first)
 	case s.Cancel != nil:
 		return fmt.Sprintf("Cancel order %s on %s (origin %s)", s.Cancel.OrderID, where(s.Cancel.Category, s.Cancel.Symbol), s.Cancel.Origin)
 	case s.Amend != nil:
@@ -1044,4 +1045,29 @@ func (u *userActor) shownOf(origin messages.Origin) *messages.ShownToUser {
 		return nil
 	}
 	return u.state.Confirmations[origin.ConfirmationID].Shown
+}
+
+// noChannel is the confirmation_channel_unavailable of an action the
+// policy wants confirmed when no channel can ask a human: it says why
+// each channel is closed and names what opens one (details.fix): the
+// client's form when the client shows forms but the policy does not trust
+// it (never on live), else the CLI channel.
+func (u *userActor) noChannel(p messages.Policy, confirmedBy string, origin messages.Origin) *messages.Error {
+	cli := "restart the server with `" + messages.ConfirmCLIFix + "` and approve with `guarded-exchange confirm approve`"
+	form, fix := "this MCP client does not show forms (it declared no form elicitation)", messages.ConfirmCLIFix
+	next := cli + ", or use an MCP client that shows forms (form elicitation)"
+	switch {
+	case origin.FormElicitation && u.venue == messages.VenueLive:
+		form, next = "the client's form is never trusted on live", cli
+	case origin.FormElicitation:
+		fix = messages.TrustClientUIFix(u.state.User)
+		form, next = "the policy does not trust the client's form (trust_client_ui is false)", "let the client's form confirm with `"+fix+"`, or "+cli
+	}
+	d := channelDetails(p, confirmedBy, origin.FormElicitation)
+	d["fix"] = fix
+	return &messages.Error{Code: messages.CodeConfirmationChannelUnavailable,
+		Message: "the policy (" + confirmedBy + ") requires a human to confirm this action, and no confirmation channel is set up: " + form +
+			", and the server runs without GX_CONFIRM_CLI_ENABLED=true; nothing was sent",
+		NextStep: "a human, outside the chat: " + next + "; or change " + confirmedBy,
+		Details:  d}
 }

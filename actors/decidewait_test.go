@@ -33,10 +33,17 @@ func TestAskBoundCoversExecution(t *testing.T) {
 			t.Fatalf("%T waits %v, want the journal's bound plus the margin", m, got)
 		}
 	}
+	// place_order may lower the symbol's leverage before the order: two
+	// writes (D21La); any other trading call sends one.
 	place := &userCommand{cmd: &messages.PlaceOrderCommand{}}
-	want := b.hold + b.request + (2*b.request + b.settle) + journalTimeout + askMargin
+	want := b.hold + b.request + 2*(2*b.request+b.settle) + journalTimeout + askMargin
 	if got := b.askBound(place); got != want {
 		t.Fatalf("place_order waits %v, want %v", got, want)
+	}
+	cancel := &userCommand{cmd: &messages.CancelOrderCommand{}}
+	want = b.hold + b.request + (2*b.request + b.settle) + journalTimeout + askMargin
+	if got := b.askBound(cancel); got != want {
+		t.Fatalf("cancel_order waits %v, want %v", got, want)
 	}
 	if got := b.askBound(approve); got < run+journalTimeout+askMargin {
 		t.Fatalf("an approval waits %v, less than its run and the record of its end", got)

@@ -160,8 +160,7 @@ func (s *UserState) decidePlace(tool string, a messages.PlaceOrderArgs, venue me
 				"set the leverage (set_leverage) and try again", map[string]any{"reason": "leverage_unknown"})
 		}
 		if m.position.Leverage.GreaterThan(p.MaxLeverage) {
-			return none, nil, limitExceeded("max_leverage", p.MaxLeverage.String(), "the symbol's current leverage exceeds max_leverage",
-				"lower the leverage first", map[string]any{"leverage": m.position.Leverage.String()})
+			return none, nil, leverageAboveMax(p, m.position, in, a.Symbol, "place the order again")
 		}
 	}
 	maxQty := in.MaxOrderQty

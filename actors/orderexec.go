@@ -60,6 +60,19 @@ type orderPlan struct {
 	// ("" when none does); execute refuses it unless it runs an approved
 	// confirmation.
 	confirmedBy string
+
+	// linkID is the write's client order id when it was named before
+	// execute ("": execute names it from the action). A place_order that
+	// lowers the leverage first names its order before that step.
+	linkID string
+	// ticketID is the client order id the caller is told when its wait
+	// ends after this write committed ("": the write's own): the
+	// leverage step of a place_order names the order that follows it.
+	ticketID string
+	// stepOf and afterStep chain the writes of one call in the journal
+	// (OrderAttemptEvent): the tool this write is a first step of, and
+	// the client order id of the step this write followed.
+	stepOf, afterStep string
 }
 
 // orderResult is what the action path knows once a write's outcome is
@@ -103,6 +116,17 @@ func (u *userActor) linkID(a *action, origin messages.Origin) string {
 		return u.nextConfirmLinkID(origin.ConfirmationID)
 	}
 	return clientOrderID(a.id)
+}
+
+// reserveLinkID names a write before the action that sends it begins,
+// from the same numbering as linkID: a place_order that lowers the
+// leverage first names its order before that step, so the order keeps the
+// first client order id of an approved confirmation's run.
+func (u *userActor) reserveLinkID(origin messages.Origin) string {
+	if origin.ConfirmationID != "" {
+		return u.nextConfirmLinkID(origin.ConfirmationID)
+	}
+	return clientOrderID(actionIDs.Add(1))
 }
 
 // isOrderMessage reports whether the user actor serves m in handleOrder.
@@ -162,8 +186,15 @@ func (u *userActor) execute(ctx actor.Context, p orderPlan, origin messages.Orig
 		}
 		return a
 	}
-	id := u.linkID(a, origin)
-	if !u.tickets.commit(sender, origin, id) {
+	id := p.linkID
+	if id == "" {
+		id = u.linkID(a, origin)
+	}
+	ticket := id
+	if p.ticketID != "" {
+		ticket = p.ticketID
+	}
+	if !u.tickets.commit(sender, origin, ticket) {
 		// The caller stopped waiting before anything was sent and was
 		// told nothing would be: the write is not sent.
 		u.finish(ctx, a, callerGone())
@@ -184,6 +215,7 @@ func (u *userActor) execute(ctx actor.Context, p orderPlan, origin messages.Orig
 		ActionID: strconv.FormatUint(a.id, 36), ClientOrderID: id, Environment: u.env, Tool: p.tool, Category: p.category, Symbol: p.symbol,
 		At: u.now().UTC(), NotionalUSDT: p.notional, RiskIncreasing: p.riskIncreasing,
 		IdempotencyKey: p.idempotencyKey, ArgsSHA256: p.argsSHA256, Confirmed: origin.ConfirmationID != "",
+		StepOf: p.stepOf, AfterStep: p.afterStep,
 	}
 	if p.create != nil {
 		// A reconcile looks the attempt up by its own client order id:

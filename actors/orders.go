@@ -69,9 +69,9 @@ type RecentOrder struct {
 	// Environment is the venue the order went to ("" in older records):
 	// an identical order on another venue is not a repeat of it.
 	Environment string
-	At            time.Time
-	Unknown       bool
-	Answer        json.RawMessage
+	At          time.Time
+	Unknown     bool
+	Answer      json.RawMessage
 }
 
 // The safety net for identical risk-increasing orders without a key.

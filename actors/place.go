@@ -155,22 +155,34 @@ func (u *userActor) onMarketFetched(ctx actor.Context, m *marketFetched) {
 			return
 		}
 	}
+	// A symbol without a position whose leverage is above max_leverage
+	// is lowered first, and the order planned at the lower leverage
+	// (leverage.go, D21La).
+	step := leverageStepOf(tool, a, u.state.effective(u.venue, u.env), mk)
+	if step != nil {
+		mk = mk.withLeverage(step.To)
+	}
 	plan, ans, e := u.state.decidePlace(tool, a, u.venue, u.env, mk, u.reserved(), u.now())
 	if e != nil {
 		u.refuseTool(ctx, tool, a.Category, a.Symbol, a.DryRun, e, act.origin, act.waiter)
 		return
 	}
+	ans.LowersLeverage = step
 	if a.DryRun {
 		u.reply(ctx, act.waiter, ans)
 		return
 	}
-	// What an order found for it must match (decisions D95).
-	plan.expect = createExpectation(plan.create, mk.instrument, mk.band)
-	if act.origin.ConfirmationID != "" {
-		// The key's claim is the parked call's arguments, whatever the
-		// run cut.
-		plan.argsSHA256 = act.place.hash
+	adjust := func(plan orderPlan) orderPlan {
+		// What an order found for it must match (decisions D95).
+		plan.expect = createExpectation(plan.create, mk.instrument, mk.band)
+		if act.origin.ConfirmationID != "" {
+			// The key's claim is the parked call's arguments, whatever
+			// the run cut.
+			plan.argsSHA256 = act.place.hash
+		}
+		return plan
 	}
+	plan = adjust(plan)
 	var parked any = act.place.args
 	if tool == toolClosePosition {
 		o := act.place.args
@@ -182,12 +194,38 @@ func (u *userActor) onMarketFetched(ctx actor.Context, m *marketFetched) {
 	}
 	if netHash != "" && plan.riskIncreasing {
 		// The attempt is remembered under the planned order's hash.
-		plan.argsSHA256 = netHash
 		act.claim.hash = netHash
 	}
-	ex := u.execute(ctx, plan, act.origin, act.waiter)
-	ex.claim = act.claim
-	ex.complete = func(r *orderResult, w *orderWritten) any { return orderAnswerOf(ans, r, w) }
+	send := func(plan orderPlan, ans *messages.OrderAnswer) {
+		if netHash != "" && plan.riskIncreasing {
+			plan.argsSHA256 = netHash
+		}
+		ex := u.execute(ctx, plan, act.origin, act.waiter)
+		ex.claim = act.claim
+		ex.complete = func(r *orderResult, w *orderWritten) any { return orderAnswerOf(ans, r, w) }
+	}
+	if step == nil {
+		send(plan, ans)
+		return
+	}
+	orderLinkID := u.reserveLinkID(act.origin)
+	lower := u.execute(ctx, leverageStepPlan(act, step, orderLinkID), act.origin, act.waiter)
+	u.afterLeverageStep(ctx, act, lower, step, func(stepID string, pos *messages.Position) {
+		// Decided again on the position read after the step and the
+		// state as it is now (the kill switch, the limits with what is
+		// in flight), at the market the plan was shown with.
+		after := mk
+		after.position, after.positionRead = pos, true
+		plan, ans, e := u.state.decidePlace(tool, a, u.venue, u.env, after, u.reserved(), u.now())
+		if e != nil {
+			u.refuseTool(ctx, tool, a.Category, a.Symbol, false, e, act.origin, act.waiter)
+			return
+		}
+		ans.LowersLeverage = step
+		plan = adjust(plan)
+		plan.linkID, plan.afterStep = orderLinkID, stepID
+		send(plan, ans)
+	})
 }
 
 // refuse journals order_refused (the tool, the instrument, the code and

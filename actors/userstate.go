@@ -334,10 +334,7 @@ func (s *UserState) DecideAction(r *messages.DecideActionRequest, venue messages
 	p := s.effective(venue, env)
 	trading := slices.Contains(messages.TradingTools, r.Tool)
 	if trading && p.Profile != messages.ProfileTrade {
-		return &messages.Error{
-			Code: messages.CodePermissionDenied, Message: "the profile " + string(p.Profile) + " may not trade",
-			NextStep: "a human can change the profile outside the chat", Details: map[string]any{"limit": "profile", "allowed": string(p.Profile)},
-		}
+		return s.profileRefusal(p, env)
 	}
 	if venue.Rank() > p.VenueCeiling.Rank() {
 		return &messages.Error{
@@ -383,4 +380,28 @@ func (s *UserState) DecideAction(r *messages.DecideActionRequest, venue messages
 		}
 	}
 	return nil
+}
+
+// profileRefusal is the permission_denied of a trading action under a
+// profile that may not trade, naming what a human changes: a read-only
+// exchange key caps the profile (keys replace), the user's own setting
+// keeps it read_only (reset-overrides), or the admin ceiling does (every
+// new user's: set-ceiling).
+func (s *UserState) profileRefusal(p messages.Policy, env string) *messages.Error {
+	e := messages.ReadOnlyProfileRefusal(s.User, string(p.Profile))
+	var why, fix string
+	switch c, ok := s.credentialFor(env); {
+	case ok && c.ReadOnlyCap:
+		why, fix = "the exchange key for "+env+" can only read, which caps the profile at read_only",
+			"guarded-exchange keys replace --user "+s.User+" --venue "+env
+	case s.Own.Profile != nil && *s.Own.Profile != messages.ProfileTrade:
+		why, fix = "the user's own settings set the profile to "+string(*s.Own.Profile),
+			"guarded-exchange admin policy reset-overrides --user "+s.User+" --field profile"
+	default:
+		return e
+	}
+	e.Message = "trading tools need the trade profile, and " + why
+	e.NextStep = "a human fixes it outside the chat with `" + fix + "`"
+	e.Details["fix"] = fix
+	return e
 }

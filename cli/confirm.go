@@ -173,6 +173,9 @@ func printPlan(w io.Writer, st *messages.ConfirmationStatus) {
 		o := s.Order
 		fmt.Fprintf(tw, "  side\t%s\n  qty (after rounding)\t%s (asked %s)\n  sent as\t%s\n  price\t%s\n  value up to\t%s USDT\n  reduce-only\t%v\n  risk-increasing\t%v\n",
 			p(o.Side), o.Qty, o.RequestedQty, p(o.SentAs), o.Price, o.NotionalUSDT.StringFixed(2), o.ReduceOnly, o.RiskIncreasing)
+		if l := o.LowersLeverage; l != nil {
+			fmt.Fprintf(tw, "  first\tlowers the leverage from %sx to %sx\n", l.From, l.To)
+		}
 	case s.Cancel != nil:
 		fmt.Fprintf(tw, "  order\t%s\n  origin\t%s\n", p(s.Cancel.OrderID), originText(s.Cancel.Origin))
 	case s.Amend != nil:

@@ -324,6 +324,8 @@ func (s *server) guard(next sdk.MethodHandler) sdk.MethodHandler {
 					Message:  "the operator of this server withholds this tool",
 					NextStep: "use the tools listed by tools/list",
 				}
+			case !visible && t.kind == KindTrade:
+				refusal = messages.ReadOnlyProfileRefusal(p.User, p.Profile)
 			case !visible:
 				refusal = &messages.Error{
 					Code:     messages.CodePermissionDenied,

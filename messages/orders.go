@@ -45,6 +45,13 @@ type OrderAttemptEvent struct {
 	// it (stream, read-back, reconcile); nil in records written before it
 	// existed, which are matched by client order id, category and symbol.
 	Expect *OrderExpectation `json:"expect,omitempty"`
+	// StepOf names the tool whose action this write is a first step of
+	// (a set_leverage that lowers the leverage before a place_order,
+	// decisions D21La); empty for a tool's own write.
+	StepOf string `json:"step_of,omitempty"`
+	// AfterStep is the client order id of the first step this write
+	// followed (the set_leverage attempt of StepOf); empty when none.
+	AfterStep string `json:"after_step,omitempty"`
 }
 
 // Order outcome statuses.
