@@ -205,7 +205,7 @@ func TestAdaptersOverTheOfficialSDKs(t *testing.T) {
 				t.Fatalf("tools sent: %s", first)
 			}
 			second, _ := json.Marshal(srv.requests[1].body)
-			if !strings.Contains(string(second), r1.ToolCalls[0].ID) || !strings.Contains(string(second), `{\"status\":\"accepted\"}`) {
+			if !hasToolResult(srv.requests[1].body, r1.ToolCalls[0].ID) || !strings.Contains(string(second), `{\"status\":\"accepted\"}`) {
 				t.Fatalf("the tool result did not go back under the call's id: %s", second)
 			}
 			if !strings.Contains(string(second), "be careful") {
@@ -223,4 +223,29 @@ func TestProvidersNeedTheirConfiguration(t *testing.T) {
 			t.Errorf("%+v: no error", cfg)
 		}
 	}
+}
+
+// hasToolResult reports whether v holds a tool result (Anthropic's
+// tool_result block, a Responses function_call_output item, a Chat tool
+// message) answering the call id.
+func hasToolResult(v any, id string) bool {
+	switch x := v.(type) {
+	case map[string]any:
+		isResult := x["type"] == "tool_result" || x["type"] == "function_call_output" || x["role"] == "tool"
+		if isResult && (x["tool_use_id"] == id || x["call_id"] == id || x["tool_call_id"] == id) {
+			return true
+		}
+		for _, e := range x {
+			if hasToolResult(e, id) {
+				return true
+			}
+		}
+	case []any:
+		for _, e := range x {
+			if hasToolResult(e, id) {
+				return true
+			}
+		}
+	}
+	return false
 }
