@@ -142,6 +142,7 @@ type CLI struct {
 	Admin      AdminCmd      `cmd:"" help:"Admin: ceilings, overrides, the admin kill switch, users, bearer tokens."`
 	Keys       KeysCmd       `cmd:"" help:"Your exchange key for --venue: add, show, replace, delete."`
 	Confirm    ConfirmCmd    `cmd:"" help:"Decide the actions parked for a human: list, approve, reject (needs the server with GX_CONFIRM_CLI_ENABLED=true)."`
+	Agent      AgentCmd      `cmd:"" help:"A console agent: a model with this server's tools over MCP; you answer its confirmation forms on this terminal."`
 	Doctor     DoctorCmd     `cmd:"" help:"Check the installation and say what to fix."`
 	Version    VersionCmd    `cmd:"" help:"Print the version."`
 }
