@@ -143,6 +143,7 @@ type CLI struct {
 	Keys       KeysCmd       `cmd:"" help:"Your exchange key for --venue: add, show, replace, delete."`
 	Confirm    ConfirmCmd    `cmd:"" help:"Decide the actions parked for a human: list, approve, reject (needs the server with GX_CONFIRM_CLI_ENABLED=true)."`
 	Agent      AgentCmd      `cmd:"" help:"A console agent: a model with this server's tools over MCP; you answer its confirmation forms on this terminal."`
+	Eval       EvalCmd       `cmd:"" help:"Score a model's tool use and safety on the paper venue, case by case, each on a fresh home."`
 	Doctor     DoctorCmd     `cmd:"" help:"Check the installation and say what to fix."`
 	Version    VersionCmd    `cmd:"" help:"Print the version."`
 }
