@@ -133,4 +133,3 @@ func (s *Server) chat(w http.ResponseWriter, afterTool bool) {
 		chunk(`{"tool_calls":[{"index":0,"function":{"arguments":"USDT\",\"qty\":\"0.001\"}"}}]}`, ""),
 		chunk(`{}`, "tool_calls"), usage, "data: [DONE]\n\n")
 }
-
