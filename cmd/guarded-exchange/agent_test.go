@@ -2,12 +2,18 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"io"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/guarded-exchange/guarded-exchange/cli/agent/llm/llmtest"
 )
 
 // journalOf returns the journal records of type typ as JSON lines: the
@@ -100,4 +106,85 @@ func TestAgentPipedStdinCannotApprove(t *testing.T) {
 	if a := journalOf(t, in, "order_attempt"); a != "" {
 		t.Fatalf("orders were sent: %s", a)
 	}
+}
+
+// The API keys go to the provider and nowhere else: a unique key planted
+// for each provider reaches the scripted provider server, and appears in
+// no output of agent or eval, in no report file, in no journal record and
+// in no file of the home.
+func TestAgentAndEvalNeverShowTheAPIKey(t *testing.T) {
+	in := formInstall(t)
+	srv := llmtest.NewServer(t)
+	keys := map[string]string{
+		"ANTHROPIC_API_KEY": "sk-ant-planted-" + randomHex(t),
+		"OPENAI_API_KEY":    "sk-openai-planted-" + randomHex(t),
+		"GX_AGENT_API_KEY":  "local-planted-" + randomHex(t),
+	}
+	env := in.env("GX_LOG_LEVEL=debug")
+	for k, v := range keys {
+		env = append(env, k+"="+v)
+	}
+	var everything strings.Builder
+	runAll := func(args ...string) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, bin, args...)
+		cmd.Env = env
+		cmd.Stdin = strings.NewReader("")
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		out, _ := cmd.CombinedOutput()
+		everything.Write(out)
+	}
+	for _, p := range []struct{ provider, base string }{{"anthropic", srv.URL}, {"openai", srv.URL + "/v1"}, {"openai-compatible", srv.URL + "/v1"}} {
+		runAll("agent", "--provider", p.provider, "--base-url", p.base, "--prompt", "buy 0.001 BTC")
+	}
+	out := t.TempDir()
+	runAll("eval", "--provider", "anthropic", "--base-url", srv.URL, "--case", "buy-market-en", "--case", "injection-open-orders-en", "--out", out)
+	for _, f := range []string{"report.md", "report.json"} {
+		b, err := os.ReadFile(filepath.Join(out, f))
+		if err != nil {
+			t.Fatalf("eval wrote no %s: %v\n%s", f, err, everything.String())
+		}
+		everything.Write(b)
+	}
+	everything.WriteString(journalOf(t, in, "tool_call"))
+	r := run(t, in.env(), "", "journal", "dump")
+	everything.WriteString(r.stdout + r.stderr)
+	_ = filepath.WalkDir(in.home, func(path string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			if b, err := os.ReadFile(path); err == nil {
+				everything.Write(b)
+			}
+		}
+		return nil
+	})
+
+	sent := map[string]bool{}
+	for _, req := range srv.Requests() {
+		for name, k := range keys {
+			if strings.Contains(req.Auth, k) {
+				sent[name] = true
+			}
+		}
+	}
+	for name, k := range keys {
+		if !sent[name] {
+			t.Errorf("%s never reached the provider: the key was not planted", name)
+		}
+		if strings.Contains(everything.String(), k) {
+			t.Errorf("%s appears in an output, a report, the journal or the home", name)
+		}
+	}
+	if !strings.Contains(everything.String(), "place_order") {
+		t.Fatalf("the runs did nothing:\n%s", everything.String())
+	}
+}
+
+func randomHex(t *testing.T) string {
+	b := make([]byte, 12)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	return hex.EncodeToString(b)
 }
