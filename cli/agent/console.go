@@ -158,16 +158,23 @@ func Run(ctx context.Context, o Options, st Streams) error {
 		_, err := turn(o.Prompt)
 		return err
 	}
-	lines := make(chan string)
+	// Standard input is read only when a prompt waits for a line: during
+	// a turn the terminal belongs to the confirmation form.
+	want, lines := make(chan struct{}), make(chan string)
 	go func() {
 		defer close(lines)
 		sc := bufio.NewScanner(st.In)
-		for sc.Scan() {
+		for range want {
+			if !sc.Scan() {
+				return
+			}
 			lines <- sc.Text()
 		}
 	}()
+	defer close(want)
 	for {
 		fmt.Fprintf(st.Err, "> ")
+		want <- struct{}{}
 		var line string
 		var ok bool
 		select {

@@ -188,3 +188,52 @@ func randomHex(t *testing.T) string {
 	}
 	return hex.EncodeToString(b)
 }
+
+// The console on a terminal: Ctrl-C during a turn (here while the form
+// waits) cancels the turn and sends nothing; the next line starts a new
+// turn whose form a typed y approves; Ctrl-C at the prompt exits.
+func TestAgentConsoleCtrlC(t *testing.T) {
+	in := formInstall(t)
+	master, slave := openPTY(t)
+	defer master.Close()
+	cmd := exec.Command(bin, "agent", "--provider", "fake", "--model", "place-order")
+	cmd.Env = in.env("GX_LOG_LEVEL=warn")
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	slave.Close()
+	screen := &lockedScreen{}
+	done := make(chan struct{})
+	go func() { io.Copy(screen, master); close(done) }()
+	waitCount := func(s string, n int) {
+		t.Helper()
+		deadline := time.Now().Add(60 * time.Second)
+		for strings.Count(screen.String(), s) < n {
+			if time.Now().After(deadline) {
+				t.Fatalf("no %d× %q on the terminal; screen so far: %q", n, s, screen.String())
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	waitCount("> ", 1)
+	io.WriteString(master, "buy 0.001 BTC\r")
+	waitCount("[y/N] ", 1)
+	io.WriteString(master, "\x03")
+	waitCount("turn cancelled", 1)
+	waitCount("> ", 2)
+	io.WriteString(master, "buy 0.001 BTC\r")
+	waitCount("[y/N] ", 2)
+	io.WriteString(master, "y\r")
+	waitCount(`"status":"accepted"`, 1)
+	waitCount("> ", 3)
+	io.WriteString(master, "\x03")
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("agent: %v\n%s", err, screen.String())
+	}
+	<-done
+	if n := strings.Count(journalOf(t, in, "order_attempt"), "\n"); n != 1 {
+		t.Fatalf("%d orders sent, want the approved one only\n%s", n, screen.String())
+	}
+}
