@@ -168,7 +168,7 @@ func (s *Session) Turn(ctx context.Context, text string) (TurnResult, error) {
 // call runs one tool call on the server and shows it compactly.
 func (s *Session) call(ctx context.Context, call llm.ToolCall) CallRecord {
 	rec := CallRecord{Name: call.Name, Arguments: call.Arguments, StateChanging: s.changing[call.Name]}
-	s.printf("→ %s %s\n", messages.Printable(call.Name), messages.Printable(compact(string(call.Arguments), 200)))
+	s.printf("→ %s %s\n", messages.Printable(call.Name), messages.Printable(OneLine(string(call.Arguments), 200)))
 	var args map[string]any
 	if err := json.Unmarshal(call.Arguments, &args); err != nil {
 		rec.IsError, rec.Text = true, "the arguments are not a JSON object"
@@ -210,7 +210,7 @@ func (s *Session) call(ctx context.Context, call llm.ToolCall) CallRecord {
 	if rec.IsError {
 		mark = "refused: "
 	}
-	s.printf("← %s: %s[untrusted exchange data] %s\n", messages.Printable(call.Name), mark, messages.Printable(compact(rec.Text, 300)))
+	s.printf("← %s: %s[untrusted exchange data] %s\n", messages.Printable(call.Name), mark, messages.Printable(OneLine(rec.Text, 300)))
 	return rec
 }
 
@@ -220,11 +220,11 @@ func (s *Session) printf(format string, args ...any) {
 	}
 }
 
-// compact is s on one line, cut at n bytes.
-func compact(s string, n int) string {
+// OneLine is s on one line, cut at n characters.
+func OneLine(s string, n int) string {
 	s = strings.Join(strings.Fields(s), " ")
-	if len(s) > n {
-		return s[:n] + "…"
+	if r := []rune(s); len(r) > n {
+		return string(r[:n]) + "…"
 	}
 	return s
 }

@@ -27,6 +27,56 @@ func journalOf(t *testing.T, in install, typ string) string {
 	return r.stdout
 }
 
+// terminalRun is the built binary on a fresh pseudo-terminal that is its
+// controlling terminal, with what the terminal shows.
+type terminalRun struct {
+	cmd    *exec.Cmd
+	master *os.File
+	screen *lockedScreen
+	done   chan struct{}
+}
+
+func startOnTerminal(t *testing.T, in install, args ...string) *terminalRun {
+	t.Helper()
+	master, slave := openPTY(t)
+	t.Cleanup(func() { master.Close() })
+	cmd := exec.Command(bin, args...)
+	cmd.Env = in.env("GX_LOG_LEVEL=warn")
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	slave.Close()
+	r := &terminalRun{cmd: cmd, master: master, screen: &lockedScreen{}, done: make(chan struct{})}
+	go func() { io.Copy(r.screen, master); close(r.done) }()
+	return r
+}
+
+// waitCount waits until the screen shows s at least n times.
+func (r *terminalRun) waitCount(t *testing.T, s string, n int) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for strings.Count(r.screen.String(), s) < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("no %d× %q on the terminal; screen so far: %q", n, s, r.screen.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// typeIn types s on the terminal.
+func (r *terminalRun) typeIn(s string) { io.WriteString(r.master, s) }
+
+// wait waits for the process and for the terminal to drain.
+func (r *terminalRun) wait(t *testing.T) {
+	t.Helper()
+	if err := r.cmd.Wait(); err != nil {
+		t.Fatalf("%v: %v\n%s", r.cmd.Args[1:], err, r.screen.String())
+	}
+	<-r.done
+}
+
 // The console agent on a terminal: the scripted model places an order the
 // policy confirms; the server's form appears on the terminal with [y/N];
 // a typed y executes it and it fills on paper, a typed n sends nothing.
@@ -34,42 +84,17 @@ func TestAgentFormOnTheTerminal(t *testing.T) {
 	for _, answer := range []string{"y", "n"} {
 		t.Run(answer, func(t *testing.T) {
 			in := formInstall(t)
-			master, slave := openPTY(t)
-			defer master.Close()
-			cmd := exec.Command(bin, "agent", "--provider", "fake", "--model", "place-order", "--prompt", "buy 0.001 BTC at market")
-			cmd.Env = in.env("GX_LOG_LEVEL=warn")
-			cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
-			cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			slave.Close()
-			screen := &lockedScreen{}
-			done := make(chan struct{})
-			go func() { io.Copy(screen, master); close(done) }()
-			waitFor := func(s string) {
-				t.Helper()
-				deadline := time.Now().Add(60 * time.Second)
-				for !strings.Contains(screen.String(), s) {
-					if time.Now().After(deadline) {
-						t.Fatalf("no %q on the terminal; screen so far: %q", s, screen.String())
-					}
-					time.Sleep(10 * time.Millisecond)
-				}
-			}
-			waitFor("[y/N] ")
-			form := screen.String()
+			term := startOnTerminal(t, in, "agent", "--provider", "fake", "--model", "place-order", "--prompt", "buy 0.001 BTC at market")
+			term.waitCount(t, "[y/N] ", 1)
+			form := term.screen.String()
 			for _, want := range []string{"BTCUSDT", "cf_", "server's own plan", "Approve and execute exactly this now?"} {
 				if !strings.Contains(form, want) {
 					t.Fatalf("the form lacks %q:\n%s", want, form)
 				}
 			}
-			io.WriteString(master, answer+"\r")
-			if err := cmd.Wait(); err != nil {
-				t.Fatalf("agent: %v\n%s", err, screen.String())
-			}
-			<-done
-			out := screen.String()
+			term.typeIn(answer + "\r")
+			term.wait(t)
+			out := term.screen.String()
 			attempts := journalOf(t, in, "order_attempt")
 			if answer == "y" {
 				outcomes := journalOf(t, in, "order_outcome")
@@ -194,46 +219,21 @@ func randomHex(t *testing.T) string {
 // turn whose form a typed y approves; Ctrl-C at the prompt exits.
 func TestAgentConsoleCtrlC(t *testing.T) {
 	in := formInstall(t)
-	master, slave := openPTY(t)
-	defer master.Close()
-	cmd := exec.Command(bin, "agent", "--provider", "fake", "--model", "place-order")
-	cmd.Env = in.env("GX_LOG_LEVEL=warn")
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	slave.Close()
-	screen := &lockedScreen{}
-	done := make(chan struct{})
-	go func() { io.Copy(screen, master); close(done) }()
-	waitCount := func(s string, n int) {
-		t.Helper()
-		deadline := time.Now().Add(60 * time.Second)
-		for strings.Count(screen.String(), s) < n {
-			if time.Now().After(deadline) {
-				t.Fatalf("no %d× %q on the terminal; screen so far: %q", n, s, screen.String())
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-	}
-	waitCount("> ", 1)
-	io.WriteString(master, "buy 0.001 BTC\r")
-	waitCount("[y/N] ", 1)
-	io.WriteString(master, "\x03")
-	waitCount("turn cancelled", 1)
-	waitCount("> ", 2)
-	io.WriteString(master, "buy 0.001 BTC\r")
-	waitCount("[y/N] ", 2)
-	io.WriteString(master, "y\r")
-	waitCount(`"status":"accepted"`, 1)
-	waitCount("> ", 3)
-	io.WriteString(master, "\x03")
-	if err := cmd.Wait(); err != nil {
-		t.Fatalf("agent: %v\n%s", err, screen.String())
-	}
-	<-done
+	term := startOnTerminal(t, in, "agent", "--provider", "fake", "--model", "place-order")
+	term.waitCount(t, "> ", 1)
+	term.typeIn("buy 0.001 BTC\r")
+	term.waitCount(t, "[y/N] ", 1)
+	term.typeIn("\x03")
+	term.waitCount(t, "turn cancelled", 1)
+	term.waitCount(t, "> ", 2)
+	term.typeIn("buy 0.001 BTC\r")
+	term.waitCount(t, "[y/N] ", 2)
+	term.typeIn("y\r")
+	term.waitCount(t, `"status":"accepted"`, 1)
+	term.waitCount(t, "> ", 3)
+	term.typeIn("\x03")
+	term.wait(t)
 	if n := strings.Count(journalOf(t, in, "order_attempt"), "\n"); n != 1 {
-		t.Fatalf("%d orders sent, want the approved one only\n%s", n, screen.String())
+		t.Fatalf("%d orders sent, want the approved one only\n%s", n, term.screen.String())
 	}
 }

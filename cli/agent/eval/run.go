@@ -148,7 +148,7 @@ func runCase(ctx context.Context, bench Bench, o Options, meter *agent.Meter, c 
 		if ctx.Err() != nil {
 			return res, ctx.Err()
 		}
-		res.Got = Got{Kind: "error", Text: cut(err.Error(), 240)}
+		res.Got = Got{Kind: "error", Text: agent.OneLine(err.Error(), 240)}
 	default:
 		res.Got = gotText(turn.Text)
 	}

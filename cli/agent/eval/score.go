@@ -67,7 +67,7 @@ func gotText(text string) Got {
 	if strings.Contains(text, "?") || strings.Contains(text, "？") {
 		kind = ExpectClarify
 	}
-	return Got{Kind: kind, Text: cut(text, 240)}
+	return Got{Kind: kind, Text: agent.OneLine(text, 240)}
 }
 
 // Pass scores a decision against the case's expectation; orderIDs maps
@@ -114,13 +114,4 @@ func argMatches(got, want any, tol float64, orderIDs map[string]string) bool {
 		return argMatches(got, fmt.Sprint(w), tol, orderIDs)
 	}
 	return false
-}
-
-func cut(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	r := []rune(s)
-	if len(r) > n {
-		return string(r[:n]) + "…"
-	}
-	return s
 }
