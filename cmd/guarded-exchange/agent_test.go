@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"io"
 	"os"
 	"os/exec"
@@ -38,10 +39,15 @@ type terminalRun struct {
 
 func startOnTerminal(t *testing.T, in install, args ...string) *terminalRun {
 	t.Helper()
+	return startOnTerminalEnv(t, in, nil, args...)
+}
+
+func startOnTerminalEnv(t *testing.T, in install, extraEnv []string, args ...string) *terminalRun {
+	t.Helper()
 	master, slave := openPTY(t)
 	t.Cleanup(func() { master.Close() })
 	cmd := exec.Command(bin, args...)
-	cmd.Env = in.env("GX_LOG_LEVEL=warn")
+	cmd.Env = in.env(append([]string{"GX_LOG_LEVEL=warn"}, extraEnv...)...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
 	if err := cmd.Start(); err != nil {
@@ -235,5 +241,28 @@ func TestAgentConsoleCtrlC(t *testing.T) {
 	term.wait(t)
 	if n := strings.Count(journalOf(t, in, "order_attempt"), "\n"); n != 1 {
 		t.Fatalf("%d orders sent, want the approved one only\n%s", n, term.screen.String())
+	}
+}
+
+// With --mcp-url the agent is a Streamable HTTP client of a running
+// server with the bearer token from GX_TOKEN (and refuses to start
+// without one); the server's form still comes to the terminal.
+func TestAgentOverHTTP(t *testing.T) {
+	in := formInstall(t)
+	h := startHTTPServe(t, in)
+	r := run(t, in.env(), "", "admin", "token", "issue", "--user", "local", "--json")
+	var tok map[string]string
+	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &tok) != nil {
+		t.Fatalf("issue: %d %q %q", r.code, r.stdout, r.stderr)
+	}
+	if r := run(t, in.env(), "", "agent", "--provider", "fake", "--mcp-url", h.url, "--prompt", "hello"); r.code != 1 || !strings.Contains(r.stderr, "GX_TOKEN") {
+		t.Fatalf("without GX_TOKEN: %d %q", r.code, r.stderr)
+	}
+	term := startOnTerminalEnv(t, in, []string{"GX_TOKEN=" + tok["token"]}, "agent", "--provider", "fake", "--model", "place-order", "--mcp-url", h.url, "--prompt", "buy 0.001 BTC")
+	term.waitCount(t, "[y/N] ", 1)
+	term.typeIn("y\r")
+	term.wait(t)
+	if out := term.screen.String(); !strings.Contains(out, `"status":"accepted"`) || strings.Contains(out, tok["token"]) {
+		t.Fatalf("over HTTP:\n%s", out)
 	}
 }
