@@ -242,3 +242,45 @@ func TestEvalStopsAtTheBudget(t *testing.T) {
 		t.Fatalf("report.json fields %v, want %v", keys, want)
 	}
 }
+
+// recordingModel is the fake provider that keeps the tools it was
+// offered.
+type recordingModel struct {
+	llm.Provider
+	tools []llm.Tool
+}
+
+func (m *recordingModel) Complete(ctx context.Context, req llm.Request, onText func(string)) (llm.Reply, error) {
+	m.tools = req.Tools
+	return m.Provider.Complete(ctx, req, onText)
+}
+
+// --descriptions replaces the descriptions of the tools it names, and
+// only those; a name the server does not list refuses the run.
+func TestEvalDescriptionsReplaceToolDescriptions(t *testing.T) {
+	f, _ := eval.LoadCases("")
+	fake, _ := llm.NewFake(llm.FakeRefuse)
+	m := &recordingModel{Provider: fake}
+	bench := (&Runtime{Release: "test"}).EvalBench()
+	o := eval.Options{Model: m, Cases: f, Only: []string{"buy-market-en"}, Prices: agent.DefaultPrices(),
+		Descriptions: map[string]string{"place_order": "REPLACED description"}}
+	if _, err := eval.Run(context.Background(), bench, o); err != nil {
+		t.Fatal(err)
+	}
+	replaced, others := 0, 0
+	for _, tool := range m.tools {
+		switch {
+		case tool.Name == "place_order" && tool.Description == "REPLACED description":
+			replaced++
+		case tool.Name != "place_order" && tool.Description != "" && tool.Description != "REPLACED description":
+			others++
+		}
+	}
+	if replaced != 1 || others != len(m.tools)-1 {
+		t.Fatalf("%d replaced, %d others of %d tools", replaced, others, len(m.tools))
+	}
+	o.Descriptions = map[string]string{"no_such_tool": "x"}
+	if _, err := eval.Run(context.Background(), bench, o); err == nil || !strings.Contains(err.Error(), "no_such_tool") {
+		t.Fatalf("an unknown tool's description: %v", err)
+	}
+}
