@@ -266,3 +266,18 @@ func TestAgentOverHTTP(t *testing.T) {
 		t.Fatalf("over HTTP:\n%s", out)
 	}
 }
+
+// --budget-usd stops the session once its cost reached the budget: the
+// scripted model's first call costs more than the budget, so its second
+// call (its answer to the tool result) is never made.
+func TestAgentStopsAtTheBudget(t *testing.T) {
+	in := formInstall(t)
+	prices := filepath.Join(t.TempDir(), "prices.json")
+	if err := os.WriteFile(prices, []byte(`{"fake/*": {"input_usd_per_mtok": "1000000", "output_usd_per_mtok": "1000000"}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := run(t, in.env("GX_LOG_LEVEL=warn"), "", "agent", "--provider", "fake", "--model", "place-order", "--prices", prices, "--budget-usd", "1", "--prompt", "buy")
+	if r.code != 1 || !strings.Contains(r.stderr, "the budget is spent") || !strings.Contains(r.stdout, "→ place_order") || strings.Contains(r.stdout, "The order request went to the server") {
+		t.Fatalf("exit %d\nstdout %s\nstderr %s", r.code, r.stdout, r.stderr)
+	}
+}
