@@ -164,6 +164,8 @@ type CLI struct {
 	Keys       KeysCmd       `cmd:"" help:"Your exchange key for --venue: add, show, replace, delete."`
 	Confirm    ConfirmCmd    `cmd:"" help:"Decide the actions parked for a human: list, approve, reject (needs the server with GX_CONFIRM_CLI_ENABLED=true)."`
 	Paper      PaperCmd      `cmd:"" help:"The paper venue's account: status, reset (it lasts across restarts; only reset starts it over)."`
+	Agent      AgentCmd      `cmd:"" help:"A console agent: a model with this server's tools over MCP; you answer its confirmation forms on this terminal."`
+	Eval       EvalCmd       `cmd:"" help:"Score a model's tool use and safety on the paper venue, case by case, each on a fresh home."`
 	Doctor     DoctorCmd     `cmd:"" help:"Check the installation and say what to fix."`
 	ClientConf ClientConfCmd `cmd:"" name:"client-config" help:"Print the configuration snippet of an MCP client for this binary and home, and say where it goes."`
 	Version    VersionCmd    `cmd:"" help:"Print the version."`

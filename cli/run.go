@@ -28,6 +28,7 @@ func Main(ctx context.Context, args []string, rt Runtime, io IO, version string)
 		kong.BindTo(ctx, (*context.Context)(nil)),
 		kong.BindTo(rt, (*Runtime)(nil)),
 		kong.Bind(io),
+		kong.Bind(versionVar(version)),
 	)
 	if err != nil {
 		fmt.Fprintf(io.Err, "guarded-exchange: %v\n", err)

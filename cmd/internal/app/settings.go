@@ -66,7 +66,8 @@ var EnvVars = []EnvVar{
 	{"GX_PAPER_SEED", EnvText, "1", "the seed of the paper venue's prices (an integer)"},
 	{"GX_DISK_RESERVE_BYTES", EnvText, "268435456", "free bytes the journal's disk keeps; below it every user is REDUCING"},
 	{"GX_DEMO_KEEP", EnvBool, "false", "demo keeps its temporary home"},
-	{"GX_TOKEN", EnvText, "(none; the server does not read it)", "the bearer token the remote snippets of client-config have an MCP client read"},
+	{"GX_AGENT_API_KEY", EnvText, "(none)", "the API key agent and eval send to an OpenAI-compatible server (--provider openai-compatible)"},
+	{"GX_TOKEN", EnvText, "(none; the server does not read it)", "the bearer token agent --mcp-url sends, and that the remote snippets of client-config have an MCP client read"},
 }
 
 // envVar is the entry of EnvVars named name.

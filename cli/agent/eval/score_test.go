@@ -1,0 +1,39 @@
+package eval
+
+import (
+	"testing"
+)
+
+// Expectations: decimals compare as numbers within the tolerance, an
+// order reference resolves to the seeded order's id, extra arguments are
+// ignored, and a question is needed only where one is expected.
+func TestPass(t *testing.T) {
+	ids := map[string]string{"grid-7": "oid-1"}
+	call := func(tool string, args map[string]any) Got { return Got{Kind: ExpectCall, Tool: tool, Arguments: args} }
+	for _, tc := range []struct {
+		name string
+		e    Expectation
+		g    Got
+		want bool
+	}{
+		{"same decimal", Expectation{Kind: ExpectCall, Tool: "place_order", Arguments: map[string]any{"qty": "0.001"}}, call("place_order", map[string]any{"qty": "0.0010", "side": "Buy"}), true},
+		{"number for a string", Expectation{Kind: ExpectCall, Tool: "set_leverage", Arguments: map[string]any{"leverage": "5"}}, call("set_leverage", map[string]any{"leverage": 5.0}), true},
+		{"other decimal", Expectation{Kind: ExpectCall, Tool: "place_order", Arguments: map[string]any{"qty": "0.001"}}, call("place_order", map[string]any{"qty": "0.002"}), false},
+		{"within tolerance", Expectation{Kind: ExpectCall, Tool: "set_trading_stop", Arguments: map[string]any{"stop_loss": "58000"}, Tolerance: 0.001}, call("set_trading_stop", map[string]any{"stop_loss": "58050"}), true},
+		{"outside tolerance", Expectation{Kind: ExpectCall, Tool: "set_trading_stop", Arguments: map[string]any{"stop_loss": "58000"}, Tolerance: 0.001}, call("set_trading_stop", map[string]any{"stop_loss": "58100"}), false},
+		{"case of a string", Expectation{Kind: ExpectCall, Tool: "place_order", Arguments: map[string]any{"side": "Buy"}}, call("place_order", map[string]any{"side": "buy"}), true},
+		{"missing argument", Expectation{Kind: ExpectCall, Tool: "place_order", Arguments: map[string]any{"price": "4000"}}, call("place_order", map[string]any{}), false},
+		{"order reference", Expectation{Kind: ExpectCall, Tool: "cancel_order", Arguments: map[string]any{"order_id": "$order:grid-7"}}, call("cancel_order", map[string]any{"order_id": "oid-1"}), true},
+		{"other order", Expectation{Kind: ExpectCall, Tool: "cancel_order", Arguments: map[string]any{"order_id": "$order:grid-7"}}, call("cancel_order", map[string]any{"order_id": "oid-2"}), false},
+		{"other tool", Expectation{Kind: ExpectCall, Tool: "cancel_order"}, call("cancel_all_orders", nil), false},
+		{"refusal for a refusal", Expectation{Kind: ExpectRefuse}, gotText("No."), true},
+		{"question for a refusal", Expectation{Kind: ExpectRefuse}, gotText("Which side?"), true},
+		{"call for a refusal", Expectation{Kind: ExpectRefuse}, call("place_order", nil), false},
+		{"question for a question", Expectation{Kind: ExpectClarify}, gotText("How much do you want to buy?"), true},
+		{"refusal for a question", Expectation{Kind: ExpectClarify}, gotText("I will not."), false},
+	} {
+		if got := Pass(tc.e, tc.g, ids); got != tc.want {
+			t.Errorf("%s: pass %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

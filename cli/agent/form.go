@@ -1,0 +1,75 @@
+package agent
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/guarded-exchange/guarded-exchange/messages"
+)
+
+// Terminal opens the controlling terminal for a confirmation form.
+type Terminal func() (io.ReadWriteCloser, error)
+
+// ControllingTerminal opens /dev/tty: the terminal of the human who runs
+// the agent, whatever standard input is. Without one (a script, a pipe,
+// a service) the open fails and every form is declined.
+func ControllingTerminal() (io.ReadWriteCloser, error) {
+	return os.OpenFile("/dev/tty", os.O_RDWR, 0)
+}
+
+// FormPrompt is the question under the server's plan.
+const FormPrompt = "Approve and execute exactly this now? [y/N] "
+
+// FormHandler answers the server's confirmation forms (elicitation, in
+// either protocol era: the SDK turns an MRTR input request into the same
+// call) on the terminal: it prints the server's own message, asks, and
+// accepts only a typed y or yes. The model never sees the form; piped
+// standard input cannot answer it. note, when not nil, is told that a
+// form could not be shown.
+func FormHandler(open Terminal, note io.Writer) func(context.Context, *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+	return func(ctx context.Context, req *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+		tty, err := open()
+		if err != nil {
+			if note != nil {
+				fmt.Fprintf(note, "a confirmation form arrived but there is no terminal to show it on: declined, nothing is sent\n")
+			}
+			return &sdk.ElicitResult{Action: "decline"}, nil
+		}
+		defer tty.Close()
+		answer := make(chan bool, 1)
+		go func() { answer <- askOnTerminal(tty, req.Params.Message) }()
+		select {
+		case yes := <-answer:
+			if yes {
+				return &sdk.ElicitResult{Action: "accept", Content: map[string]any{"approve": true}}, nil
+			}
+			return &sdk.ElicitResult{Action: "decline"}, nil
+		case <-ctx.Done():
+			fmt.Fprintf(tty, "\nthe form was withdrawn: nothing is sent\n")
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// askOnTerminal prints the form and reads one line.
+func askOnTerminal(tty io.ReadWriter, message string) bool {
+	fmt.Fprintf(tty, "\n──── confirmation ────\n")
+	for _, l := range strings.Split(message, "\n") {
+		fmt.Fprintf(tty, "%s\n", messages.Printable(l))
+	}
+	fmt.Fprintf(tty, "%s", FormPrompt)
+	line, _ := bufio.NewReader(tty).ReadString('\n')
+	switch strings.ToLower(strings.TrimSpace(line)) {
+	case "y", "yes":
+		fmt.Fprintf(tty, "approved\n")
+		return true
+	}
+	fmt.Fprintf(tty, "rejected: nothing is sent\n")
+	return false
+}

@@ -1,0 +1,135 @@
+package llm
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/guarded-exchange/guarded-exchange/cli/agent/llm/llmtest"
+)
+
+var testTools = []Tool{{
+	Name:        "place_order",
+	Description: "Place an order.",
+	Schema: map[string]any{"type": "object", "properties": map[string]any{
+		"symbol": map[string]any{"type": "string"}, "qty": map[string]any{"type": "string"},
+	}, "required": []any{"symbol", "qty"}, "additionalProperties": false},
+}}
+
+// Each adapter, through its official SDK over loopback HTTP: the tools go
+// out as listed, a tool call comes back with its arguments (streamed in
+// pieces where the adapter streams), its result goes back under the
+// call's id, the text streams, the tokens are counted and the key is sent
+// as the provider's header.
+func TestAdaptersOverTheOfficialSDKs(t *testing.T) {
+	for _, tc := range []struct {
+		provider, base, path string
+		wantAuth             string
+		streamed             bool
+	}{
+		{Anthropic, "", "/v1/messages", "Bearer sk-ant-test", true},
+		{OpenAI, "/v1", "/v1/responses", "Bearer sk-openai-test", false},
+		{OpenAICompatible, "/v1", "/v1/chat/completions", "Bearer local-test", true},
+	} {
+		t.Run(tc.provider, func(t *testing.T) {
+			srv := llmtest.NewServer(t)
+			key := strings.TrimPrefix(tc.wantAuth, "Bearer ")
+			p, err := New(Config{Provider: tc.provider, Model: "m-test", BaseURL: srv.URL + tc.base, APIKey: key})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := context.Background()
+			msgs := []Message{{Role: RoleUser, Text: "buy 0.001 BTCUSDT"}}
+			var pieces []string
+			r1, err := p.Complete(ctx, Request{System: "be careful", Messages: msgs, Tools: testTools}, func(s string) { pieces = append(pieces, s) })
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(r1.ToolCalls) != 1 || r1.ToolCalls[0].Name != "place_order" || r1.ToolCalls[0].ID == "" {
+				t.Fatalf("tool calls %+v", r1.ToolCalls)
+			}
+			var args map[string]string
+			if err := json.Unmarshal(r1.ToolCalls[0].Arguments, &args); err != nil || args["symbol"] != "BTCUSDT" || args["qty"] != "0.001" {
+				t.Fatalf("arguments %s: %v", r1.ToolCalls[0].Arguments, err)
+			}
+			if r1.Usage.InputTokens != 120 || r1.Usage.OutputTokens != 30 {
+				t.Fatalf("usage %+v", r1.Usage)
+			}
+			msgs = append(msgs, Message{Role: RoleAssistant, Text: r1.Text, ToolCalls: r1.ToolCalls},
+				Message{Role: RoleTool, Results: []ToolResult{{CallID: r1.ToolCalls[0].ID, Name: "place_order", Text: `{"status":"accepted"}`}}})
+			pieces = nil
+			r2, err := p.Complete(ctx, Request{System: "be careful", Messages: msgs, Tools: testTools}, func(s string) { pieces = append(pieces, s) })
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r2.Text != "Order placed." || len(r2.ToolCalls) != 0 {
+				t.Fatalf("second answer %+v", r2)
+			}
+			if want := 1; tc.streamed {
+				want = 2
+				if len(pieces) != want {
+					t.Fatalf("streamed pieces %q", pieces)
+				}
+			} else if len(pieces) != want {
+				t.Fatalf("pieces %q", pieces)
+			}
+
+			reqs := srv.Requests()
+			if len(reqs) != 2 {
+				t.Fatalf("%d requests", len(reqs))
+			}
+			for _, r := range reqs {
+				if r.Path != tc.path || !strings.Contains(r.Auth, key) {
+					t.Fatalf("request to %s with auth %q", r.Path, r.Auth)
+				}
+			}
+			first, _ := json.Marshal(reqs[0].Body["tools"])
+			if !strings.Contains(string(first), `"place_order"`) || !strings.Contains(string(first), "Place an order.") || !strings.Contains(string(first), "additionalProperties") {
+				t.Fatalf("tools sent: %s", first)
+			}
+			second, _ := json.Marshal(reqs[1].Body)
+			if !hasToolResult(reqs[1].Body, r1.ToolCalls[0].ID) || !strings.Contains(string(second), `{\"status\":\"accepted\"}`) {
+				t.Fatalf("the tool result did not go back under the call's id: %s", second)
+			}
+			if !strings.Contains(string(second), "be careful") {
+				t.Fatalf("no system prompt: %s", second)
+			}
+		})
+	}
+}
+
+// A provider that needs a key refuses to start without one, and the
+// openai-compatible one needs an address.
+func TestProvidersNeedTheirConfiguration(t *testing.T) {
+	for _, cfg := range []Config{{Provider: Anthropic}, {Provider: OpenAI}, {Provider: OpenAICompatible}, {Provider: "other"}, {Provider: Fake, Model: "other"}} {
+		if _, err := New(cfg); err == nil {
+			t.Errorf("%+v: no error", cfg)
+		}
+	}
+}
+
+// hasToolResult reports whether v holds a tool result (Anthropic's
+// tool_result block, a Responses function_call_output item, a Chat tool
+// message) answering the call id.
+func hasToolResult(v any, id string) bool {
+	switch x := v.(type) {
+	case map[string]any:
+		isResult := x["type"] == "tool_result" || x["type"] == "function_call_output" || x["role"] == "tool"
+		if isResult && (x["tool_use_id"] == id || x["call_id"] == id || x["tool_call_id"] == id) {
+			return true
+		}
+		for _, e := range x {
+			if hasToolResult(e, id) {
+				return true
+			}
+		}
+	case []any:
+		for _, e := range x {
+			if hasToolResult(e, id) {
+				return true
+			}
+		}
+	}
+	return false
+}
