@@ -38,7 +38,13 @@ type streamCache struct {
 	lastPush      func() time.Time
 	known         bool // something was cached (a push or a seed)
 	orders        map[string]messages.Order
-	positions     map[string]messages.Position
+	// seeding counts the REST reads of the open orders under way
+	// (beginSeed); pushedDuringSeed keeps, by order id, the latest row
+	// pushed meanwhile, so that a read, which may have been taken before
+	// those pushes, does not lose them when it replaces orders.
+	seeding          int
+	pushedDuringSeed map[string]messages.Order
+	positions        map[string]messages.Position
 	// dayStart is the UTC day counted; day is each position's count of
 	// that day (dayCount), by posKey. dirty: the count changed since it
 	// was last journaled (daily_pnl_noted); version counts the changes.
@@ -184,6 +190,13 @@ func (c *streamCache) note(ev messages.StreamEvent, now time.Time) {
 		}
 	case messages.StreamOrders:
 		c.noteOrdersLocked(ev.Orders)
+		if c.seeding > 0 {
+			for _, o := range ev.Orders {
+				if _, ok := c.pushedDuringSeed[o.OrderID]; ok || len(c.pushedDuringSeed) < maxCachedOrders {
+					c.pushedDuringSeed[o.OrderID] = o
+				}
+			}
+		}
 	case messages.StreamPositions:
 		c.notePositionsLocked(ev.Positions, now, false)
 	case messages.StreamExecutions:
@@ -631,13 +644,34 @@ func (c *streamCache) notedDay(ev messages.DailyPnlEvent, version uint64) {
 func (c *streamCache) seed(orders []messages.Order, positions []messages.Position, now time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	pushed := c.pushedDuringSeed
+	if c.seeding--; c.seeding <= 0 {
+		c.seeding, c.pushedDuringSeed = 0, nil
+	}
 	if orders != nil {
 		c.orders = map[string]messages.Order{}
 		c.noteOrdersLocked(orders)
+		// The read may predate what was pushed while it ran: an order
+		// created or closed meanwhile keeps its pushed state. A row it
+		// pushed before the read saw a newer one is corrected by the
+		// stream's next push of that order.
+		for _, o := range pushed {
+			c.noteOrdersLocked([]messages.Order{o})
+		}
 	}
 	if positions != nil {
 		c.unreadablePushes = 0
 		c.notePositionsLocked(positions, now, true)
+	}
+}
+
+// beginSeed notes that a REST read of the open orders starts: the order
+// rows pushed from now until seed are kept to be applied over the read.
+func (c *streamCache) beginSeed() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.seeding++; c.pushedDuringSeed == nil {
+		c.pushedDuringSeed = map[string]messages.Order{}
 	}
 }
 
@@ -911,6 +945,7 @@ func (v *venueActor) seedCache(actx actor.Context) {
 	}
 	cache, timeout, now, ids := v.cache, v.timeout, v.now, v.ids
 	root, parent := actx.ActorSystem().Root, actx.Parent()
+	cache.beginSeed()
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		defer cancel()

@@ -247,3 +247,32 @@ func TestPositionRowsWaitForTheListing(t *testing.T) {
 	}
 	wantLoss(t, c, now, "30")
 }
+
+// A REST read of the open orders may be taken before pushes that arrive
+// while it runs: an order created and one closed meanwhile keep their
+// pushed state when the read replaces the cached orders.
+func TestOrdersPushedDuringASeedAreNotLost(t *testing.T) {
+	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	c := newStreamCache()
+	c.seed([]messages.Order{pushedOrder("old", "gx-1", "New")}, nil, now)
+	c.beginSeed()
+	c.note(messages.StreamEvent{Kind: messages.StreamOrders, Orders: []messages.Order{pushedOrder("new", "gx-2", "New")}}, now)
+	c.note(messages.StreamEvent{Kind: messages.StreamOrders, Orders: []messages.Order{pushedOrder("old", "gx-1", "Cancelled")}}, now)
+	c.seed([]messages.Order{pushedOrder("old", "gx-1", "New")}, nil, now) // read before both pushes
+	byLink := func(link string) string { // gx-2 is the new order, gx-1 the cancelled one
+		if link == "gx-2" {
+			return messages.OriginSystem
+		}
+		return messages.OriginExternal
+	}
+	exp := c.exposure(byLink, 10)
+	if exp.Orders[messages.OriginSystem].Count != 1 || exp.Orders[messages.OriginExternal].Count != 0 {
+		t.Fatalf("open orders after the seed %+v, want only the one created while it ran", exp.Orders)
+	}
+	// A later read applies alone: nothing pushed since it began.
+	c.beginSeed()
+	c.seed([]messages.Order{}, nil, now)
+	if got := c.exposure(func(string) string { return messages.OriginSystem }, 10).Orders[messages.OriginSystem].Count; got != 0 {
+		t.Fatalf("%d open orders after an empty read, want 0", got)
+	}
+}
