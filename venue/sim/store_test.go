@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorilla/websocket"
 	"github.com/shopspring/decimal"
 )
 
@@ -261,4 +262,54 @@ func TestDowntimeIsEvaluated(t *testing.T) {
 	o := ts2.order("linear", id)
 	wantField(t, "after the restart", o, "orderStatus", "Filled")
 	wantDec(t, "after the restart", o, "avgPrice", low.String())
+}
+
+// A change whose state write failed is not pushed on the private stream:
+// the server would journal a fill the simulator forgets in a crash. The
+// pushes go out once a later write succeeds.
+func TestDurableStateWriteFailureHoldsPushes(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "paper")
+	path := filepath.Join(dir, "state.json")
+	clock := newClock(testNow)
+	p, ts := startDurable(t, path, 1, clock)
+	d := websocket.Dialer{NetDialContext: p.DialContext, HandshakeTimeout: 5 * time.Second}
+	c, resp, err := d.Dial(p.WSPrivateURL(), nil)
+	if err != nil {
+		t.Fatalf("dial: %v", err)
+	}
+	resp.Body.Close()
+	defer c.Close()
+	sendWS(t, c, authMsg(paperKey, clock.ms()+5000, ""))
+	if m, raw := readWS(t, c); string(m["success"]) != "true" {
+		t.Fatalf("auth %s", raw)
+	}
+	sendWS(t, c, `{"op":"subscribe","args":["order"]}`)
+	if m, raw := readWS(t, c); string(m["success"]) != "true" {
+		t.Fatalf("subscribe %s", raw)
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dir, []byte("not a directory"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	order := `{"category":"linear","symbol":"ETHUSDT","side":"Buy","orderType":"Market","qty":"0.1","orderLinkId":"held-1"}`
+	wantCode(t, ts.post("/v5/order/create", order), codeInternal)
+	// Pushes and answers share the connection's queue: a push of the
+	// failed change would arrive before this pong.
+	sendWS(t, c, `{"req_id":"after","op":"ping"}`)
+	if m, raw := readWS(t, c); str(m["op"]) != "pong" {
+		t.Fatalf("a change that is not on disk was pushed: %s", raw)
+	}
+	if err := os.Remove(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	mustOK(t, ts.get("/v5/order/realtime", url.Values{"category": {"linear"}, "settleCoin": {"USDT"}}))
+	m, raw := readWS(t, c)
+	if str(m["topic"]) != "order" || !strings.Contains(string(raw), "held-1") {
+		t.Fatalf("the held push did not follow the successful write: %s", raw)
+	}
 }
