@@ -62,6 +62,21 @@ type storedAccount struct {
 	Positions []storedPosition           `json:"positions,omitempty"`
 	Orders    []json.RawMessage          `json:"orders,omitempty"`
 	Execs     []json.RawMessage          `json:"executions,omitempty"`
+	Resets    []storedReset              `json:"resets,omitempty"`
+}
+
+// storedReset is an accountReset (paper.go).
+type storedReset struct {
+	Seq   uint64       `json:"seq"`
+	Ms    int64        `json:"ms"`
+	Moves []storedMove `json:"moves,omitempty"`
+}
+
+// storedMove is a walletMove.
+type storedMove struct {
+	Seq    uint64          `json:"seq"`
+	Coin   string          `json:"coin"`
+	Change decimal.Decimal `json:"change"`
 }
 
 type storedPosition struct {
@@ -245,6 +260,13 @@ func (s *Sim) restoreLocked(k *apiKey) bool {
 		l.addExecutionLocked(e)
 		s.store.encoded[e] = raw
 	}
+	for _, sr := range sa.Resets {
+		r := &accountReset{seq: sr.Seq, ms: sr.Ms}
+		for _, m := range sr.Moves {
+			r.moves = append(r.moves, walletMove{seq: m.Seq, coin: m.Coin, change: m.Change})
+		}
+		l.resets = append(l.resets, r)
+	}
 	if len(l.live) > 0 || s.anyWatchLocked() {
 		s.startSweeper()
 	}
@@ -346,6 +368,13 @@ func (st *stateStore) storeAccount(hash string, a *account) (storedAccount, erro
 		Orders: make([]json.RawMessage, 0, len(l.orders)), Execs: make([]json.RawMessage, 0, len(l.execs))}
 	for _, p := range l.sortedPositionsLocked() {
 		sa.Positions = append(sa.Positions, storePosition(p))
+	}
+	for _, r := range l.resets {
+		sr := storedReset{Seq: r.seq, Ms: r.ms}
+		for _, m := range r.moves {
+			sr.Moves = append(sr.Moves, storedMove{Seq: m.seq, Coin: m.coin, Change: m.change})
+		}
+		sa.Resets = append(sa.Resets, sr)
 	}
 	for _, o := range l.orders {
 		raw, ok := st.encoded[o]

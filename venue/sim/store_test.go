@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"encoding/json"
 	"net/http"
 	"net/url"
 	"os"
@@ -311,5 +312,67 @@ func TestDurableStateWriteFailureHoldsPushes(t *testing.T) {
 	m, raw := readWS(t, c)
 	if str(m["topic"]) != "order" || !strings.Contains(string(raw), "held-1") {
 		t.Fatalf("the held push did not follow the successful write: %s", raw)
+	}
+}
+
+// A reset is in the transaction log, as a wallet movement of its own
+// (TRANSFER_IN or TRANSFER_OUT to the opening wallet), and ends the
+// positions it closed: every row's cashBalance follows from the opening
+// wallet, the position size after a later fill counts from flat, and the
+// closed PnL of a later round trip charges only its own opening fee. It
+// survives a restart.
+func TestResetIsInTheTransactionLogAndClosedPnl(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.json")
+	clock := newClock(testNow)
+	opening := decimal.NewFromInt(10000)
+	p, ts := startDurable(t, path, 1, clock)
+	ts.create(`{"category":"linear","symbol":"ETHUSDT","side":"Buy","orderType":"Market","qty":"0.1"}`)
+	clock.Advance(40 * time.Minute)
+	if _, err := p.Sim().ResetAccount(paperKey.APIKey, map[string]decimal.Decimal{"USDT": opening}); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(40 * time.Minute)
+	open := ts.create(`{"category":"linear","symbol":"ETHUSDT","side":"Buy","orderType":"Market","qty":"0.1"}`)
+	clock.Advance(40 * time.Minute)
+	closing := ts.create(`{"category":"linear","symbol":"ETHUSDT","side":"Sell","orderType":"Market","qty":"0.1"}`)
+	clock.Advance(time.Second)
+	openFee := dec(t, ts.executions("linear", open)[0]["execFee"])
+
+	check := func(ts *tradeSim) []map[string]json.RawMessage {
+		t.Helper()
+		log := listOf(t, ts.get("/v5/account/transaction-log", url.Values{"accountType": {"UNIFIED"}, "currency": {"USDT"}}))
+		if len(log) != 4 {
+			t.Fatalf("transaction log has %d rows, want 3 fills and the reset: %v", len(log), log)
+		}
+		if typ := jstr(t, log[2]["type"]); typ != "TRANSFER_IN" {
+			t.Errorf("the reset's row is %s: %v", typ, log[2])
+		}
+		balance := opening
+		for i := len(log) - 1; i >= 0; i-- {
+			balance = balance.Add(dec(t, log[i]["change"]))
+			if got := dec(t, log[i]["cashBalance"]); !got.Equal(balance) {
+				t.Errorf("row %d (%s): cashBalance %s, want %s from the opening wallet", i, log[i]["type"], got, balance)
+			}
+		}
+		if wallet := dec(t, ts.coin("USDT")["walletBalance"]); !balance.Equal(wallet) {
+			t.Errorf("the log ends at %s, the wallet is %s", balance, wallet)
+		}
+		if size := jstr(t, log[1]["size"]); jstr(t, log[1]["orderId"]) != open || size != "0.10" {
+			t.Errorf("position after the fill after the reset: %s, want 0.10 (%v)", size, log[1])
+		}
+		rows := listOf(t, ts.get("/v5/position/closed-pnl", url.Values{"category": {"linear"}}))
+		if len(rows) != 1 || jstr(t, rows[0]["orderId"]) != closing {
+			t.Fatalf("closed pnl %v, want the closing order after the reset", rows)
+		}
+		if got := dec(t, rows[0]["openFee"]); !got.Equal(openFee) {
+			t.Errorf("openFee %s, want the fee of the order it closed (%s)", got, openFee)
+		}
+		return log
+	}
+	before := check(ts)
+	p.Close()
+	_, ts2 := startDurable(t, path, 2, clock)
+	if after := check(ts2); !reflect.DeepEqual(after, before) {
+		t.Errorf("the transaction log changed over a restart:\n%v\n%v", before, after)
 	}
 }
