@@ -273,6 +273,15 @@ func (s *Sim) restoreLocked(k *apiKey) bool {
 	return true
 }
 
+// HoldsStoredAccount reports whether the state file holds an account of
+// apiKey that no key of this run has taken back yet: ProvisionKey would
+// restore it rather than open a new one.
+func (s *Sim) HoldsStoredAccount(apiKey string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.store != nil && s.store.parked[keyHash(apiKey)] != nil
+}
+
 // markChangedLocked records that the ledger changed: the next release of
 // Sim.mu writes the state file first.
 func (s *Sim) markChangedLocked() {
