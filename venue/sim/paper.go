@@ -87,8 +87,8 @@ func (s *Sim) Account(apiKey string) (PaperAccount, error) {
 
 // ResetAccount starts the account of apiKey over with the given wallet:
 // every open order is cancelled (cancelType CancelByAdmin), every position
-// is closed without a fill (a flat row, default leverage, no realised
-// PnL), leverage settings are forgotten and the wallet is replaced. The
+// is closed without a fill (a flat row, default leverage; a close without
+// a fill realises nothing, so cumRealisedPnl stays), leverage settings are forgotten and the wallet is replaced. The
 // order and execution history stays, so a client that asks about an
 // earlier order still finds it. The private stream gets the cancelled
 // orders, the flat positions and the new wallet, as for any other change,
@@ -127,7 +127,8 @@ func (s *Sim) ResetAccount(apiKey string, balances map[string]decimal.Decimal) (
 	l.compactLiveLocked()
 	clear(l.leverage)
 	for _, p := range l.sortedPositionsLocked() {
-		l.setPositionLocked(&simPosition{symbol: p.symbol, idx: p.idx, leverage: defaultLeverage, createdMs: p.createdMs, updatedMs: ms, seq: l.nextSeqLocked()})
+		l.setPositionLocked(&simPosition{symbol: p.symbol, idx: p.idx, leverage: defaultLeverage, cumRealisedPnl: p.cumRealisedPnl,
+			createdMs: p.createdMs, updatedMs: ms, seq: l.nextSeqLocked()})
 		eventFor(catLinear).position(p.symbol)
 	}
 	clear(l.balances)

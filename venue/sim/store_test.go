@@ -376,3 +376,28 @@ func TestResetIsInTheTransactionLogAndClosedPnl(t *testing.T) {
 		t.Errorf("the transaction log changed over a restart:\n%v\n%v", before, after)
 	}
 }
+
+// A reset closes positions without a fill, so it realises nothing: a
+// position's cumRealisedPnl stays what it was. The server counts the day's
+// realised PnL as the move of that value (actors/posturecache.go); a reset
+// that zeroed it would show a loss, or hide one, that no trade made.
+func TestResetKeepsRealisedPnl(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.json")
+	clock := newClock(testNow)
+	p, ts := startDurable(t, path, 1, clock)
+	ts.create(`{"category":"linear","symbol":"ETHUSDT","side":"Buy","orderType":"Market","qty":"0.2"}`)
+	clock.Advance(40 * time.Minute)
+	ts.create(`{"category":"linear","symbol":"ETHUSDT","side":"Sell","orderType":"Market","qty":"0.1","reduceOnly":true}`)
+	realised := dec(t, ts.position("ETHUSDT")["cumRealisedPnl"])
+	if realised.IsZero() {
+		t.Fatal("the partial close realised nothing")
+	}
+	if _, err := p.Sim().ResetAccount(paperKey.APIKey, map[string]decimal.Decimal{"USDT": decimal.NewFromInt(10000)}); err != nil {
+		t.Fatal(err)
+	}
+	pos := ts.position("ETHUSDT")
+	wantDec(t, "position", pos, "size", "0")
+	if got := dec(t, pos["cumRealisedPnl"]); !got.Equal(realised) {
+		t.Fatalf("cumRealisedPnl after the reset %s, was %s", got, realised)
+	}
+}
