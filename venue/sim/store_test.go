@@ -401,3 +401,33 @@ func TestResetKeepsRealisedPnl(t *testing.T) {
 		t.Fatalf("cumRealisedPnl after the reset %s, was %s", got, realised)
 	}
 }
+
+// The state file names accounts by the SHA-256 of their key: neither the
+// key nor its secret is written, and only the owner may read the file
+// and its directory.
+func TestStateFileHoldsNoSecrets(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "paper")
+	path := filepath.Join(dir, "state.json")
+	clock := newClock(testNow)
+	_, ts := startDurable(t, path, 1, clock)
+	ts.create(`{"category":"linear","symbol":"ETHUSDT","side":"Buy","orderType":"Market","qty":"0.1"}`)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(b), paperKey.APIKey) || strings.Contains(string(b), paperKey.APISecret) {
+		t.Fatal("the state file holds the API key or its secret")
+	}
+	if !strings.Contains(string(b), keyHash(paperKey.APIKey)) {
+		t.Fatal("the state file does not name the account by its key's hash")
+	}
+	for name, want := range map[string]os.FileMode{path: 0o600, dir: 0o700} {
+		fi, err := os.Stat(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := fi.Mode().Perm(); got != want {
+			t.Errorf("%s has mode %o, want %o", name, got, want)
+		}
+	}
+}
