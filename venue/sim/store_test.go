@@ -431,3 +431,72 @@ func TestStateFileHoldsNoSecrets(t *testing.T) {
 		}
 	}
 }
+
+// Two accounts never share a uid, so never an id: an account opened while
+// a stored account is parked (its key not provisioned in this run) does
+// not take the parked account's uid, and both trading in a later run hand
+// out different order and execution ids.
+func TestNewAccountAvoidsStoredUIDs(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.json")
+	clock := newClock(testNow)
+	other := Key{APIKey: "PAPERKEYSTATE99999", APISecret: "paper-state-secret-other-0123456789"}
+	wallet := map[string]decimal.Decimal{"USDT": decimal.NewFromInt(10000)}
+	uidOf := func(s *Sim, k Key) int64 {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.keys[k.APIKey].acct.uid
+	}
+	market := `{"category":"linear","symbol":"ETHUSDT","side":"Buy","orderType":"Market","qty":"0.01"}`
+
+	// Run 1: paperKey's account trades.
+	p, ts := startDurable(t, path, 1, clock)
+	first := uidOf(p.Sim(), paperKey)
+	ts.create(market)
+	p.Close()
+
+	// Run 2: only the other key is provisioned; paperKey's account is
+	// parked in the file.
+	p2, err := StartInProcess(Config{Seed: 1, Now: clock.Now, StatePath: path, IDNonce: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p2.Sim().ProvisionKey(other, wallet); err != nil {
+		t.Fatal(err)
+	}
+	if got := uidOf(p2.Sim(), other); got == first {
+		t.Fatalf("the new account took the parked account's uid %d", got)
+	}
+	p2.Close()
+
+	// Run 3: both trade; no id is handed out twice.
+	p3, err := StartInProcess(Config{Seed: 1, Now: clock.Now, StatePath: path, IDNonce: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p3.Close() })
+	for _, k := range []Key{other, paperKey} {
+		if _, err := p3.Sim().ProvisionKey(k, wallet); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if a, b := uidOf(p3.Sim(), paperKey), uidOf(p3.Sim(), other); a == b {
+		t.Fatalf("two accounts share uid %d", a)
+	}
+	seen := map[string]bool{}
+	for range 8 {
+		for _, k := range []Key{paperKey, other} {
+			tk := &tradeSim{t: t, s: p3.Sim(), clock: clock, k: k}
+			id := tk.create(market)
+			ids := []string{id}
+			for _, e := range tk.executions("linear", id) {
+				ids = append(ids, field(t, e, "execId"))
+			}
+			for _, x := range ids {
+				if seen[x] {
+					t.Fatalf("id %s handed out twice", x)
+				}
+				seen[x] = true
+			}
+		}
+	}
+}
