@@ -37,6 +37,9 @@ import (
 // stateVersion is the version of the state file's format.
 const stateVersion = 1
 
+// stateTempPattern names the temporary files of writeFileDurably.
+const stateTempPattern = ".state-*.tmp"
+
 // downtimeScanSeconds bounds how much of the time the state file was not
 // served is evaluated second by second when it is opened again: the last
 // hour (a week of seconds would keep the first request busy for seconds).
@@ -211,6 +214,12 @@ func (s *Sim) openStateLocked(path string) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return fmt.Errorf("paper state: %w", err)
 	}
+	// A crash in the middle of a write leaves its temporary file: the
+	// state file is whole (rename), the leftover is of no use.
+	stale, _ := filepath.Glob(filepath.Join(filepath.Dir(path), stateTempPattern))
+	for _, name := range stale {
+		_ = os.Remove(name)
+	}
 	s.store = st
 	return nil
 }
@@ -342,7 +351,7 @@ func (s *Sim) saveLocked() {
 // directory, fsync, rename, fsync of the directory.
 func writeFileDurably(path string, b []byte) error {
 	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, ".state-*.tmp")
+	tmp, err := os.CreateTemp(dir, stateTempPattern)
 	if err != nil {
 		return err
 	}

@@ -500,3 +500,30 @@ func TestNewAccountAvoidsStoredUIDs(t *testing.T) {
 		}
 	}
 }
+
+// A temporary file a crash left behind in the middle of a write is removed
+// when the state file is opened again; the state file itself is read.
+func TestStaleTemporaryStateFilesAreRemoved(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "paper")
+	path := filepath.Join(dir, "state.json")
+	clock := newClock(testNow)
+	p, ts := startDurable(t, path, 1, clock)
+	ts.create(`{"category":"linear","symbol":"ETHUSDT","side":"Buy","orderType":"Market","qty":"0.1"}`)
+	p.Close()
+	stale := filepath.Join(dir, ".state-12345.tmp")
+	if err := os.WriteFile(stale, []byte(`{"version":1,"acc`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	other := filepath.Join(dir, "notes.txt")
+	if err := os.WriteFile(other, []byte("mine"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, ts2 := startDurable(t, path, 2, clock)
+	if _, err := os.Stat(stale); !os.IsNotExist(err) {
+		t.Fatalf("the stale temporary file is still there: %v", err)
+	}
+	if _, err := os.Stat(other); err != nil {
+		t.Fatalf("a file that is not the state's own was removed: %v", err)
+	}
+	wantDec(t, "position", ts2.position("ETHUSDT"), "size", "0.1")
+}
