@@ -25,6 +25,13 @@ const maxKnownOrderIDs = 4096
 // user's venue actor applied belongs to: what this process saw since it
 // started, at most maxKnownOrderIDs per tier, the oldest forgotten first.
 // Safe for concurrent use (the venue actor's off-mailbox reads use it).
+//
+// It is not seeded from the journal: after a restart an order id is
+// learnt again at its first sighting (the open orders read at connect
+// come first), so an id reused across a restart for an order no longer
+// shown is not caught here. Venue ids cannot repeat across restarts (the
+// paper venue's durable sequence and per-start nonce, D18Sb; Bybit's
+// UUIDs), so this is a guard within a run (decisions D18Rd).
 type orderIDBook struct {
 	mu     sync.Mutex
 	own    knownIDs

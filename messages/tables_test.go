@@ -90,14 +90,18 @@ func TestPermitMatrix(t *testing.T) {
 		"token_issue":     &IssueTokenRequest{User: "u"},
 		"token_revoke":    &RevokeTokenRequest{ID: "tok_1"},
 		"token_list":      &ListTokensRequest{User: "u"},
+		"paper_status":    &PaperStatusRequest{User: "u"},
+		"paper_reset":     &PaperResetRequest{User: "u"},
 	}
 	allowed := map[Role][]string{
 		RoleAgent:    {"show", "kill_on"},
 		RoleApprover: {"show", "kill_on", "list"},
-		RoleUser:     {"show", "tighten", "kill_on", "kill_off", "keys_add", "keys_show", "keys_delete", "keys_recheck"},
+		RoleUser: {"show", "tighten", "kill_on", "kill_off", "keys_add", "keys_show", "keys_delete", "keys_recheck",
+			"paper_status", "paper_reset"},
 		RoleAdmin: {"show", "tighten", "ceiling", "reset", "kill_on", "kill_off", "kill_admin_on", "kill_admin_off", "create", "list",
-			"disable", "keys_add", "keys_add_attest", "keys_show", "keys_delete", "keys_recheck", "token_issue", "token_revoke", "token_list"},
-		RoleSystem: {"show", "kill_on", "list", "keys_show", "keys_recheck"},
+			"disable", "keys_add", "keys_add_attest", "keys_show", "keys_delete", "keys_recheck", "token_issue", "token_revoke", "token_list",
+			"paper_status", "paper_reset"},
+		RoleSystem: {"show", "kill_on", "list", "keys_show", "keys_recheck", "paper_status"},
 	}
 	for role, ok := range allowed {
 		for name, cmd := range cmds {

@@ -161,7 +161,7 @@ func (s *Sim) newKeyLocked(readOnly bool, perms permissions, note string) *apiKe
 func (s *Sim) registerKeyLocked(key, secret string, readOnly bool, perms permissions, note string) *apiKey {
 	n := s.keySeq
 	s.keySeq++
-	acct := &account{uid: 100000000 + int64(s.model.hash(tagUID, n)%900000000)}
+	acct := &account{uid: s.freeUIDLocked(n)}
 	k := &apiKey{
 		key:       key,
 		secret:    secret,
@@ -176,6 +176,30 @@ func (s *Sim) registerKeyLocked(key, secret string, readOnly bool, perms permiss
 	s.accounts = append(s.accounts, acct)
 	s.keys[key] = k
 	return k
+}
+
+// freeUIDLocked is the uid of the account opened for the n-th key: a
+// nine-digit number derived from the seed and n, like Bybit's, and never
+// the uid of an account of this run or of the state file, parked ones
+// included. Order and execution ids derive from the uid (ledger.go), so
+// two accounts sharing one would hand out the same ids.
+func (s *Sim) freeUIDLocked(n uint64) int64 {
+	used := make(map[int64]bool, len(s.accounts))
+	for _, a := range s.accounts {
+		used[a.uid] = true
+	}
+	if s.store != nil {
+		for _, sa := range s.store.parked {
+			used[sa.UID] = true
+		}
+	}
+	words := []uint64{tagUID, n}
+	for try := uint64(1); ; try++ {
+		if uid := 100000000 + int64(s.model.hash(words...)%900000000); !used[uid] {
+			return uid
+		}
+		words = []uint64{tagUID, n, try}
+	}
 }
 
 // lookupKey returns the key record for an API key, or nil.

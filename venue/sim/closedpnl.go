@@ -46,7 +46,11 @@ func closedPnlLocked(l *ledger) []*closedPnlRecord {
 	lots := map[string]*openLot{}
 	byOrder := map[string]*closedPnlRecord{}
 	var out []*closedPnlRecord
+	resets := l.resets
 	for _, e := range l.execs {
+		for ; len(resets) > 0 && resets[0].seq < e.seq; resets = resets[1:] {
+			clear(lots) // a reset closed every position without a fill
+		}
 		if e.category != catLinear || e.execType != "Trade" || !e.execQty.IsPositive() {
 			continue
 		}
@@ -215,9 +219,12 @@ type transactionJSON struct {
 	ExtraFees       string `json:"extraFees"`
 }
 
-// A transaction is one wallet movement of one coin caused by a fill.
+// A transaction is one wallet movement of one coin caused by a fill, or
+// by a reset (e nil).
 type transaction struct {
 	e        *simExecution
+	ms       int64
+	typ      string // TRADE, or TRANSFER_IN / TRANSFER_OUT for a reset
 	coin     string
 	change   decimal.Decimal // what the wallet balance moved by
 	cashFlow decimal.Decimal // before the fee: realised PnL (linear), the traded amount (spot)
@@ -231,15 +238,33 @@ type transaction struct {
 // oldest first: a linear fill moves the settle coin by its realised PnL
 // minus its fee; a spot fill moves both coins. Balances after each
 // movement are counted back from the current wallet, so the newest row
-// ends at today's balance. (A balance set through /sim/ is not a
-// transaction and is not logged.)
+// ends at today's balance. A reset moves each coin it changed
+// (TRANSFER_IN or TRANSFER_OUT) and starts the position sizes from flat.
+// (A balance set through /sim/ is not a transaction and is not logged.)
 func transactionsLocked(s *Sim, l *ledger) []*transaction {
 	var out []*transaction
 	sizes := map[string]decimal.Decimal{} // linear position per symbol, signed
+	resets := l.resets
+	applyResets := func(before uint64) {
+		for ; len(resets) > 0 && resets[0].seq < before; resets = resets[1:] {
+			r := resets[0]
+			clear(sizes)
+			for i := range r.moves {
+				m := &r.moves[i]
+				typ := "TRANSFER_IN"
+				if m.change.IsNegative() {
+					typ = "TRANSFER_OUT"
+				}
+				out = append(out, &transaction{ms: r.ms, typ: typ, coin: m.coin, change: m.change,
+					cashFlow: m.change, key: cursorPos{T: r.ms, S: m.seq * 2}})
+			}
+		}
+	}
 	for _, e := range l.execs {
 		if e.execType != "Trade" {
 			continue
 		}
+		applyResets(e.seq)
 		in := s.catalog.get(e.category, e.symbol)
 		key := func(i uint64) cursorPos { return cursorPos{T: e.execMs, S: e.seq*2 + i} }
 		if e.category == catLinear {
@@ -248,12 +273,12 @@ func transactionsLocked(s *Sim, l *ledger) []*transaction {
 				signed = signed.Neg()
 			}
 			sizes[e.symbol] = sizes[e.symbol].Add(signed)
-			out = append(out, &transaction{e: e, coin: in.quote, change: e.execPnl.Sub(e.execFee),
+			out = append(out, &transaction{e: e, ms: e.execMs, typ: "TRADE", coin: in.quote, change: e.execPnl.Sub(e.execFee),
 				cashFlow: e.execPnl, fee: e.execFee, size: sizes[e.symbol], key: key(0)})
 			continue
 		}
-		base := &transaction{e: e, coin: in.baseCoin, key: key(0)}
-		quote := &transaction{e: e, coin: in.quote, key: key(1)}
+		base := &transaction{e: e, ms: e.execMs, typ: "TRADE", coin: in.baseCoin, key: key(0)}
+		quote := &transaction{e: e, ms: e.execMs, typ: "TRADE", coin: in.quote, key: key(1)}
 		if e.side == "Buy" {
 			base.cashFlow, quote.cashFlow = e.execQty, e.execValue.Neg()
 		} else {
@@ -267,6 +292,7 @@ func transactionsLocked(s *Sim, l *ledger) []*transaction {
 		}
 		out = append(out, base, quote)
 	}
+	applyResets(l.seq + 1)
 	running := map[string]decimal.Decimal{}
 	for coin, v := range l.balances {
 		running[coin] = v
@@ -281,6 +307,14 @@ func transactionsLocked(s *Sim, l *ledger) []*transaction {
 
 func (s *Sim) transactionRow(t *transaction) transactionJSON {
 	e := t.e
+	if e == nil {
+		// A reset's move: a transfer of the coin, no trade behind it.
+		return transactionJSON{
+			ID: itoa(int64(t.key.S)) + "_" + t.coin, Side: "None", TransactionTime: itoa(t.ms), Type: t.typ,
+			Qty: "0", Size: "0", Currency: t.coin, TradePrice: "0", Fee: "0",
+			CashFlow: num(t.cashFlow), Change: num(t.change), CashBalance: num(t.balance), FeeRate: "0",
+		}
+	}
 	in := s.catalog.get(e.category, e.symbol)
 	row := transactionJSON{
 		ID: itoa(int64(t.key.S)) + "_" + t.coin, Symbol: e.symbol, Category: e.category, Side: e.side,
@@ -296,8 +330,9 @@ func (s *Sim) transactionRow(t *transaction) transactionJSON {
 }
 
 // accountTransactionLog lists the account's wallet movements, newest
-// first, filtered by category, currency, baseCoin and type (only TRADE
-// exists here), within the 7-day window rules; limit 1..50 (default 20).
+// first, filtered by category, currency, baseCoin and type (TRADE, and
+// TRANSFER_IN / TRANSFER_OUT for a paper reset), within the 7-day window
+// rules; limit 1..50 (default 20).
 func (s *Sim) accountTransactionLog(c *call) response {
 	if at := c.query.Get("accountType"); at != "" && at != "UNIFIED" {
 		return fail(codeParams, "params error: accountType must be UNIFIED")
@@ -314,10 +349,12 @@ func (s *Sim) accountTransactionLog(c *call) response {
 	s.mu.Lock()
 	var rows []*transaction
 	for _, t := range transactionsLocked(s, c.accountLedgerLocked()) {
-		e := t.e
-		if (cat != "" && e.category != cat) || (coin != "" && t.coin != coin) || (typ != "" && typ != "TRADE") ||
-			(base != "" && s.catalog.get(e.category, e.symbol).baseCoin != base) || e.execMs < start || e.execMs > end {
+		if (coin != "" && t.coin != coin) || (typ != "" && typ != t.typ) || t.ms < start || t.ms > end {
 			continue
+		}
+		if e := t.e; e == nil && (cat != "" || base != "") ||
+			e != nil && ((cat != "" && e.category != cat) || (base != "" && s.catalog.get(e.category, e.symbol).baseCoin != base)) {
+			continue // a reset's move has no category or base coin
 		}
 		rows = append(rows, t)
 	}

@@ -66,6 +66,7 @@ type ledger struct {
 	seq       uint64                     // last sequence number handed out
 	leverage  map[string]decimal.Decimal // symbol -> leverage set while flat (set-leverage)
 	live      []*simOrder                // orders that may still be working, in creation order (compacted by the engine)
+	resets    []*accountReset            // paper resets (paper.go), oldest first
 }
 
 // posKey identifies a position: one per symbol in one-way mode (idx 0),

@@ -48,6 +48,25 @@ type PaperPosition struct {
 	CumRealisedPnl decimal.Decimal
 }
 
+// An accountReset is one ResetAccount in the ledger's history: it closed
+// every position without a fill and moved the wallet to the opening
+// balances, one walletMove per coin that changed. The transaction log
+// shows the moves, and the closed PnL and position sizes it replays from
+// the executions start from flat after it (closedpnl.go).
+type accountReset struct {
+	seq   uint64 // orders it among the executions
+	ms    int64
+	moves []walletMove
+}
+
+// A walletMove is one coin's change of a reset; seq keys its row in the
+// transaction log.
+type walletMove struct {
+	seq    uint64
+	coin   string
+	change decimal.Decimal
+}
+
 // ErrUnknownKey is the answer of Account and ResetAccount for an API key
 // the simulator does not hold.
 var ErrUnknownKey = errors.New("sim: no account holds this API key")
@@ -68,8 +87,8 @@ func (s *Sim) Account(apiKey string) (PaperAccount, error) {
 
 // ResetAccount starts the account of apiKey over with the given wallet:
 // every open order is cancelled (cancelType CancelByAdmin), every position
-// is closed without a fill (a flat row, default leverage, no realised
-// PnL), leverage settings are forgotten and the wallet is replaced. The
+// is closed without a fill (a flat row, default leverage; a close without
+// a fill realises nothing, so cumRealisedPnl stays), leverage settings are forgotten and the wallet is replaced. The
 // order and execution history stays, so a client that asks about an
 // earlier order still finds it. The private stream gets the cancelled
 // orders, the flat positions and the new wallet, as for any other change,
@@ -88,6 +107,7 @@ func (s *Sim) ResetAccount(apiKey string, balances map[string]decimal.Decimal) (
 	l := a.ledgerLocked()
 	before := viewAccount(l)
 	ms := now.UnixMilli()
+	reset := &accountReset{seq: l.nextSeqLocked(), ms: ms}
 	events := map[string]*event{}
 	eventFor := func(category string) *event {
 		if events[category] == nil {
@@ -107,13 +127,30 @@ func (s *Sim) ResetAccount(apiKey string, balances map[string]decimal.Decimal) (
 	l.compactLiveLocked()
 	clear(l.leverage)
 	for _, p := range l.sortedPositionsLocked() {
-		l.setPositionLocked(&simPosition{symbol: p.symbol, idx: p.idx, leverage: defaultLeverage, createdMs: p.createdMs, updatedMs: ms, seq: l.nextSeqLocked()})
+		l.setPositionLocked(&simPosition{symbol: p.symbol, idx: p.idx, leverage: defaultLeverage, cumRealisedPnl: p.cumRealisedPnl,
+			createdMs: p.createdMs, updatedMs: ms, seq: l.nextSeqLocked()})
 		eventFor(catLinear).position(p.symbol)
 	}
 	clear(l.balances)
 	for coin, amount := range balances {
 		l.setBalanceLocked(coin, amount)
 	}
+	coins := make([]string, 0, len(before.Balances)+len(l.balances))
+	for coin := range before.Balances {
+		coins = append(coins, coin)
+	}
+	for coin := range l.balances {
+		if _, ok := before.Balances[coin]; !ok {
+			coins = append(coins, coin)
+		}
+	}
+	sort.Strings(coins)
+	for _, coin := range coins {
+		if change := l.balances[coin].Sub(before.Balances[coin]); !change.IsZero() {
+			reset.moves = append(reset.moves, walletMove{seq: l.nextSeqLocked(), coin: coin, change: change})
+		}
+	}
+	l.resets = append(l.resets, reset)
 	ev := eventFor(catLinear)
 	ev.wallet = true
 	for _, cat := range []string{catLinear, catSpot} {

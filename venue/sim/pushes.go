@@ -130,6 +130,13 @@ func (s *Sim) queuePushLocked(a *account, topic, category string, data []any) {
 // except each connection's own.
 func (s *Sim) unlockAndFlush() {
 	s.saveLocked()
+	if s.store != nil && s.store.failed {
+		// The changes are not on disk: their pushes wait in the outbox
+		// until a write succeeds, so the server never hears of a change a
+		// crash would undo (store.go).
+		s.mu.Unlock()
+		return
+	}
 	out := s.engine.outbox
 	s.engine.outbox = nil
 	if len(out) == 0 {

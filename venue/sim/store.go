@@ -37,6 +37,9 @@ import (
 // stateVersion is the version of the state file's format.
 const stateVersion = 1
 
+// stateTempPattern names the temporary files of writeFileDurably.
+const stateTempPattern = ".state-*.tmp"
+
 // downtimeScanSeconds bounds how much of the time the state file was not
 // served is evaluated second by second when it is opened again: the last
 // hour (a week of seconds would keep the first request busy for seconds).
@@ -62,6 +65,21 @@ type storedAccount struct {
 	Positions []storedPosition           `json:"positions,omitempty"`
 	Orders    []json.RawMessage          `json:"orders,omitempty"`
 	Execs     []json.RawMessage          `json:"executions,omitempty"`
+	Resets    []storedReset              `json:"resets,omitempty"`
+}
+
+// storedReset is an accountReset (paper.go).
+type storedReset struct {
+	Seq   uint64       `json:"seq"`
+	Ms    int64        `json:"ms"`
+	Moves []storedMove `json:"moves,omitempty"`
+}
+
+// storedMove is a walletMove.
+type storedMove struct {
+	Seq    uint64          `json:"seq"`
+	Coin   string          `json:"coin"`
+	Change decimal.Decimal `json:"change"`
 }
 
 type storedPosition struct {
@@ -196,6 +214,12 @@ func (s *Sim) openStateLocked(path string) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return fmt.Errorf("paper state: %w", err)
 	}
+	// A crash in the middle of a write leaves its temporary file: the
+	// state file is whole (rename), the leftover is of no use.
+	stale, _ := filepath.Glob(filepath.Join(filepath.Dir(path), stateTempPattern))
+	for _, name := range stale {
+		_ = os.Remove(name)
+	}
 	s.store = st
 	return nil
 }
@@ -245,10 +269,26 @@ func (s *Sim) restoreLocked(k *apiKey) bool {
 		l.addExecutionLocked(e)
 		s.store.encoded[e] = raw
 	}
+	for _, sr := range sa.Resets {
+		r := &accountReset{seq: sr.Seq, ms: sr.Ms}
+		for _, m := range sr.Moves {
+			r.moves = append(r.moves, walletMove{seq: m.Seq, coin: m.Coin, change: m.Change})
+		}
+		l.resets = append(l.resets, r)
+	}
 	if len(l.live) > 0 || s.anyWatchLocked() {
 		s.startSweeper()
 	}
 	return true
+}
+
+// HoldsStoredAccount reports whether the state file holds an account of
+// apiKey that no key of this run has taken back yet: ProvisionKey would
+// restore it rather than open a new one.
+func (s *Sim) HoldsStoredAccount(apiKey string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.store != nil && s.store.parked[keyHash(apiKey)] != nil
 }
 
 // markChangedLocked records that the ledger changed: the next release of
@@ -311,7 +351,7 @@ func (s *Sim) saveLocked() {
 // directory, fsync, rename, fsync of the directory.
 func writeFileDurably(path string, b []byte) error {
 	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, ".state-*.tmp")
+	tmp, err := os.CreateTemp(dir, stateTempPattern)
 	if err != nil {
 		return err
 	}
@@ -346,6 +386,13 @@ func (st *stateStore) storeAccount(hash string, a *account) (storedAccount, erro
 		Orders: make([]json.RawMessage, 0, len(l.orders)), Execs: make([]json.RawMessage, 0, len(l.execs))}
 	for _, p := range l.sortedPositionsLocked() {
 		sa.Positions = append(sa.Positions, storePosition(p))
+	}
+	for _, r := range l.resets {
+		sr := storedReset{Seq: r.seq, Ms: r.ms}
+		for _, m := range r.moves {
+			sr.Moves = append(sr.Moves, storedMove{Seq: m.seq, Coin: m.coin, Change: m.change})
+		}
+		sa.Resets = append(sa.Resets, sr)
 	}
 	for _, o := range l.orders {
 		raw, ok := st.encoded[o]

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"encoding/json"
 	"net/http"
 	"net/url"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorilla/websocket"
 	"github.com/shopspring/decimal"
 )
 
@@ -261,4 +263,267 @@ func TestDowntimeIsEvaluated(t *testing.T) {
 	o := ts2.order("linear", id)
 	wantField(t, "after the restart", o, "orderStatus", "Filled")
 	wantDec(t, "after the restart", o, "avgPrice", low.String())
+}
+
+// A change whose state write failed is not pushed on the private stream:
+// the server would journal a fill the simulator forgets in a crash. The
+// pushes go out once a later write succeeds.
+func TestDurableStateWriteFailureHoldsPushes(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "paper")
+	path := filepath.Join(dir, "state.json")
+	clock := newClock(testNow)
+	p, ts := startDurable(t, path, 1, clock)
+	d := websocket.Dialer{NetDialContext: p.DialContext, HandshakeTimeout: 5 * time.Second}
+	c, resp, err := d.Dial(p.WSPrivateURL(), nil)
+	if err != nil {
+		t.Fatalf("dial: %v", err)
+	}
+	resp.Body.Close()
+	defer c.Close()
+	sendWS(t, c, authMsg(paperKey, clock.ms()+5000, ""))
+	if m, raw := readWS(t, c); string(m["success"]) != "true" {
+		t.Fatalf("auth %s", raw)
+	}
+	sendWS(t, c, `{"op":"subscribe","args":["order"]}`)
+	if m, raw := readWS(t, c); string(m["success"]) != "true" {
+		t.Fatalf("subscribe %s", raw)
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dir, []byte("not a directory"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	order := `{"category":"linear","symbol":"ETHUSDT","side":"Buy","orderType":"Market","qty":"0.1","orderLinkId":"held-1"}`
+	wantCode(t, ts.post("/v5/order/create", order), codeInternal)
+	// Pushes and answers share the connection's queue: a push of the
+	// failed change would arrive before this pong.
+	sendWS(t, c, `{"req_id":"after","op":"ping"}`)
+	if m, raw := readWS(t, c); str(m["op"]) != "pong" {
+		t.Fatalf("a change that is not on disk was pushed: %s", raw)
+	}
+	if err := os.Remove(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	mustOK(t, ts.get("/v5/order/realtime", url.Values{"category": {"linear"}, "settleCoin": {"USDT"}}))
+	m, raw := readWS(t, c)
+	if str(m["topic"]) != "order" || !strings.Contains(string(raw), "held-1") {
+		t.Fatalf("the held push did not follow the successful write: %s", raw)
+	}
+}
+
+// A reset is in the transaction log, as a wallet movement of its own
+// (TRANSFER_IN or TRANSFER_OUT to the opening wallet), and ends the
+// positions it closed: every row's cashBalance follows from the opening
+// wallet, the position size after a later fill counts from flat, and the
+// closed PnL of a later round trip charges only its own opening fee. It
+// survives a restart.
+func TestResetIsInTheTransactionLogAndClosedPnl(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.json")
+	clock := newClock(testNow)
+	opening := decimal.NewFromInt(10000)
+	p, ts := startDurable(t, path, 1, clock)
+	ts.create(`{"category":"linear","symbol":"ETHUSDT","side":"Buy","orderType":"Market","qty":"0.1"}`)
+	clock.Advance(40 * time.Minute)
+	if _, err := p.Sim().ResetAccount(paperKey.APIKey, map[string]decimal.Decimal{"USDT": opening}); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(40 * time.Minute)
+	open := ts.create(`{"category":"linear","symbol":"ETHUSDT","side":"Buy","orderType":"Market","qty":"0.1"}`)
+	clock.Advance(40 * time.Minute)
+	closing := ts.create(`{"category":"linear","symbol":"ETHUSDT","side":"Sell","orderType":"Market","qty":"0.1"}`)
+	clock.Advance(time.Second)
+	openFee := dec(t, ts.executions("linear", open)[0]["execFee"])
+
+	check := func(ts *tradeSim) []map[string]json.RawMessage {
+		t.Helper()
+		log := listOf(t, ts.get("/v5/account/transaction-log", url.Values{"accountType": {"UNIFIED"}, "currency": {"USDT"}}))
+		if len(log) != 4 {
+			t.Fatalf("transaction log has %d rows, want 3 fills and the reset: %v", len(log), log)
+		}
+		if typ := jstr(t, log[2]["type"]); typ != "TRANSFER_IN" {
+			t.Errorf("the reset's row is %s: %v", typ, log[2])
+		}
+		balance := opening
+		for i := len(log) - 1; i >= 0; i-- {
+			balance = balance.Add(dec(t, log[i]["change"]))
+			if got := dec(t, log[i]["cashBalance"]); !got.Equal(balance) {
+				t.Errorf("row %d (%s): cashBalance %s, want %s from the opening wallet", i, log[i]["type"], got, balance)
+			}
+		}
+		if wallet := dec(t, ts.coin("USDT")["walletBalance"]); !balance.Equal(wallet) {
+			t.Errorf("the log ends at %s, the wallet is %s", balance, wallet)
+		}
+		if size := jstr(t, log[1]["size"]); jstr(t, log[1]["orderId"]) != open || size != "0.10" {
+			t.Errorf("position after the fill after the reset: %s, want 0.10 (%v)", size, log[1])
+		}
+		rows := listOf(t, ts.get("/v5/position/closed-pnl", url.Values{"category": {"linear"}}))
+		if len(rows) != 1 || jstr(t, rows[0]["orderId"]) != closing {
+			t.Fatalf("closed pnl %v, want the closing order after the reset", rows)
+		}
+		if got := dec(t, rows[0]["openFee"]); !got.Equal(openFee) {
+			t.Errorf("openFee %s, want the fee of the order it closed (%s)", got, openFee)
+		}
+		return log
+	}
+	before := check(ts)
+	p.Close()
+	_, ts2 := startDurable(t, path, 2, clock)
+	if after := check(ts2); !reflect.DeepEqual(after, before) {
+		t.Errorf("the transaction log changed over a restart:\n%v\n%v", before, after)
+	}
+}
+
+// A reset closes positions without a fill, so it realises nothing: a
+// position's cumRealisedPnl stays what it was. The server counts the day's
+// realised PnL as the move of that value (actors/posturecache.go); a reset
+// that zeroed it would show a loss, or hide one, that no trade made.
+func TestResetKeepsRealisedPnl(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.json")
+	clock := newClock(testNow)
+	p, ts := startDurable(t, path, 1, clock)
+	ts.create(`{"category":"linear","symbol":"ETHUSDT","side":"Buy","orderType":"Market","qty":"0.2"}`)
+	clock.Advance(40 * time.Minute)
+	ts.create(`{"category":"linear","symbol":"ETHUSDT","side":"Sell","orderType":"Market","qty":"0.1","reduceOnly":true}`)
+	realised := dec(t, ts.position("ETHUSDT")["cumRealisedPnl"])
+	if realised.IsZero() {
+		t.Fatal("the partial close realised nothing")
+	}
+	if _, err := p.Sim().ResetAccount(paperKey.APIKey, map[string]decimal.Decimal{"USDT": decimal.NewFromInt(10000)}); err != nil {
+		t.Fatal(err)
+	}
+	pos := ts.position("ETHUSDT")
+	wantDec(t, "position", pos, "size", "0")
+	if got := dec(t, pos["cumRealisedPnl"]); !got.Equal(realised) {
+		t.Fatalf("cumRealisedPnl after the reset %s, was %s", got, realised)
+	}
+}
+
+// The state file names accounts by the SHA-256 of their key: neither the
+// key nor its secret is written, and only the owner may read the file
+// and its directory.
+func TestStateFileHoldsNoSecrets(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "paper")
+	path := filepath.Join(dir, "state.json")
+	clock := newClock(testNow)
+	_, ts := startDurable(t, path, 1, clock)
+	ts.create(`{"category":"linear","symbol":"ETHUSDT","side":"Buy","orderType":"Market","qty":"0.1"}`)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(b), paperKey.APIKey) || strings.Contains(string(b), paperKey.APISecret) {
+		t.Fatal("the state file holds the API key or its secret")
+	}
+	if !strings.Contains(string(b), keyHash(paperKey.APIKey)) {
+		t.Fatal("the state file does not name the account by its key's hash")
+	}
+	for name, want := range map[string]os.FileMode{path: 0o600, dir: 0o700} {
+		fi, err := os.Stat(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := fi.Mode().Perm(); got != want {
+			t.Errorf("%s has mode %o, want %o", name, got, want)
+		}
+	}
+}
+
+// Two accounts never share a uid, so never an id: an account opened while
+// a stored account is parked (its key not provisioned in this run) does
+// not take the parked account's uid, and both trading in a later run hand
+// out different order and execution ids.
+func TestNewAccountAvoidsStoredUIDs(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.json")
+	clock := newClock(testNow)
+	other := Key{APIKey: "PAPERKEYSTATE99999", APISecret: "paper-state-secret-other-0123456789"}
+	wallet := map[string]decimal.Decimal{"USDT": decimal.NewFromInt(10000)}
+	uidOf := func(s *Sim, k Key) int64 {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.keys[k.APIKey].acct.uid
+	}
+	market := `{"category":"linear","symbol":"ETHUSDT","side":"Buy","orderType":"Market","qty":"0.01"}`
+
+	// Run 1: paperKey's account trades.
+	p, ts := startDurable(t, path, 1, clock)
+	first := uidOf(p.Sim(), paperKey)
+	ts.create(market)
+	p.Close()
+
+	// Run 2: only the other key is provisioned; paperKey's account is
+	// parked in the file.
+	p2, err := StartInProcess(Config{Seed: 1, Now: clock.Now, StatePath: path, IDNonce: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p2.Sim().ProvisionKey(other, wallet); err != nil {
+		t.Fatal(err)
+	}
+	if got := uidOf(p2.Sim(), other); got == first {
+		t.Fatalf("the new account took the parked account's uid %d", got)
+	}
+	p2.Close()
+
+	// Run 3: both trade; no id is handed out twice.
+	p3, err := StartInProcess(Config{Seed: 1, Now: clock.Now, StatePath: path, IDNonce: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p3.Close() })
+	for _, k := range []Key{other, paperKey} {
+		if _, err := p3.Sim().ProvisionKey(k, wallet); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if a, b := uidOf(p3.Sim(), paperKey), uidOf(p3.Sim(), other); a == b {
+		t.Fatalf("two accounts share uid %d", a)
+	}
+	seen := map[string]bool{}
+	for range 8 {
+		for _, k := range []Key{paperKey, other} {
+			tk := &tradeSim{t: t, s: p3.Sim(), clock: clock, k: k}
+			id := tk.create(market)
+			ids := []string{id}
+			for _, e := range tk.executions("linear", id) {
+				ids = append(ids, field(t, e, "execId"))
+			}
+			for _, x := range ids {
+				if seen[x] {
+					t.Fatalf("id %s handed out twice", x)
+				}
+				seen[x] = true
+			}
+		}
+	}
+}
+
+// A temporary file a crash left behind in the middle of a write is removed
+// when the state file is opened again; the state file itself is read.
+func TestStaleTemporaryStateFilesAreRemoved(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "paper")
+	path := filepath.Join(dir, "state.json")
+	clock := newClock(testNow)
+	p, ts := startDurable(t, path, 1, clock)
+	ts.create(`{"category":"linear","symbol":"ETHUSDT","side":"Buy","orderType":"Market","qty":"0.1"}`)
+	p.Close()
+	stale := filepath.Join(dir, ".state-12345.tmp")
+	if err := os.WriteFile(stale, []byte(`{"version":1,"acc`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	other := filepath.Join(dir, "notes.txt")
+	if err := os.WriteFile(other, []byte("mine"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, ts2 := startDurable(t, path, 2, clock)
+	if _, err := os.Stat(stale); !os.IsNotExist(err) {
+		t.Fatalf("the stale temporary file is still there: %v", err)
+	}
+	if _, err := os.Stat(other); err != nil {
+		t.Fatalf("a file that is not the state's own was removed: %v", err)
+	}
+	wantDec(t, "position", ts2.position("ETHUSDT"), "size", "0.1")
 }

@@ -1,8 +1,11 @@
 package app
 
 import (
+	"bytes"
 	"context"
 	"io"
+	"log/slog"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -114,5 +117,70 @@ func TestNewPaperKeyIsRandom(t *testing.T) {
 			t.Fatal("a paper key repeated")
 		}
 		seen[k.APIKey], seen[k.APISecret] = true, true
+	}
+}
+
+// A damaged paper state file refuses the start, naming the file, and is
+// left as it was: nothing but `paper reset` starts a paper account over.
+func TestDamagedPaperStateRefusesStart(t *testing.T) {
+	r, g := paperHome(t)
+	p, err := resolvePaths(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	good, err := os.ReadFile(p.paperState())
+	if err != nil {
+		t.Fatalf("init left no paper state: %v", err)
+	}
+	damaged := good[:len(good)/2]
+	if err := os.WriteFile(p.paperState(), damaged, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err = r.Deliver(context.Background(), g, &messages.PaperStatusRequest{User: "local"})
+	if err == nil || !strings.Contains(err.Error(), p.paperState()) || !strings.Contains(err.Error(), "damaged") {
+		t.Fatalf("a damaged state file: %v", err)
+	}
+	if now, _ := os.ReadFile(p.paperState()); !bytes.Equal(now, damaged) {
+		t.Fatal("the damaged state file was rewritten")
+	}
+}
+
+// A stored paper key whose account the state file does not hold (the file
+// was lost, or the home predates it) starts with the opening wallet, and
+// the log says so at warn level, naming the user and the file.
+func TestLostPaperStateIsLogged(t *testing.T) {
+	r, g := paperHome(t)
+	p, err := resolvePaths(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(p.paperState()); err != nil {
+		t.Fatal(err)
+	}
+	var log bytes.Buffer
+	r.Logger = slog.New(slog.NewJSONHandler(&log, nil))
+	res, err := r.Deliver(context.Background(), g, &messages.PaperStatusRequest{User: "local"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := res.(*messages.PaperAccountView); len(v.Balances) != 1 || !v.Balances[0].WalletBalance.Equal(decimal.NewFromInt(paperStartingUSDT)) {
+		t.Fatalf("the account of a lost state: %+v", v)
+	}
+	line := ""
+	for _, l := range strings.Split(log.String(), "\n") {
+		if strings.Contains(l, `"level":"WARN"`) && strings.Contains(l, "opening wallet") {
+			line = l
+		}
+	}
+	if !strings.Contains(line, `"user":"local"`) || !strings.Contains(line, p.paperState()) {
+		t.Fatalf("no warning names the user and the state file:\n%s", log.String())
+	}
+	// The next start finds the account it wrote: no warning again.
+	log.Reset()
+	if _, err := r.Deliver(context.Background(), g, &messages.PaperStatusRequest{User: "local"}); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(log.String(), "opening wallet") {
+		t.Fatalf("a stored account was warned about:\n%s", log.String())
 	}
 }

@@ -156,8 +156,9 @@ func startStack(ctx context.Context, p paths, vc venueConfig, masterKey []byte, 
 	if vc.PaperOnly {
 		// A paper command without a server: the simulator and its stored
 		// accounts, and no venue for the actors.
-		if err := st.startPaper(p, logger); err == nil {
-			err = st.provisionStoredPaperKeys(replay, masterKey, logger)
+		err := st.startPaper(p, logger)
+		if err == nil {
+			err = st.provisionStoredPaperKeys(replay, masterKey, p.paperState(), logger)
 		}
 		if err != nil {
 			st.close()
@@ -171,7 +172,7 @@ func startStack(ctx context.Context, p paths, vc venueConfig, masterKey []byte, 
 			return nil, err
 		}
 		if st.paper != nil {
-			if err := st.provisionStoredPaperKeys(replay, masterKey, logger); err != nil {
+			if err := st.provisionStoredPaperKeys(replay, masterKey, p.paperState(), logger); err != nil {
 				st.close()
 				return nil, err
 			}
@@ -249,7 +250,7 @@ func (st *stack) startPaper(p paths, logger *slog.Logger) error {
 	}
 	srv, err := sim.StartInProcess(sim.Config{Seed: seed, IDNonce: nonce, StatePath: p.paperState(), Logger: logger.With("component", "paper-sim")})
 	if err != nil {
-		return fmt.Errorf("paper venue: %w; the paper accounts are kept in %s", err, p.paperState())
+		return fmt.Errorf("paper venue: %w; the paper accounts are kept in %s: restore it, or move it aside to start every paper account over", err, p.paperState())
 	}
 	st.paper = srv
 	st.paperHTTP = &http.Client{Transport: srv.Transport(), Timeout: venue.DefaultHTTPTimeout}
@@ -272,12 +273,18 @@ func newIDNonce() (uint64, error) {
 
 // provisionStoredPaperKeys registers every stored paper key with the
 // embedded simulator: a key whose account the paper state keeps gets it
-// back, any other a fresh paper wallet. The keys are opened by the actors'
-// own code.
-func (st *stack) provisionStoredPaperKeys(replay *actors.UserReplay, masterKey []byte, logger *slog.Logger) error {
+// back, any other a fresh paper wallet, which the log reports at warn
+// level: the state file was lost, or the home predates it. The keys are
+// opened by the actors' own code.
+func (st *stack) provisionStoredPaperKeys(replay *actors.UserReplay, masterKey []byte, statePath string, logger *slog.Logger) error {
 	n := 0
 	failed, err := replay.OpenStoredKeys(masterKey, "paper", func(user, apiKey string, secret messages.Secret) {
+		stored := st.paper.Sim().HoldsStoredAccount(apiKey)
 		created, err := st.paper.Sim().ProvisionKey(sim.Key{APIKey: apiKey, APISecret: secret.Reveal()}, paperWallet())
+		if err == nil && created && !stored {
+			logger.Warn("paper venue: the paper state holds no account for this stored key; it starts with the opening wallet",
+				"user", user, "fingerprint", keys.Fingerprint(apiKey), "state", statePath)
+		}
 		switch {
 		case err != nil:
 			logger.Warn("paper venue: a stored key cannot be provisioned", "user", user, "fingerprint", keys.Fingerprint(apiKey))
