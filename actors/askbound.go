@@ -61,7 +61,7 @@ func (b stepBounds) execution(tool string) time.Duration {
 	case toolCancelAll:
 		return b.cancelAll()
 	case toolPlaceOrder:
-		return b.trade(2) // the leverage step, then the order (D21La)
+		return b.trade(2) // the leverage step, then the order (D111)
 	}
 	return b.trade(1)
 }
@@ -78,7 +78,7 @@ func (b stepBounds) askBound(msg any) time.Duration {
 	case *userCommand:
 		steps = b.commandSteps(m.cmd)
 	case *placeAsk:
-		steps = b.trade(2) // the leverage step, then the order (D21La)
+		steps = b.trade(2) // the leverage step, then the order (D111)
 	case *cancelAsk:
 		steps = b.trade(1)
 	case *accountAsk, *marketAsk:
@@ -96,7 +96,7 @@ func (b stepBounds) commandSteps(cmd messages.Command) time.Duration {
 	switch c := cmd.(type) {
 	case *messages.PlaceOrderCommand:
 		// A new order may lower the symbol's leverage first: two writes
-		// (leverage.go, D21La).
+		// (leverage.go, D111).
 		return b.trade(2)
 	case *messages.ClosePositionCommand, *messages.AmendOrderCommand, *messages.CancelOrderCommand,
 		*messages.SetLeverageCommand, *messages.TradingStopCommand:

@@ -34,7 +34,7 @@ func TestAskBoundCoversExecution(t *testing.T) {
 		}
 	}
 	// place_order may lower the symbol's leverage before the order: two
-	// writes (D21La); any other trading call sends one.
+	// writes (D111); any other trading call sends one.
 	place := &userCommand{cmd: &messages.PlaceOrderCommand{}}
 	want := b.hold + b.request + 2*(2*b.request+b.settle) + journalTimeout + askMargin
 	if got := b.askBound(place); got != want {

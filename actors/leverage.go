@@ -159,7 +159,7 @@ func positionWriteStatus(w *orderWritten) string {
 	return "requested"
 }
 
-// A new order's leverage step (decisions D21La). A new account shows the
+// A new order's leverage step (decisions D111). A new account shows the
 // venue's default leverage on every symbol (10x on the paper venue), often
 // above max_leverage, and a new order takes the symbol's leverage: without
 // this step every first order would be refused until the agent happened to

@@ -9,7 +9,7 @@ import (
 	"github.com/guarded-exchange/guarded-exchange/venue"
 )
 
-// Order ids the venue reuses (issue 18, decisions D18Vb): a venue order id
+// Order ids the venue reuses (issue 18, decisions D101): a venue order id
 // names one order for good. An order the venue shows (a push, a REST
 // answer) under an order id the server already knows under another client
 // order id is not applied: it settles no attempt, changes no cache row, is
@@ -30,8 +30,8 @@ const maxKnownOrderIDs = 4096
 // learnt again at its first sighting (the open orders read at connect
 // come first), so an id reused across a restart for an order no longer
 // shown is not caught here. Venue ids cannot repeat across restarts (the
-// paper venue's durable sequence and per-start nonce, D18Sb; Bybit's
-// UUIDs), so this is a guard within a run (decisions D18Rd).
+// paper venue's durable sequence and per-start nonce, D109; Bybit's
+// UUIDs), so this is a guard within a run (decisions D118).
 type orderIDBook struct {
 	mu     sync.Mutex
 	own    knownIDs

@@ -112,7 +112,7 @@ func outcomesOf(t *testing.T, dir, id string) int {
 // applied (the order still shows as the server's own and open, no
 // venue_update names the other id), and it is journaled as a
 // venue_anomaly of kind order_id_reused naming the server's order; the
-// order's records are unchanged (D18Vb).
+// order's records are unchanged (D101).
 func TestReusedOrderIDOnTheStreamIsNotApplied(t *testing.T) {
 	dir := t.TempDir()
 	te, px := newHostileTradeEnv(t, dir, nil)
@@ -212,7 +212,7 @@ func (r *orderIDRewriter) RoundTrip(req *http.Request) (*http.Response, error) {
 // outcome is unknown with reconnaissance "order_id_reused"), it is
 // journaled as a venue_anomaly of kind order_id_reused from REST naming
 // both of the server's orders, and the resting order's records and the
-// posture do not move (D18Vb).
+// posture do not move (D101).
 func TestReusedOrderIDInARESTAnswerIsNotApplied(t *testing.T) {
 	dir := t.TempDir()
 	te := newTradeEnv(t, dir)

@@ -89,7 +89,7 @@ type OrderMark struct {
 	Confirmed      bool
 	// Environment is the venue the order was sent to (paper, bybit-demo,
 	// ...): it counts against that venue's limits only. Empty in records
-	// written before it existed, which count on every venue (D18Va).
+	// written before it existed, which count on every venue (D100).
 	Environment string
 	// Rated says the attempt counts against max_orders_per_minute and
 	// max_unconfirmed_actions_per_hour: it was risk-increasing when it
@@ -99,7 +99,7 @@ type OrderMark struct {
 
 // RollingCounters holds the orders of the last 24 h, oldest first: the
 // rolling daily notional and the per-minute and per-hour counts derive
-// from them, per venue (D18Va).
+// from them, per venue (D100).
 type RollingCounters struct {
 	Orders []OrderMark
 }
@@ -108,7 +108,7 @@ type RollingCounters struct {
 // risk-increasing notional of the last 24 h, the risk-increasing attempts
 // of the last minute and the unconfirmed risk-increasing attempts of the
 // last hour. Orders sent to another venue do not count; those of records
-// that name no venue count on every venue (D18Va). Risk-reducing
+// that name no venue count on every venue (D100). Risk-reducing
 // attempts (cancels, closes, reduce-only orders, stops, lower leverage)
 // are kept for the order origin but never count (D51).
 func (c RollingCounters) Window(now time.Time, env string) (dailyNotional decimal.Decimal, perMinute, unconfirmedPerHour int) {

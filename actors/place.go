@@ -157,7 +157,7 @@ func (u *userActor) onMarketFetched(ctx actor.Context, m *marketFetched) {
 	}
 	// A symbol without a position whose leverage is above max_leverage
 	// is lowered first, and the order planned at the lower leverage
-	// (leverage.go, D21La).
+	// (leverage.go, D111).
 	step := leverageStepOf(tool, a, u.state.effective(u.venue, u.env), mk)
 	if step != nil {
 		mk = mk.withLeverage(step.To)

@@ -194,7 +194,7 @@ func TestPlaceLimitsHoldAgainstSplitting(t *testing.T) {
 	dir := t.TempDir()
 	te := newTradeEnv(t, dir)
 	// The symbol's leverage on the venue (10) is above max_leverage, and
-	// a position is open (so the order does not lower it first, D21La).
+	// a position is open (so the order does not lower it first, D111).
 	te.openOutside(t, "0.001")
 	te.tradeReady(t, messages.PolicySettings{MaxLeverage: dec("5")})
 	if _, e := te.place(t, limitArgs("0.01", "30000")); e == nil || e.Details["limit"] != "max_leverage" || e.Details["allowed"] != "5" {

@@ -259,7 +259,7 @@ func TestOrdersPushedDuringASeedAreNotLost(t *testing.T) {
 	c.note(messages.StreamEvent{Kind: messages.StreamOrders, Orders: []messages.Order{pushedOrder("new", "gx-2", "New")}}, now)
 	c.note(messages.StreamEvent{Kind: messages.StreamOrders, Orders: []messages.Order{pushedOrder("old", "gx-1", "Cancelled")}}, now)
 	c.seed([]messages.Order{pushedOrder("old", "gx-1", "New")}, nil, now) // read before both pushes
-	byLink := func(link string) string { // gx-2 is the new order, gx-1 the cancelled one
+	byLink := func(link string) string {                                  // gx-2 is the new order, gx-1 the cancelled one
 		if link == "gx-2" {
 			return messages.OriginSystem
 		}

@@ -101,7 +101,7 @@ func TestRecoveryReconcilesOpenAttemptsBeforeNewWrites(t *testing.T) {
 	// Replayed again, only the other venue's attempt is open, and the
 	// counters remember all three, each on its venue: the other venue's
 	// counts on that venue only, the one that names no venue on both
-	// (D18Va).
+	// (D100).
 	replay := NewUserReplay()
 	l, _, err := wal.Open(dir, wal.Options{OnRecord: replay.OnRecord})
 	if err != nil {

@@ -43,7 +43,7 @@ type replayGuard struct {
 	// pnl is the day and the positions of the last daily_pnl_noted
 	// record of each venue: the live cache only adds positions to a day,
 	// so a record of the same day and venue that drops one is refused
-	// (D86, D18Va).
+	// (D86, D100).
 	pnl map[string]pnlSeen
 }
 

@@ -705,7 +705,7 @@ type UserReplay struct {
 type replayUser struct {
 	parts  [numStateParts]*replayRecord
 	events []*replayRecord
-	// dailyPnl is the last daily_pnl_noted record of each venue (D18Va).
+	// dailyPnl is the last daily_pnl_noted record of each venue (D100).
 	dailyPnl map[string]*replayRecord
 	guard    replayGuard
 }

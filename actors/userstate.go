@@ -50,7 +50,7 @@ type UserState struct {
 	// (daily_pnl_noted), by venue: the stream cache starts from the
 	// record of its venue (dailyPnlOn), so a restart keeps counting the
 	// day's realised loss (posturecache.go) and another venue's loss never
-	// counts (D18Va). The map and its records are replaced, never changed
+	// counts (D100). The map and its records are replaced, never changed
 	// in place.
 	DailyPnl map[string]messages.DailyPnlEvent
 	// Confirmations are the parked actions by confirmation id (confirm.go).
@@ -237,7 +237,7 @@ func (s *UserState) Apply(ev Event) {
 
 // dailyPnlOn is the day's count last journaled for the venue env; a
 // record that names no venue (written before records named one) stands
-// for a venue without a record of its own (D18Va).
+// for a venue without a record of its own (D100).
 func (s *UserState) dailyPnlOn(env string) messages.DailyPnlEvent {
 	if ev, ok := s.DailyPnl[env]; ok {
 		return ev

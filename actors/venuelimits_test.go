@@ -14,7 +14,7 @@ import (
 
 // The rolling counters count each venue's orders against that venue's
 // limits only; an order whose record names no venue (written before
-// records named one) counts on every venue (D18Va).
+// records named one) counts on every venue (D100).
 func TestRollingCountersArePerVenue(t *testing.T) {
 	now := time.Now()
 	mark := func(env string, notional int64, ago time.Duration, confirmed bool) OrderMark {
@@ -46,7 +46,7 @@ func TestRollingCountersArePerVenue(t *testing.T) {
 // The day's realised PnL is journaled per venue and replayed per venue: a
 // record of another venue neither replaces nor, when it counts other
 // positions the same day, refuses start; a record that names no venue
-// stands for a venue without one of its own (D18Va).
+// stands for a venue without one of its own (D100).
 func TestDailyPnlIsReplayedPerVenue(t *testing.T) {
 	dir := t.TempDir()
 	ts := startUsers(t, dir)
@@ -89,7 +89,7 @@ func TestDailyPnlIsReplayedPerVenue(t *testing.T) {
 // Through the real system and journal: orders on paper use up paper's
 // daily cap; the same server restarted on another venue (GX_VENUE: the
 // process's Venue and Environment) shows and applies a fresh cap there,
-// and restarted on paper again shows paper's numbers as before (D18Va).
+// and restarted on paper again shows paper's numbers as before (D100).
 func TestDailyCapBelongsToTheVenue(t *testing.T) {
 	dir := t.TempDir()
 	te := newTradeEnv(t, dir)

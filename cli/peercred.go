@@ -17,7 +17,7 @@ type PeerCred struct {
 // client, the process that connected; for a dialer, the process that
 // called listen. It uses each platform's own call (SO_PEERCRED on Linux,
 // LOCAL_PEERCRED and LOCAL_PEERPID on macOS); elsewhere it fails, so every
-// check built on it refuses (see docs/decisions.md, D21Pa).
+// check built on it refuses (see docs/decisions.md, D102).
 func PeerCredOf(conn net.Conn) (PeerCred, error) {
 	uc, ok := conn.(*net.UnixConn)
 	if !ok {

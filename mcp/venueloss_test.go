@@ -11,7 +11,7 @@ import (
 // The day's realised loss belongs to the venue it was realised on: a loss
 // on paper makes the user REDUCING on paper, is journaled as paper's, and
 // counts nothing on the demo venue when the server is restarted there;
-// back on paper it counts again (decisions D18Va).
+// back on paper it counts again (decisions D100).
 func TestDailyLossBelongsToTheVenue(t *testing.T) {
 	s := newLossStack(t)
 	e, cs := lossAfterClose(t, s, "0.01")

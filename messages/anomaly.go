@@ -93,7 +93,7 @@ const (
 	AnomalyOrderMismatch = "order_mismatch"
 	// AnomalyOrderIDReused: the venue showed an order under an order id
 	// the server knows under another client order id; it was not applied
-	// (decisions D18Vb).
+	// (decisions D101).
 	AnomalyOrderIDReused = "order_id_reused"
 )
 

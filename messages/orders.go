@@ -47,7 +47,7 @@ type OrderAttemptEvent struct {
 	Expect *OrderExpectation `json:"expect,omitempty"`
 	// StepOf names the tool whose action this write is a first step of
 	// (a set_leverage that lowers the leverage before a place_order,
-	// decisions D21La); empty for a tool's own write.
+	// decisions D111); empty for a tool's own write.
 	StepOf string `json:"step_of,omitempty"`
 	// AfterStep is the client order id of the first step this write
 	// followed (the set_leverage attempt of StepOf); empty when none.

@@ -105,7 +105,7 @@ type PostureChangedEvent struct {
 // of every position seen that day, as the stream cache counts it. Each
 // record carries the whole day (only the last one matters); a record of
 // an earlier day counts nothing. The day is counted per venue: only the
-// last record of the venue a process serves matters to it (D18Va).
+// last record of the venue a process serves matters to it (D100).
 type DailyPnlEvent struct {
 	// Day is the UTC day counted, "2006-01-02".
 	Day string `json:"day"`
