@@ -215,6 +215,24 @@ func leverageStepOf(tool string, a messages.PlaceOrderArgs, p messages.Policy, m
 	return &messages.LeverageChange{From: pos.Leverage, To: to}
 }
 
+// leverageAsShown refuses an approved run whose leverage is not the one
+// the human saw (D21La): a step is taken only when the plan shown took
+// it, to the same value, and with no step the symbol's leverage is at
+// most the value the plan shown lowered it to. A ceiling raised, or the
+// leverage changed by hand, between the plan and the approval would
+// otherwise run the order at a leverage nobody approved.
+func leverageAsShown(shown, step *messages.LeverageChange, pos *messages.Position) *messages.Error {
+	switch {
+	case step != nil && (shown == nil || !shown.To.Equal(step.To)),
+		step == nil && shown != nil && pos != nil && pos.Leverage.GreaterThan(shown.To):
+		return &messages.Error{Code: messages.CodePermissionDenied,
+			Message:  "the symbol's leverage changed since the human approved, so the order would not run as shown; nothing was sent",
+			NextStep: "call the tool again; a new confirmation shows the plan as it is now",
+			Details:  map[string]any{"reason": "leverage_changed"}}
+	}
+	return nil
+}
+
 // withLeverage is the market as it will be once the step set the
 // symbol's leverage to v: what the order is planned on.
 func (m placeMarket) withLeverage(v decimal.Decimal) placeMarket {

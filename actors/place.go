@@ -159,6 +159,12 @@ func (u *userActor) onMarketFetched(ctx actor.Context, m *marketFetched) {
 	// is lowered first, and the order planned at the lower leverage
 	// (leverage.go, D21La).
 	step := leverageStepOf(tool, a, u.state.effective(u.venue, u.env), mk)
+	if shown := u.shownOf(act.origin); shown != nil && shown.Order != nil {
+		if e := leverageAsShown(shown.Order.LowersLeverage, step, mk.position); e != nil {
+			u.refuseTool(ctx, tool, a.Category, a.Symbol, false, e, act.origin, act.waiter)
+			return
+		}
+	}
 	if step != nil {
 		mk = mk.withLeverage(step.To)
 	}
