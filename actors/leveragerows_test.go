@@ -1,0 +1,136 @@
+package actors
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/shopspring/decimal"
+
+	"github.com/guarded-exchange/guarded-exchange/messages"
+	"github.com/guarded-exchange/guarded-exchange/venue"
+)
+
+// extraRowProxy is a hostile venue in front of the simulator: every
+// position list it passes on ends with a copy of each row changed by
+// extra, as if the symbol had a second position row. With swallow, a
+// set-leverage write is answered "OK" and never reaches the simulator.
+func extraRowProxy(t *testing.T, target string, swallow bool, extra func(row map[string]any)) string {
+	t.Helper()
+	u, err := url.Parse(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := httputil.NewSingleHostReverseProxy(u)
+	p.ModifyResponse = func(r *http.Response) error {
+		if r.Request.URL.Path != "/v5/position/list" {
+			return nil
+		}
+		raw, err := io.ReadAll(r.Body)
+		if err != nil {
+			return err
+		}
+		var env map[string]any
+		if json.Unmarshal(raw, &env) == nil {
+			if res, ok := env["result"].(map[string]any); ok {
+				list, _ := res["list"].([]any)
+				for _, it := range list {
+					row, ok := it.(map[string]any)
+					if !ok {
+						continue
+					}
+					cp := map[string]any{}
+					for k, v := range row {
+						cp[k] = v
+					}
+					extra(cp)
+					list = append(list, cp)
+				}
+				res["list"] = list
+				raw, _ = json.Marshal(env)
+			}
+		}
+		r.Body = io.NopCloser(bytes.NewReader(raw))
+		r.ContentLength = int64(len(raw))
+		r.Header.Set("Content-Length", strconv.Itoa(len(raw)))
+		return nil
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if swallow && r.URL.Path == "/v5/position/set-leverage" {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write([]byte(`{"retCode":0,"retMsg":"OK","result":{},"retExtInfo":{},"time":` + strconv.FormatInt(time.Now().UnixMilli(), 10) + `}`))
+			return
+		}
+		p.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// behindProxy restarts te's system with its REST calls going to rest.
+func (te *tradeEnv) behindProxy(t *testing.T, rest string) {
+	t.Helper()
+	te.configure = func(c *Config) {
+		c.Clients = func(k, s string) (*venue.Client, error) {
+			return venue.NewClient(venue.Config{BaseURL: rest, APIKey: k, APISecret: s, Backoff: func(int) time.Duration { return 0 }})
+		}
+	}
+	te.stop()
+	te.testSystem = te.start(t, te.dir)
+}
+
+// A venue that shows the symbol's open position and then a flat row of
+// the same symbol does not get the leverage lowered under the open
+// position: the row with a position open is the one decided on, so the
+// order is refused naming set_leverage and nothing is sent.
+func TestLeverageStepNotTakenWhenAnyRowIsOpen(t *testing.T) {
+	dir := t.TempDir()
+	te := newTradeEnv(t, dir)
+	te.behindProxy(t, extraRowProxy(t, te.ann.REST, false, func(row map[string]any) {
+		row["size"], row["side"], row["avgPrice"], row["positionValue"], row["unrealisedPnl"] = "0", "", "0", "0", "0"
+	}))
+	te.openOutside(t, "0.002")
+	te.tradeReady(t, messages.PolicySettings{MaxLeverage: dec("5")})
+	_, e := te.place(t, marketArgs("Buy", "0.001"))
+	if e == nil || e.Code != messages.CodeLimitExceeded || e.Details["limit"] != "max_leverage" {
+		t.Fatalf("an order on a symbol with a position open behind a flat row: %v", e)
+	}
+	for _, a := range attemptsOf(t, dir) {
+		t.Fatalf("something was sent: %+v", a)
+	}
+	if lev, size := te.venueLeverage(t); !lev.Equal(decimal.NewFromInt(10)) || size.String() != "0.002" {
+		t.Fatalf("leverage %s, size %s; want the 10 and 0.002 the human had", lev, size)
+	}
+}
+
+// A venue that shows a second row of the symbol at a lower leverage, and
+// answers the lower leverage "OK" without applying it, does not get an
+// order sent at the leverage it never lowered: the step is decided on
+// the higher leverage shown, and it has taken effect only when every row
+// of the symbol shows the lower one. Here none does, so the call answers
+// the step's error and sends no order.
+func TestLeverageStepTakesEffectOnlyWhenEveryRowShowsIt(t *testing.T) {
+	dir := t.TempDir()
+	te := newTradeEnv(t, dir)
+	te.behindProxy(t, extraRowProxy(t, te.ann.REST, true, func(row map[string]any) { row["leverage"] = "5" }))
+	te.tradeReady(t, messages.PolicySettings{MaxLeverage: dec("5")})
+	_, e := te.place(t, marketArgs("Buy", "0.001"))
+	if e == nil || e.Details["step"] != toolLeverage || e.Details["order_sent"] != false {
+		t.Fatalf("an order on a venue that shows a lower leverage it never set: %v", e)
+	}
+	for _, a := range attemptsOf(t, dir) {
+		if a.Tool != toolLeverage {
+			t.Fatalf("the order was sent: %+v", a)
+		}
+	}
+	if lev, size := te.venueLeverage(t); !lev.Equal(decimal.NewFromInt(10)) || !size.IsZero() {
+		t.Fatalf("leverage %s, size %s; want 10 and no position", lev, size)
+	}
+}
