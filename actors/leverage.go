@@ -198,10 +198,10 @@ func leverageCap(maxLeverage decimal.Decimal, in *messages.Instrument) decimal.D
 
 // leverageStepOf is the leverage change a place_order takes first, or nil:
 // only for a new (not reduce-only) linear order, when the venue showed the
-// symbol's position row with no position open and a leverage above
-// max_leverage, and only to a lower value.
+// symbol's position row with no position open (and the stream showed none
+// since) and a leverage above max_leverage, and only to a lower value.
 func leverageStepOf(tool string, a messages.PlaceOrderArgs, p messages.Policy, m placeMarket) *messages.LeverageChange {
-	if tool != toolPlaceOrder || a.ReduceOnly || a.Category != messages.CategoryLinear || !m.positionRead || m.position == nil {
+	if tool != toolPlaceOrder || a.ReduceOnly || a.Category != messages.CategoryLinear || !m.positionRead || m.position == nil || m.pushedOpen {
 		return nil
 	}
 	pos := m.position

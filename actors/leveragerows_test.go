@@ -16,6 +16,7 @@ import (
 
 	"github.com/guarded-exchange/guarded-exchange/messages"
 	"github.com/guarded-exchange/guarded-exchange/venue"
+	"github.com/guarded-exchange/guarded-exchange/venue/sim/hostile"
 )
 
 // extraRowProxy is a hostile venue in front of the simulator: every
@@ -132,5 +133,32 @@ func TestLeverageStepTakesEffectOnlyWhenEveryRowShowsIt(t *testing.T) {
 	}
 	if lev, size := te.venueLeverage(t); !lev.Equal(decimal.NewFromInt(10)) || !size.IsZero() {
 		t.Fatalf("leverage %s, size %s; want 10 and no position", lev, size)
+	}
+}
+
+// A position the private stream shows and the REST read does not (yet)
+// is a position open: the stream may make a decision stricter, never
+// looser (D94). The order is refused naming set_leverage, and the
+// leverage is not lowered under a position the stream just reported.
+func TestLeverageStepNotTakenWhenTheStreamShowsAPosition(t *testing.T) {
+	dir := t.TempDir()
+	te, px := newHostileTradeEnv(t, dir, func(c *Config) { c.PositionPoll = time.Hour })
+	te.tradeReady(t, messages.PolicySettings{MaxLeverage: dec("5")})
+	px.Inject(hostile.Push("position", hostile.Position(map[string]any{"side": "Buy", "size": "0.002", "entryPrice": "50000", "positionValue": "100"})))
+	for deadline := time.Now().Add(10 * time.Second); len(postureOf(t, te.testSystem, te.user).Exposure.Positions) == 0; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the pushed position never showed")
+		}
+	}
+	_, e := te.place(t, marketArgs("Buy", "0.001"))
+	if e == nil || e.Code != messages.CodeLimitExceeded || e.Details["limit"] != "max_leverage" ||
+		e.Details["fix"] != `set_leverage {"category":"linear","symbol":"BTCUSDT","leverage":"5"}` {
+		t.Fatalf("an order while the stream shows a position open: %v", e)
+	}
+	for _, a := range attemptsOf(t, dir) {
+		t.Fatalf("something was sent: %+v", a)
+	}
+	if lev, _ := te.venueLeverage(t); !lev.Equal(decimal.NewFromInt(10)) {
+		t.Fatalf("leverage %s, want the 10 the account had", lev)
 	}
 }

@@ -209,7 +209,7 @@ func TestLeverageStepOfOnlyLowers(t *testing.T) {
 		a.ReduceOnly = rng.IntN(4) == 0
 		a.Category = []messages.Category{messages.CategoryLinear, messages.CategoryLinear, messages.CategorySpot}[rng.IntN(3)]
 		tool := []string{toolPlaceOrder, toolPlaceOrder, toolClosePosition}[rng.IntN(3)]
-		m := placeMarket{instrument: in, position: pos, positionRead: rng.IntN(5) > 0}
+		m := placeMarket{instrument: in, position: pos, positionRead: rng.IntN(5) > 0, pushedOpen: rng.IntN(8) == 0}
 		if rng.IntN(10) == 0 {
 			m.position = nil
 		}
@@ -220,8 +220,8 @@ func TestLeverageStepOfOnlyLowers(t *testing.T) {
 		switch {
 		case tool != toolPlaceOrder || a.ReduceOnly || a.Category != messages.CategoryLinear || !m.positionRead:
 			t.Fatalf("case %d: a step for %s reduce_only=%v %s read=%v", i, tool, a.ReduceOnly, a.Category, m.positionRead)
-		case !pos.Size.IsZero():
-			t.Fatalf("case %d: a step with a position of %s open", i, pos.Size)
+		case !pos.Size.IsZero() || m.pushedOpen:
+			t.Fatalf("case %d: a step with a position open (size %s, pushed %v)", i, pos.Size, m.pushedOpen)
 		case !step.From.Equal(pos.Leverage) || !step.To.LessThan(step.From) || !step.To.IsPositive():
 			t.Fatalf("case %d: the step %s -> %s does not lower", i, step.From, step.To)
 		case step.To.GreaterThan(p.MaxLeverage):

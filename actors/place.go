@@ -158,6 +158,7 @@ func (u *userActor) onMarketFetched(ctx actor.Context, m *marketFetched) {
 	// A symbol without a position whose leverage is above max_leverage
 	// is lowered first, and the order planned at the lower leverage
 	// (leverage.go, D21La).
+	mk.pushedOpen = u.cache != nil && u.cache.pushedOpen(a.Category, a.Symbol)
 	step := leverageStepOf(tool, a, u.state.effective(u.venue, u.env), mk)
 	if shown := u.shownOf(act.origin); shown != nil && shown.Order != nil {
 		if e := leverageAsShown(shown.Order.LowersLeverage, step, mk.position); e != nil {
