@@ -162,3 +162,41 @@ func TestLeverageStepNotTakenWhenTheStreamShowsAPosition(t *testing.T) {
 		t.Fatalf("leverage %s, want the 10 the account had", lev)
 	}
 }
+
+// A repeat of the call while its leverage step is at the venue is told
+// the order's client order id, the one the call answers with, not the
+// step's: an agent that looks the order up by it finds it, instead of
+// finding nothing and placing it again.
+func TestRepeatDuringTheLeverageStepNamesTheOrder(t *testing.T) {
+	dir := t.TempDir()
+	te := newTradeEnv(t, dir)
+	te.tradeReady(t, messages.PolicySettings{MaxLeverage: dec("5")})
+	te.delayFault(t, "/v5/position/set-leverage", 800)
+	args := marketArgs("Buy", "0.001")
+	args.IdempotencyKey = "during-step"
+	type result struct {
+		ans *messages.OrderAnswer
+		e   *messages.Error
+	}
+	done := make(chan result, 1)
+	go func() {
+		ans, e := te.place(t, args)
+		done <- result{ans, e}
+	}()
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if seen, _ := te.faultSeen(t, "/v5/position/set-leverage"); seen > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the step never reached the venue")
+		}
+	}
+	_, rep := te.place(t, args)
+	first := <-done
+	if first.e != nil || first.ans.LowersLeverage == nil {
+		t.Fatalf("the first call: %+v %v", first.ans, first.e)
+	}
+	if rep == nil || rep.Details["reason"] != "in_progress" || rep.Details["client_order_id"] != first.ans.ClientOrderID {
+		t.Fatalf("a repeat during the step: %v, want in_progress naming %s", rep, first.ans.ClientOrderID)
+	}
+}

@@ -311,7 +311,7 @@ func (u *userActor) repeat(ctx actor.Context, tool, idemKey, hash string, net bo
 			if x.hashOf() != hash {
 				answer, rep.Reason = conflict(), "conflict"
 			} else {
-				answer, rep.Reason, rep.ClientOrderID = inProgress(x.attempt.ClientOrderID), "in_progress", x.attempt.ClientOrderID
+				answer, rep.Reason, rep.ClientOrderID = inProgress(x.ticketID()), "in_progress", x.ticketID()
 			}
 			break
 		}
@@ -330,7 +330,7 @@ func (u *userActor) repeat(ctx actor.Context, tool, idemKey, hash string, net bo
 		}
 	case net:
 		if x := inFlight(func(x *action) bool { return x.hashOf() == hash && x.keyOf() == "" }); x != nil {
-			answer, rep.Reason, rep.ClientOrderID = inProgress(x.attempt.ClientOrderID), "in_progress", x.attempt.ClientOrderID
+			answer, rep.Reason, rep.ClientOrderID = inProgress(x.ticketID()), "in_progress", x.ticketID()
 			break
 		}
 		// An identical attempt whose outcome is still unknown (its
