@@ -200,3 +200,29 @@ func TestRepeatDuringTheLeverageStepNamesTheOrder(t *testing.T) {
 		t.Fatalf("a repeat during the step: %v, want in_progress naming %s", rep, first.ans.ClientOrderID)
 	}
 }
+
+// A policy that has a human confirm every set_leverage is not bypassed by
+// the leverage step of an order no human confirms: the order is refused
+// naming set_leverage (which then parks for the human), nothing is sent
+// and the leverage stays. The dry run says the same.
+func TestLeverageStepNeverSkipsTheConfirmationOfSetLeverage(t *testing.T) {
+	dir := t.TempDir()
+	te := newTradeEnvWith(t, dir, func(c *Config) { c.ConfirmCLI = true })
+	te.tradeReady(t, messages.PolicySettings{MaxLeverage: dec("5"), ConfirmActions: strs(toolLeverage), ConfirmationTTLS: intp(60), MaxPending: intp(3)})
+	dry := marketArgs("Buy", "0.001")
+	dry.DryRun = true
+	if plan, e := te.place(t, dry); e == nil || e.Details["limit"] != "max_leverage" {
+		t.Fatalf("the dry run: %+v %v", plan, e)
+	}
+	_, e := te.place(t, marketArgs("Buy", "0.001"))
+	if e == nil || e.Code != messages.CodeLimitExceeded || e.Details["limit"] != "max_leverage" ||
+		e.Details["fix"] != `set_leverage {"category":"linear","symbol":"BTCUSDT","leverage":"5"}` {
+		t.Fatalf("an order whose step would skip set_leverage's confirmation: %v", e)
+	}
+	for _, a := range attemptsOf(t, dir) {
+		t.Fatalf("something was sent: %+v", a)
+	}
+	if lev, _ := te.venueLeverage(t); !lev.Equal(decimal.NewFromInt(10)) {
+		t.Fatalf("leverage %s, want 10", lev)
+	}
+}

@@ -166,10 +166,19 @@ func (u *userActor) onMarketFetched(ctx actor.Context, m *marketFetched) {
 			return
 		}
 	}
+	unstepped := mk
 	if step != nil {
 		mk = mk.withLeverage(step.To)
 	}
 	plan, ans, e := u.state.decidePlace(tool, a, u.venue, u.env, mk, u.reserved(), u.now())
+	if e == nil && step != nil && plan.confirmedBy == "" && confirmedBy(u.state.effective(u.venue, u.env), toolLeverage, decimal.Zero) != "" {
+		// A human confirms every set_leverage and none confirms this
+		// order: its step would skip that confirmation, so there is no
+		// step (the order is decided at the leverage shown, and refused
+		// naming set_leverage).
+		step, mk = nil, unstepped
+		plan, ans, e = u.state.decidePlace(tool, a, u.venue, u.env, mk, u.reserved(), u.now())
+	}
 	if e != nil {
 		u.refuseTool(ctx, tool, a.Category, a.Symbol, a.DryRun, e, act.origin, act.waiter)
 		return
