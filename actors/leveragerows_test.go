@@ -87,6 +87,23 @@ func (te *tradeEnv) behindProxy(t *testing.T, rest string) {
 	te.testSystem = te.start(t, te.dir)
 }
 
+// refusedNamingSetLeverage checks that an order on BTCUSDT under a
+// max_leverage of 5 was refused naming set_leverage and the value, that
+// nothing was sent, and that the account keeps its 10x.
+func (te *tradeEnv) refusedNamingSetLeverage(t *testing.T, e *messages.Error) {
+	t.Helper()
+	if e == nil || e.Code != messages.CodeLimitExceeded || e.Details["limit"] != "max_leverage" ||
+		e.Details["fix"] != `set_leverage {"category":"linear","symbol":"BTCUSDT","leverage":"5"}` {
+		t.Fatalf("want max_leverage naming set_leverage to 5: %v", e)
+	}
+	for _, a := range attemptsOf(t, te.dir) {
+		t.Fatalf("something was sent: %+v", a)
+	}
+	if lev, _ := te.venueLeverage(t); !lev.Equal(decimal.NewFromInt(10)) {
+		t.Fatalf("leverage %s, want the 10 the account had", lev)
+	}
+}
+
 // A venue that shows the symbol's open position and then a flat row of
 // the same symbol does not get the leverage lowered under the open
 // position: the row with a position open is the one decided on, so the
@@ -100,14 +117,9 @@ func TestLeverageStepNotTakenWhenAnyRowIsOpen(t *testing.T) {
 	te.openOutside(t, "0.002")
 	te.tradeReady(t, messages.PolicySettings{MaxLeverage: dec("5")})
 	_, e := te.place(t, marketArgs("Buy", "0.001"))
-	if e == nil || e.Code != messages.CodeLimitExceeded || e.Details["limit"] != "max_leverage" {
-		t.Fatalf("an order on a symbol with a position open behind a flat row: %v", e)
-	}
-	for _, a := range attemptsOf(t, dir) {
-		t.Fatalf("something was sent: %+v", a)
-	}
-	if lev, size := te.venueLeverage(t); !lev.Equal(decimal.NewFromInt(10)) || size.String() != "0.002" {
-		t.Fatalf("leverage %s, size %s; want the 10 and 0.002 the human had", lev, size)
+	te.refusedNamingSetLeverage(t, e)
+	if _, size := te.venueLeverage(t); size.String() != "0.002" {
+		t.Fatalf("size %s; want the 0.002 the human had", size)
 	}
 }
 
@@ -151,16 +163,7 @@ func TestLeverageStepNotTakenWhenTheStreamShowsAPosition(t *testing.T) {
 		}
 	}
 	_, e := te.place(t, marketArgs("Buy", "0.001"))
-	if e == nil || e.Code != messages.CodeLimitExceeded || e.Details["limit"] != "max_leverage" ||
-		e.Details["fix"] != `set_leverage {"category":"linear","symbol":"BTCUSDT","leverage":"5"}` {
-		t.Fatalf("an order while the stream shows a position open: %v", e)
-	}
-	for _, a := range attemptsOf(t, dir) {
-		t.Fatalf("something was sent: %+v", a)
-	}
-	if lev, _ := te.venueLeverage(t); !lev.Equal(decimal.NewFromInt(10)) {
-		t.Fatalf("leverage %s, want the 10 the account had", lev)
-	}
+	te.refusedNamingSetLeverage(t, e)
 }
 
 // A repeat of the call while its leverage step is at the venue is told
@@ -215,14 +218,5 @@ func TestLeverageStepNeverSkipsTheConfirmationOfSetLeverage(t *testing.T) {
 		t.Fatalf("the dry run: %+v %v", plan, e)
 	}
 	_, e := te.place(t, marketArgs("Buy", "0.001"))
-	if e == nil || e.Code != messages.CodeLimitExceeded || e.Details["limit"] != "max_leverage" ||
-		e.Details["fix"] != `set_leverage {"category":"linear","symbol":"BTCUSDT","leverage":"5"}` {
-		t.Fatalf("an order whose step would skip set_leverage's confirmation: %v", e)
-	}
-	for _, a := range attemptsOf(t, dir) {
-		t.Fatalf("something was sent: %+v", a)
-	}
-	if lev, _ := te.venueLeverage(t); !lev.Equal(decimal.NewFromInt(10)) {
-		t.Fatalf("leverage %s, want 10", lev)
-	}
+	te.refusedNamingSetLeverage(t, e)
 }
