@@ -41,6 +41,10 @@ type action struct {
 	// attempt is the open order attempt a reconcile action looks up, or
 	// the one an order action wrote.
 	attempt Attempt
+	// ticket is the client order id a caller of this write is told while
+	// it runs ("": the attempt's own); a leverage step names the order
+	// that follows it.
+	ticket string
 	// claim is the idempotency claim of a trading call in flight; place
 	// and cancel carry the call between its steps (place.go, cancel.go);
 	// complete turns an order action's outcome into the tool's answer.
@@ -55,6 +59,15 @@ type action struct {
 	// (cancel_all_orders chains its cancels with it).
 	after    func()
 	complete func(*orderResult, *orderWritten) any
+}
+
+// ticketID is the client order id a repeat of the call is told while
+// the action runs: the order's, also during its leverage step.
+func (a *action) ticketID() string {
+	if a.ticket != "" {
+		return a.ticket
+	}
+	return a.attempt.ClientOrderID
 }
 
 // claim is what a trading call in flight holds in the idempotency table.

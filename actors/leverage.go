@@ -198,10 +198,10 @@ func leverageCap(maxLeverage decimal.Decimal, in *messages.Instrument) decimal.D
 
 // leverageStepOf is the leverage change a place_order takes first, or nil:
 // only for a new (not reduce-only) linear order, when the venue showed the
-// symbol's position row with no position open and a leverage above
-// max_leverage, and only to a lower value.
+// symbol's position row with no position open (and the stream showed none
+// since) and a leverage above max_leverage, and only to a lower value.
 func leverageStepOf(tool string, a messages.PlaceOrderArgs, p messages.Policy, m placeMarket) *messages.LeverageChange {
-	if tool != toolPlaceOrder || a.ReduceOnly || a.Category != messages.CategoryLinear || !m.positionRead || m.position == nil {
+	if tool != toolPlaceOrder || a.ReduceOnly || a.Category != messages.CategoryLinear || !m.positionRead || m.position == nil || m.pushedOpen {
 		return nil
 	}
 	pos := m.position
@@ -213,6 +213,24 @@ func leverageStepOf(tool string, a messages.PlaceOrderArgs, p messages.Policy, m
 		return nil // never raises
 	}
 	return &messages.LeverageChange{From: pos.Leverage, To: to}
+}
+
+// leverageAsShown refuses an approved run whose leverage is not the one
+// the human saw (D111): a step is taken only when the plan shown took
+// it, to the same value, and with no step the symbol's leverage is at
+// most the value the plan shown lowered it to. A ceiling raised, or the
+// leverage changed by hand, between the plan and the approval would
+// otherwise run the order at a leverage nobody approved.
+func leverageAsShown(shown, step *messages.LeverageChange, pos *messages.Position) *messages.Error {
+	switch {
+	case step != nil && (shown == nil || !shown.To.Equal(step.To)),
+		step == nil && shown != nil && pos != nil && pos.Leverage.GreaterThan(shown.To):
+		return &messages.Error{Code: messages.CodePermissionDenied,
+			Message:  "the symbol's leverage changed since the human approved, so the order would not run as shown; nothing was sent",
+			NextStep: "call the tool again; a new confirmation shows the plan as it is now",
+			Details:  map[string]any{"reason": "leverage_changed"}}
+	}
+	return nil
 }
 
 // withLeverage is the market as it will be once the step set the

@@ -209,7 +209,7 @@ func TestLeverageStepOfOnlyLowers(t *testing.T) {
 		a.ReduceOnly = rng.IntN(4) == 0
 		a.Category = []messages.Category{messages.CategoryLinear, messages.CategoryLinear, messages.CategorySpot}[rng.IntN(3)]
 		tool := []string{toolPlaceOrder, toolPlaceOrder, toolClosePosition}[rng.IntN(3)]
-		m := placeMarket{instrument: in, position: pos, positionRead: rng.IntN(5) > 0}
+		m := placeMarket{instrument: in, position: pos, positionRead: rng.IntN(5) > 0, pushedOpen: rng.IntN(8) == 0}
 		if rng.IntN(10) == 0 {
 			m.position = nil
 		}
@@ -220,8 +220,8 @@ func TestLeverageStepOfOnlyLowers(t *testing.T) {
 		switch {
 		case tool != toolPlaceOrder || a.ReduceOnly || a.Category != messages.CategoryLinear || !m.positionRead:
 			t.Fatalf("case %d: a step for %s reduce_only=%v %s read=%v", i, tool, a.ReduceOnly, a.Category, m.positionRead)
-		case !pos.Size.IsZero():
-			t.Fatalf("case %d: a step with a position of %s open", i, pos.Size)
+		case !pos.Size.IsZero() || m.pushedOpen:
+			t.Fatalf("case %d: a step with a position open (size %s, pushed %v)", i, pos.Size, m.pushedOpen)
 		case !step.From.Equal(pos.Leverage) || !step.To.LessThan(step.From) || !step.To.IsPositive():
 			t.Fatalf("case %d: the step %s -> %s does not lower", i, step.From, step.To)
 		case step.To.GreaterThan(p.MaxLeverage):
@@ -428,5 +428,49 @@ func TestLeverageStepThenKillSwitchSendsNoOrder(t *testing.T) {
 	}
 	if lev, size := te.venueLeverage(t); !lev.Equal(decimal.NewFromInt(5)) || !size.IsZero() {
 		t.Fatalf("leverage %s, size %s", lev, size)
+	}
+}
+
+// An approved run lowers the leverage exactly as the human saw it, or not
+// at all: a plan shown lowering 10x to 5x does not run at 8x after the
+// ceiling was raised to 8, and a plan shown with no step (the account at
+// 3x) does not run behind a step the human never saw after someone raised
+// the leverage to 10x by hand. Both are refused with nothing sent; the
+// leverage stays as the venue shows it.
+func TestApprovedRunLowersLeverageOnlyAsShown(t *testing.T) {
+	ce := newConfirmEnv(t, true, "place_order")
+	settings := messages.PolicySettings{ConfirmActions: strs("place_order"), ConfirmationTTLS: intp(60), MaxPending: intp(3), MaxLeverage: dec("5")}
+	ce.tradeReady(t, settings)
+	p := ce.park(t, cfMarketArgs("0.001", "shown-5"))
+	if l := p.ShownToUser.Order.LowersLeverage; l == nil || l.To.String() != "5" {
+		t.Fatalf("the plan shown %+v", p.ShownToUser.Order)
+	}
+	settings.MaxLeverage = dec("8")
+	ce.tradeReady(t, settings)
+	if _, e := ce.decide(p.ConfirmationID, messages.DecisionApprove, cliOrigin); e == nil || e.Details["reason"] != "leverage_changed" {
+		t.Fatalf("an approved run whose step is no longer the one shown: %v", e)
+	}
+	if lev, size := ce.venueLeverage(t); !lev.Equal(decimal.NewFromInt(10)) || !size.IsZero() {
+		t.Fatalf("leverage %s, size %s after a run refused", lev, size)
+	}
+
+	if _, err := ce.outside(t).SetLeverage(context.Background(), messages.SetLeverageRequest{Category: messages.CategoryLinear, Symbol: "BTCUSDT", Leverage: decimal.NewFromInt(3)}); err != nil {
+		t.Fatal(err)
+	}
+	q := ce.park(t, cfMarketArgs("0.001", "shown-none"))
+	if q.ShownToUser.Order.LowersLeverage != nil {
+		t.Fatalf("a plan at 3x under a max of 8 shows a step: %+v", q.ShownToUser.Order)
+	}
+	if _, err := ce.outside(t).SetLeverage(context.Background(), messages.SetLeverageRequest{Category: messages.CategoryLinear, Symbol: "BTCUSDT", Leverage: decimal.NewFromInt(10)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, e := ce.decide(q.ConfirmationID, messages.DecisionApprove, cliOrigin); e == nil || e.Details["reason"] != "leverage_changed" {
+		t.Fatalf("an approved run with a step the human never saw: %v", e)
+	}
+	if lev, size := ce.venueLeverage(t); !lev.Equal(decimal.NewFromInt(10)) || !size.IsZero() {
+		t.Fatalf("leverage %s, size %s after a run refused", lev, size)
+	}
+	for _, a := range attemptsOf(t, ce.dir) {
+		t.Fatalf("a refused run sent %+v", a)
 	}
 }

@@ -27,6 +27,9 @@ type placeMarket struct {
 	// shows none); positionRead says it was read.
 	position     *messages.Position
 	positionRead bool
+	// pushedOpen: the private stream showed a position open on the
+	// symbol since its last REST read (no leverage step then).
+	pushedOpen bool
 	// confirmed: an approved action's run (it counts as confirmed);
 	// worst is then a market order's worst price as shown to the human.
 	confirmed bool

@@ -192,7 +192,7 @@ func (u *userActor) execute(ctx actor.Context, p orderPlan, origin messages.Orig
 	}
 	ticket := id
 	if p.ticketID != "" {
-		ticket = p.ticketID
+		ticket, a.ticket = p.ticketID, p.ticketID
 	}
 	if !u.tickets.commit(sender, origin, ticket) {
 		// The caller stopped waiting before anything was sent and was

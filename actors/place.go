@@ -158,11 +158,27 @@ func (u *userActor) onMarketFetched(ctx actor.Context, m *marketFetched) {
 	// A symbol without a position whose leverage is above max_leverage
 	// is lowered first, and the order planned at the lower leverage
 	// (leverage.go, D111).
+	mk.pushedOpen = u.cache != nil && u.cache.pushedOpen(a.Category, a.Symbol)
 	step := leverageStepOf(tool, a, u.state.effective(u.venue, u.env), mk)
+	if shown := u.shownOf(act.origin); shown != nil && shown.Order != nil {
+		if e := leverageAsShown(shown.Order.LowersLeverage, step, mk.position); e != nil {
+			u.refuseTool(ctx, tool, a.Category, a.Symbol, false, e, act.origin, act.waiter)
+			return
+		}
+	}
+	unstepped := mk
 	if step != nil {
 		mk = mk.withLeverage(step.To)
 	}
 	plan, ans, e := u.state.decidePlace(tool, a, u.venue, u.env, mk, u.reserved(), u.now())
+	if e == nil && step != nil && plan.confirmedBy == "" && confirmedBy(u.state.effective(u.venue, u.env), toolLeverage, decimal.Zero) != "" {
+		// A human confirms every set_leverage and none confirms this
+		// order: its step would skip that confirmation, so there is no
+		// step (the order is decided at the leverage shown, and refused
+		// naming set_leverage).
+		step, mk = nil, unstepped
+		plan, ans, e = u.state.decidePlace(tool, a, u.venue, u.env, mk, u.reserved(), u.now())
+	}
 	if e != nil {
 		u.refuseTool(ctx, tool, a.Category, a.Symbol, a.DryRun, e, act.origin, act.waiter)
 		return
@@ -304,7 +320,7 @@ func (u *userActor) repeat(ctx actor.Context, tool, idemKey, hash string, net bo
 			if x.hashOf() != hash {
 				answer, rep.Reason = conflict(), "conflict"
 			} else {
-				answer, rep.Reason, rep.ClientOrderID = inProgress(x.attempt.ClientOrderID), "in_progress", x.attempt.ClientOrderID
+				answer, rep.Reason, rep.ClientOrderID = inProgress(x.ticketID()), "in_progress", x.ticketID()
 			}
 			break
 		}
@@ -323,7 +339,7 @@ func (u *userActor) repeat(ctx actor.Context, tool, idemKey, hash string, net bo
 		}
 	case net:
 		if x := inFlight(func(x *action) bool { return x.hashOf() == hash && x.keyOf() == "" }); x != nil {
-			answer, rep.Reason, rep.ClientOrderID = inProgress(x.attempt.ClientOrderID), "in_progress", x.attempt.ClientOrderID
+			answer, rep.Reason, rep.ClientOrderID = inProgress(x.ticketID()), "in_progress", x.ticketID()
 			break
 		}
 		// An identical attempt whose outcome is still unknown (its

@@ -494,6 +494,21 @@ func (c *streamCache) notePositionsLocked(list []messages.Position, now time.Tim
 	c.countPositionsLocked()
 }
 
+// pushedOpen reports whether the stream showed a position open on the
+// symbol since its last REST read: the leverage step (D111) is not taken
+// under it, whatever the REST read shows (a push may make a decision
+// stricter, never looser: D94).
+func (c *streamCache) pushedOpen(cat messages.Category, symbol string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k, p := range c.positions {
+		if p.Category == cat && p.Symbol == symbol && !p.Size.IsZero() && c.hasWorst(k) {
+			return true
+		}
+	}
+	return false
+}
+
 // countPositionsLocked counts the non-flat positions (positionN).
 func (c *streamCache) countPositionsLocked() {
 	c.positionN = 0

@@ -259,11 +259,13 @@ func (v *venueActor) write(ctx actor.Context, m *orderWrite) {
 			rc, rcancel := context.WithTimeout(c, timeout)
 			page, perr := client.Positions(rc, venue.PositionQuery{Category: messages.CategoryLinear, Symbol: m.symbol})
 			rcancel()
-			for i := range page.Items {
-				if perr == nil && page.Items[i].Symbol == m.symbol {
-					p := page.Items[i]
-					out.position = &p
-					out.positionShows = positionShows(&p, m)
+			if perr == nil {
+				out.position = symbolRow(page.Items, m.symbol)
+				out.positionShows = out.position != nil
+				for i := range page.Items {
+					if page.Items[i].Symbol == m.symbol && !positionShows(&page.Items[i], m) {
+						out.positionShows = false // every row must show it
+					}
 				}
 			}
 			if err != nil && venue.ClassifyWrite(err) == venue.WriteUnknown {
@@ -433,6 +435,25 @@ func positionShows(p *messages.Position, m *orderWrite) bool {
 	return false
 }
 
+// symbolRow is the row of symbol in rows that a decision reads (nil when
+// none): one-way mode shows one row per symbol; of several (a venue that
+// shows more), a row with a position open, else the one with the highest
+// leverage, so the leverage step (D111) is never taken under an open
+// position nor skipped at a leverage the venue also shows higher.
+func symbolRow(rows []messages.Position, symbol string) *messages.Position {
+	var out *messages.Position
+	for i := range rows {
+		p := rows[i]
+		if p.Symbol != symbol {
+			continue
+		}
+		if out == nil || out.Size.IsZero() && (!p.Size.IsZero() || p.Leverage.GreaterThan(out.Leverage)) {
+			out = &p
+		}
+	}
+	return out
+}
+
 // readMarket reads what a decision needs: the instrument's rules, the
 // ticker, the price band and, on linear, the symbol's position. The reads
 // are independent, so they run at once (one round trip of waiting, not
@@ -475,12 +496,7 @@ func readMarket(c context.Context, r marketReader, cat messages.Category, symbol
 	}
 	if cat == messages.CategoryLinear {
 		out.positionRead = true
-		for i := range pos.Items {
-			if pos.Items[i].Symbol == symbol {
-				p := pos.Items[i]
-				out.position = &p
-			}
-		}
+		out.position = symbolRow(pos.Items, symbol)
 	}
 	return out, nil
 }

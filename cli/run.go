@@ -71,7 +71,7 @@ func parse(p *kong.Kong, args []string, exited *int) (kctx *kong.Context, code i
 	if err != nil {
 		var pe *kong.ParseError
 		if errors.As(err, &pe) {
-			fmt.Fprintf(p.Stderr, "guarded-exchange: %s\n", plainParseError(err.Error()))
+			fmt.Fprintf(p.Stderr, "guarded-exchange: %s\n", plainParseError(err.Error(), flagEnvs(p)))
 			if pe.Context != nil {
 				_ = pe.Context.PrintUsage(true)
 			}
@@ -89,11 +89,45 @@ var (
 	flagThenShort = regexp.MustCompile(`^(--[a-z0-9-]+): expected [a-z ]+ value but got "(-[^"]*)" \(short flag\); perhaps try .*$`)
 	flagThenLong  = regexp.MustCompile(`^(--[a-z0-9-]+): expected [a-z ]+ value but got "(--[^"]*)" \(long flag\); perhaps try .*$`)
 	flagThenEnd   = regexp.MustCompile(`^(--[a-z0-9-]+): (?:expected [a-z ]+ value but got "EOL" \(<EOL>\)|missing value, expecting .*)$`)
+	// flagNotInEnum is kong's refusal of a value outside a flag's set,
+	// which repeats the value.
+	flagNotInEnum = regexp.MustCompile(`^(--[a-z0-9-]+) must be one of (.*) but got ".*"$`)
 )
 
+// flagEnvs maps each flag ("--venue") to the environment variables that
+// set it (GX_VENUE).
+func flagEnvs(p *kong.Kong) map[string][]string {
+	out := map[string][]string{}
+	var walk func(n *kong.Node)
+	walk = func(n *kong.Node) {
+		for _, f := range n.Flags {
+			if len(f.Envs) > 0 {
+				out["--"+f.Name] = f.Envs
+			}
+		}
+		for _, c := range n.Children {
+			walk(c)
+		}
+	}
+	if p.Model != nil {
+		walk(p.Model.Node)
+	}
+	return out
+}
+
 // plainParseError turns kong's message for a flag without its value into
-// one that says what to write; other messages are kept.
-func plainParseError(msg string) string {
+// one that says what to write, and its message for a value outside a
+// flag's set into one that names the flag and the variables that set it
+// (envs) without repeating the value (it may have come from the
+// environment); other messages are kept.
+func plainParseError(msg string, envs map[string][]string) string {
+	if m := flagNotInEnum.FindStringSubmatch(msg); m != nil {
+		name := m[1]
+		if e := envs[m[1]]; len(e) > 0 {
+			name += " (" + strings.Join(e, ", ") + ")"
+		}
+		return fmt.Sprintf("%s must be one of %s", name, m[2])
+	}
 	if m := flagThenShort.FindStringSubmatch(msg); m != nil {
 		return fmt.Sprintf("%s needs a value, and %q is taken for a flag: write a value that starts with \"-\" after \"=\", as in %s=%s", m[1], m[2], m[1], m[2])
 	}

@@ -211,3 +211,25 @@ func TestLogFormatText(t *testing.T) {
 		}
 	}
 }
+
+// A setting refused at start never shows its value, whichever part of the
+// program reads it: GX_VENUE (read as --venue) and GX_APPROVER_UIDS
+// (doctor reports it, serve refuses to start) are named, and what they
+// were set to is not repeated on stdout or stderr.
+func TestSettingsRefusalsNeverEchoTheValue(t *testing.T) {
+	in := newInstall(t)
+	for _, c := range []struct {
+		env  string
+		args []string
+		name string
+	}{
+		{"GX_VENUE=sekrit-venue", []string{"policy", "show"}, "GX_VENUE"},
+		{"GX_APPROVER_UIDS=1000,sekrit-uid", []string{"doctor"}, "GX_APPROVER_UIDS"},
+		{"GX_APPROVER_UIDS=1000,sekrit-uid", []string{"serve"}, "GX_APPROVER_UIDS"},
+	} {
+		r := run(t, in.env(c.env), "", c.args...)
+		if r.code == 0 || strings.Contains(r.stdout+r.stderr, "sekrit") || !strings.Contains(r.stdout+r.stderr, c.name) {
+			t.Errorf("%s %v: exit %d\nstdout %q\nstderr %q", c.env, c.args, r.code, r.stdout, r.stderr)
+		}
+	}
+}

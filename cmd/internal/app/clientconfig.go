@@ -104,8 +104,10 @@ func mcpURL(raw string) (string, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return "", fmt.Errorf("--http: want an http:// or https:// URL of the server, e.g. http://127.0.0.1:8000/mcp")
 	}
-	if u.User != nil {
-		return "", fmt.Errorf("--http: the URL must not carry credentials; the bearer token goes in %s", tokenEnv)
+	if u.User != nil || u.RawQuery != "" || u.ForceQuery || u.Fragment != "" {
+		// A token in the URL would be printed into the snippet (and the
+		// server reads it only from the Authorization header).
+		return "", fmt.Errorf("--http: the URL must carry no credentials, query or fragment; the bearer token goes in %s", tokenEnv)
 	}
 	if u.Path == "" || u.Path == "/" {
 		u.Path = "/mcp"

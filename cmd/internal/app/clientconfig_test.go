@@ -50,3 +50,19 @@ func TestMCPURL(t *testing.T) {
 		}
 	}
 }
+
+// A token put in the --http URL's query or fragment (the server reads it
+// only from the Authorization header) is never printed into a snippet:
+// the URL is refused, naming GX_TOKEN, and the refusal does not repeat it.
+func TestMCPURLRefusesATokenInTheURL(t *testing.T) {
+	for _, raw := range []string{
+		"http://127.0.0.1:8000/mcp?token=gxt_secret",
+		"http://127.0.0.1:8000/mcp?access_token=gxt_secret&x=1",
+		"http://127.0.0.1:8000/mcp#gxt_secret",
+	} {
+		got, err := mcpURL(raw)
+		if err == nil || strings.Contains(got+err.Error(), "gxt_secret") || !strings.Contains(err.Error(), tokenEnv) {
+			t.Errorf("mcpURL(%q) = %q, %v; want a refusal naming %s", raw, got, err, tokenEnv)
+		}
+	}
+}

@@ -55,14 +55,15 @@ func SocketPath(home string, getenv func(string) string) (string, error) {
 // entry fails closed: the server refuses to start.
 func ParseApproverUIDs(s string) ([]uint32, error) {
 	var out []uint32
-	for _, f := range strings.Split(s, ",") {
+	for i, f := range strings.Split(s, ",") {
 		f = strings.TrimSpace(f)
 		if f == "" {
 			continue
 		}
 		n, err := strconv.ParseUint(f, 10, 32)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %q is not a uid", EnvApprovers, f)
+			// The value is not repeated (settings never are).
+			return nil, fmt.Errorf("%s: entry %d is not a uid: write whole numbers separated by commas", EnvApprovers, i+1)
 		}
 		if !slices.Contains(out, uint32(n)) {
 			out = append(out, uint32(n))
