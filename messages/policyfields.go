@@ -230,7 +230,7 @@ func intRange(lo, hi int) func(int) string {
 }
 
 func decField(name string, set func(*PolicySettings) **decimal.Decimal, val func(*Policy) *decimal.Decimal, check func(decimal.Decimal) string) scalarField[decimal.Decimal] {
-	return scalarField[decimal.Decimal]{name: name, setting: set, value: val, stricter: decLess, eq: decEqual, check: check, read: readDecimal,
+	return scalarField[decimal.Decimal]{name: name, setting: set, value: val, stricter: thresholdStricter, eq: decEqual, check: check, read: readDecimal,
 		format: func(v decimal.Decimal) string { return v.String() }}
 }
 
@@ -294,8 +294,11 @@ var PolicyFieldTable = []PolicyField{
 			return ""
 		},
 	}},
-	{Name: "confirm_above_notional_usdt", Flag: "confirm-above-notional", Help: "confirm_above_notional_usdt (USDT)", ops: decField("confirm_above_notional_usdt",
-		func(s *PolicySettings) **decimal.Decimal { return &s.ConfirmAboveNotionalUSDT }, func(p *Policy) *decimal.Decimal { return &p.ConfirmAboveNotionalUSDT }, limitRange)},
+	{Name: "confirm_above_notional_usdt", Flag: "confirm-above-notional", Help: "confirm_above_notional_usdt (USDT; 0 = off)", ops: scalarField[decimal.Decimal]{
+		name: "confirm_above_notional_usdt", setting: func(s *PolicySettings) **decimal.Decimal { return &s.ConfirmAboveNotionalUSDT },
+		value: func(p *Policy) *decimal.Decimal { return &p.ConfirmAboveNotionalUSDT }, stricter: thresholdStricter, eq: decEqual, check: limitRange,
+		read: readDecimal, format: func(v decimal.Decimal) string { return v.String() },
+	}},
 	{Name: "confirmation_ttl_s", Flag: "confirmation-ttl", Help: "confirmation_ttl_s (10-600)", ops: intField("confirmation_ttl_s",
 		func(s *PolicySettings) **int { return &s.ConfirmationTTLS }, func(p *Policy) *int { return &p.ConfirmationTTLS }, intRange(10, MaxConfirmationTTLS))},
 	{Name: "trust_client_ui", Flag: "trust-client-ui", Help: "trust_client_ui: true or false", ops: boolField("trust_client_ui",
@@ -332,6 +335,14 @@ var PolicyFieldTable = []PolicyField{
 		name: "heartbeat_s", setting: func(s *PolicySettings) **int { return &s.HeartbeatS }, value: func(p *Policy) *int { return &p.HeartbeatS },
 		stricter: heartbeatStricter, eq: same[int], check: intRange(0, MaxHeartbeatS), read: readInt, format: strconv.Itoa,
 	}},
+}
+
+// thresholdStricter: a confirmation threshold is stricter than none (0 is
+// off: nothing is confirmed for its value), and a lower one stricter than
+// a higher one. So `policy tighten` cannot turn the threshold off, and a
+// ceiling without one does not drop the user's own.
+func thresholdStricter(a, b decimal.Decimal) bool {
+	return a.IsPositive() && (!b.IsPositive() || a.LessThan(b))
 }
 
 // heartbeatStricter: any heartbeat is stricter than none (0), and a

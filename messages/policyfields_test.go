@@ -18,7 +18,7 @@ var fieldCases = map[string]fieldCase{
 	"max_leverage":                     {"2", "5", "0.5"},
 	"slippage_pct":                     {"0.5", "2", "4"},
 	"confirm_actions":                  {"place_order,cancel_order", "place_order", "withdraw"},
-	"confirm_above_notional_usdt":      {"0", "50", "2000000000"},
+	"confirm_above_notional_usdt":      {"50", "0", "2000000000"},
 	"confirmation_ttl_s":               {"30", "300", "5"},
 	"trust_client_ui":                  {"false", "true", "maybe"},
 	"max_pending":                      {"1", "4", "-1"},
@@ -130,5 +130,26 @@ func TestConfirmationRule(t *testing.T) {
 		if got := p.ConfirmationRule(); got != c.want {
 			t.Errorf("rule\n got %q\nwant %q", got, c.want)
 		}
+	}
+}
+
+// confirm_above_notional_usdt is off at 0: tightening may lower a
+// threshold or set one, never turn it off, and the effective policy keeps
+// the user's threshold under a ceiling that has none.
+func TestConfirmThresholdZeroIsOff(t *testing.T) {
+	d := func(v string) *decimal.Decimal { x := decimal.RequireFromString(v); return &x }
+	ceiling := PolicySettings{ConfirmAboveNotionalUSDT: d("500")}
+	if p := Effective(VenueDemo, ceiling, PolicySettings{ConfirmAboveNotionalUSDT: d("0")}); !p.ConfirmAboveNotionalUSDT.Equal(decimal.NewFromInt(500)) {
+		t.Fatalf("a user's 0 turned the ceiling's threshold off: %s", p.ConfirmAboveNotionalUSDT)
+	}
+	if p := Effective(VenueDemo, ceiling, PolicySettings{ConfirmAboveNotionalUSDT: d("200")}); !p.ConfirmAboveNotionalUSDT.Equal(decimal.NewFromInt(200)) {
+		t.Fatalf("a lower threshold of the user's was not kept: %s", p.ConfirmAboveNotionalUSDT)
+	}
+	if p := Effective(VenueDemo, PolicySettings{ConfirmAboveNotionalUSDT: d("0")}, PolicySettings{ConfirmAboveNotionalUSDT: d("300")}); !p.ConfirmAboveNotionalUSDT.Equal(decimal.NewFromInt(300)) {
+		t.Fatalf("a ceiling without a threshold dropped the user's: %s", p.ConfirmAboveNotionalUSDT)
+	}
+	p := Effective(VenueDemo, ceiling, PolicySettings{})
+	if !thresholdStricter(decimal.NewFromInt(100), decimal.Zero) || thresholdStricter(decimal.Zero, p.ConfirmAboveNotionalUSDT) {
+		t.Fatal("0 (off) ranks as stricter than a threshold")
 	}
 }
