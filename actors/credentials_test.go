@@ -360,3 +360,42 @@ func TestOpenStoredKeys(t *testing.T) {
 		t.Fatalf("another master key: %d keys, %d failed", len(got), failed)
 	}
 }
+
+// The hourly re-check runs before a trading tool's call, not only before
+// a bare decision: place_order with a key that may now withdraw is
+// refused with credentials_permissions_changed, and nothing is sent.
+func TestGrownPermissionsBlockATradingCall(t *testing.T) {
+	ke := newKeyEnv(t, t.TempDir(), randomKey(t))
+	ke.must(t, &messages.CreateUserRequest{User: "max"}, messages.ActorCLIAdmin)
+	ke.must(t, &messages.SetCeilingRequest{User: "max", Settings: messages.PolicySettings{Profile: prof(messages.ProfileTrade), Allow: strs("linear:BTCUSDT"),
+		ConfirmActions: strs()}}, messages.ActorCLIAdmin)
+	key := ke.simKey(t, false, tradePerms)
+	if _, err := ke.add(t, "max", key, false); err != nil {
+		t.Fatal(err)
+	}
+	body := `{"permissions":{"ContractTrade":["Order","Position"],"Spot":["SpotTrade"],"Wallet":["Withdraw"]}}`
+	resp, err := http.Post(ke.url+"/sim/keys/"+key.APIKey+"/permissions", "application/json", strings.NewReader(body))
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("set permissions: %v %v", err, resp.Status)
+	}
+	ke.advance(61 * time.Minute)
+	args := messages.PlaceOrderArgs{Category: messages.CategoryLinear, Symbol: "BTCUSDT", Side: "Buy", OrderType: "Limit",
+		Qty: decimal.RequireFromString("0.001"), Price: decimal.NewNullDecimal(decimal.RequireFromString("20000"))}
+	res, err := ke.Handle(context.Background(), &messages.PlaceOrderCommand{User: "max", Args: args}, messages.ActorAgent)
+	e := messages.AsError(err)
+	if e == nil || e.Code != messages.CodeCredentialsPermissionsChanged {
+		t.Fatalf("place_order with a key that may now withdraw: %+v %v", res, err)
+	}
+	var checked, attempts int
+	for _, r := range ke.records(t) {
+		switch messages.RecordType(r.Type) {
+		case messages.RecordCredentialChecked:
+			checked++
+		case messages.RecordOrderAttempt:
+			attempts++
+		}
+	}
+	if checked != 1 || attempts != 0 {
+		t.Fatalf("%d credential_checked and %d order_attempt records, want the check and no order", checked, attempts)
+	}
+}

@@ -223,6 +223,10 @@ func (u *userActor) Receive(ctx actor.Context) {
 
 // handle runs one message now, or queues it while a write is in flight.
 func (u *userActor) handle(ctx actor.Context, msg any, sender *actor.PID) {
+	if !u.busy && !u.held(msg) && isTradingCall(msg) && u.keyCheckDue() {
+		u.recheckThen(ctx, msg, sender)
+		return
+	}
 	if held := u.held(msg); u.busy || held {
 		u.queue = append(u.queue, queued{msg, sender})
 		if held && sender != nil && !systemCommand(msg) {
@@ -385,6 +389,44 @@ func (u *userActor) answer(cmd messages.Command, changed bool) any {
 	v := u.state.View(u.venue, u.env)
 	v.Changed = changed
 	return v
+}
+
+// keyCheckDue reports whether the stored key's permission check is older
+// than permissionsMaxAge: before a trading call it is done again, so a
+// key whose permissions grew on the exchange stops trading within the
+// hour (decisions D121).
+func (u *userActor) keyCheckDue() bool {
+	c, ok := u.state.credentialFor(u.env)
+	return ok && u.now().Sub(c.CheckedAt) > permissionsMaxAge && u.state.Exists && !u.state.Disabled
+}
+
+// recheckThen checks the key again, then handles the trading call msg on
+// the state the check left (a key that may now withdraw refuses it with
+// credentials_permissions_changed); a key that cannot be checked refuses
+// the call. Other trading calls wait meanwhile (held).
+func (u *userActor) recheckThen(ctx actor.Context, msg any, sender *actor.PID) {
+	uc := &userCommand{ctx: callContext(msg), origin: systemOrigin}
+	u.recheck(ctx, uc, nil, func(a *action, err *messages.Error) {
+		delete(u.actions, a.id)
+		if err != nil {
+			u.reply(ctx, sender, err)
+			return
+		}
+		u.handle(ctx, msg, sender)
+	})
+}
+
+// callContext is the caller's context of a trading call.
+func callContext(msg any) context.Context {
+	switch m := msg.(type) {
+	case *placeAsk:
+		return m.ctx
+	case *cancelAsk:
+		return m.ctx
+	case *userCommand:
+		return m.ctx
+	}
+	return context.Background()
 }
 
 func (u *userActor) decide(ctx actor.Context, m *decideAsk, sender *actor.PID) {
