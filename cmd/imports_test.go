@@ -1,6 +1,6 @@
 // Package cmd_test holds repository-wide structure checks: the import
-// direction between packages (STYLE §1) and one doc.go per package
-// (STYLE §10).
+// direction between packages (docs/invariants.md "Rules of the code") and one doc.go per package
+// (docs/invariants.md "Rules of the code").
 package cmd_test
 
 import (
@@ -136,7 +136,7 @@ func TestEveryPackageHasDocGo(t *testing.T) {
 }
 
 // TestOnlyDocGoCarriesThePackageDoc: one place per package says what it is
-// (STYLE §10); a second package comment elsewhere drifts.
+// (docs/invariants.md "Rules of the code"); a second package comment elsewhere drifts.
 func TestOnlyDocGoCarriesThePackageDoc(t *testing.T) {
 	root := repoRoot(t)
 	for rel, files := range goDirs(t, root) {
