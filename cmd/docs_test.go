@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/guarded-exchange/guarded-exchange/messages"
 )
 
 // outsideCitations are the spellings of documents that live outside the
@@ -128,6 +130,20 @@ func TestDocsCitedExist(t *testing.T) {
 					t.Errorf("%s:%d links to %s, which does not exist in docs/", rel, i+1, m[1])
 				}
 			}
+		}
+	}
+}
+
+// TestJournalFormatNamesEveryRecordType fails when a journal record type
+// of messages.RecordTypes is not named in docs/journal-format.md.
+func TestJournalFormatNamesEveryRecordType(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join(repoRoot(t), "docs", "journal-format.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, info := range messages.RecordTypes {
+		if !strings.Contains(string(doc), "`"+info.Name+"`") {
+			t.Errorf("docs/journal-format.md does not name record type %d `%s`", info.Type, info.Name)
 		}
 	}
 }
