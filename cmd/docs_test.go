@@ -148,6 +148,20 @@ func TestJournalFormatNamesEveryRecordType(t *testing.T) {
 	}
 }
 
+// TestPolicyDocNamesEveryField fails when a policy field of
+// messages.PolicyFieldTable has no row, with its flag, in docs/policy.md.
+func TestPolicyDocNamesEveryField(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join(repoRoot(t), "docs", "policy.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range messages.PolicyFieldTable {
+		if !strings.Contains(string(doc), "| `"+f.Name+"` | `--"+f.Flag+"` |") {
+			t.Errorf("docs/policy.md has no row for policy field `%s` (flag --%s)", f.Name, f.Flag)
+		}
+	}
+}
+
 func readLines(t *testing.T, path string) []string {
 	t.Helper()
 	f, err := os.Open(path)
