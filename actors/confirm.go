@@ -18,8 +18,8 @@ import (
 	"github.com/guarded-exchange/guarded-exchange/wal"
 )
 
-// Human confirmation (SPEC §9) in the user actor. An action the policy
-// wants confirmed is decided as usual (every check of SPEC §8), then,
+// Human confirmation (docs/tools.md "Confirmation") in the user actor. An action the policy
+// wants confirmed is decided as usual (every check of docs/tools.md "The action path"), then,
 // instead of executing, parked: confirmation_requested is journaled with
 // the server's own plan (shown_to_user) and the typed arguments, and the
 // call is answered with *messages.ConfirmationPending. A human decides

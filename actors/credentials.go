@@ -19,7 +19,7 @@ import (
 const exchangeName = "bybit"
 
 // permissionsMaxAge is how old a permission check may be before a state
-// change triggers a new one (SPEC §11).
+// change triggers a new one (docs/invariants.md "Keys").
 const permissionsMaxAge = time.Hour
 
 // Credential is a stored exchange key as the user state holds it: sealed,
@@ -116,7 +116,7 @@ func (u *userActor) refuseCredentialCommand(env string) *messages.Error {
 }
 
 // addCredential checks a new key with the exchange, then seals and journals
-// it (SPEC §11). Unverifiable keys are refused unless the admin attests on
+// it (docs/invariants.md "Keys"). Unverifiable keys are refused unless the admin attests on
 // paper or demo. The check is an action: the user's other messages are
 // served while it waits on the venue, and everything is validated again
 // when its outcome comes back.

@@ -20,7 +20,7 @@
 //   - A panic inside Receive is recovered by a receiver middleware that
 //     answers the crashing request with internal_error, then re-panics so
 //     the supervisor restarts the actor (protoactor otherwise loses the
-//     message silently; see reference/deps.md §1.5).
+//     message silently; see docs/invariants.md "Libraries: what to keep in mind").
 //   - Nothing writes to stdout: protoactor's own logging goes to the slog
 //     logger given in Config, which writes JSON to stderr.
 package actors

@@ -11,7 +11,7 @@ import (
 	"github.com/guarded-exchange/guarded-exchange/messages"
 )
 
-// The decision half of the action path for place_order (SPEC §8 steps 1
+// The decision half of the action path for place_order (docs/tools.md "The action path" steps 1
 // to 5): pure functions of the user's state, the market as the venue
 // showed it, and what the actions in flight reserve. They change nothing;
 // the user actor journals what they decide.
@@ -255,7 +255,7 @@ func (s *UserState) decidePlace(tool string, a messages.PlaceOrderArgs, venue me
 	}
 	if risk {
 		// The rates limit risk-increasing actions only: a reduce-only
-		// order or a close always goes through (SPEC §8 step 2, D51).
+		// order or a close always goes through (docs/tools.md "The action path" step 2, D51).
 		if e := rateLimits(p, perMinute, unconfirmed, reserved); e != nil {
 			return none, nil, e
 		}

@@ -16,7 +16,7 @@ import (
 var writeMethods = map[string]bool{"CreateOrder": true, "AmendOrder": true, "CancelOrder": true, "SetLeverage": true, "SetTradingStop": true}
 
 // writePaths are the Bybit endpoints that change orders or positions
-// (reference §5, §6), including the ones this server never calls.
+// (docs/bybit.md "Trade endpoints", "Position endpoints"), including the ones this server never calls.
 var writePaths = []string{"/v5/order/create", "/v5/order/amend", "/v5/order/cancel", "/v5/order/cancel-all",
 	"/v5/order/create-batch", "/v5/order/amend-batch", "/v5/order/cancel-batch", "/v5/position/set-leverage",
 	"/v5/position/trading-stop", "/v5/position/switch-mode", "/v5/position/set-tpsl-mode", "/v5/position/add-margin",

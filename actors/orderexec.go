@@ -16,10 +16,10 @@ import (
 	"github.com/guarded-exchange/guarded-exchange/wal"
 )
 
-// The execution half of the action path (SPEC §8 steps 7 to 9), in the
+// The execution half of the action path (docs/tools.md "The action path" steps 7 to 9), in the
 // user actor: journal order_attempt (durable) → the venue actor sends →
 // its outcome comes back as *orderWritten → journal order_outcome
-// (durable) → answer. The decision half (every check of SPEC §8, the
+// (durable) → answer. The decision half (every check of docs/tools.md "The action path", the
 // idempotency table) runs before execute and is the only caller of it;
 // nothing else in the server asks the venue actor to write
 // (TestOnlyTheActionPathWrites).

@@ -12,7 +12,7 @@ import (
 	"github.com/guarded-exchange/guarded-exchange/messages"
 )
 
-// Windows of the many-record order state (SPEC §6, §8).
+// Windows of the many-record order state (docs/policy.md, docs/tools.md "The action path").
 const (
 	// idempotencyWindow is how long an idempotency key is claimed.
 	idempotencyWindow = 24 * time.Hour
@@ -47,7 +47,7 @@ func (a *Attempt) expectation() messages.OrderExpectation {
 	return messages.OrderExpectation{Category: a.Category, Symbol: a.Symbol, ClientOrderID: a.ClientOrderID}
 }
 
-// IdempotencyEntry is one claimed idempotency key (SPEC §8 step 6): the
+// IdempotencyEntry is one claimed idempotency key (docs/tools.md "The action path" step 6): the
 // arguments it was claimed with, and the outcome once known.
 type IdempotencyEntry struct {
 	ArgsSHA256    string

@@ -14,7 +14,7 @@ var (
 	agentOrigin  = messages.Origin{Role: messages.RoleAgent, Channel: messages.ChannelStdio, PeerUID: -1, PeerPID: -1}
 )
 
-// originAllowed is who may cause each user record (SPEC §1 G1): the agent
+// originAllowed is who may cause each user record (docs/invariants.md "G1"): the agent
 // may only turn the kill switch on; only the admin sets ceilings, resets
 // overrides, creates or disables users, attests keys and turns off an admin
 // kill switch; permission re-checks are the server's own. The user actor

@@ -37,7 +37,7 @@ type Config struct {
 	// users supervisor (a process that only reads market data).
 	Users *UserReplay
 	// Venue is the arming level of the venue this process talks to; it
-	// selects the default limits (SPEC §6). Default paper.
+	// selects the default limits (docs/policy.md). Default paper.
 	Venue messages.VenueLevel
 	// Environment names this process's venue for keys: paper, bybit-demo,
 	// bybit-testnet or bybit-live. Default paper.
@@ -139,7 +139,7 @@ func Start(cfg Config) (*System, error) {
 	if s.now == nil {
 		s.now = time.Now
 	}
-	// protoactor's logger is fixed at construction (deps.md §1.1): route it
+	// protoactor's logger is fixed at construction (docs/invariants.md "Libraries: what to keep in mind"): route it
 	// into ours, never the default tint handler, never developer
 	// supervision logging (which prints to stdout).
 	s.sys = actor.NewActorSystem(
@@ -426,7 +426,7 @@ func (s *System) Account(ctx context.Context, req messages.AccountRequest) (any,
 	return s.askUser(ctx, messages.AccountUser(req), &accountAsk{ctx: ctx, req: req})
 }
 
-// Decide asks the user's actor whether an action may proceed (SPEC §8 steps
+// Decide asks the user's actor whether an action may proceed (docs/tools.md "The action path" steps
 // 2 and 3).
 func (s *System) Decide(ctx context.Context, r *messages.DecideActionRequest) (*messages.Decision, error) {
 	res, err := s.askUser(ctx, r.User, &decideAsk{ctx: ctx, req: r})

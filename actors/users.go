@@ -432,7 +432,7 @@ func callContext(msg any) context.Context {
 func (u *userActor) decide(ctx actor.Context, m *decideAsk, sender *actor.PID) {
 	r := m.req
 	// Before a trading decision, a permission check older than an hour is
-	// done again (SPEC §11); an unverifiable key refuses the action. The
+	// done again (docs/invariants.md "Keys"); an unverifiable key refuses the action. The
 	// check is an action: the user's other messages flow meanwhile, and the
 	// decision is made on the state as it is when the check comes back.
 	if c, ok := u.state.credentialFor(u.env); ok && slices.Contains(messages.TradingTools, r.Tool) &&

@@ -12,7 +12,7 @@ import (
 )
 
 // UserState is everything one user actor owns. It is a plain, synchronous,
-// not thread-safe value (STYLE §5): Decide computes what a command would
+// not thread-safe value (docs/invariants.md "Rules of the code"): Decide computes what a command would
 // journal without changing anything, Apply changes the state from a
 // journaled event. The actor is a thin shell around them, and start-up
 // replays the journal through the same Apply, so live state and rebuilt
@@ -305,7 +305,7 @@ func joinFields(fs []string) string {
 	return out
 }
 
-// DecideAction is the gate of SPEC §8 steps 2 and 3 for one action: kill
+// DecideAction is the gate of docs/tools.md "The action path" steps 2 and 3 for one action: kill
 // switch, profile, venue arming, allowlist (not for a risk-reducing action),
 // per-order notional and leverage.
 // It reads the state and changes nothing.

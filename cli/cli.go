@@ -13,7 +13,7 @@ import (
 	"github.com/guarded-exchange/guarded-exchange/messages"
 )
 
-// Exit codes of SPEC §2.
+// Exit codes of docs/commands.md "Exit codes".
 const (
 	ExitOK       = 0
 	ExitRefused  = 1
@@ -36,7 +36,7 @@ func (e *ExitError) Unwrap() error { return e.Err }
 // ExitCode implements kong's exit-code interface.
 func (e *ExitError) ExitCode() int { return e.Code }
 
-// CannotStart is the SPEC §2 refusal to start: exit 2 with
+// CannotStart is the refusal to start of docs/commands.md "Exit codes": exit 2 with
 // "guarded-exchange: cannot start: <reason>".
 func CannotStart(format string, args ...any) error {
 	return &ExitError{Code: ExitCannot, Err: fmt.Errorf("cannot start: "+format, args...)}
@@ -60,7 +60,7 @@ func CodeOf(err error) int {
 	return ExitRefused
 }
 
-// Globals are the flags every command takes (SPEC §2). Empty Home and
+// Globals are the flags every command takes (docs/commands.md "Global flags"). Empty Home and
 // MasterKeyFile mean the XDG defaults, resolved by the Runtime.
 type Globals struct {
 	Home          string `name:"home" env:"GX_HOME" help:"data directory (default $XDG_DATA_HOME/guarded-exchange)" placeholder:"DIR"`

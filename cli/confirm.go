@@ -14,7 +14,7 @@ import (
 )
 
 // ConfirmCmd is `confirm`: a human decides the actions parked for
-// confirmation, over the control socket of the running server (SPEC §9,
+// confirmation, over the control socket of the running server (docs/tools.md "Confirmation",
 // channel 2). The server accepts decisions only when it runs with
 // GX_CONFIRM_CLI_ENABLED=true, from its own uid or an approver uid.
 type ConfirmCmd struct {

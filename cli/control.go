@@ -22,7 +22,7 @@ import (
 var ErrNoServer = errors.New("no server is listening on the control socket")
 
 // ControlClient sends typed commands to a running server over its control
-// socket, one JSON line each way (SPEC §7).
+// socket, one JSON line each way (docs/commands.md "The control socket").
 type ControlClient struct {
 	conn net.Conn
 	r    *bufio.Reader

@@ -15,7 +15,7 @@ import (
 	"github.com/guarded-exchange/guarded-exchange/messages"
 )
 
-// PolicyFlags mirror the SPEC §6 fields. An empty flag is not set. Each
+// PolicyFlags mirror the docs/policy.md fields. An empty flag is not set. Each
 // flag's name is its field's Flag in messages.PolicyFieldTable, and its help
 // text comes from there too (PolicyVars); Settings parses every flag
 // through the table, so a field is described in one place.

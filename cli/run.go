@@ -13,7 +13,7 @@ import (
 )
 
 // Main parses args, runs the chosen command with rt, and returns the exit
-// code. Usage errors exit 2 (SPEC §2), not kong's 80. Errors are printed
+// code. Usage errors exit 2 (docs/commands.md "Exit codes"), not kong's 80. Errors are printed
 // once, as "guarded-exchange: <message>", on io.Err.
 func Main(ctx context.Context, args []string, rt Runtime, io IO, version string) int {
 	var root CLI

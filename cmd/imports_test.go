@@ -1,6 +1,7 @@
-// Package cmd_test holds repository-wide structure checks: the import
-// direction between packages (STYLE §1) and one doc.go per package
-// (STYLE §10).
+// Package cmd_test holds repository-wide structure checks: imports point
+// one way between packages, every package has one doc.go that says its
+// one idea, nothing but the commands writes to stdout, and comments cite
+// the repository's own docs (docs/invariants.md "Rules of the code").
 package cmd_test
 
 import (
@@ -135,8 +136,8 @@ func TestEveryPackageHasDocGo(t *testing.T) {
 	}
 }
 
-// TestOnlyDocGoCarriesThePackageDoc: one place per package says what it is
-// (STYLE §10); a second package comment elsewhere drifts.
+// TestOnlyDocGoCarriesThePackageDoc: one place per package says what it
+// is; a second package comment elsewhere drifts.
 func TestOnlyDocGoCarriesThePackageDoc(t *testing.T) {
 	root := repoRoot(t)
 	for rel, files := range goDirs(t, root) {

@@ -12,14 +12,14 @@ import (
 	"github.com/guarded-exchange/guarded-exchange/messages"
 )
 
-// Account tools (SPEC §4): reads of the principal's own exchange account
+// Account tools (docs/tools.md): reads of the principal's own exchange account
 // with the user's stored key. Every one is KindRead, visible to every
 // profile, and goes through Backend.Account, which refuses without a key
 // (exchange_credentials_invalid) and otherwise asks the user's venue actor.
-// Backend failures are returned unchanged (they already carry SPEC §5
+// Backend failures are returned unchanged (they already carry docs/errors.md
 // codes).
 //
-// Answers are built to stay small (SPEC §4): list limits are 1..50 (default
+// Answers are built to stay small (docs/tools.md): list limits are 1..50 (default
 // 20), every row is a handful of validated fields (untrusted.go), and after
 // building, an answer of answerBudget bytes or more is shortened — by asking
 // the backend again for exactly the rows that fit, so that next_cursor
@@ -42,11 +42,11 @@ const (
 	listDefaultLimit = 20
 	listMaxLimit     = 50
 	// answerBudget is the size, in bytes of JSON, at which an answer is
-	// shortened (SPEC §4 asks for answers well under 20,000 characters).
+	// shortened (docs/tools.md asks for answers well under 20,000 characters).
 	answerBudget = 18000
 	// maxCoins bounds the coins get_balances lists.
 	maxCoins = 50
-	// historyWindow is Bybit's longest history window (reference §5.6),
+	// historyWindow is Bybit's longest history window (docs/bybit.md "Trade endpoints"),
 	// the one rule in messages.
 	historyWindow = messages.MaxHistoryWindow
 )
@@ -655,7 +655,7 @@ type window struct {
 	start, end time.Time
 }
 
-// resolveWindow applies the 7-day rule (reference §5.6) to the given times
+// resolveWindow applies the 7-day rule (docs/bybit.md "Trade endpoints") to the given times
 // (zero = not given). A refusal names the field and, in next_step, a valid
 // window computed from the request: the 7 days up to end_time.
 func resolveWindow(start, end time.Time) (window, *messages.Error) {

@@ -98,12 +98,12 @@ func (a *args) enum(name string, required bool, allowed ...string) string {
 	return s
 }
 
-// symbol reads the symbol field of SPEC §4.
+// symbol reads the symbol field of docs/tools.md.
 func (a *args) symbol() string {
 	return a.str("symbol", true, symbolPattern, symbolReason)
 }
 
-// category reads the category field of SPEC §4.
+// category reads the category field of docs/tools.md.
 func (a *args) category() messages.Category {
 	return messages.Category(a.enum("category", true, string(messages.CategorySpot), string(messages.CategoryLinear)))
 }

@@ -15,7 +15,7 @@ import (
 	"github.com/guarded-exchange/guarded-exchange/messages"
 )
 
-// Channel 1 of SPEC §9: the client's own UI.
+// Channel 1 of docs/tools.md "Confirmation": the client's own UI.
 //
 // A trading command carries ClientUI only when the calling client declared
 // form elicitation. When the user actor parks the action for that channel
@@ -44,7 +44,7 @@ const formKey = "confirm"
 const approveField = "approve"
 
 // approveSchema is the form's schema: one required boolean, unticked by
-// default (a flat object of primitives, reference mcp.md §1.3).
+// default (a flat object of primitives, docs/tools.md "Confirmation").
 var approveSchema = map[string]any{
 	"type": "object",
 	"properties": map[string]any{
@@ -121,7 +121,7 @@ func (s *server) formTrusted(ctx context.Context, c *call, venue string) bool {
 	return err == nil && v.Effective.TrustClientUI
 }
 
-// pending is the SPEC §9 pending answer of a parked action.
+// pending is the docs/tools.md "Confirmation" pending answer of a parked action.
 func (s *server) pending(p *messages.ConfirmationPending) Pending {
 	next := "a human approves or rejects it outside the chat (`guarded-exchange confirm approve|reject " + p.ConfirmationID +
 		"`); watch it with get_confirmation_status, withdraw it with cancel_confirmation; it expires at expires_at"
@@ -138,8 +138,8 @@ func (s *server) pending(p *messages.ConfirmationPending) Pending {
 
 // formAnswered handles the repeated call of an MRTR form: the sealed state
 // must open for this principal, tool and call; then the human's answer
-// decides. Without an answer the form is asked again (reference mcp.md
-// §1.12: missing input is asked for, not failed).
+// decides. Without an answer the form is asked again (docs/tools.md
+// "Confirmation": missing input is asked for, not failed).
 func (s *server) formAnswered(ctx context.Context, c *call, tool, digest string, check answerCheck) (any, error) {
 	if !c.canElicitForm() {
 		return nil, stateRefused(stateReasonForeign)

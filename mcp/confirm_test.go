@@ -18,7 +18,7 @@ import (
 	"github.com/guarded-exchange/guarded-exchange/messages"
 )
 
-// The client's own form (SPEC §9 channel 1) with the go-sdk client over
+// The client's own form (docs/tools.md "Confirmation", channel 1) with the go-sdk client over
 // in-memory transports, against the real actor system, the journal and
 // the simulator.
 

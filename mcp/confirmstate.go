@@ -19,7 +19,7 @@ import (
 // The requestState of a confirmation form (MRTR, protocol 2026-07-28).
 //
 // The state travels through the client and comes back on the repeated
-// call; it is attacker-controlled on the way back (reference mcp.md §1.12).
+// call; it is attacker-controlled on the way back (docs/tools.md "Confirmation").
 // It is sealed with AES-256-GCM under a sub-key of the master key, so the
 // client can neither read nor change it, and a server restart between the
 // two rounds is harmless: the sub-key derives again from the same master

@@ -9,7 +9,7 @@
 // Arguments are validated here, by hand, field by field (args.go): a bad
 // argument becomes invalid_params with {field, reason} and never echoes the
 // rejected value. Every result, success or refusal, goes through one
-// function (result.go) that builds the SPEC §5 shape. A panicking handler
+// function (result.go) that builds the docs/errors.md shape. A panicking handler
 // becomes internal_error with a request_id and the session lives on.
 //
 // Tools: market reads (market_tools.go), get_my_policy and

@@ -486,7 +486,7 @@ func TestAgentCannotTouchAnotherUsersOrder(t *testing.T) {
 }
 
 // External orders (placed on the account by a person or another bot) may
-// be cancelled and amended (SPEC §4 and the predecessor: the answer marks
+// be cancelled and amended (docs/tools.md and the predecessor: the answer marks
 // origin external), but through the same path: a client order id that
 // merely starts with gx- is still external (origin is checked against
 // the journal's own attempts), an amend that makes one larger is refused

@@ -10,7 +10,7 @@ import (
 	"github.com/guarded-exchange/guarded-exchange/messages"
 )
 
-// get_my_journal: the caller's own recent journal records (SPEC §4),
+// get_my_journal: the caller's own recent journal records (docs/tools.md),
 // newest first, compact (D61).
 //
 // Records come from the server's in-memory index (the last 500 records or

@@ -9,7 +9,7 @@ import (
 	"github.com/guarded-exchange/guarded-exchange/messages"
 )
 
-// Size caps keep every answer far below 20,000 characters (SPEC §4).
+// Size caps keep every answer far below 20,000 characters (docs/tools.md).
 const (
 	orderbookDefaultLimit = 25
 	orderbookMaxLimit     = 50

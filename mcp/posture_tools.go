@@ -9,7 +9,7 @@ import (
 
 // postureTools are offered to every profile: get_posture reads where the
 // agent stands; reduce_risk_only can only make things stricter. No tool
-// or argument leaves REDUCING or HALTED (SPEC §1 G1, issue 13).
+// or argument leaves REDUCING or HALTED (docs/invariants.md "G1", issue 13).
 func (s *server) postureTools() []*tool {
 	empty := objectSchema(nil, map[string]any{})
 	return []*tool{

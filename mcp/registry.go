@@ -22,7 +22,7 @@ const (
 	KindTrade
 )
 
-// Profiles of SPEC §6.
+// Profiles of docs/policy.md.
 const (
 	ProfileReadOnly = "read_only"
 	ProfileTrade    = "trade"

@@ -25,7 +25,7 @@ func newRequestID() string {
 	return hex.EncodeToString(b[:])
 }
 
-// success is the SPEC §5 success shape: structuredContent is the payload and
+// success is the docs/errors.md success shape: structuredContent is the payload and
 // one text block holds the same JSON.
 func success(payload any) *sdk.CallToolResult {
 	b, err := json.Marshal(payload)
@@ -38,7 +38,7 @@ func success(payload any) *sdk.CallToolResult {
 	}
 }
 
-// Pending is the SPEC §9 answer of an action parked for a human: the
+// Pending is the docs/tools.md "Confirmation" answer of an action parked for a human: the
 // server's own plan (shown_to_user), never the model's words.
 type Pending struct {
 	Venue          string    `json:"venue"`
@@ -63,7 +63,7 @@ func pendingResult(p Pending) *sdk.CallToolResult {
 }
 
 // inputRequiredResult is the MCP input_required answer (multi-round trip,
-// reference mcp.md §1.4): the client asks the human (requests, e.g. one
+// docs/tools.md "Confirmation"): the client asks the human (requests, e.g. one
 // *sdk.ElicitParams) and calls again with the responses and state. state is
 // attacker-controlled when it comes back: whatever it carries must be
 // integrity-protected and single-use where it matters. It has no content:
@@ -72,7 +72,7 @@ func inputRequiredResult(requests sdk.InputRequestMap, state string) *sdk.CallTo
 	return &sdk.CallToolResult{InputRequests: requests, RequestState: state}
 }
 
-// errorBody is the SPEC §5 failure payload.
+// errorBody is the docs/errors.md failure payload.
 type errorBody struct {
 	Code          messages.Code  `json:"code"`
 	Message       string         `json:"message"`

@@ -12,7 +12,7 @@ import (
 )
 
 // The ways out of a position stay open whatever was done before: the rate
-// limits count and limit risk-increasing actions only (SPEC §8 step 2,
+// limits count and limit risk-increasing actions only (docs/tools.md "The action path" step 2,
 // D51).
 
 func closeWorks(t *testing.T, out map[string]any, isErr bool) {

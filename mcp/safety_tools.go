@@ -9,7 +9,7 @@ import (
 
 // safetyTools are offered to every profile. None of them can loosen
 // anything: there is no argument that turns the kill switch off, names
-// another user or changes policy (SPEC §1 G1).
+// another user or changes policy (docs/invariants.md "G1").
 func (s *server) safetyTools() []*tool {
 	empty := objectSchema(nil, map[string]any{})
 	return []*tool{

@@ -312,7 +312,7 @@ func (s *server) guard(next sdk.MethodHandler) sdk.MethodHandler {
 			switch {
 			case !known:
 				// A tool result, not the SDK's JSON-RPC error: that one
-				// echoes the name, at any length (SPEC §5).
+				// echoes the name, at any length (docs/errors.md).
 				refusal = &messages.Error{
 					Code:     messages.CodeNotFound,
 					Message:  "no such tool",

@@ -52,8 +52,8 @@ const (
 // other line gets a JSON-RPC error answer of its own (-32700 for a line
 // that is not JSON, -32600 for an invalid request, with its id when it has
 // a valid one; a malformed response is logged and dropped, as JSON-RPC
-// never answers a response), so no input line can end the session (SPEC
-// §5: never a dead session). At most MaxInFlight requests are read and
+// never answers a response), so no input line can end the session
+// (docs/errors.md: never a dead session). At most MaxInFlight requests are read and
 // unanswered at any time, and at most MaxPendingNotifications
 // notifications of MaxStdioNotification bytes wait in the SDK. Error
 // answers carry one fixed text per code and no data: they never repeat the

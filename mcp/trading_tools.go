@@ -11,14 +11,14 @@ import (
 	"github.com/guarded-exchange/guarded-exchange/messages"
 )
 
-// Trading tools (SPEC §4, §8), profile trade only. Each parses its
+// Trading tools (docs/tools.md), profile trade only. Each parses its
 // arguments strictly here (decimals only as plain JSON strings: no
 // numbers, exponents or signs), then sends one command to the user actor,
 // which runs the one action path: every check, the idempotency table, the
 // journal before and after the venue. Nothing here talks to the venue.
 //
-// Only tools whose every SPEC §8 check is enforced in the user actor are
-// registered: all seven trading tools of SPEC §4.
+// Only tools whose every docs/tools.md "The action path" check is enforced in the user actor are
+// registered: all seven trading tools of docs/tools.md.
 
 // decimalPattern is a plain positive decimal: digits, an optional point
 // and fraction; no sign, exponent or spaces.

@@ -11,7 +11,7 @@ import (
 	"github.com/guarded-exchange/guarded-exchange/messages"
 )
 
-// Exchange text in account answers (SPEC §1, §5).
+// Exchange text in account answers (docs/invariants.md, docs/errors.md).
 //
 // The exchange is untrusted: any string it returns could carry text aimed at
 // the model. The account tools therefore show a row only through fields
@@ -115,7 +115,7 @@ var (
 	orderStatuses = messages.OrderStatuses
 	orderTypes    = messages.OrderTypes
 	timeInForces  = messages.TimeInForces
-	// execTypes are Bybit's execType values (reference §5.7).
+	// execTypes are Bybit's execType values (docs/bybit.md "Trade endpoints").
 	execTypes = []string{"Trade", "AdlTrade", "Funding", "BustTrade", "Delivery", "Settle", "BlockTrade",
 		"MovePosition", "FutureSpread", "CorporateAction", "UNKNOWN"}
 )

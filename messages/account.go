@@ -6,7 +6,7 @@ import (
 	"github.com/shopspring/decimal"
 )
 
-// Account reads (SPEC §4 get_balances, get_positions, get_open_orders,
+// Account reads (docs/tools.md: get_balances, get_positions, get_open_orders,
 // get_order_history, get_trades) return the values below. They are copies
 // of what the exchange reported at the time of the read: nobody holds a
 // pointer into venue state.
@@ -15,15 +15,15 @@ import (
 // other than this server (OrderLinkID, RejectReason, ExecType, FeeCurrency,
 // the permission names of APIKeyInfo, and any status the exchange may add
 // later) comes from the exchange and must be treated as data, never as
-// instructions. The MCP layer puts such text only in untrusted_text (SPEC
-// §5); Message and NextStep never contain it.
+// instructions. The MCP layer puts such text only in untrusted_text
+// (docs/errors.md); Message and NextStep never contain it.
 //
 // Decimals are exact (never float64); a field the exchange left empty ("")
 // is zero. Times are UTC; a field the exchange left empty or "0" is the
 // zero time.
 
 // APIKeyInfo is what the exchange says about the API key in use (Bybit GET
-// /v5/user/query-api). SPEC §11 decides from it whether a key is accepted.
+// /v5/user/query-api). docs/invariants.md "Keys" decides from it whether a key is accepted.
 type APIKeyInfo struct {
 	// KeyID is the exchange's id of the key record (not the key itself).
 	KeyID string
@@ -210,6 +210,6 @@ type Page[T any] struct {
 }
 
 // MaxHistoryWindow is the longest [start, end] span of order history and
-// executions (reference §5.6): Bybit refuses longer windows. The MCP
+// executions (docs/bybit.md "Trade endpoints"): Bybit refuses longer windows. The MCP
 // argument rules and the venue client both use this one value.
 const MaxHistoryWindow = 7 * 24 * time.Hour

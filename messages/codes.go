@@ -1,10 +1,10 @@
 package messages
 
-// Code is a stable error code of SPEC §5. Codes are part of the product
+// Code is a stable error code of docs/errors.md. Codes are part of the product
 // contract: they are never renamed or reused.
 type Code string
 
-// The error codes of SPEC §5, spelled exactly as agents and scripts see them.
+// The error codes of docs/errors.md, spelled exactly as agents and scripts see them.
 const (
 	CodeInvalidParams                  Code = "invalid_params"
 	CodePermissionDenied               Code = "permission_denied"
@@ -37,7 +37,7 @@ type CodeInfo struct {
 	Retryable bool
 }
 
-// Codes lists every code with its description, in the order of SPEC §5.
+// Codes lists every code with its description, in the order of docs/errors.md.
 // A test fails on a duplicate or an undocumented code.
 var Codes = []CodeInfo{
 	{CodeInvalidParams, "an argument is missing, malformed or out of range; details name the field and the reason", false},
@@ -61,7 +61,7 @@ var Codes = []CodeInfo{
 	{CodeInternalError, "the server failed; the request_id identifies it in the server log", false},
 }
 
-// KnownCode reports whether c is one of the codes of SPEC §5.
+// KnownCode reports whether c is one of the codes of docs/errors.md.
 func KnownCode(c Code) bool {
 	for _, info := range Codes {
 		if info.Code == c {

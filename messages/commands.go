@@ -93,7 +93,7 @@ var Commands = []CommandInfo{
 		Roles: []Role{RoleAgent}, Records: tradeRecords},
 	{Name: "trade.set_leverage", New: func() Command { return &SetLeverageCommand{} }, Result: func() any { return &LeverageAnswer{} },
 		Roles: []Role{RoleAgent}, Records: tradeRecords},
-	// Confirmations (SPEC §9): the agent watches and withdraws; a human
+	// Confirmations (docs/tools.md "Confirmation"): the agent watches and withdraws; a human
 	// decides (the MCP layer sends a client_ui decision for the human who
 	// answered the client's form: see Permit).
 	{Name: "confirm.status", New: func() Command { return &ConfirmationStatusCommand{} }, Result: confirmationStatus, Roles: everyone},

@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// Human confirmation (SPEC §9): an action the policy wants confirmed is
+// Human confirmation (docs/tools.md "Confirmation"): an action the policy wants confirmed is
 // parked in the user actor as a pending confirmation; a human decides it
 // through one of two channels; the approved action then runs as a message
 // of its own, re-checked as of that moment.
@@ -51,7 +51,7 @@ const (
 var ConfirmationIDRE = regexp.MustCompile(`^cf_[0-9a-f]{24}$`)
 
 // ExecuteWithin is how soon after approval execution must start, or the
-// confirmation becomes expired_after_approval (SPEC §9).
+// confirmation becomes expired_after_approval (docs/tools.md "Confirmation").
 const ExecuteWithin = 30 * time.Second
 
 // ShownToUser is the server's own plan of a parked action, what the human

@@ -2,7 +2,7 @@ package messages
 
 import "encoding/json"
 
-// MaxControlLine is the longest line the control socket reads (SPEC §7):
+// MaxControlLine is the longest line the control socket reads (docs/commands.md "The control socket"):
 // 64 KiB. A longer line is refused and the connection closed.
 const MaxControlLine = 64 << 10
 
@@ -22,7 +22,7 @@ type ControlRequest struct {
 }
 
 // ControlResponse answers one ControlRequest: Result on success, Error (the
-// SPEC §5 shape) on refusal.
+// docs/errors.md shape) on refusal.
 type ControlResponse struct {
 	V      int             `json:"v"`
 	ID     string          `json:"id,omitempty"`

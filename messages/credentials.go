@@ -87,7 +87,7 @@ func (Secret) MarshalText() ([]byte, error) { return []byte(redacted), nil }
 
 // AddCredentialRequest stores an exchange key for the user and environment
 // (keys add, keys replace, and init's paper key). The server asks the
-// exchange what the key may do before storing it (SPEC §11).
+// exchange what the key may do before storing it (docs/invariants.md "Keys").
 // Answer: *CredentialView.
 type AddCredentialRequest struct {
 	User        string
@@ -242,7 +242,7 @@ type CredentialCheckedEvent struct {
 	CheckedAt    time.Time `json:"checked_at"`
 }
 
-// Account reads (SPEC §4). Each goes to the user actor, which checks that
+// Account reads (docs/tools.md). Each goes to the user actor, which checks that
 // a key exists and hands it to the user's venue actor.
 
 // GetBalancesRequest asks for the unified wallet. Answer: *WalletBalance.

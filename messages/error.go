@@ -5,7 +5,7 @@ import (
 	"fmt"
 )
 
-// Error is a refusal or failure with a stable code (SPEC §5). It is the one
+// Error is a refusal or failure with a stable code (docs/errors.md). It is the one
 // error shape that crosses every edge: actor replies, the control socket and
 // MCP tool results are all built from it.
 //

@@ -11,7 +11,7 @@ import (
 // "linear".
 type Category string
 
-// The categories of SPEC §4.
+// The categories of docs/tools.md.
 const (
 	CategorySpot   Category = "spot"
 	CategoryLinear Category = "linear"

@@ -10,7 +10,7 @@ import (
 	"testing"
 )
 
-// specCodes are the codes of SPEC §5, copied from the contract; the registry
+// specCodes are the codes of docs/errors.md, copied from the contract; the registry
 // must hold exactly these.
 var specCodes = []string{
 	"invalid_params", "permission_denied", "kill_switch_active", "limit_exceeded",
@@ -34,12 +34,12 @@ func TestCodeRegistryMatchesSpec(t *testing.T) {
 	}
 	for _, c := range specCodes {
 		if !seen[Code(c)] {
-			t.Errorf("SPEC code %q missing from the registry", c)
+			t.Errorf("docs/errors.md code %q missing from the registry", c)
 		}
 		delete(seen, Code(c))
 	}
 	for c := range seen {
-		t.Errorf("code %q is not in SPEC §5", c)
+		t.Errorf("code %q is not in docs/errors.md", c)
 	}
 }
 
@@ -79,14 +79,14 @@ func TestRecordTypesUniqueAndNamed(t *testing.T) {
 			t.Errorf("%d.String() = %q, want %q", info.Type, info.Type.String(), info.Name)
 		}
 	}
-	// SPEC §12 names that must exist.
+	// docs/journal-format.md names that must exist.
 	for _, n := range []string{"tool_call", "order_refused", "order_attempt", "order_outcome", "order_repeat",
 		"confirmation_requested", "confirmation_decided", "confirmation_executed", "kill_switch_on",
 		"kill_switch_off", "policy_ceiling_set", "policy_tightened", "policy_overrides_reset",
 		"credential_added", "credential_deleted", "token_issued", "token_revoked", "user_created",
 		"recovered_torn_tail"} {
 		if !names[n] {
-			t.Errorf("SPEC §12 record type %q missing", n)
+			t.Errorf("docs/journal-format.md record type %q missing", n)
 		}
 	}
 	if got := RecordType(9999).String(); got != "type_9999" {

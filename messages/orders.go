@@ -7,7 +7,7 @@ import (
 	"github.com/shopspring/decimal"
 )
 
-// Journal payloads of the order records (SPEC §8 steps 7 and 9). They are
+// Journal payloads of the order records (docs/tools.md "The action path" steps 7 and 9). They are
 // event records: each adds to many-record state (the open attempts, the
 // 24 h idempotency table, the rolling notional and rate counters), so
 // replay applies every one in order instead of keeping only the last.
@@ -38,7 +38,7 @@ type OrderAttemptEvent struct {
 	// Confirmed is true for an action a human confirmed; unconfirmed ones
 	// count against max_unconfirmed_actions_per_hour.
 	Confirmed bool `json:"confirmed,omitempty"`
-	// IdempotencyKey and ArgsSHA256 claim the key for 24 h (SPEC §8 step 6).
+	// IdempotencyKey and ArgsSHA256 claim the key for 24 h (docs/tools.md "The action path" step 6).
 	IdempotencyKey string `json:"idempotency_key,omitempty"`
 	ArgsSHA256     string `json:"args_sha256,omitempty"`
 	// Expect is what an order found for this attempt must match to settle
@@ -76,7 +76,7 @@ type OrderOutcomeEvent struct {
 	Status        string    `json:"status"`
 	// VenueStatus is the venue's orderStatus when known.
 	VenueStatus string `json:"venue_status,omitempty"`
-	// ResultSource is "venue" or "reconnaissance" (SPEC §8 step 8).
+	// ResultSource is "venue" or "reconnaissance" (docs/tools.md "The action path" step 8).
 	ResultSource string `json:"result_source,omitempty"`
 	// Answer is the answer given (an OrderAnswer or an Error), kept so
 	// that a repeat of the same call, after a restart too, gets it again.
@@ -87,7 +87,7 @@ type OrderOutcomeEvent struct {
 }
 
 // OrderRepeatEvent is journaled as order_repeat when a call is answered
-// from an earlier one (SPEC §8 step 6) instead of acting again.
+// from an earlier one (docs/tools.md "The action path" step 6) instead of acting again.
 type OrderRepeatEvent struct {
 	Tool           string `json:"tool"`
 	IdempotencyKey string `json:"idempotency_key,omitempty"`

@@ -65,7 +65,7 @@ type Origin struct {
 	FormAnswer bool
 }
 
-// Actor is the SPEC §12 journal actor of the origin.
+// Actor is the docs/journal-format.md journal actor of the origin.
 func (o Origin) Actor() string {
 	if o.ConfirmationID != "" {
 		return ActorExecutor

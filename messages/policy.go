@@ -10,7 +10,7 @@ import (
 	"github.com/shopspring/decimal"
 )
 
-// Profile is the least-privilege profile of a principal (SPEC §6).
+// Profile is the least-privilege profile of a principal (docs/policy.md).
 type Profile string
 
 // The profiles, from the strictest.
@@ -29,7 +29,7 @@ func (p Profile) rank() int {
 	return -1
 }
 
-// VenueLevel is an arming level: paper < demo < live (SPEC §2).
+// VenueLevel is an arming level: paper < demo < live (docs/policy.md "Venue levels").
 type VenueLevel string
 
 // The arming levels, from the strictest.
@@ -64,7 +64,7 @@ const (
 	KillSwitchAdmin KillSwitch = "admin"
 )
 
-// TradingTools are the trading tool names of SPEC §4: the default of
+// TradingTools are the trading tool names of docs/tools.md: the default of
 // confirm_actions and the only names it may hold.
 var TradingTools = []string{"place_order", "cancel_order", "amend_order", "cancel_all_orders", "set_trading_stop", "close_position", "set_leverage"}
 
@@ -113,7 +113,7 @@ func (p Policy) ConfirmationRule() string {
 	return "always confirmed (" + ConfirmByActions + "): " + list(always) + "; " + byValue + "; never confirmed: " + list(never)
 }
 
-// Hard limits of SPEC §6.
+// Hard limits of docs/policy.md.
 var (
 	MaxSlippagePct       = decimal.NewFromInt(3)
 	MaxConfirmationTTLS  = 600
@@ -131,7 +131,7 @@ var (
 
 // PolicySettings is a set of optional policy fields: an admin ceiling or a
 // user's own (tighten-only) settings. A nil field is not set. JSON names are
-// the SPEC §6 field names.
+// the docs/policy.md field names.
 type PolicySettings struct {
 	Profile                      *Profile         `json:"profile,omitempty"`
 	Allow                        *[]string        `json:"allow,omitempty"`
@@ -184,7 +184,7 @@ type Policy struct {
 	HeartbeatS int `json:"heartbeat_s"`
 }
 
-// PolicyFields are the SPEC §6 field names, in display order (the field
+// PolicyFields are the docs/policy.md field names, in display order (the field
 // table's order).
 var PolicyFields = func() []string {
 	out := make([]string, len(PolicyFieldTable))
@@ -194,7 +194,7 @@ var PolicyFields = func() []string {
 	return out
 }()
 
-// DefaultPolicy is the policy of a user nobody configured (SPEC §6):
+// DefaultPolicy is the policy of a user nobody configured (docs/policy.md):
 // read_only, empty allowlist, every trading action confirmed, the client UI
 // trusted for confirmation except on live, and the
 // per-order limits of the venue: 1000 USDT and x10 on paper and demo, 50 USDT
@@ -260,7 +260,7 @@ func (p Policy) Looser(s PolicySettings) []string {
 // Effective is the policy a user is held to: the defaults overlaid by the
 // admin ceiling, then tightened by the user's own settings.
 // Live never trusts the client's UI for confirmation, whatever the ceiling
-// says (SPEC §2).
+// says (docs/policy.md "Effective policy").
 func Effective(venue VenueLevel, ceiling, own PolicySettings) Policy {
 	p := DefaultPolicy(venue).Overlay(ceiling).Tighten(own)
 	if venue == VenueLive {
@@ -269,7 +269,7 @@ func Effective(venue VenueLevel, ceiling, own PolicySettings) Policy {
 	return p
 }
 
-// Validate checks every set field's range (SPEC §6 hard limits), returning
+// Validate checks every set field's range (docs/policy.md hard limits), returning
 // invalid_params naming the first bad field.
 func (s PolicySettings) Validate() *Error {
 	for _, f := range PolicyFieldTable {
@@ -322,7 +322,7 @@ func (s PolicySettings) Equal(o PolicySettings) bool {
 	return true
 }
 
-// IsFieldName reports whether f is a SPEC §6 policy field.
+// IsFieldName reports whether f is a docs/policy.md policy field.
 func IsFieldName(f string) bool { return slices.Contains(PolicyFields, f) }
 
 func (p Policy) clone() Policy {

@@ -9,13 +9,13 @@ import (
 	"github.com/shopspring/decimal"
 )
 
-// PolicyField is one SPEC §6 policy field: its name, its CLI flag, and
+// PolicyField is one docs/policy.md policy field: its name, its CLI flag, and
 // everything the server does with it (merge, overlay, tighten, the looser
 // check, equality, validation, parsing a flag, display), in one place.
 // Every function over PolicySettings and Policy loops over PolicyFieldTable;
 // TestPolicyFieldTable checks each field.
 type PolicyField struct {
-	// Name is the SPEC §6 name (the JSON name).
+	// Name is the docs/policy.md name (the JSON name).
 	Name string
 	// Flag is the CLI flag (without "--"); Help is its help text.
 	Flag, Help string

@@ -1,8 +1,8 @@
 package messages
 
-// RecordType is the number of a journal record type (SPEC §12). The numbers
+// RecordType is the number of a journal record type (docs/journal-format.md). The numbers
 // are part of the on-disk format: they are explicit, never iota, never
-// reused and never renumbered (STYLE §3). A test fails on a duplicate
+// reused and never renumbered (docs/invariants.md "Rules of the code"). A test fails on a duplicate
 // number or name.
 type RecordType uint16
 
@@ -108,7 +108,7 @@ const (
 	RecordPaperReset RecordType = 60
 )
 
-// RecordTypeInfo is one entry of the record type table: its SPEC §12 name,
+// RecordTypeInfo is one entry of the record type table: its docs/journal-format.md name,
 // which part of the server writes it, and how replay treats it.
 // TestRecordTableIsComplete checks every entry.
 type RecordTypeInfo struct {
@@ -198,7 +198,7 @@ func RecordInfo(t RecordType) (RecordTypeInfo, bool) {
 	return RecordTypeInfo{}, false
 }
 
-// String returns the SPEC §12 name of t, or "type_N" for an unknown number.
+// String returns the docs/journal-format.md name of t, or "type_N" for an unknown number.
 func (t RecordType) String() string {
 	for _, info := range RecordTypes {
 		if info.Type == t {
@@ -218,7 +218,7 @@ func RecordTypeByName(name string) (RecordType, bool) {
 	return 0, false
 }
 
-// Journal actors (SPEC §12): who caused a record.
+// Journal actors (docs/journal-format.md): who caused a record.
 const (
 	ActorAgent    = "mcp:agent"
 	ActorCLIUser  = "cli:user"

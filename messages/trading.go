@@ -6,11 +6,11 @@ import (
 	"github.com/shopspring/decimal"
 )
 
-// The trading tools' arguments and answers (SPEC §4, §8). Arguments are
+// The trading tools' arguments and answers (docs/tools.md). Arguments are
 // typed and already parsed (decimals from JSON strings) by the MCP layer;
 // the user actor validates them again, since it is the one path.
 
-// IdempotencyKeyRE is the SPEC §8 step 6 rule for an idempotency key.
+// IdempotencyKeyRE is the docs/tools.md "The action path" step 6 rule for an idempotency key.
 var IdempotencyKeyRE = regexp.MustCompile(`^[A-Za-z0-9_.:-]{1,64}$`)
 
 // PlaceOrderArgs are place_order's arguments.
@@ -39,7 +39,7 @@ const (
 	AnswerPreview = "preview"
 )
 
-// Result sources of an order answer (SPEC §8).
+// Result sources of an order answer (docs/tools.md "The action path").
 const (
 	ResultSourceVenue  = "venue"
 	ResultSourceReplay = "replay"

@@ -142,7 +142,7 @@ type UserDisabledEvent struct {
 }
 
 // DecideActionRequest asks a user actor whether an action may proceed under
-// the user's kill switch and policy (SPEC §8 steps 2 and 3). It is the gate
+// the user's kill switch and policy (docs/tools.md "The action path" steps 2 and 3). It is the gate
 // every state-changing tool passes. Answer: *Decision.
 type DecideActionRequest struct {
 	User     string   `json:"user"`

@@ -8,7 +8,7 @@ import (
 	"github.com/shopspring/decimal"
 )
 
-// Order writes and the private stream (SPEC §8, §10). The venue builds
+// Order writes and the private stream (docs/tools.md "The action path", docs/venue-trading.md). The venue builds
 // Bybit requests from the typed requests below (decimals, never floats) and
 // reports what the private stream pushed as StreamEvents. Like the account
 // reads, every value is a copy; exchange free text (client order ids,
@@ -104,7 +104,7 @@ type WriteAck struct {
 }
 
 // ChangeStatus says how far an accepted cancel or amend is known to have
-// gone (SPEC §8: accepted is not applied).
+// gone (docs/tools.md "The action path": accepted is not applied).
 type ChangeStatus string
 
 // Change statuses. The *_requested ones mean the venue accepted the
@@ -175,7 +175,7 @@ type ChangeResult struct {
 }
 
 // ResultSourceReconnaissance marks an answer found by looking the order up
-// after an unknown outcome (SPEC §8).
+// after an unknown outcome (docs/tools.md "The action path").
 const ResultSourceReconnaissance = "reconnaissance"
 
 // StreamEventKind says what a StreamEvent carries.

@@ -7,7 +7,7 @@ import (
 )
 
 // VenueUpdateEvent is journaled as venue_update when the private stream
-// pushes updates of the user's orders (SPEC §10). It is compact: one row
+// pushes updates of the user's orders (docs/venue-trading.md). It is compact: one row
 // per order with what an audit needs, never the whole push, and one
 // record holds what was pushed since the last (each order's latest row),
 // at most 128 rows, at most 32 of them of others' orders, the server's own
@@ -54,7 +54,7 @@ type VenueOrderMark struct {
 	Origin string `json:"origin"`
 }
 
-// Order origins (SPEC §8): placed by this server, or by anything else.
+// Order origins (docs/tools.md "The action path"): placed by this server, or by anything else.
 const (
 	OriginSystem   = "system"
 	OriginExternal = "external"

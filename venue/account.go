@@ -15,7 +15,7 @@ import (
 	"github.com/guarded-exchange/guarded-exchange/messages"
 )
 
-// Account endpoint paths (reference §5.5-5.7, §6.1, §7.1, §7.2). Every one
+// Account endpoint paths (docs/bybit.md "Trade endpoints", "Position endpoints", "Account and key endpoints"). Every one
 // is a signed GET.
 const (
 	PathQueryAPI      = "/v5/user/query-api"
@@ -37,7 +37,7 @@ const (
 )
 
 // MaxHistoryWindow is the longest [Start, End] span order history and
-// executions accept (reference §5.6): Bybit refuses longer windows.
+// executions accept (docs/bybit.md "Trade endpoints"): Bybit refuses longer windows.
 const MaxHistoryWindow = messages.MaxHistoryWindow
 
 // maxCursorLen bounds a caller-supplied cursor; Bybit's are ~150 bytes.
@@ -79,7 +79,7 @@ type OrderQuery struct {
 	// Symbol nor SettleCoin uses DefaultSettleCoin. Spot refuses it.
 	SettleCoin string
 	// OrderID or OrderLinkID look one order up; the venue then also returns
-	// a recently closed order (reference §5.5, §12).
+	// a recently closed order (docs/bybit.md "Trade endpoints"; docs/venue-trading.md).
 	OrderID     string
 	OrderLinkID string
 	// Limit is the page size, 1..50; zero means the venue's default (20).
@@ -293,7 +293,7 @@ func historyQuery(q HistoryQuery, maxLimit int) (Query, error) {
 }
 
 // CheckHistoryWindow applies Bybit's window rules for order history and
-// executions (reference §5.6) before a request is sent: a zero time means
+// executions (docs/bybit.md "Trade endpoints") before a request is sent: a zero time means
 // "not given"; a given time must not be before 1970; when both are given,
 // end must not be before start and the span must be at most
 // MaxHistoryWindow. Failures are invalid_params naming start_time or

@@ -9,7 +9,7 @@ import (
 )
 
 // DefaultInstrumentTTL is the InstrumentCache TTL used when ttl ≤ 0. Bybit
-// changes the spot max-qty rules twice a month (reference §4.4); 15 minutes
+// changes the spot max-qty rules twice a month (docs/bybit.md "Market endpoints"); 15 minutes
 // keeps the cache honest without re-fetching on every order.
 const DefaultInstrumentTTL = 15 * time.Minute
 

@@ -101,7 +101,7 @@ func TestInstrumentCacheDoesNotCacheErrors(t *testing.T) {
 }
 
 // handlerTransport serves an http.Handler in memory, so the test can run in
-// a synctest bubble (sockets would keep the bubble from idling, STYLE §8).
+// a synctest bubble (sockets would keep the bubble from idling, docs/invariants.md "Rules of the code").
 type handlerTransport struct {
 	h    http.Handler
 	hits atomic.Int32

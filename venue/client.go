@@ -210,7 +210,7 @@ var defaultTransport = func() *http.Transport {
 }()
 
 // Sign returns the lowercase hex HMAC-SHA256 of payload keyed by secret, as
-// Bybit V5 expects in X-BAPI-SIGN (reference §2).
+// Bybit V5 expects in X-BAPI-SIGN (docs/bybit.md "Signing").
 func Sign(secret, payload string) string {
 	m := hmac.New(sha256.New, []byte(secret))
 	m.Write([]byte(payload))
@@ -254,7 +254,7 @@ func escapeQueryPart(s string) string {
 	return strings.ReplaceAll(url.QueryEscape(s), "+", "%20")
 }
 
-// RateLimit is what the X-Bapi-Limit* headers said (reference §3). Zero
+// RateLimit is what the X-Bapi-Limit* headers said (docs/bybit.md "Envelope and rate limits"). Zero
 // fields mean the header was absent or unreadable.
 type RateLimit struct {
 	// Limit is X-Bapi-Limit, the endpoint's limit per window.

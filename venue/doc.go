@@ -1,6 +1,6 @@
 // Package venue is the Bybit V5 REST client: it signs requests, retries
 // reads, parses the venue's envelope and rate-limit headers, and translates
-// every failure into a *messages.Error with a stable SPEC §5 code.
+// every failure into a *messages.Error with a stable docs/errors.md code.
 //
 // # Contract
 //
@@ -17,7 +17,7 @@
 //     becomes outcome_unknown: the order may exist and the caller must look
 //     it up by its client order id, never resend.
 //   - The query string or JSON body is encoded once; those exact bytes are
-//     signed and sent (Bybit verifies the raw bytes, reference §2). Query
+//     signed and sent (Bybit verifies the raw bytes, docs/bybit.md "Signing"). Query
 //     values are percent-encoded (a space is %20), so caller-supplied text
 //     such as a cursor can neither add parameters nor change the signature.
 //   - Account reads (account.go) are signed GETs returning messages values;
@@ -41,5 +41,5 @@
 //
 // # Imports
 //
-// venue imports messages and nothing else from this module (STYLE §1).
+// venue imports messages and nothing else from this module (docs/invariants.md "Rules of the code").
 package venue

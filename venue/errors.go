@@ -50,14 +50,14 @@ const (
 	retryAfterIPBan                      // fixed 600 s (Bybit: wait ≥ 10 min)
 )
 
-// ipBanRetryAfterS is how long to wait after an HTTP 403 IP ban (reference §3).
+// ipBanRetryAfterS is how long to wait after an HTTP 403 IP ban (docs/bybit.md "Envelope and rate limits").
 const ipBanRetryAfterS = 600
 
 // noHeaderRetryAfterS is the wait when a rate-limit answer has no reset header.
 const noHeaderRetryAfterS = 2
 
 // errorRule is one row of the mapping from what the venue answered to a
-// SPEC §5 code. A row matches by retCode, by HTTP status, by HTTP status
+// docs/errors.md code. A row matches by retCode, by HTTP status, by HTTP status
 // class (5xx) or by transport failure; the Default row matches every
 // non-zero retCode no other row names.
 type errorRule struct {
@@ -84,7 +84,7 @@ type errorRule struct {
 
 const nextStepKeys = "add or replace the exchange key with `guarded-exchange keys add` (a human does this outside the chat), then call again"
 
-// errorTable is THE mapping (reference §11, SPEC §5). Keep it in step with
+// errorTable is THE mapping (docs/venue-errors.md, docs/errors.md). Keep it in step with
 // docs/venue-errors.md; TestErrorTable has one case per row.
 var errorTable = []errorRule{
 	{

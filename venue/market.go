@@ -11,7 +11,7 @@ import (
 	"github.com/guarded-exchange/guarded-exchange/messages"
 )
 
-// Market endpoint paths (reference §4).
+// Market endpoint paths (docs/bybit.md "Market endpoints").
 const (
 	PathTickers     = "/v5/market/tickers"
 	PathOrderbook   = "/v5/market/orderbook"

@@ -13,7 +13,7 @@ import (
 	"github.com/guarded-exchange/guarded-exchange/messages"
 )
 
-// Write endpoint paths (reference §5.1-5.3, §6.2, §6.3). Every one is a
+// Write endpoint paths (docs/bybit.md "Trade endpoints", "Position endpoints"). Every one is a
 // signed POST, sent once and never retried.
 const (
 	PathOrderCreate     = "/v5/order/create"

@@ -7,7 +7,7 @@ import (
 	"github.com/guarded-exchange/guarded-exchange/messages"
 )
 
-// Settling an unknown outcome (SPEC §8 step 8, issue 10): a write whose
+// Settling an unknown outcome (docs/tools.md "The action path" step 8, issue 10): a write whose
 // outcome is unknown is never resent. The order is looked for by its
 // client order id, first on the private stream for a bounded time, then by
 // REST (open orders, then order history).
@@ -151,7 +151,7 @@ func FilledOf(o *messages.Order) messages.FilledQty {
 	return messages.KnownFilled(o.CumExecQty)
 }
 
-// IsFinal reports whether an order status is closed (reference §5.10).
+// IsFinal reports whether an order status is closed (docs/bybit.md "Order statuses").
 func IsFinal(status string) bool {
 	switch status {
 	case "Filled", "Cancelled", "Rejected", "PartiallyFilledCanceled", "Deactivated":

@@ -39,7 +39,7 @@ const (
 	recentOrders = 4096
 )
 
-// PrivateTopics are the topics a Stream subscribes to (reference §8.4).
+// PrivateTopics are the topics a Stream subscribes to (docs/bybit.md "Private stream").
 var PrivateTopics = []string{"order", "execution", "position", "wallet"}
 
 // StreamConfig configures a Stream. Zero fields mean their defaults.

@@ -214,7 +214,7 @@ func TestCorruption(t *testing.T) {
 		},
 		{
 			// A complete last record with a bad CRC is damage, not a torn
-			// write (SPEC §12): cutting it would lose an acknowledged record.
+			// write (docs/journal-format.md): cutting it would lose an acknowledged record.
 			name: "flip a byte in the last record",
 			damage: func(t *testing.T, f *fixture) {
 				flip(t, f.segOf(n), f.entry(n).end-50)

@@ -8,7 +8,7 @@ import (
 )
 
 // TestDocCarriesTheContract: doc.go holds the layout, fsync policy,
-// recovery rules and concurrency contract (STYLE §10). The rules every
+// recovery rules and concurrency contract (docs/invariants.md "Rules of the code"). The rules every
 // package shares (one doc.go, import direction, nothing on stdout) are
 // checked repository-wide in cmd/imports_test.go.
 func TestDocCarriesTheContract(t *testing.T) {

@@ -19,7 +19,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// The client's own confirmation form (SPEC §9 channel 1) through the
+// The client's own confirmation form (docs/tools.md "Confirmation", channel 1) through the
 // built binary over stdio: the go-sdk client in both protocol eras, a
 // restart between the two MRTR rounds, and Node clients
 // (@modelcontextprotocol/sdk, 2025-11-25 with elicitation/create, and

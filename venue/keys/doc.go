@@ -1,12 +1,12 @@
 // Package keys keeps exchange credentials secret and decides whether an
 // exchange key may be used: it seals an API key and secret for storage,
 // opens them again, and checks a key's permissions against the allowlist of
-// SPEC §11. It is pure: no I/O besides crypto/rand, no clock, no state.
+// docs/invariants.md "Keys". It is pure: no I/O besides crypto/rand, no clock, no state.
 //
 // One idea: keys knows credentials and permissions, not users, the journal
 // or the exchange. It imports only messages from this module.
 //
-// # Threat model (SPEC §1, G6)
+// # Threat model (docs/invariants.md "G6")
 //
 // API secrets must never reach logs, the journal, errors, tool results or
 // command output, and are encrypted at rest. Secret redacts itself on every
@@ -18,7 +18,7 @@
 // record, relabelled to another environment, exchange or id, altered in any
 // bit, or opened with another master key fails with ErrDecrypt and never
 // yields garbage. Out of scope: whoever can read the master key (an agent
-// with a shell under the server's OS account, see SPEC §1 "Honest
+// with a shell under the server's OS account, see docs/invariants.md "The honest
 // boundary") can open every credential; Go strings cannot be wiped, so a
 // revealed secret lives in memory until collected (derived keys and
 // plaintext buffers are cleared, best effort).

@@ -17,7 +17,7 @@ const (
 	MaxListed = 32
 )
 
-// allowlist is SPEC §11: the only permissions a key may carry, by group and
+// allowlist is docs/invariants.md "Keys": the only permissions a key may carry, by group and
 // value of the query-api permissions object.
 var allowlist = map[[2]string]bool{
 	{"ContractTrade", "Order"}:    true,
@@ -25,7 +25,7 @@ var allowlist = map[[2]string]bool{
 	{"Spot", "SpotTrade"}:         true,
 }
 
-// Allowlist returns the permissions a key may carry (SPEC §11), as
+// Allowlist returns the permissions a key may carry (docs/invariants.md "Keys"), as
 // "Group.Value" names, sorted.
 func Allowlist() []string {
 	out := make([]string, 0, len(allowlist))
@@ -85,7 +85,7 @@ type Offending struct {
 // refused and how Bybit's key form labels it.
 type known struct{ why, label string }
 
-// knownValues covers the values of reference §7.2.
+// knownValues covers the values of docs/bybit.md "Account and key endpoints"
 var knownValues = map[[2]string]known{
 	{"Wallet", "AccountTransfer"}:                   {"moves funds between your accounts", "Wallet > Account Transfer"},
 	{"Wallet", "SubMemberTransfer"}:                 {"moves funds between the main account and sub-accounts", "Wallet > Subaccount Transfer"},
@@ -103,7 +103,7 @@ var knownValues = map[[2]string]known{
 	{"FiatConvertBroker", "FiatConvertBrokerOrder"}: {"converts fiat and moves funds", "Fiat Convert"},
 }
 
-// knownGroups covers the groups of reference §7.2, for values not listed in
+// knownGroups covers the groups of docs/bybit.md "Account and key endpoints", for values not listed in
 // knownValues.
 var knownGroups = map[string]known{
 	"ContractTrade":     {"is not on the allowlist (only Order and Position are)", "Contract"},
@@ -129,7 +129,7 @@ var knownGroups = map[string]known{
 // unknownWhy is the reason for a permission this server has never heard of.
 const unknownWhy = "is unknown to this server; only ContractTrade.Order, ContractTrade.Position and Spot.SpotTrade are allowed"
 
-// Check applies the allowlist of SPEC §11 to a key's permissions.
+// Check applies the allowlist of docs/invariants.md "Keys" to a key's permissions.
 //
 //   - Every non-empty group value must be ContractTrade.Order,
 //     ContractTrade.Position or Spot.SpotTrade. Anything else, including an

@@ -10,9 +10,9 @@ import (
 	"github.com/guarded-exchange/guarded-exchange/messages"
 )
 
-// hirokisanSample is the permissions object of
-// shared/reference/bybit-samples/v5-user-query-api.result.hirokisan.json
-// (readOnly 0).
+// hirokisanSample is the permissions object of the recorded answer
+// v5-user-query-api.result.hirokisan.json of hirokisan/bybit (readOnly 0;
+// docs/bybit.md "Recorded samples").
 const hirokisanSample = `{
     "ContractTrade": ["Order", "Position"],
     "Spot": ["SpotTrade"],

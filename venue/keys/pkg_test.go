@@ -10,7 +10,7 @@ import (
 )
 
 // TestPackageContract: doc.go holds the threat model, the byte layout and
-// what is journaled (STYLE §10), and every exported name is documented. The
+// what is journaled (docs/invariants.md "Rules of the code"), and every exported name is documented. The
 // rules every package shares (one doc.go, import direction, nothing on
 // stdout) are checked repository-wide in cmd/imports_test.go.
 func TestPackageContract(t *testing.T) {

@@ -9,7 +9,7 @@ import (
 	"github.com/shopspring/decimal"
 )
 
-// Account read endpoints (reference §5.5-5.7, §6.1, §7.1); all signed GET,
+// Account read endpoints (docs/bybit.md "Trade endpoints", "Position endpoints", "Account and key endpoints"); all signed GET,
 // all read-only (a read-only key may call them), all reading the calling
 // key's account ledger under Sim.mu.
 //

@@ -12,7 +12,7 @@ import (
 	"github.com/shopspring/decimal"
 )
 
-// Account test endpoints (SPEC §13; loopback only, plain JSON like the
+// Account test endpoints (docs/simulator.md "Test endpoints"; loopback only, plain JSON like the
 // other /sim/ endpoints). {api_key} names any key of the account; the
 // state is per account.
 //

@@ -42,7 +42,7 @@ const keyLifetime = 90 * 24 * time.Hour
 type permissions map[string][]string
 
 // permissionGroups is the order in which query-api lists its groups
-// (reference §7.2); groups outside this list follow, sorted.
+// (docs/bybit.md "Account and key endpoints"); groups outside this list follow, sorted.
 var permissionGroups = []string{
 	"ContractTrade", "Spot", "Wallet", "Options", "Derivatives", "CopyTrading",
 	"BlockTrade", "Exchange", "NFT", "Affiliate", "Earn", "FiatP2P",
@@ -50,7 +50,7 @@ var permissionGroups = []string{
 }
 
 // defaultPermissions are the trading permissions of the pre-provisioned key
-// (SPEC §11 allowlist).
+// (docs/invariants.md "Keys").
 func defaultPermissions() permissions {
 	return permissions{
 		"ContractTrade": {"Order", "Position"},
@@ -209,7 +209,7 @@ func (s *Sim) lookupKey(key string) *apiKey {
 	return s.keys[key]
 }
 
-// queryAPIResult is the result of GET /v5/user/query-api (reference §7.2).
+// queryAPIResult is the result of GET /v5/user/query-api (docs/bybit.md "Account and key endpoints").
 type queryAPIResult struct {
 	ID            string      `json:"id"`
 	Note          string      `json:"note"`

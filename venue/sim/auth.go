@@ -10,7 +10,7 @@ import (
 	"strings"
 )
 
-// Request signing (reference §2).
+// Request signing (docs/bybit.md "Signing").
 //
 // A private request carries X-BAPI-API-KEY, X-BAPI-TIMESTAMP (ms),
 // X-BAPI-SIGN and optionally X-BAPI-RECV-WINDOW (ms, default 5000) and

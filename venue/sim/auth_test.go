@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-// vectorKey is the key of reference §2.1.
+// vectorKey is the key of the signing examples (docs/bybit.md "Signing").
 var vectorKey = Key{APIKey: "XXXXXXXXXX", APISecret: strings.Repeat("Y", 36)}
 
 // addVectorKey registers vectorKey on s.

@@ -5,7 +5,7 @@ import (
 	"strconv"
 )
 
-// Batch order endpoints and the position-mode switch (reference §5.8,
+// Batch order endpoints and the position-mode switch (docs/bybit.md "Trade endpoints",
 // §6.4; docs/simulator.md). All signed POST, refused with 10005 for a
 // read-only key (route.write).
 //
@@ -106,7 +106,7 @@ func (s *Sim) batchItem(c *call, category string, raw json.RawMessage, single fu
 
 // POST /v5/position/switch-mode
 
-// Position-mode refusals (reference §6.4).
+// Position-mode refusals (docs/bybit.md "Position endpoints").
 const (
 	codeModeHasPosition = 110024
 	codeModeNotModified = 110025

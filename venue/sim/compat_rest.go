@@ -16,7 +16,7 @@ import (
 
 // codeNotFound is the retCode of a path the simulator does not serve. Bybit
 // uses 10404 for "operation not found" on its order-entry WebSocket; the
-// REST answer to an unknown path is HTTP 404 (reference §3), which the
+// REST answer to an unknown path is HTTP 404 (docs/bybit.md "Envelope and rate limits"), which the
 // simulator sends with this code in Bybit's envelope so that clients parse
 // it like any other refusal.
 const codeNotFound = 10404

@@ -1,6 +1,6 @@
 // Package sim is a loopback Bybit V5 simulator: the "paper" venue and the
-// counterpart of every venue test (SPEC §10, §13; shared/reference/bybit-v5.md
-// §15 is the checklist it follows).
+// counterpart of every venue test (docs/bybit.md says which parts of
+// Bybit V5 it reproduces, docs/simulator.md how).
 //
 // It imports nothing from this module. Build one with New and mount
 // Handler, or let Start listen on a loopback address and report its URLs in

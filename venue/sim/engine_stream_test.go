@@ -37,7 +37,7 @@ func orderPush(t *testing.T, c *websocket.Conn) map[string]json.RawMessage {
 }
 
 // A cancel that loses the race against a fill: the order stays Filled and
-// a second Filled message reports the refused cancel (reference §5.3).
+// a second Filled message reports the refused cancel (docs/bybit.md "Trade endpoints").
 func TestCancelRacingAFill(t *testing.T) {
 	clock := newClock(testNow)
 	s := New(Config{Seed: 51, Now: clock.Now, VisibilityDelay: 500 * time.Millisecond})

@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// Fault kinds accepted by POST /sim/faults (SPEC §13).
+// Fault kinds accepted by POST /sim/faults (docs/simulator.md "Test endpoints").
 const (
 	faultDelay        = "delay"         // REST: hold the answer delay_ms after applying the request
 	faultDropResponse = "drop_response" // REST: apply the request, then close the connection without an answer

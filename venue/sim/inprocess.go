@@ -15,7 +15,7 @@ import (
 	"github.com/shopspring/decimal"
 )
 
-// The embedded paper venue (SPEC §2, §13) is served in-process: it has no
+// The embedded paper venue (docs/commands.md "Venues") is served in-process: it has no
 // port and no path, so nothing but the process that started it can reach
 // it. Its only way in is InProcessServer.DialContext; the REST client gets
 // it through Transport and a WebSocket client through

@@ -160,7 +160,7 @@ func newCatalog() *catalog {
 	return c
 }
 
-// JSON shapes of /v5/market/instruments-info (reference §4.4).
+// JSON shapes of /v5/market/instruments-info (docs/bybit.md "Market endpoints").
 
 type leverageFilterJSON struct {
 	MinLeverage  string `json:"minLeverage"`

@@ -7,7 +7,7 @@ import (
 	"github.com/shopspring/decimal"
 )
 
-// Account state (reference §5.9, §5.7, §6.1, §7.1).
+// Account state (docs/bybit.md "Trade endpoints", "Position endpoints", "Account and key endpoints").
 //
 // Every account has one ledger: wallet balances per coin, positions per
 // (symbol, positionIdx), every order it ever had, and every execution. The
@@ -134,7 +134,7 @@ type simOrder struct {
 	seeded         bool            // made by POST /sim/accounts/{key}/orders: never filled by price
 }
 
-// open reports whether the order is still working (reference §5.10).
+// open reports whether the order is still working (docs/bybit.md "Order statuses").
 func (o *simOrder) open() bool { return openOrderStatuses[o.status] }
 
 // leavesQty is what is still working: qty − cumExecQty while open, else 0.

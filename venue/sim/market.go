@@ -6,7 +6,7 @@ import (
 	"github.com/shopspring/decimal"
 )
 
-// Market endpoints (reference §4): public, GET, no signature. Decimals are
+// Market endpoints (docs/bybit.md "Market endpoints"): public, GET, no signature. Decimals are
 // strings; orderbook ts/u/seq/cts are numbers; kline rows are seven strings,
 // newest first; price-limit ts is a string.
 

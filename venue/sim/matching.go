@@ -22,7 +22,7 @@ import (
 // matchDepth bounds the levels one taking order walks.
 const matchDepth = 500
 
-// Order statuses and reasons the engine sets (reference §5.9, §5.10).
+// Order statuses and reasons the engine sets (docs/bybit.md "Trade endpoints", "Order statuses").
 const (
 	statusCreated         = "Created" // accepted, not applied yet: hidden from every read
 	statusNew             = "New"
@@ -257,7 +257,7 @@ func (s *Sim) fillLocked(ev *event, l *ledger, o *simOrder, in *instrument, qty,
 	ev.wallet = true
 }
 
-// protectionPrice is the limit a Market order gets (reference §5.1): the
+// protectionPrice is the limit a Market order gets (docs/bybit.md "Trade endpoints"): the
 // best opposite price moved by slippageTolerance when the order carried
 // one, else the instrument's price-limit band around the reference price.
 func (s *Sim) protectionPrice(in *instrument, side, slipType, slip string, sec int64) decimal.Decimal {

@@ -4,7 +4,7 @@ import (
 	"github.com/shopspring/decimal"
 )
 
-// Trade and position write endpoints (reference §5.1-5.4, §6.2, §6.3). All
+// Trade and position write endpoints (docs/bybit.md "Trade endpoints", "Position endpoints"). All
 // signed POST, all refused with 10005 for a read-only key (route.write).
 // Each one validates synchronously (a refusal changes nothing), then
 // accepts: the change is a command applied at accept time +
@@ -441,7 +441,7 @@ func (s *Sim) orderCancel(c *call) response {
 // applyCancelLocked cancels orders at ms. One that filled between accept
 // and apply stays Filled; the refused cancel shows as a second Filled
 // message with cancelType CancelByUser and EC_OrigClOrdIDDoesNotExist, as
-// Bybit reports a cancel that lost the race (reference §5.3).
+// Bybit reports a cancel that lost the race (docs/bybit.md "Trade endpoints").
 func (s *Sim) applyCancelLocked(a *account, list []*simOrder, ms int64) {
 	if len(list) == 0 {
 		return

@@ -10,9 +10,10 @@ import (
 	"github.com/shopspring/decimal"
 )
 
-// Order request parsing and validation (reference §5.1-5.4, §11, §15
-// items 8-9). Every refusal is synchronous and changes nothing; codes and
-// messages follow the reference: 10001 for parameter errors on linear,
+// Order request parsing and validation (docs/bybit.md "Trade endpoints";
+// docs/venue-errors.md; docs/simulator.md "Validation codes"). Every refusal
+// is synchronous and changes nothing; codes and messages follow Bybit's:
+// 10001 for parameter errors on linear,
 // the 170xxx family on spot, 110xxx for derivatives order rules.
 
 // Return codes of the order engine.
@@ -232,7 +233,7 @@ func checkQty(in *instrument, qty decimal.Decimal, market, quote bool) *response
 }
 
 // checkPrice validates a limit price: positive, on tick, inside the price
-// band of reference §4.5 (buy at most buyLmt, sell at least sellLmt).
+// band of docs/bybit.md "Market endpoints" (buy at most buyLmt, sell at least sellLmt).
 func (s *Sim) checkPrice(in *instrument, side, v string, sec int64) (decimal.Decimal, *response) {
 	price, okP := positiveDecimal(v)
 	if !okP {

@@ -5,7 +5,8 @@ import (
 	"sort"
 )
 
-// Private stream messages of the order engine (reference §8.4, §15 item 19).
+// Private stream messages of the order engine (docs/bybit.md "Private stream";
+// docs/simulator.md "Private stream").
 //
 // Every change of an account is one event: the orders it touched, the
 // fills it made, and whether it changed a linear position or the wallet.
@@ -173,7 +174,7 @@ func jsonMap(v any) map[string]any {
 }
 
 // wsOrderRow is an order as the order topic shows it: the REST row plus
-// category, closedPnl and feeCurrency (reference §5.9).
+// category, closedPnl and feeCurrency (docs/bybit.md "Trade endpoints").
 func (s *Sim) wsOrderRow(o *simOrder) map[string]any {
 	m := jsonMap(s.orderRow(o))
 	m["category"] = o.category
@@ -197,7 +198,7 @@ func (s *Sim) wsExecutionRow(e *simExecution) map[string]any {
 }
 
 // wsPositionRow is a position as the position topic shows it: entryPrice
-// instead of avgPrice, plus category (reference §8.4).
+// instead of avgPrice, plus category (docs/bybit.md "Private stream").
 func (s *Sim) wsPositionRow(v positionView) map[string]any {
 	m := jsonMap(s.positionRow(v))
 	m["entryPrice"] = m["avgPrice"]

@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// Rate limits (reference §3).
+// Rate limits (docs/bybit.md "Envelope and rate limits").
 //
 // Private endpoints: one rolling 1 s bucket per (API key, endpoint,
 // category family), with Bybit's default non-VIP numbers. Public market

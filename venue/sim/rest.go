@@ -130,7 +130,7 @@ func ok(result any) response { return response{msg: "OK", result: result} }
 
 func fail(code int, msg string) response { return response{code: code, msg: msg} }
 
-// Return codes used by the simulator (reference §11).
+// Return codes used by the simulator (docs/venue-errors.md).
 const (
 	codeParams       = 10001
 	codeInternal     = 10016
@@ -233,7 +233,7 @@ func (s *Sim) serveV5(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if r.Method == http.MethodGet && len(body) > 0 {
-		// Bybit refuses a GET that carries a body (reference §2) with a
+		// Bybit refuses a GET that carries a body (docs/bybit.md "Signing") with a
 		// non-JSON 403.
 		http.Error(w, "403 Forbidden", http.StatusForbidden)
 		return

@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-// Announcement is what `guarded-exchange sim` prints (SPEC §13): the base
+// Announcement is what `guarded-exchange sim` prints (docs/simulator.md "Test endpoints"): the base
 // URLs of a running simulator and its pre-provisioned key.
 type Announcement struct {
 	REST           string `json:"rest"`

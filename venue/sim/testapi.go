@@ -8,7 +8,7 @@ import (
 	"strings"
 )
 
-// Test endpoints (SPEC §13). They live under /sim/, never under /v5/, answer
+// Test endpoints (docs/simulator.md "Test endpoints"). They live under /sim/, never under /v5/, answer
 // plain JSON (not the Bybit envelope) and refuse any client that is not on
 // a loopback address with HTTP 403. Errors are {"error": "..."} with HTTP
 // 400 (bad input), 404 (unknown path) or 405 (wrong method).

@@ -6,7 +6,7 @@ import (
 	"github.com/shopspring/decimal"
 )
 
-// Test endpoints that move the market and the clock (SPEC §13).
+// Test endpoints that move the market and the clock (docs/simulator.md "Test endpoints").
 //
 //	POST /sim/price {"category": "linear", "symbol": "BTCUSDT", "price": "60000"}
 //	     -> {"category","symbol","lastPrice","time"}

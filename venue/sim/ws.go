@@ -11,7 +11,7 @@ import (
 	"github.com/gorilla/websocket"
 )
 
-// WebSocket streams (reference §8, §10).
+// WebSocket streams (docs/bybit.md "Private stream", "Public streams").
 //
 // Public /v5/public/linear and /v5/public/spot: subscribe/unsubscribe to
 // tickers.{symbol}, orderbook.{depth}.{symbol} and publicTrade.{symbol}
@@ -352,7 +352,7 @@ func (c *wsConn) handle(data []byte) {
 }
 
 // auth handles op "auth" on the private stream. The ret_msg of a refusal is
-// not contractual (reference §16): clients must treat success:false as
+// not contractual (docs/bybit.md "Open questions"): clients must treat success:false as
 // failure.
 func (c *wsConn) auth(req *wsRequest) {
 	c.mu.Lock()
@@ -409,7 +409,7 @@ func parseExpires(raw json.RawMessage) (int64, bool) {
 	return n, err == nil && n > 0
 }
 
-// privateTopics are the private topics accepted (reference §8.4).
+// privateTopics are the private topics accepted (docs/bybit.md "Private stream").
 var privateTopics = map[string]bool{
 	"order": true, "order.spot": true, "order.linear": true, "order.inverse": true, "order.option": true,
 	"execution": true, "execution.spot": true, "execution.linear": true, "execution.inverse": true, "execution.option": true,

@@ -9,7 +9,7 @@ import (
 	"github.com/shopspring/decimal"
 )
 
-// Public stream topics (reference §10), pushed on subscribe and then every
+// Public stream topics (docs/bybit.md "Public streams"), pushed on subscribe and then every
 // pushInterval by the connection's pusher:
 //
 //   - tickers.{symbol}: on spot a snapshot each time; on linear a snapshot

@@ -108,7 +108,7 @@ func TestLoadEnvFile(t *testing.T) {
 }
 
 // Each Bybit venue streams private updates from its own private WebSocket
-// URL (reference §1), unless a loopback test override names another; the
+// URL (docs/bybit.md "Hosts"), unless a loopback test override names another; the
 // paper venue uses its in-process simulator's.
 func TestResolveVenuePrivateStream(t *testing.T) {
 	env := func(kv ...string) func(string) string {

@@ -19,7 +19,7 @@ import (
 	"github.com/guarded-exchange/guarded-exchange/messages"
 )
 
-// Demo is the scripted walkthrough of SPEC §3 on the paper venue, in a
+// Demo is the scripted walkthrough of docs/commands.md on the paper venue, in a
 // throw-away home: init, a trade ceiling, serve as a child over a real
 // stdio pipe driven by an MCP client, market reads, orders, an order parked
 // for confirmation and approved through the control socket, its fill, a

@@ -9,7 +9,7 @@ import (
 
 // EnvFileFromArgs finds --env-file (or GX_ENV_FILE) before kong parses, so
 // the file's variables can feed kong's env bindings. A .env in the working
-// directory is never read implicitly (SPEC §2).
+// directory is never read implicitly (docs/commands.md "Global flags").
 func EnvFileFromArgs(args []string, getenv func(string) string) string {
 	for i, a := range args {
 		if a == "--" {

@@ -21,7 +21,7 @@ import (
 	"github.com/guarded-exchange/guarded-exchange/cmd/internal/control"
 )
 
-// Layout under --home (SPEC §2).
+// Layout under --home (docs/commands.md "The home").
 const (
 	journalDirName     = "journal"
 	runDirName         = control.RunDirName
@@ -46,7 +46,7 @@ func (p paths) install() string { return filepath.Join(p.Home, installFileName) 
 // (docs/simulator.md "Durable state").
 func (p paths) paperState() string { return filepath.Join(p.Home, paperDirName, paperStateFileName) }
 
-// resolvePaths applies the XDG defaults of SPEC §2 and checks that the master
+// resolvePaths applies the XDG defaults of docs/commands.md "Global flags" and checks that the master
 // key lies outside the home.
 func resolvePaths(g *cli.Globals) (paths, error) {
 	home := g.Home
@@ -446,7 +446,7 @@ func checkInstallation(p paths) ([]byte, error) {
 	return key, nil
 }
 
-// homeLock is the single-process lock of a home (SPEC §2): an exclusive
+// homeLock is the single-process lock of a home (docs/commands.md "The home"): an exclusive
 // flock on home/lock, holding the holder's pid for error messages.
 type homeLock struct{ f *os.File }
 

@@ -22,7 +22,7 @@ func journalDir(g *cli.Globals, dir string) (string, error) {
 }
 
 // snapshotJournal copies the journal so that reading never disturbs a
-// running server (SPEC §3).
+// running server (docs/commands.md).
 func snapshotJournal(g *cli.Globals, dir string) (string, func(), error) {
 	d, err := journalDir(g, dir)
 	if err != nil {
@@ -37,7 +37,7 @@ func snapshotJournal(g *cli.Globals, dir string) (string, func(), error) {
 
 func typeName(t uint16) string { return messages.RecordType(t).String() }
 
-// JournalDump prints records (SPEC §3).
+// JournalDump prints records (docs/commands.md).
 func (r *Runtime) JournalDump(_ context.Context, g *cli.Globals, o cli.DumpOptions, out cli.IO) error {
 	var types []uint16
 	for _, name := range o.Types {

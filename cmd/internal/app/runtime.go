@@ -71,7 +71,7 @@ func (r *Runtime) logger() *slog.Logger {
 	return slog.New(slog.DiscardHandler)
 }
 
-// Init creates the installation (SPEC §3). Re-running it on a complete
+// Init creates the installation (docs/commands.md). Re-running it on a complete
 // installation changes nothing; an installation whose key file is gone is
 // refused.
 func (r *Runtime) Init(ctx context.Context, g *cli.Globals, out cli.IO) error {
@@ -130,7 +130,7 @@ func (r *Runtime) Init(ctx context.Context, g *cli.Globals, out cli.IO) error {
 	defer lock.release()
 
 	// The paper venue runs embedded during init: the paper key is checked
-	// against it exactly like a key a user adds (SPEC §3).
+	// against it exactly like a key a user adds (docs/commands.md).
 	st, err := startStack(ctx, p, venueConfig{Name: "paper", Paper: true}, key, r.logger(), r.Release, "init", nil)
 	if err != nil {
 		return cli.CannotStart("%v", err)
@@ -173,7 +173,7 @@ func policyPrincipal(sys *actors.System, user string) func(context.Context, sdk.
 	}
 }
 
-// Serve runs the MCP server on stdio (SPEC §3).
+// Serve runs the MCP server on stdio (docs/commands.md).
 func (r *Runtime) Serve(ctx context.Context, g *cli.Globals, o cli.ServeOptions, _ cli.IO) error {
 	deny, err := r.denyTools(o.DenyTools)
 	if err != nil {
@@ -225,7 +225,7 @@ func (r *Runtime) Serve(ctx context.Context, g *cli.Globals, o cli.ServeOptions,
 	for _, w := range r.PolicyWarnings(view.(*messages.PolicyView).Effective) {
 		logger.Warn("the policy lets no order through", "user", g.User, "why", w)
 	}
-	// Re-check the stored key's permissions at start (SPEC §11), in the
+	// Re-check the stored key's permissions at start (docs/invariants.md "Keys"), in the
 	// background: nothing on the start-up path waits on the network, and
 	// the user actor serves the session meanwhile (the check is one of its
 	// actions in flight). A key that cannot be checked now is logged, not
@@ -357,7 +357,7 @@ func recheckAtStart(ctx context.Context, st *stack, user, env string, logger *sl
 }
 
 // Sim runs the simulator alone and prints its announcement as one JSON line
-// (SPEC §13), then serves until ctx ends. It keeps its accounts in memory;
+// (docs/simulator.md "Test endpoints"), then serves until ctx ends. It keeps its accounts in memory;
 // its ids mix in a nonce drawn for this run, so --seed fixes prices and
 // matching but two runs never hand out the same id.
 func (r *Runtime) Sim(ctx context.Context, o cli.SimOptions, out cli.IO) error {

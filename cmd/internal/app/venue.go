@@ -13,14 +13,14 @@ import (
 	"github.com/guarded-exchange/guarded-exchange/venue"
 )
 
-// Bybit REST hosts per venue (reference/bybit-v5.md §1).
+// Bybit REST hosts per venue (docs/bybit.md "Hosts").
 var venueHosts = map[string]string{
 	"bybit-demo":    "https://api-demo.bybit.com",
 	"bybit-testnet": "https://api-testnet.bybit.com",
 	"bybit-live":    "https://api.bybit.com",
 }
 
-// Bybit private WebSocket URLs per venue (reference/bybit-v5.md §1).
+// Bybit private WebSocket URLs per venue (docs/bybit.md "Hosts").
 var venuePrivateStreams = map[string]string{
 	"bybit-demo":    "wss://stream-demo.bybit.com/v5/private",
 	"bybit-testnet": "wss://stream-testnet.bybit.com/v5/private",
@@ -49,7 +49,7 @@ func (vc venueConfig) withoutMarket() venueConfig {
 	return vc
 }
 
-// level is the arming level of the venue (SPEC §2): paper for the
+// level is the arming level of the venue (docs/policy.md "Venue levels"): paper for the
 // simulator, demo for Bybit's demo and testnet, live for Bybit live.
 func (vc venueConfig) level() messages.VenueLevel {
 	switch vc.Name {
@@ -61,7 +61,7 @@ func (vc venueConfig) level() messages.VenueLevel {
 	return messages.VenuePaper
 }
 
-// resolveVenue applies --venue and the environment overrides of SPEC §13.
+// resolveVenue applies --venue and the environment overrides of docs/commands.md "Venues".
 // Missing or unsafe configuration fails closed.
 func resolveVenue(g *cli.Globals, getenv func(string) string) (venueConfig, error) {
 	vc := venueConfig{Name: g.Venue}

@@ -24,7 +24,7 @@ import (
 	"github.com/guarded-exchange/guarded-exchange/wal"
 )
 
-// BenchmarkApprovalToWire is SPEC §9's channel 2 end to end, with real
+// BenchmarkApprovalToWire is channel 2 of docs/tools.md "Confirmation" end to end, with real
 // components: an order parked for confirmation, then `confirm approve`
 // as the CLI sends it (cli.ControlClient over the real control socket) →
 // the control server → the user actor (confirmation_decided journaled,

@@ -1,4 +1,4 @@
-// Package control is the server side of the control socket (SPEC §7): where
+// Package control is the server side of the control socket (docs/commands.md "The control socket"): where
 // the socket lives (Layout: <home>/run/control.sock, or GX_CONTROL_SOCKET),
 // who may connect (the server's uid and GX_APPROVER_UIDS, checked with
 // SO_PEERCRED), how many connections each may hold, and the versioned line

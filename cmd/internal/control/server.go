@@ -69,7 +69,7 @@ func (l Limits) withDefaults() Limits {
 	return l
 }
 
-// Server serves the control socket (SPEC §7): line-delimited JSON carrying
+// Server serves the control socket (docs/commands.md "The control socket"): line-delimited JSON carrying
 // typed commands, for peers whose uid is the server's own or an approver's
 // (checked with SO_PEERCRED when the connection is accepted). A refused
 // peer is answered and closed at once and takes no slot; its refusals are
