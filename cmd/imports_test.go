@@ -123,6 +123,21 @@ func TestImportDirection(t *testing.T) {
 // testkit is the shared test kit's import path.
 const testkit = module + "/internal/testkit"
 
+// importPaths lists the import paths of the Go file f.
+func importPaths(t *testing.T, f string) []string {
+	t.Helper()
+	af, err := parser.ParseFile(token.NewFileSet(), f, nil, parser.ImportsOnly)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var paths []string
+	for _, imp := range af.Imports {
+		path, _ := strconv.Unquote(imp.Path.Value)
+		paths = append(paths, path)
+	}
+	return paths
+}
+
 // TestTestkitOnlyInTests: the test kit starts simulators and journals in
 // temporary directories; no package of the product, commands included,
 // may import it outside its _test.go files.
@@ -133,12 +148,8 @@ func TestTestkitOnlyInTests(t *testing.T) {
 			continue
 		}
 		for _, f := range files {
-			af, err := parser.ParseFile(token.NewFileSet(), f, nil, parser.ImportsOnly)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, imp := range af.Imports {
-				if path, _ := strconv.Unquote(imp.Path.Value); path == testkit || strings.HasPrefix(path, testkit+"/") {
+			for _, path := range importPaths(t, f) {
+				if path == testkit || strings.HasPrefix(path, testkit+"/") {
 					t.Errorf("%s imports %s: the test kit is for _test.go files only", strings.TrimPrefix(f, root+"/"), path)
 				}
 			}
