@@ -28,6 +28,7 @@ var allowed = map[string][]string{
 	"actors":   {"messages", "wal", "venue", "actors"},
 	"mcp":      {"messages", "mcp"},
 	"cli":      {"messages", "cli"},
+	"internal": {"messages", "wal", "venue", "actors", "internal"},
 }
 
 var reasons = map[string]string{
@@ -37,6 +38,7 @@ var reasons = map[string]string{
 	"actors":   "actors may use messages, wal and venue",
 	"mcp":      "mcp may use messages only: it reaches the actors through its Backend interface, never the venue or the journal directly",
 	"cli":      "cli speaks over the socket and may only use messages",
+	"internal": "internal holds the test kit, for tests only: it builds the stack from messages, wal, venue and actors, and never imports mcp, whose own tests use it (that would be an import cycle)",
 }
 
 // areaOf maps a package directory (relative to the repo root) to its area.
@@ -115,6 +117,43 @@ func TestImportDirection(t *testing.T) {
 	sort.Strings(violations)
 	for _, v := range violations {
 		t.Error(v)
+	}
+}
+
+// testkit is the shared test kit's import path.
+const testkit = module + "/internal/testkit"
+
+// importPaths lists the import paths of the Go file f.
+func importPaths(t *testing.T, f string) []string {
+	t.Helper()
+	af, err := parser.ParseFile(token.NewFileSet(), f, nil, parser.ImportsOnly)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var paths []string
+	for _, imp := range af.Imports {
+		path, _ := strconv.Unquote(imp.Path.Value)
+		paths = append(paths, path)
+	}
+	return paths
+}
+
+// TestTestkitOnlyInTests: the test kit starts simulators and journals in
+// temporary directories; no package of the product, commands included,
+// may import it outside its _test.go files.
+func TestTestkitOnlyInTests(t *testing.T) {
+	root := repoRoot(t)
+	for rel, files := range goDirs(t, root) {
+		if areaOf(rel) == "internal" {
+			continue
+		}
+		for _, f := range files {
+			for _, path := range importPaths(t, f) {
+				if path == testkit || strings.HasPrefix(path, testkit+"/") {
+					t.Errorf("%s imports %s: the test kit is for _test.go files only", strings.TrimPrefix(f, root+"/"), path)
+				}
+			}
+		}
 	}
 }
 

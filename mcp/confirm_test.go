@@ -15,6 +15,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/guarded-exchange/guarded-exchange/actors"
+	"github.com/guarded-exchange/guarded-exchange/internal/testkit"
 	"github.com/guarded-exchange/guarded-exchange/messages"
 )
 
@@ -139,26 +140,7 @@ func formClient(t testing.TB, o Options, era string, fa formAnswer, seen *asked)
 // connectWith is connect with client options.
 func connectWith(t testing.TB, o Options, era string, copts *sdk.ClientOptions) *sdk.ClientSession {
 	t.Helper()
-	if o.Venue == "" {
-		o.Venue = "paper"
-	}
-	srv, err := NewServer(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, ct := sdk.NewInMemoryTransports()
-	ctx := context.Background()
-	ss, err := srv.Connect(ctx, st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = ss.Close() })
-	cs, err := sdk.NewClient(&sdk.Implementation{Name: "form-test"}, copts).Connect(ctx, ct, &sdk.ClientSessionOptions{ProtocolVersion: era})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cs.Close() })
-	return cs
+	return serveOn(t, o, testkit.Client{Name: "form-test", Era: era, Options: copts})
 }
 
 func limitOrder(price string) map[string]any {

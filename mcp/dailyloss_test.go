@@ -5,8 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"net/http"
-	"net/http/httptest"
-	"strings"
 	"testing"
 	"time"
 
@@ -14,16 +12,14 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/guarded-exchange/guarded-exchange/actors"
+	"github.com/guarded-exchange/guarded-exchange/internal/testkit"
 	"github.com/guarded-exchange/guarded-exchange/messages"
-	"github.com/guarded-exchange/guarded-exchange/venue"
-	"github.com/guarded-exchange/guarded-exchange/venue/sim"
-	"github.com/guarded-exchange/guarded-exchange/wal"
 )
 
 // lossStack is a posture stack over one simulator and one journal
 // directory that can be stopped and started again, as a serve restart.
 type lossStack struct {
-	srv       *httptest.Server
+	srv       *testkit.Sim
 	dir       string
 	masterKey []byte
 	// streamURL is the private stream to open (empty: the simulator's).
@@ -36,58 +32,37 @@ type lossStack struct {
 
 func newLossStack(t *testing.T) *lossStack {
 	t.Helper()
-	srv := httptest.NewServer(sim.New(sim.Config{Seed: 3, NoPublicRateLimit: true}).Handler())
-	t.Cleanup(srv.Close)
 	key := make([]byte, 32)
 	if _, err := rand.Read(key); err != nil {
 		t.Fatal(err)
 	}
-	return &lossStack{srv: srv, dir: t.TempDir(), masterKey: key}
+	return &lossStack{srv: testkit.StartSim(t, testkit.SimOptions{}), dir: t.TempDir(), masterKey: key}
 }
 
 // start replays the journal and starts the actor system over it.
 func (s *lossStack) start(t *testing.T) *env {
 	t.Helper()
-	c, err := venue.NewClient(venue.Config{BaseURL: s.srv.URL})
-	if err != nil {
-		t.Fatal(err)
-	}
-	replay := actors.NewUserReplay()
-	l, _, err := wal.Open(s.dir, wal.Options{OnRecord: replay.OnRecord})
-	if err != nil {
-		t.Fatal(err)
-	}
-	wsURL := s.wsURL()
-	if s.streamURL != "" {
-		wsURL = s.streamURL
-	}
-	environment, level := s.environment, s.venue
-	if environment == "" {
-		environment, level = "paper", messages.VenuePaper
-	}
-	sys, err := actors.Start(actors.Config{
-		Journal: l, Market: market{c, venue.NewInstrumentCache(c, time.Minute, nil)},
-		Users: replay, Venue: level, Environment: environment, MasterKey: s.masterKey,
-		Clients: func(k, sec string) (*venue.Client, error) {
-			return venue.NewClient(venue.Config{BaseURL: s.srv.URL, APIKey: k, APISecret: sec})
+	return envOf(testkit.Start(t, testkit.Options{
+		Sim: s.srv, Dir: s.dir, MasterKey: s.masterKey, WatchDisk: true,
+		StreamVia: func(simWS string) string {
+			if s.streamURL != "" {
+				return s.streamURL
+			}
+			return simWS
 		},
-		Streams: func(k, sec string) (*venue.Stream, error) {
-			return venue.NewStream(venue.StreamConfig{URL: wsURL, APIKey: k, APISecret: sec, PingInterval: 200 * time.Millisecond,
-				Backoff: func(int) time.Duration { return 200 * time.Millisecond }})
+		StreamPing: 200 * time.Millisecond, StreamBackoff: 200 * time.Millisecond,
+		Configure: func(c *actors.Config) {
+			if s.environment != "" {
+				c.Environment, c.Venue = s.environment, s.venue
+			}
+			c.PostureEvery, c.PositionPoll = 50*time.Millisecond, 100*time.Millisecond
 		},
-		JournalDir: s.dir, PostureEvery: 50 * time.Millisecond, PositionPoll: 100 * time.Millisecond,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := &env{sys: sys, log: l, dir: s.dir, simURL: s.srv.URL}
-	t.Cleanup(e.stop)
-	return e
+	}))
 }
 
 // wsURL is the simulator's private stream.
 func (s *lossStack) wsURL() string {
-	return "ws" + strings.TrimPrefix(s.srv.URL, "http") + "/v5/private"
+	return s.srv.PrivateWS()
 }
 
 func lossOf(p map[string]any) decimal.Decimal {

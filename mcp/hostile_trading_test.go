@@ -2,21 +2,15 @@ package mcp
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
-	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/guarded-exchange/guarded-exchange/actors"
+	"github.com/guarded-exchange/guarded-exchange/internal/testkit"
 	"github.com/guarded-exchange/guarded-exchange/messages"
-	"github.com/guarded-exchange/guarded-exchange/venue"
-	"github.com/guarded-exchange/guarded-exchange/venue/sim"
-	"github.com/guarded-exchange/guarded-exchange/wal"
 )
 
 // Hostile-agent tests for the six trading tools other than place_order
@@ -28,8 +22,7 @@ import (
 // both again from the same directory, replaying the journal.
 type durableEnv struct {
 	*env
-	srv    *httptest.Server
-	master []byte
+	srv *testkit.Sim
 	// clock is the simulator's and the venue clients' clock: the real one
 	// unless a benchmark moves it forward.
 	clock *shiftedClock
@@ -44,58 +37,14 @@ func newDurableEnv(t testing.TB) *durableEnv {
 func newDurableEnvWrapped(t testing.TB, wrap func(http.Handler) http.Handler) *durableEnv {
 	t.Helper()
 	clock := &shiftedClock{}
-	var h http.Handler = sim.New(sim.Config{Seed: 3, NoPublicRateLimit: true, Now: clock.Now}).Handler()
-	if wrap != nil {
-		h = wrap(h)
-	}
-	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
-	master := make([]byte, 32)
-	if _, err := rand.Read(master); err != nil {
-		t.Fatal(err)
-	}
-	d := &durableEnv{srv: srv, master: master, clock: clock}
-	d.env = d.startAt(t, t.TempDir())
-	for _, u := range []string{"alice", "bob"} {
-		if _, err := d.sys.Handle(context.Background(), &messages.CreateUserRequest{User: u}, messages.ActorCLIAdmin); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return d
-}
-
-func (d *durableEnv) startAt(t testing.TB, dir string) *env {
-	t.Helper()
-	c, err := venue.NewClient(venue.Config{BaseURL: d.srv.URL, Now: d.clock.Now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	replay := actors.NewUserReplay()
-	l, _, err := wal.Open(dir, wal.Options{OnRecord: replay.OnRecord})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sys, err := actors.Start(actors.Config{
-		Journal: l, Market: market{c, venue.NewInstrumentCache(c, time.Minute, nil)},
-		Users: replay, Venue: messages.VenuePaper, Environment: "paper", MasterKey: d.master,
-		Clients: func(k, s string) (*venue.Client, error) {
-			return venue.NewClient(venue.Config{BaseURL: d.srv.URL, APIKey: k, APISecret: s, Now: d.clock.Now})
-		},
-	})
-	if err != nil {
-		_ = l.Close()
-		t.Fatal(err)
-	}
-	e := &env{sys: sys, log: l, dir: dir, simURL: d.srv.URL}
-	t.Cleanup(e.stop)
-	return e
+	s := testkit.Start(t, testkit.Options{SimOptions: testkit.SimOptions{Now: clock.Now, Wrap: wrap}, Users: []string{"alice", "bob"}})
+	return &durableEnv{env: envOf(s), srv: s.Sim, clock: clock}
 }
 
 // restart stops the system and starts it again on the same journal.
 func (d *durableEnv) restart(t *testing.T) {
 	t.Helper()
-	d.env.stop()
-	d.env = d.startAt(t, d.dir)
+	d.env = envOf(d.stack.Restart(t))
 }
 
 // hostileCase is one crafted call that must be invalid_params naming field,

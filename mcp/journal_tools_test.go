@@ -11,6 +11,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/guarded-exchange/guarded-exchange/actors"
+	"github.com/guarded-exchange/guarded-exchange/internal/testkit"
 	"github.com/guarded-exchange/guarded-exchange/messages"
 	"github.com/guarded-exchange/guarded-exchange/wal"
 )
@@ -19,17 +20,9 @@ import (
 // get_my_journal reads the journal only).
 func restartAt(t *testing.T, dir string) *actors.System {
 	t.Helper()
-	replay := actors.NewUserReplay()
-	l, _, err := wal.Open(dir, wal.Options{OnRecord: replay.OnRecord})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sys, err := actors.Start(actors.Config{Journal: l, Users: replay, Venue: messages.VenuePaper, Environment: "paper"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { sys.Stop(); _ = l.Close() })
-	return sys
+	return testkit.Start(t, testkit.Options{NoVenue: true, Dir: dir, Configure: func(c *actors.Config) {
+		c.Venue, c.Environment = messages.VenuePaper, "paper"
+	}}).Sys
 }
 
 // journalPages reads every page of get_my_journal with the given limit.

@@ -2,11 +2,9 @@ package mcp
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
@@ -16,32 +14,30 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/guarded-exchange/guarded-exchange/actors"
+	"github.com/guarded-exchange/guarded-exchange/internal/testkit"
 	"github.com/guarded-exchange/guarded-exchange/messages"
-	"github.com/guarded-exchange/guarded-exchange/venue"
-	"github.com/guarded-exchange/guarded-exchange/venue/sim"
 	"github.com/guarded-exchange/guarded-exchange/wal"
 )
 
 // The two protocol eras this server must serve.
 var eras = []string{"", "2025-11-25"} // "" = the newest (2026-07-28)
 
-type market struct {
-	*venue.Client
-	cache *venue.InstrumentCache
-}
-
-func (m market) Instrument(ctx context.Context, cat messages.Category, s string) (*messages.Instrument, error) {
-	return m.cache.Get(ctx, cat, s)
-}
-
 // env is a real server stack: the simulator on loopback, the venue client,
 // the actor system with a journal in a temp dir, and the MCP server.
 type env struct {
-	sys     *actors.System
-	log     *wal.Log
-	dir     string
-	simURL  string
-	stopped bool
+	stack  *testkit.Stack
+	sys    *actors.System
+	dir    string
+	simURL string
+}
+
+// envOf is the env of a stack the kit built.
+func envOf(s *testkit.Stack) *env {
+	e := &env{stack: s, sys: s.Sys, dir: s.Dir}
+	if s.Sim != nil {
+		e.simURL = s.Sim.URL
+	}
+	return e
 }
 
 func newEnv(t testing.TB) *env {
@@ -75,75 +71,18 @@ func newEnvFull(t testing.TB, stream bool, edit func(*actors.Config)) *env {
 // from the simulator.
 func newEnvVia(t testing.TB, stream bool, via func(simURL string) string, edit func(*actors.Config)) *env {
 	t.Helper()
-	// The public per-IP limit is lifted so benchmarks measure the server.
-	srv := httptest.NewServer(sim.New(sim.Config{Seed: 3, NoPublicRateLimit: true}).Handler())
-	t.Cleanup(srv.Close)
-	rest := srv.URL
-	if via != nil {
-		rest = via(srv.URL)
-	}
-	c, err := venue.NewClient(venue.Config{BaseURL: rest})
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	l, _, err := wal.Open(dir, wal.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	masterKey := make([]byte, 32)
-	if _, err := rand.Read(masterKey); err != nil {
-		t.Fatal(err)
-	}
-	cfg := actors.Config{
-		Journal: l, Market: market{c, venue.NewInstrumentCache(c, time.Minute, nil)},
-		Users: actors.NewUserReplay(), Venue: messages.VenuePaper,
-		Environment: "paper", MasterKey: masterKey,
-		Clients: func(k, s string) (*venue.Client, error) {
-			return venue.NewClient(venue.Config{BaseURL: rest, APIKey: k, APISecret: s})
-		},
-	}
-	if stream {
-		cfg.Streams = func(k, s string) (*venue.Stream, error) {
-			return venue.NewStream(venue.StreamConfig{URL: "ws" + strings.TrimPrefix(srv.URL, "http") + "/v5/private", APIKey: k, APISecret: s,
-				Backoff: func(int) time.Duration { return 20 * time.Millisecond }})
-		}
-	}
-	if edit != nil {
-		edit(&cfg)
-	}
-	sys, err := actors.Start(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := &env{sys: sys, log: l, dir: dir, simURL: srv.URL}
-	t.Cleanup(e.stop)
-	for _, u := range []string{"local", "alice", "bob", "victim", "bystander"} {
-		if _, err := sys.Handle(context.Background(), &messages.CreateUserRequest{User: u}, messages.ActorCLIAdmin); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return e
+	return envOf(testkit.Start(t, testkit.Options{
+		RESTVia: via, Stream: stream, Configure: edit,
+		Users: []string{"local", "alice", "bob", "victim", "bystander"},
+	}))
 }
 
-func (e *env) stop() {
-	if e.stopped {
-		return
-	}
-	e.stopped = true
-	e.sys.Stop()
-	_ = e.log.Close()
-}
+func (e *env) stop() { e.stack.Stop() }
 
 // records stops the stack and returns the journal.
 func (e *env) records(t testing.TB) []wal.Record {
 	t.Helper()
-	e.stop()
-	var out []wal.Record
-	if err := wal.Scan(e.dir, func(r wal.Record) error { out = append(out, r); return nil }); err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return e.stack.Records(t)
 }
 
 func fixedPrincipal(user, profile string) func(context.Context, sdk.Request) (Principal, error) {
@@ -155,6 +94,13 @@ func fixedPrincipal(user, profile string) func(context.Context, sdk.Request) (Pr
 // connect serves o over in-memory transports and returns a client session.
 func connect(t testing.TB, o Options, era string) *sdk.ClientSession {
 	t.Helper()
+	return serveOn(t, o, testkit.Client{Era: era})
+}
+
+// serveOn builds the server o describes (venue paper unless set) and
+// connects the client c to it over in-memory transports.
+func serveOn(t testing.TB, o Options, c testkit.Client) *sdk.ClientSession {
+	t.Helper()
 	if o.Venue == "" {
 		o.Venue = "paper"
 	}
@@ -162,19 +108,7 @@ func connect(t testing.TB, o Options, era string) *sdk.ClientSession {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, ct := sdk.NewInMemoryTransports()
-	ctx := context.Background()
-	ss, err := srv.Connect(ctx, st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = ss.Close() })
-	cs, err := sdk.NewClient(&sdk.Implementation{Name: "test"}, nil).Connect(ctx, ct, &sdk.ClientSessionOptions{ProtocolVersion: era})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cs.Close() })
-	return cs
+	return testkit.Connect(t, srv, c)
 }
 
 func callJSON(t testing.TB, cs *sdk.ClientSession, name string, args any) (map[string]any, bool) {

@@ -2,11 +2,8 @@ package mcp
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"net/http"
-	"net/http/httptest"
-	"strings"
 	"testing"
 	"time"
 
@@ -14,9 +11,8 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/guarded-exchange/guarded-exchange/actors"
+	"github.com/guarded-exchange/guarded-exchange/internal/testkit"
 	"github.com/guarded-exchange/guarded-exchange/messages"
-	"github.com/guarded-exchange/guarded-exchange/venue"
-	"github.com/guarded-exchange/guarded-exchange/venue/sim"
 	"github.com/guarded-exchange/guarded-exchange/wal"
 )
 
@@ -33,50 +29,14 @@ type postureConfig struct {
 // journal's disk watched.
 func newPostureEnv(t testing.TB, pc postureConfig) *env {
 	t.Helper()
-	srv := httptest.NewServer(sim.New(sim.Config{Seed: 3, NoPublicRateLimit: true}).Handler())
-	t.Cleanup(srv.Close)
-	c, err := venue.NewClient(venue.Config{BaseURL: srv.URL})
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	l, _, err := wal.Open(dir, wal.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	masterKey := make([]byte, 32)
-	if _, err := rand.Read(masterKey); err != nil {
-		t.Fatal(err)
-	}
-	wsURL := "ws" + strings.TrimPrefix(srv.URL, "http") + "/v5/private"
-	if pc.streamVia != nil {
-		wsURL = pc.streamVia(wsURL)
-	}
-	sys, err := actors.Start(actors.Config{
-		Journal: l, Market: market{c, venue.NewInstrumentCache(c, time.Minute, nil)},
-		Users: actors.NewUserReplay(), Venue: messages.VenuePaper,
-		Environment: "paper", MasterKey: masterKey,
-		Clients: func(k, s string) (*venue.Client, error) {
-			return venue.NewClient(venue.Config{BaseURL: srv.URL, APIKey: k, APISecret: s})
+	return envOf(testkit.Start(t, testkit.Options{
+		StreamVia: pc.streamVia, Stream: true, StreamPing: 200 * time.Millisecond, StreamBackoff: 200 * time.Millisecond,
+		WatchDisk: true, Users: []string{"alice", "bob"},
+		Configure: func(c *actors.Config) {
+			c.DiskMarginBytes, c.DiskFloorBytes = pc.diskMargin, pc.diskFloor
+			c.PostureEvery, c.PositionPoll = 50*time.Millisecond, 100*time.Millisecond
 		},
-		Streams: func(k, s string) (*venue.Stream, error) {
-			return venue.NewStream(venue.StreamConfig{URL: wsURL, APIKey: k, APISecret: s, PingInterval: 200 * time.Millisecond,
-				Backoff: func(int) time.Duration { return 200 * time.Millisecond }})
-		},
-		JournalDir: dir, DiskMarginBytes: pc.diskMargin, DiskFloorBytes: pc.diskFloor,
-		PostureEvery: 50 * time.Millisecond, PositionPoll: 100 * time.Millisecond,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := &env{sys: sys, log: l, dir: dir, simURL: srv.URL}
-	t.Cleanup(e.stop)
-	for _, u := range []string{"alice", "bob"} {
-		if _, err := sys.Handle(context.Background(), &messages.CreateUserRequest{User: u}, messages.ActorCLIAdmin); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return e
+	}))
 }
 
 // posture calls get_posture and checks the answer's size.

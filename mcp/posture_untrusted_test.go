@@ -3,7 +3,6 @@ package mcp
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -17,11 +16,9 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/guarded-exchange/guarded-exchange/actors"
-	"github.com/guarded-exchange/guarded-exchange/messages"
+	"github.com/guarded-exchange/guarded-exchange/internal/testkit"
 	"github.com/guarded-exchange/guarded-exchange/venue"
-	"github.com/guarded-exchange/guarded-exchange/venue/sim"
 	"github.com/guarded-exchange/guarded-exchange/venue/sim/hostile"
-	"github.com/guarded-exchange/guarded-exchange/wal"
 )
 
 // get_posture shows only validated text: a position row whose symbol or
@@ -91,8 +88,7 @@ func TestPostureLeavesOutExchangeText(t *testing.T) {
 // the position list; the stream goes through a proxy the test may cut.
 func postureBehindProxy(t *testing.T, old, repl []byte) (*env, *hostile.Proxy) {
 	t.Helper()
-	simSrv := httptest.NewServer(sim.New(sim.Config{Seed: 3, NoPublicRateLimit: true}).Handler())
-	t.Cleanup(simSrv.Close)
+	simSrv := testkit.StartSim(t, testkit.SimOptions{})
 	u, _ := url.Parse(simSrv.URL)
 	proxy := httputil.NewSingleHostReverseProxy(u)
 	proxy.ModifyResponse = func(r *http.Response) error {
@@ -116,38 +112,15 @@ func postureBehindProxy(t *testing.T, old, repl []byte) (*env, *hostile.Proxy) {
 		t.Fatal(err)
 	}
 	t.Cleanup(stream.Close)
-	c, err := venue.NewClient(venue.Config{BaseURL: simSrv.URL})
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	l, _, err := wal.Open(dir, wal.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	mk := make([]byte, 32)
-	if _, err := rand.Read(mk); err != nil {
-		t.Fatal(err)
-	}
-	sys, err := actors.Start(actors.Config{
-		Journal: l, Market: market{c, venue.NewInstrumentCache(c, time.Minute, nil)},
-		Users: actors.NewUserReplay(), Venue: messages.VenuePaper, Environment: "paper", MasterKey: mk,
-		Clients: func(k, s string) (*venue.Client, error) {
-			return venue.NewClient(venue.Config{BaseURL: front.URL, APIKey: k, APISecret: s})
+	e := envOf(testkit.Start(t, testkit.Options{
+		Sim: simSrv, StreamVia: func(string) string { return stream.URL() }, StreamBackoff: 50 * time.Millisecond,
+		WatchDisk: true, Users: []string{"alice"},
+		Configure: func(c *actors.Config) {
+			c.Clients = func(k, s string) (*venue.Client, error) {
+				return venue.NewClient(venue.Config{BaseURL: front.URL, APIKey: k, APISecret: s})
+			}
+			c.PostureEvery = 50 * time.Millisecond
 		},
-		Streams: func(k, s string) (*venue.Stream, error) {
-			return venue.NewStream(venue.StreamConfig{URL: stream.URL(), APIKey: k, APISecret: s,
-				Backoff: func(int) time.Duration { return 50 * time.Millisecond }})
-		},
-		JournalDir: dir, PostureEvery: 50 * time.Millisecond,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := &env{sys: sys, log: l, dir: dir, simURL: simSrv.URL}
-	t.Cleanup(e.stop)
-	if _, err := sys.Handle(context.Background(), &messages.CreateUserRequest{User: "alice"}, messages.ActorCLIAdmin); err != nil {
-		t.Fatal(err)
-	}
+	}))
 	return e, stream
 }

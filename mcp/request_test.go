@@ -7,6 +7,8 @@ import (
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/guarded-exchange/guarded-exchange/internal/testkit"
 )
 
 // confirmTool is a test tool shaped like a confirmed action: it asks the
@@ -46,12 +48,7 @@ func TestHandlersGetTheRequest(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, elicit := range []bool{true, false} {
-		st, ct := sdk.NewInMemoryTransports()
 		ctx := context.Background()
-		ss, err := srv.Connect(ctx, st, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
 		copts := &sdk.ClientOptions{}
 		asked := 0
 		if elicit {
@@ -60,10 +57,7 @@ func TestHandlersGetTheRequest(t *testing.T) {
 				return &sdk.ElicitResult{Action: "accept", Content: map[string]any{"approve": true}}, nil
 			}
 		}
-		cs, err := sdk.NewClient(&sdk.Implementation{Name: "test"}, copts).Connect(ctx, ct, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		cs := testkit.Connect(t, srv, testkit.Client{Options: copts})
 		res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "test_confirm", Arguments: map[string]any{}})
 		if err != nil || res.IsError {
 			t.Fatalf("elicit %v: %v %+v", elicit, err, res)
@@ -78,6 +72,5 @@ func TestHandlersGetTheRequest(t *testing.T) {
 			t.Fatalf("without elicitation: %v", out)
 		}
 		cs.Close()
-		ss.Close()
 	}
 }

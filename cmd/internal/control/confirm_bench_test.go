@@ -2,10 +2,8 @@ package control_test
 
 import (
 	"context"
-	"crypto/rand"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -18,10 +16,8 @@ import (
 	"github.com/guarded-exchange/guarded-exchange/actors"
 	"github.com/guarded-exchange/guarded-exchange/cli"
 	"github.com/guarded-exchange/guarded-exchange/cmd/internal/control"
+	"github.com/guarded-exchange/guarded-exchange/internal/testkit"
 	"github.com/guarded-exchange/guarded-exchange/messages"
-	"github.com/guarded-exchange/guarded-exchange/venue"
-	"github.com/guarded-exchange/guarded-exchange/venue/sim"
-	"github.com/guarded-exchange/guarded-exchange/wal"
 )
 
 // BenchmarkApprovalToWire is channel 2 of docs/tools.md "Confirmation" end to end, with real
@@ -36,32 +32,25 @@ import (
 // approvals are timed; the simulator's order rate limit (10/s per key) is
 // kept by pausing, untimed, between them.
 func BenchmarkApprovalToWire(b *testing.B) {
-	s := sim.New(sim.Config{Seed: 3, NoPublicRateLimit: true, StartingBalances: map[string]decimal.Decimal{"USDT": decimal.NewFromInt(10_000_000)}})
 	var arrived atomic.Int64
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/v5/order/create" {
-			arrived.Store(time.Now().UnixNano())
-		}
-		s.Handler().ServeHTTP(w, r)
-	}))
-	defer srv.Close()
 	dir := b.TempDir()
-	replay := actors.NewUserReplay()
-	l, _, err := wal.Open(filepath.Join(dir, "journal"), wal.Options{OnRecord: replay.OnRecord})
-	if err != nil {
-		b.Fatal(err)
-	}
-	master := make([]byte, 32)
-	rand.Read(master)
-	sys, err := actors.Start(actors.Config{Journal: l, Users: replay, Venue: messages.VenuePaper, Environment: "paper", MasterKey: master,
-		Logger: slog.New(slog.DiscardHandler), ConfirmCLI: true,
-		Clients: func(k, sec string) (*venue.Client, error) {
-			return venue.NewClient(venue.Config{BaseURL: srv.URL, APIKey: k, APISecret: sec})
-		}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer func() { sys.Stop(); l.Close() }()
+	stack := testkit.Start(b, testkit.Options{
+		SimOptions: testkit.SimOptions{Balances: map[string]decimal.Decimal{"USDT": decimal.NewFromInt(10_000_000)},
+			Wrap: func(h http.Handler) http.Handler {
+				return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					if r.URL.Path == "/v5/order/create" {
+						arrived.Store(time.Now().UnixNano())
+					}
+					h.ServeHTTP(w, r)
+				})
+			}},
+		Dir: filepath.Join(dir, "journal"),
+		Configure: func(c *actors.Config) {
+			c.Market = nil // the approval path reads no market here
+			c.Logger, c.ConfirmCLI = slog.New(slog.DiscardHandler), true
+		},
+	})
+	s, sys := stack.Sim, stack.Sys
 	ctx := context.Background()
 	admin := messages.OriginOfActor(messages.ActorCLIAdmin)
 	must := func(cmd messages.Command, o messages.Origin) any {

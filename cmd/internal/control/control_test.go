@@ -2,7 +2,6 @@ package control
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/guarded-exchange/guarded-exchange/actors"
+	"github.com/guarded-exchange/guarded-exchange/internal/testkit"
 	"github.com/guarded-exchange/guarded-exchange/messages"
 	"github.com/guarded-exchange/guarded-exchange/wal"
 )
@@ -264,17 +263,8 @@ func testServer(t *testing.T, l Layout, limits Limits) (*Server, func() []wal.Re
 func testServerTB(t testing.TB, l Layout, limits Limits) (*Server, func() []wal.Record) {
 	t.Helper()
 	dir := t.TempDir()
-	log, _, err := wal.Open(filepath.Join(dir, "journal"), wal.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sys, err := actors.Start(actors.Config{Journal: log, Users: actors.NewUserReplay()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := sys.Handle(context.Background(), &messages.CreateUserRequest{User: "local"}, messages.ActorCLIAdmin); err != nil {
-		t.Fatal(err)
-	}
+	stack := testkit.Start(t, testkit.Options{NoVenue: true, Dir: filepath.Join(dir, "journal"), Users: []string{"local"}})
+	sys := stack.Sys
 	if l.Path == "" {
 		l.Dir = filepath.Join(dir, "run")
 		l.Path = filepath.Join(l.Dir, SocketName)
@@ -288,8 +278,7 @@ func testServerTB(t testing.TB, l Layout, limits Limits) (*Server, func() []wal.
 		if !stopped {
 			stopped = true
 			s.Close()
-			sys.Stop()
-			log.Close()
+			stack.Stop()
 		}
 		var recs []wal.Record
 		if err := wal.Scan(filepath.Join(dir, "journal"), func(r wal.Record) error {
