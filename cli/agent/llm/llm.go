@@ -149,8 +149,17 @@ type Config struct {
 	HTTPClient *http.Client
 }
 
-// New returns the provider cfg names.
+// New returns the provider cfg names. Its errors never show the API key
+// or the credentials in the base URL.
 func New(cfg Config) (Provider, error) {
+	p, err := newProvider(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return withRedaction(p, cfg), nil
+}
+
+func newProvider(cfg Config) (Provider, error) {
 	if cfg.Model == "" {
 		cfg.Model = DefaultModels[cfg.Provider]
 	}

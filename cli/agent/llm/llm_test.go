@@ -3,6 +3,9 @@ package llm
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -132,4 +135,34 @@ func hasToolResult(v any, id string) bool {
 		}
 	}
 	return false
+}
+
+// A provider's error never carries the API key or the password of
+// --base-url, even when the SDK's error echoes the request's address and
+// the answer's body and the server wrote the key into that body: the
+// error goes to the console and into the eval report.
+func TestProviderErrorsHideTheKey(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusUnauthorized)
+		echoed, _ := json.Marshal("invalid key: " + r.Header.Get("X-Api-Key") + r.Header.Get("Authorization"))
+		fmt.Fprintf(w, `{"type":"error","error":{"type":"authentication_error","message":%s}}`, echoed)
+	}))
+	defer srv.Close()
+	const password = "pw-planted-4711"
+	base := strings.Replace(srv.URL, "http://", "http://user:"+password+"@", 1) + "/v1"
+	for _, provider := range []string{Anthropic, OpenAI, OpenAICompatible} {
+		key := "key-planted-" + provider
+		p, err := New(Config{Provider: provider, Model: "m-test", BaseURL: base, APIKey: key})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = p.Complete(context.Background(), Request{Messages: []Message{{Role: RoleUser, Text: "hi"}}}, nil)
+		if err == nil || !strings.Contains(err.Error(), "401") {
+			t.Fatalf("%s: want the 401 in the error, got %v", provider, err)
+		}
+		if strings.Contains(err.Error(), key) || strings.Contains(err.Error(), password) {
+			t.Errorf("%s: the error shows a secret: %v", provider, err)
+		}
+	}
 }
