@@ -166,3 +166,48 @@ func TestProviderErrorsHideTheKey(t *testing.T) {
 		}
 	}
 }
+
+// The openai-compatible provider talks to a server that is not OpenAI: it
+// sends its own key (GX_AGENT_API_KEY) and nothing of the OPENAI_*
+// environment the OpenAI SDK would otherwise read (the key, the
+// organisation, the project, custom headers, the address).
+func TestCompatibleProviderIgnoresTheOpenAIEnvironment(t *testing.T) {
+	var headers http.Header
+	var path string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		headers, path = r.Header.Clone(), r.URL.Path
+		http.Error(w, `{"error":{"message":"no"}}`, http.StatusBadRequest)
+	}))
+	defer srv.Close()
+	t.Setenv("OPENAI_API_KEY", "sk-openai-planted")
+	t.Setenv("OPENAI_ADMIN_KEY", "sk-admin-planted")
+	t.Setenv("OPENAI_ORG_ID", "org-planted")
+	t.Setenv("OPENAI_PROJECT_ID", "proj-planted")
+	t.Setenv("OPENAI_CUSTOM_HEADERS", "X-Planted: custom-planted")
+	t.Setenv("OPENAI_BASE_URL", "http://127.0.0.1:1/elsewhere")
+	for _, key := range []string{"local-test", ""} {
+		p, err := New(Config{Provider: OpenAICompatible, Model: "m-test", BaseURL: srv.URL + "/v1", APIKey: key})
+		if err != nil {
+			t.Fatal(err)
+		}
+		headers = nil
+		_, _ = p.Complete(context.Background(), Request{Messages: []Message{{Role: RoleUser, Text: "hi"}}}, nil)
+		if headers == nil || path != "/v1/chat/completions" {
+			t.Fatalf("key %q: no request reached --base-url (path %q)", key, path)
+		}
+		wantAuth := ""
+		if key != "" {
+			wantAuth = "Bearer " + key
+		}
+		if got := headers.Get("Authorization"); got != wantAuth {
+			t.Errorf("key %q: Authorization %q, want %q", key, got, wantAuth)
+		}
+		for name, values := range headers {
+			for _, v := range values {
+				if strings.Contains(v, "planted") {
+					t.Errorf("key %q: header %s carries %q from the OPENAI_* environment", key, name, v)
+				}
+			}
+		}
+	}
+}

@@ -18,8 +18,7 @@ type responsesProvider struct {
 }
 
 func openaiOptions(cfg Config) []option.RequestOption {
-	// The key is always set explicitly, so the SDK's own reading of
-	// OPENAI_API_KEY never sends OpenAI's key to another server.
+	// The key is always set explicitly: the one read for this provider.
 	opts := []option.RequestOption{option.WithAPIKey(cfg.APIKey)}
 	if cfg.BaseURL != "" {
 		opts = append(opts, option.WithBaseURL(cfg.BaseURL))
