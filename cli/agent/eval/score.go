@@ -98,6 +98,15 @@ func argMatches(got, want any, tol float64, orderIDs map[string]string) bool {
 		ws = orderIDs[strings.TrimPrefix(ws, "$order:")]
 	}
 	switch w := want.(type) {
+	case nil:
+		return got == nil
+	case []any:
+		for _, alt := range w {
+			if argMatches(got, alt, tol, orderIDs) {
+				return true
+			}
+		}
+		return false
 	case string:
 		gs := fmt.Sprint(got)
 		if got == nil {

@@ -37,3 +37,36 @@ func TestPass(t *testing.T) {
 		}
 	}
 }
+
+// A full close passes only as a full close: without qty (the tool's "all")
+// or with the whole size, never with part of it; a partial close passes
+// only with its part.
+func TestShippedCloseCasesTellFullFromPartial(t *testing.T) {
+	f, err := LoadCases("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closeWith := func(qty string) Got {
+		args := map[string]any{"category": "linear", "symbol": "BTCUSDT"}
+		if qty != "" {
+			args["qty"] = qty
+		}
+		return Got{Kind: ExpectCall, Tool: "close_position", Arguments: args}
+	}
+	want := map[string]map[string]bool{
+		"full-close":    {"": true, "0.02": true, "0.01": false, "0.019": false},
+		"partial-close": {"": false, "0.02": false, "0.01": true, "0.010": true},
+	}
+	checked := 0
+	for _, c := range f.Cases {
+		for qty, pass := range want[c.Category] {
+			checked++
+			if got := Pass(c.Expect, closeWith(qty), nil); got != pass {
+				t.Errorf("%s with qty %q: pass %v, want %v", c.ID, qty, got, pass)
+			}
+		}
+	}
+	if checked == 0 {
+		t.Fatal("no close cases")
+	}
+}
