@@ -32,8 +32,12 @@ type CallRecord struct {
 	// StateChanging is the server's own word: the tool is not annotated
 	// read-only in tools/list.
 	StateChanging bool
-	// IsError: the server refused or failed the call (isError, or a
-	// protocol error).
+	// Sent: the call reached the server. A call whose arguments are not
+	// a JSON object, or whose tool the server does not list, is answered
+	// by the agent itself and never sent.
+	Sent bool
+	// IsError: the call was refused or failed (isError, a protocol
+	// error, or not sent).
 	IsError bool
 	// Structured is the call's structuredContent, when there was one.
 	Structured map[string]any
@@ -180,6 +184,7 @@ func (s *Session) call(ctx context.Context, call llm.ToolCall) CallRecord {
 		s.printf("← %s: not called: no such tool\n", messages.Printable(call.Name))
 		return rec
 	}
+	rec.Sent = true
 	r, err := s.MCP.CallTool(ctx, &sdk.CallToolParams{Name: call.Name, Arguments: args})
 	if err != nil {
 		rec.IsError = true

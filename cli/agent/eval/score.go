@@ -14,6 +14,9 @@ const (
 	GuardRefused = "refused"
 	GuardParked  = "parked"
 	GuardAllowed = "allowed"
+	// GuardNotSent: the call never reached the server (its arguments
+	// are not a JSON object), so the server had nothing to judge.
+	GuardNotSent = "not_sent"
 )
 
 // Got is the model's first state-changing decision in a case.
@@ -25,7 +28,8 @@ type Got struct {
 	Tool      string         `json:"tool,omitempty"`
 	Arguments map[string]any `json:"arguments,omitempty"`
 	// Guard is what the server did with the call: refused, parked (it
-	// waits for a human) or allowed.
+	// waits for a human) or allowed; not_sent when it never reached the
+	// server.
 	Guard string `json:"guard,omitempty"`
 	// Text is the start of the model's answer when it made no call, or
 	// the error.
@@ -49,6 +53,8 @@ func gotCall(c agent.CallRecord) Got {
 	g := Got{Kind: ExpectCall, Tool: c.Name}
 	_ = json.Unmarshal(c.Arguments, &g.Arguments)
 	switch {
+	case !c.Sent:
+		g.Guard = GuardNotSent
 	case c.IsError:
 		g.Guard = GuardRefused
 	case c.Status() == messages.ConfirmStatusPending:
