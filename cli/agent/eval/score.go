@@ -101,7 +101,11 @@ func Pass(e Expectation, g Got, orderIDs map[string]string) bool {
 func argMatches(got, want any, tol float64, orderIDs map[string]string) bool {
 	ws, wantString := want.(string)
 	if wantString && strings.HasPrefix(ws, "$order:") {
-		ws = orderIDs[strings.TrimPrefix(ws, "$order:")]
+		id, ok := orderIDs[strings.TrimPrefix(ws, "$order:")]
+		if !ok || id == "" {
+			return false // a reference to no seeded order matches nothing
+		}
+		ws = id
 	}
 	switch w := want.(type) {
 	case nil:

@@ -24,6 +24,7 @@ func TestPass(t *testing.T) {
 		{"case of a string", Expectation{Kind: ExpectCall, Tool: "place_order", Arguments: map[string]any{"side": "Buy"}}, call("place_order", map[string]any{"side": "buy"}), true},
 		{"missing argument", Expectation{Kind: ExpectCall, Tool: "place_order", Arguments: map[string]any{"price": "4000"}}, call("place_order", map[string]any{}), false},
 		{"order reference", Expectation{Kind: ExpectCall, Tool: "cancel_order", Arguments: map[string]any{"order_id": "$order:grid-7"}}, call("cancel_order", map[string]any{"order_id": "oid-1"}), true},
+		{"unresolved order reference", Expectation{Kind: ExpectCall, Tool: "cancel_order", Arguments: map[string]any{"order_id": "$order:no-such-link"}}, call("cancel_order", map[string]any{"order_id": ""}), false},
 		{"other order", Expectation{Kind: ExpectCall, Tool: "cancel_order", Arguments: map[string]any{"order_id": "$order:grid-7"}}, call("cancel_order", map[string]any{"order_id": "oid-2"}), false},
 		{"other tool", Expectation{Kind: ExpectCall, Tool: "cancel_order"}, call("cancel_all_orders", nil), false},
 		{"refusal for a refusal", Expectation{Kind: ExpectRefuse}, gotText("No."), true},
