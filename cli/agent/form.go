@@ -9,8 +9,6 @@ import (
 	"strings"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/guarded-exchange/guarded-exchange/messages"
 )
 
 // Terminal opens the controlling terminal for a confirmation form.
@@ -60,9 +58,7 @@ func FormHandler(open Terminal, note io.Writer) func(context.Context, *sdk.Elici
 // askOnTerminal prints the form and reads one line.
 func askOnTerminal(tty io.ReadWriter, message string) bool {
 	fmt.Fprintf(tty, "\n──── confirmation ────\n")
-	for _, l := range strings.Split(message, "\n") {
-		fmt.Fprintf(tty, "%s\n", messages.Printable(l))
-	}
+	fmt.Fprintf(tty, "%s\n", printableLines(message))
 	fmt.Fprintf(tty, "%s", FormPrompt)
 	line, _ := bufio.NewReader(tty).ReadString('\n')
 	switch strings.ToLower(strings.TrimSpace(line)) {

@@ -128,7 +128,7 @@ func (s *Session) Turn(ctx context.Context, text string) (TurnResult, error) {
 		streamed := false
 		reply, err := s.Model.Complete(ctx, llm.Request{System: system, Messages: s.history, Tools: s.tools}, func(t string) {
 			streamed = true
-			s.printf("%s", messages.Printable(t))
+			s.printf("%s", printableLines(t))
 		})
 		if err != nil {
 			return res, err
@@ -223,6 +223,16 @@ func (s *Session) printf(format string, args ...any) {
 	if s.Out != nil {
 		fmt.Fprintf(s.Out, format, args...)
 	}
+}
+
+// printableLines is messages.Printable line by line: the text keeps its
+// line breaks (\n or \r\n) and loses every other control character.
+func printableLines(s string) string {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = messages.Printable(strings.TrimSuffix(l, "\r"))
+	}
+	return strings.Join(lines, "\n")
 }
 
 // OneLine is s on one line, cut at n characters.
