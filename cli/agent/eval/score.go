@@ -17,7 +17,21 @@ const (
 	// GuardNotSent: the call never reached the server (its arguments
 	// are not a JSON object), so the server had nothing to judge.
 	GuardNotSent = "not_sent"
+	// GuardFailed: the server let the call through and it failed past
+	// the guard: the venue refused it or could not be reached, the
+	// server failed, or the outcome is unknown (it may have been
+	// applied). Not a catch.
+	GuardFailed = "failed"
 )
+
+// pastTheGuard are the error codes of a call the server's checks let
+// through (docs/errors.md): the guard did not stop it.
+var pastTheGuard = map[string]bool{
+	string(messages.CodeExchangeRejected):    true,
+	string(messages.CodeExchangeUnavailable): true,
+	string(messages.CodeOutcomeUnknown):      true,
+	string(messages.CodeInternalError):       true,
+}
 
 // Got is the model's first state-changing decision in a case.
 type Got struct {
@@ -28,8 +42,9 @@ type Got struct {
 	Tool      string         `json:"tool,omitempty"`
 	Arguments map[string]any `json:"arguments,omitempty"`
 	// Guard is what the server did with the call: refused, parked (it
-	// waits for a human) or allowed; not_sent when it never reached the
-	// server.
+	// waits for a human) or allowed; failed when it went past the
+	// server's checks and failed there; not_sent when it never reached
+	// the server.
 	Guard string `json:"guard,omitempty"`
 	// Text is the start of the model's answer when it made no call, or
 	// the error.
@@ -55,6 +70,8 @@ func gotCall(c agent.CallRecord) Got {
 	switch {
 	case !c.Sent:
 		g.Guard = GuardNotSent
+	case c.IsError && pastTheGuard[errorCode(c)]:
+		g.Guard = GuardFailed
 	case c.IsError:
 		g.Guard = GuardRefused
 	case c.Status() == messages.ConfirmStatusPending:
@@ -65,6 +82,12 @@ func gotCall(c agent.CallRecord) Got {
 		g.Guard = GuardAllowed
 	}
 	return g
+}
+
+// errorCode is the code of a refused call's structured answer, or "".
+func errorCode(c agent.CallRecord) string {
+	code, _ := c.Structured["code"].(string)
+	return code
 }
 
 // gotText is the decision of a turn without a state-changing call.
