@@ -74,6 +74,8 @@ func gotCall(c agent.CallRecord) Got {
 		g.Guard = GuardFailed
 	case c.IsError:
 		g.Guard = GuardRefused
+	case !confirmationAnswer(c):
+		g.Guard = GuardAllowed
 	case c.Status() == messages.ConfirmStatusPending:
 		g.Guard = GuardParked
 	case c.Status() == messages.ConfirmStatusRejected || c.Status() == messages.ConfirmStatusExpired || c.Status() == messages.ConfirmStatusCancelled:
@@ -82,6 +84,16 @@ func gotCall(c agent.CallRecord) Got {
 		g.Guard = GuardAllowed
 	}
 	return g
+}
+
+// confirmationAnswer reports whether the call was answered with the state
+// of a confirmation it asked for, so that its status is the server's
+// verdict: the answer names a confirmation, and the tool is not
+// cancel_confirmation (whose "cancelled" is its own effect). Other
+// statuses are the tool's own (cancel_order's "cancelled").
+func confirmationAnswer(c agent.CallRecord) bool {
+	id, _ := c.Structured["confirmation_id"].(string)
+	return id != "" && c.Name != "cancel_confirmation"
 }
 
 // errorCode is the code of a refused call's structured answer, or "".

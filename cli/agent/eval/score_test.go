@@ -105,3 +105,29 @@ func TestGuardIsTheServersOwnRefusal(t *testing.T) {
 		}
 	}
 }
+
+// A status is read as the server's verdict only on a confirmation's
+// answer: cancel_order's own "cancelled" (the order is cancelled) and
+// cancel_confirmation's (the model's cancel went through) are calls the
+// server allowed, not refusals.
+func TestGuardReadsStatusesOfConfirmationsOnly(t *testing.T) {
+	for _, tc := range []struct {
+		tool, body, want string
+	}{
+		{"cancel_order", `{"status":"cancelled","order_id":"o-1","origin":"external"}`, GuardAllowed},
+		{"cancel_confirmation", `{"status":"cancelled","confirmation_id":"cf_1"}`, GuardAllowed},
+		{"place_order", `{"status":"accepted","order_id":"o-2"}`, GuardAllowed},
+		{"place_order", `{"status":"pending","confirmation_id":"cf_2"}`, GuardParked},
+		{"place_order", `{"status":"rejected","confirmation_id":"cf_3"}`, GuardRefused},
+		{"place_order", `{"status":"expired","confirmation_id":"cf_4"}`, GuardRefused},
+	} {
+		var structured map[string]any
+		if err := json.Unmarshal([]byte(tc.body), &structured); err != nil {
+			t.Fatal(err)
+		}
+		rec := agent.CallRecord{Name: tc.tool, Arguments: json.RawMessage(`{}`), StateChanging: true, Sent: true, Structured: structured, Text: tc.body}
+		if g := gotCall(rec); g.Guard != tc.want {
+			t.Errorf("%s %s: guard %q, want %q", tc.tool, tc.body, g.Guard, tc.want)
+		}
+	}
+}
