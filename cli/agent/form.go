@@ -28,10 +28,20 @@ const FormPrompt = "Approve and execute exactly this now? [y/N] "
 // either protocol era: the SDK turns an MRTR input request into the same
 // call) on the terminal: it prints the server's own message, asks, and
 // accepts only a typed y or yes. The model never sees the form; piped
-// standard input cannot answer it. note, when not nil, is told that a
-// form could not be shown.
+// standard input cannot answer it. Forms asked at the same time (an MRTR
+// answer may hold several input requests, which the SDK fulfils
+// concurrently) are shown one at a time, so the line typed answers the
+// form on the screen. note, when not nil, is told that a form could not
+// be shown.
 func FormHandler(open Terminal, note io.Writer) func(context.Context, *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+	onScreen := make(chan struct{}, 1) // holds the form being shown
 	return func(ctx context.Context, req *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+		select {
+		case onScreen <- struct{}{}:
+			defer func() { <-onScreen }()
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
 		tty, err := open()
 		if err != nil {
 			if note != nil {
