@@ -16,9 +16,20 @@ type Terminal func() (io.ReadWriteCloser, error)
 
 // ControllingTerminal opens /dev/tty: the terminal of the human who runs
 // the agent, whatever standard input is. Without one (a script, a pipe,
-// a service) the open fails and every form is declined.
+// a service) the open fails and every form is declined. What was typed
+// before the form is discarded: only a line typed once the form is shown
+// answers it (a model's text can ask the human to type "y" ahead).
 func ControllingTerminal() (io.ReadWriteCloser, error) {
-	return os.OpenFile("/dev/tty", os.O_RDWR, 0)
+	tty, err := os.OpenFile("/dev/tty", os.O_RDWR, 0)
+	if err != nil {
+		return nil, err
+	}
+	// Through the raw connection: Fd would put the file in blocking mode,
+	// and a withdrawn form's pending read must end when tty is closed.
+	if rc, err := tty.SyscallConn(); err == nil {
+		_ = rc.Control(func(fd uintptr) { _ = discardInput(int(fd)) })
+	}
+	return tty, nil
 }
 
 // FormPrompt is the question under the server's plan.

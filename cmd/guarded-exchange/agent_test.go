@@ -141,6 +141,29 @@ func TestAgentPipedStdinCannotApprove(t *testing.T) {
 	}
 }
 
+// A line typed before the form is shown never answers it: a model can ask
+// in its text for a "y", and what the human typed ahead waits in the
+// terminal's queue. Here "y" is typed before the form appears; the form
+// waits for a line typed after it, n, and nothing is sent.
+func TestAgentTypeaheadCannotApprove(t *testing.T) {
+	in := formInstall(t)
+	term := startOnTerminal(t, in, "agent", "--provider", "fake", "--model", "place-order", "--prompt", "buy 0.001 BTC at market")
+	if strings.Contains(term.screen.String(), "[y/N] ") {
+		t.Skip("the form was shown before the test could type ahead")
+	}
+	term.typeIn("y\r")
+	term.waitCount(t, "[y/N] ", 1)
+	term.typeIn("n\r")
+	term.wait(t)
+	out := term.screen.String()
+	if strings.Contains(out, "approved") || !strings.Contains(out, "rejected: nothing is sent") {
+		t.Fatalf("a line typed ahead answered the form:\n%s", out)
+	}
+	if a := journalOf(t, in, "order_attempt"); a != "" {
+		t.Fatalf("orders were sent: %s", a)
+	}
+}
+
 // Piped standard input cannot answer a form even when a controlling
 // terminal exists: the form reads the terminal. With --prompt, "y" lines
 // wait on the pipe unread; in the console, a "y" on the pipe becomes the
