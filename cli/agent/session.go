@@ -130,15 +130,17 @@ func (s *Session) Turn(ctx context.Context, text string) (TurnResult, error) {
 			streamed = true
 			s.printf("%s", printableLines(t))
 		})
-		if err != nil {
-			return res, err
-		}
-		if streamed {
-			s.printf("\n")
-		}
+		// Counted even when the answer failed: a cut-off answer's tokens
+		// are paid for.
 		cost := s.Meter.Add(reply.Usage)
 		res.Usage = res.Usage.Add(reply.Usage)
 		res.Cost = res.Cost.Add(cost)
+		if streamed {
+			s.printf("\n")
+		}
+		if err != nil {
+			return res, err
+		}
 		res.Text += reply.Text
 		s.history = append(s.history, llm.Message{Role: llm.RoleAssistant, Text: reply.Text, ToolCalls: reply.ToolCalls})
 		if len(reply.ToolCalls) == 0 {

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 
@@ -38,5 +39,32 @@ func TestStreamedTextKeepsLinesOnly(t *testing.T) {
 	got := out.String()
 	if !strings.Contains(got, "Two steps:\n1. read\n2. ") || strings.ContainsAny(got, "\x1b\x07\r") {
 		t.Fatalf("shown %q", got)
+	}
+}
+
+// cutOffModel's answers are cut off at the token bound.
+type cutOffModel struct{}
+
+func (cutOffModel) Name() string  { return llm.Fake }
+func (cutOffModel) Model() string { return "cut-off" }
+func (cutOffModel) Complete(ctx context.Context, req llm.Request, onText func(string)) (llm.Reply, error) {
+	return llm.Reply{Usage: llm.Usage{InputTokens: 1000, OutputTokens: 2048}}, llm.ErrCutOff
+}
+
+// An answer cut off at the token bound ends the turn with the error, and
+// its tokens are counted: they are paid for, and the budget sees them.
+func TestCutOffAnswerIsCounted(t *testing.T) {
+	prices := Prices{"fake/*": {InputPerMTok: decimal.NewFromInt(1), OutputPerMTok: decimal.NewFromInt(1)}}
+	meter, err := NewMeter(prices, llm.Fake, "cut-off", decimal.Zero)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &Session{Model: cutOffModel{}, Meter: meter}
+	res, err := s.Turn(context.Background(), "buy")
+	if !errors.Is(err, llm.ErrCutOff) || len(res.Calls) != 0 {
+		t.Fatalf("turn %+v, error %v", res, err)
+	}
+	if meter.Usage.InputTokens != 1000 || meter.Usage.OutputTokens != 2048 || !meter.Cost.Equal(decimal.RequireFromString("0.003048")) || res.Usage != meter.Usage {
+		t.Fatalf("counted %+v, cost %s; turn %+v", meter.Usage, meter.Cost, res.Usage)
 	}
 }

@@ -57,6 +57,9 @@ func (p *chatProvider) Complete(ctx context.Context, req Request, onText func(st
 		return Reply{}, fmt.Errorf("chat completions: %w", err)
 	}
 	out := Reply{Usage: Usage{InputTokens: acc.Usage.PromptTokens, OutputTokens: acc.Usage.CompletionTokens}}
+	if len(acc.Choices) > 0 && acc.Choices[0].FinishReason == "length" {
+		return out, fmt.Errorf("chat completions: %w", ErrCutOff)
+	}
 	if len(acc.Choices) > 0 {
 		m := acc.Choices[0].Message
 		out.Text = m.Content

@@ -211,3 +211,43 @@ func TestCompatibleProviderIgnoresTheOpenAIEnvironment(t *testing.T) {
 		}
 	}
 }
+
+// An answer cut off at the token bound is an error, never a decision: a
+// half-written tool call or an empty answer would otherwise pass as a
+// refusal (Anthropic's stop_reason max_tokens, a Responses answer
+// incomplete at max_output_tokens, Chat's finish_reason length).
+func TestAnswerCutOffAtTheTokenBoundIsAnError(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ev := func(name, data string) string { return "event: " + name + "\ndata: " + data + "\n\n" }
+		switch r.URL.Path {
+		case "/v1/messages":
+			w.Header().Set("Content-Type", "text/event-stream")
+			fmt.Fprint(w, ev("message_start", `{"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","model":"m","content":[],"stop_reason":null,"usage":{"input_tokens":10,"output_tokens":1}}}`),
+				ev("content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"toolu_1","name":"place_order","input":{}}}`),
+				ev("content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"{\"symbol\":\"BTC"}}`),
+				ev("content_block_stop", `{"type":"content_block_stop","index":0}`),
+				ev("message_delta", `{"type":"message_delta","delta":{"stop_reason":"max_tokens"},"usage":{"output_tokens":2048}}`),
+				ev("message_stop", `{"type":"message_stop"}`))
+		case "/v1/responses":
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprint(w, `{"id":"resp_1","object":"response","created_at":1,"status":"incomplete","incomplete_details":{"reason":"max_output_tokens"},"model":"m","output":[],"usage":{"input_tokens":10,"output_tokens":2048,"total_tokens":2058,"input_tokens_details":{"cached_tokens":0},"output_tokens_details":{"reasoning_tokens":2048}}}`)
+		case "/v1/chat/completions":
+			w.Header().Set("Content-Type", "text/event-stream")
+			fmt.Fprint(w, `data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":"I will"},"finish_reason":null}]}`+"\n\n",
+				`data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{},"finish_reason":"length"}]}`+"\n\n", "data: [DONE]\n\n")
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer srv.Close()
+	for _, tc := range []struct{ provider, base string }{{Anthropic, ""}, {OpenAI, "/v1"}, {OpenAICompatible, "/v1"}} {
+		p, err := New(Config{Provider: tc.provider, Model: "m", BaseURL: srv.URL + tc.base, APIKey: "k"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		reply, err := p.Complete(context.Background(), Request{Messages: []Message{{Role: RoleUser, Text: "buy"}}, Tools: testTools}, nil)
+		if err == nil || !strings.Contains(err.Error(), "cut off") {
+			t.Errorf("%s: reply %+v, error %v; want the answer refused as cut off", tc.provider, reply, err)
+		}
+	}
+}

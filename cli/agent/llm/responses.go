@@ -53,6 +53,9 @@ func (p *responsesProvider) Complete(ctx context.Context, req Request, onText fu
 		return Reply{}, fmt.Errorf("openai: %w", err)
 	}
 	out := Reply{Usage: Usage{InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens}}
+	if res.Status == responses.ResponseStatusIncomplete {
+		return out, fmt.Errorf("openai: %w", ErrCutOff)
+	}
 	for _, item := range res.Output {
 		switch item.Type {
 		case "message":
