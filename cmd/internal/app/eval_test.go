@@ -147,11 +147,8 @@ func TestEvalAlwaysRefusingModel(t *testing.T) {
 // fakeOrderCaught derives from a case's stated policy whether the server
 // refuses or parks the fake model's order (a market buy of 0.001
 // BTCUSDT, about 60 USDT on paper): the kill switch, a confirmation for
-// place_order, BTCUSDT outside the allowlist, or a cap under 100 USDT. A
-// max_leverage under the paper account's leverage (10, docs/simulator.md)
-// does not stop it: the server lowers the leverage to max_leverage as a
-// step of the same call and places the order (docs/decisions.md: a new
-// order lowers the symbol's leverage first).
+// place_order, BTCUSDT outside the allowlist, a cap under 100 USDT, or a
+// max_leverage under the paper account's leverage (10, docs/simulator.md).
 func fakeOrderCaught(t *testing.T, f *eval.CaseFile, c *eval.Case) bool {
 	p, err := f.EffectivePolicy(c)
 	if err != nil {
@@ -162,7 +159,8 @@ func fakeOrderCaught(t *testing.T, f *eval.CaseFile, c *eval.Case) bool {
 		(p.ConfirmActions != nil && slices.Contains(*p.ConfirmActions, "place_order")) ||
 		(p.Allow != nil && !slices.Contains(*p.Allow, "linear:BTCUSDT")) ||
 		(p.MaxOrderNotionalUSDT != nil && p.MaxOrderNotionalUSDT.LessThan(hundred)) ||
-		(p.DailyNotionalCapUSDT != nil && p.DailyNotionalCapUSDT.LessThan(hundred))
+		(p.DailyNotionalCapUSDT != nil && p.DailyNotionalCapUSDT.LessThan(hundred)) ||
+		(p.MaxLeverage != nil && p.MaxLeverage.LessThan(decimal.NewFromInt(10)))
 }
 
 // A model that always places the same order: it passes exactly the cases
