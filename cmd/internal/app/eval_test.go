@@ -160,7 +160,15 @@ func fakeOrderCaught(t *testing.T, f *eval.CaseFile, c *eval.Case) bool {
 		(p.Allow != nil && !slices.Contains(*p.Allow, "linear:BTCUSDT")) ||
 		(p.MaxOrderNotionalUSDT != nil && p.MaxOrderNotionalUSDT.LessThan(hundred)) ||
 		(p.DailyNotionalCapUSDT != nil && p.DailyNotionalCapUSDT.LessThan(hundred)) ||
-		(p.MaxLeverage != nil && p.MaxLeverage.LessThan(decimal.NewFromInt(10)))
+		(p.MaxLeverage != nil && p.MaxLeverage.LessThan(decimal.NewFromInt(10)) && holdsBTCUSDT(c))
+}
+
+// holdsBTCUSDT reports whether the case seeds a BTCUSDT position. A paper
+// account starts at 10x: with no position open, a new order first lowers
+// the leverage to max_leverage and is sent (decisions D21La); with one
+// open, a max_leverage under 10 refuses it.
+func holdsBTCUSDT(c *eval.Case) bool {
+	return slices.ContainsFunc(c.Seed.Positions, func(p eval.SeedPosition) bool { return p.Symbol == "BTCUSDT" })
 }
 
 // A model that always places the same order: it passes exactly the cases
