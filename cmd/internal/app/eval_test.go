@@ -165,7 +165,7 @@ func fakeOrderCaught(t *testing.T, f *eval.CaseFile, c *eval.Case) bool {
 
 // holdsBTCUSDT reports whether the case seeds a BTCUSDT position. A paper
 // account starts at 10x: with no position open, a new order first lowers
-// the leverage to max_leverage and is sent (decisions D21La); with one
+// the leverage to max_leverage and is sent (decisions D111); with one
 // open, a max_leverage under 10 refuses it.
 func holdsBTCUSDT(c *eval.Case) bool {
 	return slices.ContainsFunc(c.Seed.Positions, func(p eval.SeedPosition) bool { return p.Symbol == "BTCUSDT" })
