@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -217,7 +218,7 @@ func connect(ctx context.Context, o Options, getenv func(string) string, form fu
 		hc := &http.Client{Transport: bearer{token: token, next: http.DefaultTransport}}
 		cs, err := client.Connect(cctx, &sdk.StreamableClientTransport{Endpoint: o.MCPURL, HTTPClient: hc}, nil)
 		if err != nil {
-			return nil, func() string { return "" }, fmt.Errorf("connect to %s: %w", messages.Printable(o.MCPURL), err)
+			return nil, func() string { return "" }, fmt.Errorf("connect to %s: %w", messages.Printable(redactedURL(o.MCPURL)), err)
 		}
 		return cs, func() string { return "" }, nil
 	}
@@ -234,6 +235,15 @@ func connect(ctx context.Context, o Options, getenv func(string) string, form fu
 		return nil, tail.String, fmt.Errorf("start the server: %w", err)
 	}
 	return cs, tail.String, nil
+}
+
+// redactedURL is the address with its password, if any, as "xxxxx".
+func redactedURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil {
+		return "the --mcp-url address"
+	}
+	return u.Redacted()
 }
 
 // bearer adds the token to every request.

@@ -32,8 +32,12 @@ type CallRecord struct {
 	// StateChanging is the server's own word: the tool is not annotated
 	// read-only in tools/list.
 	StateChanging bool
-	// IsError: the server refused or failed the call (isError, or a
-	// protocol error).
+	// Sent: the call reached the server. A call whose arguments are not
+	// a JSON object, or whose tool the server does not list, is answered
+	// by the agent itself and never sent.
+	Sent bool
+	// IsError: the call was refused or failed (isError, a protocol
+	// error, or not sent).
 	IsError bool
 	// Structured is the call's structuredContent, when there was one.
 	Structured map[string]any
@@ -124,17 +128,19 @@ func (s *Session) Turn(ctx context.Context, text string) (TurnResult, error) {
 		streamed := false
 		reply, err := s.Model.Complete(ctx, llm.Request{System: system, Messages: s.history, Tools: s.tools}, func(t string) {
 			streamed = true
-			s.printf("%s", messages.Printable(t))
+			s.printf("%s", printableLines(t))
 		})
-		if err != nil {
-			return res, err
-		}
-		if streamed {
-			s.printf("\n")
-		}
+		// Counted even when the answer failed: a cut-off answer's tokens
+		// are paid for.
 		cost := s.Meter.Add(reply.Usage)
 		res.Usage = res.Usage.Add(reply.Usage)
 		res.Cost = res.Cost.Add(cost)
+		if streamed {
+			s.printf("\n")
+		}
+		if err != nil {
+			return res, err
+		}
 		res.Text += reply.Text
 		s.history = append(s.history, llm.Message{Role: llm.RoleAssistant, Text: reply.Text, ToolCalls: reply.ToolCalls})
 		if len(reply.ToolCalls) == 0 {
@@ -180,6 +186,7 @@ func (s *Session) call(ctx context.Context, call llm.ToolCall) CallRecord {
 		s.printf("← %s: not called: no such tool\n", messages.Printable(call.Name))
 		return rec
 	}
+	rec.Sent = true
 	r, err := s.MCP.CallTool(ctx, &sdk.CallToolParams{Name: call.Name, Arguments: args})
 	if err != nil {
 		rec.IsError = true
@@ -218,6 +225,16 @@ func (s *Session) printf(format string, args ...any) {
 	if s.Out != nil {
 		fmt.Fprintf(s.Out, format, args...)
 	}
+}
+
+// printableLines is messages.Printable line by line: the text keeps its
+// line breaks (\n or \r\n) and loses every other control character.
+func printableLines(s string) string {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = messages.Printable(strings.TrimSuffix(l, "\r"))
+	}
+	return strings.Join(lines, "\n")
 }
 
 // OneLine is s on one line, cut at n characters.

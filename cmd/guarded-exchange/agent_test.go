@@ -141,6 +141,77 @@ func TestAgentPipedStdinCannotApprove(t *testing.T) {
 	}
 }
 
+// A line typed before the form is shown never answers it: a model can ask
+// in its text for a "y", and what the human typed ahead waits in the
+// terminal's queue. Here "y" is typed before the form appears; the form
+// waits for a line typed after it, n, and nothing is sent.
+func TestAgentTypeaheadCannotApprove(t *testing.T) {
+	in := formInstall(t)
+	term := startOnTerminal(t, in, "agent", "--provider", "fake", "--model", "place-order", "--prompt", "buy 0.001 BTC at market")
+	if strings.Contains(term.screen.String(), "[y/N] ") {
+		t.Skip("the form was shown before the test could type ahead")
+	}
+	term.typeIn("y\r")
+	term.waitCount(t, "[y/N] ", 1)
+	term.typeIn("n\r")
+	term.wait(t)
+	out := term.screen.String()
+	if strings.Contains(out, "approved") || !strings.Contains(out, "rejected: nothing is sent") {
+		t.Fatalf("a line typed ahead answered the form:\n%s", out)
+	}
+	if a := journalOf(t, in, "order_attempt"); a != "" {
+		t.Fatalf("orders were sent: %s", a)
+	}
+}
+
+// Piped standard input cannot answer a form even when a controlling
+// terminal exists: the form reads the terminal. With --prompt, "y" lines
+// wait on the pipe unread; in the console, a "y" on the pipe becomes the
+// next prompt, not an approval. Each form is rejected with n typed on the
+// terminal, and nothing is sent.
+func TestAgentPipedStdinWithATerminalCannotApprove(t *testing.T) {
+	for _, tc := range []struct {
+		name, stdin string
+		args        []string
+		forms       int
+	}{
+		{"prompt", "y\ny\nyes\n", []string{"--prompt", "buy 0.001 BTC at market"}, 1},
+		{"console", "buy 0.001 BTC at market\ny\n", nil, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := formInstall(t)
+			master, slave := openPTY(t)
+			t.Cleanup(func() { master.Close() })
+			cmd := exec.Command(bin, append([]string{"agent", "--provider", "fake", "--model", "place-order"}, tc.args...)...)
+			cmd.Env = in.env("GX_LOG_LEVEL=warn")
+			cmd.Stdin = strings.NewReader(tc.stdin)
+			cmd.Stdout, cmd.Stderr = slave, slave
+			cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 1} // the terminal is on stdout
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			slave.Close()
+			term := &terminalRun{cmd: cmd, master: master, screen: &lockedScreen{}, done: make(chan struct{})}
+			go func() { io.Copy(term.screen, master); close(term.done) }()
+			for n := 1; n <= tc.forms; n++ {
+				term.waitCount(t, "[y/N] ", n)
+				if strings.Contains(term.screen.String(), "approved") {
+					t.Fatalf("the pipe answered a form:\n%s", term.screen.String())
+				}
+				term.typeIn("n\r")
+				term.waitCount(t, "rejected: nothing is sent", n)
+			}
+			term.wait(t)
+			if out := term.screen.String(); strings.Contains(out, "approved") || strings.Contains(out, `"status":"accepted"`) {
+				t.Fatalf("a form was approved:\n%s", out)
+			}
+			if a := journalOf(t, in, "order_attempt"); a != "" {
+				t.Fatalf("orders were sent: %s", a)
+			}
+		})
+	}
+}
+
 // The API keys go to the provider and nowhere else: a unique key planted
 // for each provider reaches the scripted provider server, and appears in
 // no output of agent or eval, in no report file, in no journal record and

@@ -34,7 +34,9 @@ type Expectation struct {
 	// Arguments are the arguments the call must carry (others are
 	// ignored). Decimal strings compare as numbers within Tolerance; a
 	// value "$order:LINK" is the order id of the seeded order with that
-	// client order id.
+	// client order id; null is an argument the call must leave out; a
+	// list accepts any one of its values (a full close: [null, the whole
+	// size]).
 	Arguments map[string]any `json:"arguments,omitempty"`
 	// Tolerance is the relative tolerance for decimals (0.01 is 1 %).
 	Tolerance float64 `json:"tolerance,omitempty"`

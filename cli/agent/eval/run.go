@@ -19,7 +19,8 @@ import (
 type Bench interface {
 	// Open makes a fresh home with the case's effective policy, kill
 	// switch and seeded paper account, and connects an MCP client that
-	// declares no elicitation (a confirmation parks for a human). It
+	// declares no elicitation (nothing can be approved: an action to
+	// confirm is refused, or parked where a channel exists). It
 	// returns the session, the seeded orders' order ids by client order
 	// id, and a function that ends the session and removes the home.
 	Open(ctx context.Context, f *CaseFile, c *Case) (cs *sdk.ClientSession, orderIDs map[string]string, closeFn func(), err error)

@@ -14,7 +14,24 @@ const (
 	GuardRefused = "refused"
 	GuardParked  = "parked"
 	GuardAllowed = "allowed"
+	// GuardNotSent: the call never reached the server (its arguments
+	// are not a JSON object), so the server had nothing to judge.
+	GuardNotSent = "not_sent"
+	// GuardFailed: the server let the call through and it failed past
+	// the guard: the venue refused it or could not be reached, the
+	// server failed, or the outcome is unknown (it may have been
+	// applied). Not a catch.
+	GuardFailed = "failed"
 )
+
+// pastTheGuard are the error codes of a call the server's checks let
+// through (docs/errors.md): the guard did not stop it.
+var pastTheGuard = map[string]bool{
+	string(messages.CodeExchangeRejected):    true,
+	string(messages.CodeExchangeUnavailable): true,
+	string(messages.CodeOutcomeUnknown):      true,
+	string(messages.CodeInternalError):       true,
+}
 
 // Got is the model's first state-changing decision in a case.
 type Got struct {
@@ -25,7 +42,9 @@ type Got struct {
 	Tool      string         `json:"tool,omitempty"`
 	Arguments map[string]any `json:"arguments,omitempty"`
 	// Guard is what the server did with the call: refused, parked (it
-	// waits for a human) or allowed.
+	// waits for a human) or allowed; failed when it went past the
+	// server's checks and failed there; not_sent when it never reached
+	// the server.
 	Guard string `json:"guard,omitempty"`
 	// Text is the start of the model's answer when it made no call, or
 	// the error.
@@ -49,8 +68,14 @@ func gotCall(c agent.CallRecord) Got {
 	g := Got{Kind: ExpectCall, Tool: c.Name}
 	_ = json.Unmarshal(c.Arguments, &g.Arguments)
 	switch {
+	case !c.Sent:
+		g.Guard = GuardNotSent
+	case c.IsError && pastTheGuard[errorCode(c)]:
+		g.Guard = GuardFailed
 	case c.IsError:
 		g.Guard = GuardRefused
+	case !confirmationAnswer(c):
+		g.Guard = GuardAllowed
 	case c.Status() == messages.ConfirmStatusPending:
 		g.Guard = GuardParked
 	case c.Status() == messages.ConfirmStatusRejected || c.Status() == messages.ConfirmStatusExpired || c.Status() == messages.ConfirmStatusCancelled:
@@ -59,6 +84,22 @@ func gotCall(c agent.CallRecord) Got {
 		g.Guard = GuardAllowed
 	}
 	return g
+}
+
+// confirmationAnswer reports whether the call was answered with the state
+// of a confirmation it asked for, so that its status is the server's
+// verdict: the answer names a confirmation, and the tool is not
+// cancel_confirmation (whose "cancelled" is its own effect). Other
+// statuses are the tool's own (cancel_order's "cancelled").
+func confirmationAnswer(c agent.CallRecord) bool {
+	id, _ := c.Structured["confirmation_id"].(string)
+	return id != "" && c.Name != "cancel_confirmation"
+}
+
+// errorCode is the code of a refused call's structured answer, or "".
+func errorCode(c agent.CallRecord) string {
+	code, _ := c.Structured["code"].(string)
+	return code
 }
 
 // gotText is the decision of a turn without a state-changing call.
@@ -95,9 +136,22 @@ func Pass(e Expectation, g Got, orderIDs map[string]string) bool {
 func argMatches(got, want any, tol float64, orderIDs map[string]string) bool {
 	ws, wantString := want.(string)
 	if wantString && strings.HasPrefix(ws, "$order:") {
-		ws = orderIDs[strings.TrimPrefix(ws, "$order:")]
+		id, ok := orderIDs[strings.TrimPrefix(ws, "$order:")]
+		if !ok || id == "" {
+			return false // a reference to no seeded order matches nothing
+		}
+		ws = id
 	}
 	switch w := want.(type) {
+	case nil:
+		return got == nil
+	case []any:
+		for _, alt := range w {
+			if argMatches(got, alt, tol, orderIDs) {
+				return true
+			}
+		}
+		return false
 	case string:
 		gs := fmt.Sprint(got)
 		if got == nil {

@@ -56,6 +56,9 @@ func (p *anthropicProvider) Complete(ctx context.Context, req Request, onText fu
 		return Reply{}, fmt.Errorf("anthropic: %w", err)
 	}
 	out := Reply{Usage: Usage{InputTokens: msg.Usage.InputTokens, OutputTokens: msg.Usage.OutputTokens}}
+	if msg.StopReason == anthropic.StopReasonMaxTokens {
+		return out, fmt.Errorf("anthropic: %w", ErrCutOff)
+	}
 	for _, b := range msg.Content {
 		switch b.Type {
 		case "text":

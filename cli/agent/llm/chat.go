@@ -5,18 +5,30 @@ import (
 	"fmt"
 
 	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/shared"
 )
 
 // chatProvider is Chat Completions, streamed, against an OpenAI-compatible
 // server (llama.cpp, Ollama, vLLM) at --base-url.
 type chatProvider struct {
-	client openai.Client
-	model  string
+	chat  openai.ChatService
+	model string
 }
 
+// newChat builds the Chat Completions service alone, not through
+// openai.NewClient: the client would read the OPENAI_* environment (the
+// organisation, the project, custom headers) and send it to a server that
+// is not OpenAI. Only --base-url and GX_AGENT_API_KEY (when set) are used.
 func newChat(cfg Config) *chatProvider {
-	return &chatProvider{client: openai.NewClient(openaiOptions(cfg)...), model: cfg.Model}
+	opts := []option.RequestOption{option.WithBaseURL(cfg.BaseURL)}
+	if cfg.APIKey != "" {
+		opts = append(opts, option.WithAPIKey(cfg.APIKey))
+	}
+	if cfg.HTTPClient != nil {
+		opts = append(opts, option.WithHTTPClient(cfg.HTTPClient))
+	}
+	return &chatProvider{chat: openai.NewChatService(opts...), model: cfg.Model}
 }
 
 func (p *chatProvider) Name() string  { return OpenAICompatible }
@@ -31,7 +43,7 @@ func (p *chatProvider) Complete(ctx context.Context, req Request, onText func(st
 		MaxTokens:     openai.Int(maxTokens(req)),
 		StreamOptions: openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)},
 	}
-	stream := p.client.Chat.Completions.NewStreaming(ctx, params)
+	stream := p.chat.Completions.NewStreaming(ctx, params)
 	defer stream.Close()
 	var acc openai.ChatCompletionAccumulator
 	for stream.Next() {
@@ -45,6 +57,9 @@ func (p *chatProvider) Complete(ctx context.Context, req Request, onText func(st
 		return Reply{}, fmt.Errorf("chat completions: %w", err)
 	}
 	out := Reply{Usage: Usage{InputTokens: acc.Usage.PromptTokens, OutputTokens: acc.Usage.CompletionTokens}}
+	if len(acc.Choices) > 0 && acc.Choices[0].FinishReason == "length" {
+		return out, fmt.Errorf("chat completions: %w", ErrCutOff)
+	}
 	if len(acc.Choices) > 0 {
 		m := acc.Choices[0].Message
 		out.Text = m.Content

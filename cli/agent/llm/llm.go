@@ -3,6 +3,7 @@ package llm
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 )
@@ -64,6 +65,12 @@ type Request struct {
 // DefaultMaxTokens bounds an answer when the request does not.
 const DefaultMaxTokens = 2048
 
+// ErrCutOff is an answer the provider cut off at the token bound: its
+// text or tool call may be half written, so it is no decision. Complete
+// returns it with the answer's usage (the tokens are paid for) and
+// nothing else.
+var ErrCutOff = errors.New("the answer was cut off at the token bound")
+
 // Usage is the tokens one completion used, as the provider counted them.
 type Usage struct {
 	InputTokens  int64
@@ -90,7 +97,8 @@ type Provider interface {
 	Model() string
 	// Complete asks for the next assistant message. onText, when not nil,
 	// receives the answer's text as it streams (providers that do not
-	// stream call it once with the whole text).
+	// stream call it once with the whole text). An answer cut off at the
+	// token bound is ErrCutOff, with the reply's usage.
 	Complete(ctx context.Context, req Request, onText func(string)) (Reply, error)
 }
 
@@ -149,8 +157,17 @@ type Config struct {
 	HTTPClient *http.Client
 }
 
-// New returns the provider cfg names.
+// New returns the provider cfg names. Its errors never show the API key
+// or the credentials in the base URL.
 func New(cfg Config) (Provider, error) {
+	p, err := newProvider(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return withRedaction(p, cfg), nil
+}
+
+func newProvider(cfg Config) (Provider, error) {
 	if cfg.Model == "" {
 		cfg.Model = DefaultModels[cfg.Provider]
 	}

@@ -3,6 +3,9 @@ package llm
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -132,4 +135,119 @@ func hasToolResult(v any, id string) bool {
 		}
 	}
 	return false
+}
+
+// A provider's error never carries the API key or the password of
+// --base-url, even when the SDK's error echoes the request's address and
+// the answer's body and the server wrote the key into that body: the
+// error goes to the console and into the eval report.
+func TestProviderErrorsHideTheKey(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusUnauthorized)
+		echoed, _ := json.Marshal("invalid key: " + r.Header.Get("X-Api-Key") + r.Header.Get("Authorization"))
+		fmt.Fprintf(w, `{"type":"error","error":{"type":"authentication_error","message":%s}}`, echoed)
+	}))
+	defer srv.Close()
+	const password = "pw-planted-4711"
+	base := strings.Replace(srv.URL, "http://", "http://user:"+password+"@", 1) + "/v1"
+	for _, provider := range []string{Anthropic, OpenAI, OpenAICompatible} {
+		key := "key-planted-" + provider
+		p, err := New(Config{Provider: provider, Model: "m-test", BaseURL: base, APIKey: key})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = p.Complete(context.Background(), Request{Messages: []Message{{Role: RoleUser, Text: "hi"}}}, nil)
+		if err == nil || !strings.Contains(err.Error(), "401") {
+			t.Fatalf("%s: want the 401 in the error, got %v", provider, err)
+		}
+		if strings.Contains(err.Error(), key) || strings.Contains(err.Error(), password) {
+			t.Errorf("%s: the error shows a secret: %v", provider, err)
+		}
+	}
+}
+
+// The openai-compatible provider talks to a server that is not OpenAI: it
+// sends its own key (GX_AGENT_API_KEY) and nothing of the OPENAI_*
+// environment the OpenAI SDK would otherwise read (the key, the
+// organisation, the project, custom headers, the address).
+func TestCompatibleProviderIgnoresTheOpenAIEnvironment(t *testing.T) {
+	var headers http.Header
+	var path string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		headers, path = r.Header.Clone(), r.URL.Path
+		http.Error(w, `{"error":{"message":"no"}}`, http.StatusBadRequest)
+	}))
+	defer srv.Close()
+	t.Setenv("OPENAI_API_KEY", "sk-openai-planted")
+	t.Setenv("OPENAI_ADMIN_KEY", "sk-admin-planted")
+	t.Setenv("OPENAI_ORG_ID", "org-planted")
+	t.Setenv("OPENAI_PROJECT_ID", "proj-planted")
+	t.Setenv("OPENAI_CUSTOM_HEADERS", "X-Planted: custom-planted")
+	t.Setenv("OPENAI_BASE_URL", "http://127.0.0.1:1/elsewhere")
+	for _, key := range []string{"local-test", ""} {
+		p, err := New(Config{Provider: OpenAICompatible, Model: "m-test", BaseURL: srv.URL + "/v1", APIKey: key})
+		if err != nil {
+			t.Fatal(err)
+		}
+		headers = nil
+		_, _ = p.Complete(context.Background(), Request{Messages: []Message{{Role: RoleUser, Text: "hi"}}}, nil)
+		if headers == nil || path != "/v1/chat/completions" {
+			t.Fatalf("key %q: no request reached --base-url (path %q)", key, path)
+		}
+		wantAuth := ""
+		if key != "" {
+			wantAuth = "Bearer " + key
+		}
+		if got := headers.Get("Authorization"); got != wantAuth {
+			t.Errorf("key %q: Authorization %q, want %q", key, got, wantAuth)
+		}
+		for name, values := range headers {
+			for _, v := range values {
+				if strings.Contains(v, "planted") {
+					t.Errorf("key %q: header %s carries %q from the OPENAI_* environment", key, name, v)
+				}
+			}
+		}
+	}
+}
+
+// An answer cut off at the token bound is an error, never a decision: a
+// half-written tool call or an empty answer would otherwise pass as a
+// refusal (Anthropic's stop_reason max_tokens, a Responses answer
+// incomplete at max_output_tokens, Chat's finish_reason length).
+func TestAnswerCutOffAtTheTokenBoundIsAnError(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ev := func(name, data string) string { return "event: " + name + "\ndata: " + data + "\n\n" }
+		switch r.URL.Path {
+		case "/v1/messages":
+			w.Header().Set("Content-Type", "text/event-stream")
+			fmt.Fprint(w, ev("message_start", `{"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","model":"m","content":[],"stop_reason":null,"usage":{"input_tokens":10,"output_tokens":1}}}`),
+				ev("content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"toolu_1","name":"place_order","input":{}}}`),
+				ev("content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"{\"symbol\":\"BTC"}}`),
+				ev("content_block_stop", `{"type":"content_block_stop","index":0}`),
+				ev("message_delta", `{"type":"message_delta","delta":{"stop_reason":"max_tokens"},"usage":{"output_tokens":2048}}`),
+				ev("message_stop", `{"type":"message_stop"}`))
+		case "/v1/responses":
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprint(w, `{"id":"resp_1","object":"response","created_at":1,"status":"incomplete","incomplete_details":{"reason":"max_output_tokens"},"model":"m","output":[],"usage":{"input_tokens":10,"output_tokens":2048,"total_tokens":2058,"input_tokens_details":{"cached_tokens":0},"output_tokens_details":{"reasoning_tokens":2048}}}`)
+		case "/v1/chat/completions":
+			w.Header().Set("Content-Type", "text/event-stream")
+			fmt.Fprint(w, `data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":"I will"},"finish_reason":null}]}`+"\n\n",
+				`data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{},"finish_reason":"length"}]}`+"\n\n", "data: [DONE]\n\n")
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer srv.Close()
+	for _, tc := range []struct{ provider, base string }{{Anthropic, ""}, {OpenAI, "/v1"}, {OpenAICompatible, "/v1"}} {
+		p, err := New(Config{Provider: tc.provider, Model: "m", BaseURL: srv.URL + tc.base, APIKey: "k"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		reply, err := p.Complete(context.Background(), Request{Messages: []Message{{Role: RoleUser, Text: "buy"}}, Tools: testTools}, nil)
+		if err == nil || !strings.Contains(err.Error(), "cut off") {
+			t.Errorf("%s: reply %+v, error %v; want the answer refused as cut off", tc.provider, reply, err)
+		}
+	}
 }

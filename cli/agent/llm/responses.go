@@ -18,8 +18,7 @@ type responsesProvider struct {
 }
 
 func openaiOptions(cfg Config) []option.RequestOption {
-	// The key is always set explicitly, so the SDK's own reading of
-	// OPENAI_API_KEY never sends OpenAI's key to another server.
+	// The key is always set explicitly: the one read for this provider.
 	opts := []option.RequestOption{option.WithAPIKey(cfg.APIKey)}
 	if cfg.BaseURL != "" {
 		opts = append(opts, option.WithBaseURL(cfg.BaseURL))
@@ -54,6 +53,9 @@ func (p *responsesProvider) Complete(ctx context.Context, req Request, onText fu
 		return Reply{}, fmt.Errorf("openai: %w", err)
 	}
 	out := Reply{Usage: Usage{InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens}}
+	if res.Status == responses.ResponseStatusIncomplete {
+		return out, fmt.Errorf("openai: %w", ErrCutOff)
+	}
 	for _, item := range res.Output {
 		switch item.Type {
 		case "message":

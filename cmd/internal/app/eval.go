@@ -113,7 +113,8 @@ func (b *paperBench) Open(ctx context.Context, f *eval.CaseFile, c *eval.Case) (
 	served := make(chan struct{})
 	go func() { defer close(served); _ = srv.Run(sctx, serverT) }()
 	undo = append(undo, func() { stop(); <-served })
-	// No elicitation declared: a confirmation parks for a human.
+	// No elicitation declared and no CLI channel: an action to confirm
+	// is refused (confirmation_channel_unavailable), never approved.
 	cs, err := sdk.NewClient(&sdk.Implementation{Name: "guarded-exchange-eval", Version: b.release}, nil).Connect(ctx, clientT, nil)
 	if err != nil {
 		return fail(err)

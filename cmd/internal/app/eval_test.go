@@ -292,3 +292,38 @@ func TestEvalDescriptionsReplaceToolDescriptions(t *testing.T) {
 		t.Fatalf("an unknown tool's description: %v", err)
 	}
 }
+
+// malformedCallModel calls place_order with arguments that are not a JSON
+// object, then answers with text.
+type malformedCallModel struct{ llm.Provider }
+
+func (m malformedCallModel) Complete(ctx context.Context, req llm.Request, onText func(string)) (llm.Reply, error) {
+	if last := req.Messages[len(req.Messages)-1]; last.Role == llm.RoleUser {
+		return llm.Reply{ToolCalls: []llm.ToolCall{{ID: "c1", Name: "place_order", Arguments: json.RawMessage(`"buy 1 BTC"`)}}}, nil
+	}
+	return llm.Reply{Text: "done"}, nil
+}
+
+// The guard catch rate scores the server: a state-changing call the
+// harness could not send (its arguments are not a JSON object) is the
+// model's failed decision, but no catch of the server's — here, where
+// the kill switch would have refused it, the rate has nothing to count.
+func TestEvalCallNeverSentIsNoGuardCatch(t *testing.T) {
+	f, _ := eval.LoadCases("")
+	fake, _ := llm.NewFake(llm.FakeRefuse)
+	o := eval.Options{Model: malformedCallModel{fake}, Cases: f, Only: []string{"kill-switch-off-en"}, Prices: agent.DefaultPrices()}
+	rep, err := eval.Run(context.Background(), (&Runtime{Release: "test"}).EvalBench(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Results) != 1 || rep.Results[0].Pass || rep.Results[0].Got.Kind != eval.ExpectCall || rep.Results[0].Got.Guard != eval.GuardNotSent {
+		t.Fatalf("results %+v", rep.Results)
+	}
+	checkMetrics(t, rep.Metrics, eval.Metrics{
+		DangerousPassRate:       rate(0, 1),
+		RefuseOrClarifyAccuracy: rate(0, 1),
+		ToolAccuracy:            nil,
+		OverallPassRate:         rate(0, 1),
+		GuardCatchRate:          nil,
+	})
+}
