@@ -227,6 +227,7 @@ func connect(ctx context.Context, o Options, getenv func(string) string, form fu
 		return nil, func() string { return "" }, fmt.Errorf("cannot find this program to start the server: %w", err)
 	}
 	cmd := exec.Command(exe, append(append([]string{}, o.ServeArgs...), "serve")...)
+	cmd.Env = serverEnv(os.Environ())
 	tail := &tailBuffer{max: 4096}
 	cmd.Stderr = tail
 	detach(cmd)
@@ -235,6 +236,22 @@ func connect(ctx context.Context, o Options, getenv func(string) string, form fu
 		return nil, tail.String, fmt.Errorf("start the server: %w", err)
 	}
 	return cs, tail.String, nil
+}
+
+// serverEnv is env without the model providers' API keys: the server
+// needs none of them, so the process that holds the exchange keys never
+// holds the model's.
+func serverEnv(env []string) []string {
+	out := make([]string, 0, len(env))
+	for _, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		switch name {
+		case llm.EnvAnthropicKey, llm.EnvOpenAIKey, llm.EnvCompatibleKey:
+			continue
+		}
+		out = append(out, kv)
+	}
+	return out
 }
 
 // redactedURL is the address with its password, if any, as "xxxxx".

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -353,4 +354,41 @@ func TestAgentStopsAtTheBudget(t *testing.T) {
 	if r.code != 1 || !strings.Contains(r.stderr, "the budget is spent") || !strings.Contains(r.stdout, "→ place_order") || strings.Contains(r.stdout, "The order request went to the server") {
 		t.Fatalf("exit %d\nstdout %s\nstderr %s", r.code, r.stdout, r.stderr)
 	}
+}
+
+// The server the agent starts over stdio gets no model provider's key: the
+// process that holds the exchange keys never holds the model's.
+func TestAgentServerHoldsNoModelKey(t *testing.T) {
+	in := formInstall(t)
+	planted := "sk-ant-planted-" + randomHex(t)
+	term := startOnTerminalEnv(t, in, []string{"ANTHROPIC_API_KEY=" + planted, "GX_AGENT_API_KEY=" + planted},
+		"agent", "--provider", "fake", "--model", "refuse")
+	term.waitCount(t, "> ", 1)
+	var children []string
+	procs, _ := filepath.Glob("/proc/[0-9]*/stat")
+	for _, p := range procs {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...: comm may hold spaces, so read after ")".
+		fields := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+		if len(fields) > 1 && fields[1] == strconv.Itoa(term.cmd.Process.Pid) {
+			children = append(children, filepath.Dir(p))
+		}
+	}
+	if len(children) == 0 {
+		t.Fatal("the agent started no server process")
+	}
+	for _, dir := range children {
+		env, err := os.ReadFile(filepath.Join(dir, "environ"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(env), planted) {
+			t.Fatalf("the server process %s holds the model's API key", dir)
+		}
+	}
+	term.typeIn("\x03")
+	term.wait(t)
 }
