@@ -11,6 +11,7 @@ require (
 	github.com/openai/openai-go/v3 v3.98.0
 	github.com/shopspring/decimal v1.6.0
 	github.com/tidwall/wal v1.2.1
+	golang.org/x/sync v0.23.0
 	golang.org/x/sys v0.48.0
 	golang.org/x/term v0.19.0
 	golang.org/x/time v0.15.0
@@ -58,6 +59,5 @@ require (
 	go.opentelemetry.io/otel/trace v1.40.0 // indirect
 	go.yaml.in/yaml/v4 v4.0.0-rc.2 // indirect
 	golang.org/x/oauth2 v0.35.0 // indirect
-	golang.org/x/sync v0.23.0 // indirect
 	google.golang.org/protobuf v1.34.2 // indirect
 )
