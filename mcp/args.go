@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/guarded-exchange/guarded-exchange/messages"
@@ -166,13 +167,11 @@ func (a *args) done() *messages.Error {
 	return messages.InvalidParams("arguments", "contains an unknown argument")
 }
 
+// joinQuoted lists xs as Go-quoted strings separated by ", ".
 func joinQuoted(xs []string) string {
-	var b bytes.Buffer
+	quoted := make([]string, len(xs))
 	for i, x := range xs {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString(strconv.Quote(x))
+		quoted[i] = strconv.Quote(x)
 	}
-	return b.String()
+	return strings.Join(quoted, ", ")
 }
