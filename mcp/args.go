@@ -3,6 +3,7 @@ package mcp
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"regexp"
 	"slices"
 	"strconv"
@@ -26,7 +27,14 @@ type args struct {
 	fields map[string]json.RawMessage
 	used   map[string]bool
 	err    *messages.Error
+	// probe (tests only) makes every read go on as if its argument were
+	// absent and no read had failed, and done refuse, so used names every
+	// argument a parser reads (TestEveryAdvertisedArgumentIsParsed).
+	probe bool
 }
+
+// errProbed is done's answer to a probing reader.
+var errProbed = messages.Internal(errors.New("mcp: arguments probed"))
 
 // parseArgs accepts a JSON object (or nothing) of at most maxArgsBytes.
 func parseArgs(raw json.RawMessage) *args {
@@ -46,7 +54,7 @@ func parseArgs(raw json.RawMessage) *args {
 }
 
 func (a *args) fail(field, reason string) {
-	if a.err == nil {
+	if a.err == nil && !a.probe {
 		a.err = messages.InvalidParams(field, reason)
 	}
 }
@@ -148,6 +156,9 @@ func (a *args) timestamp(name string) time.Time {
 // take. An unknown argument is named only if its name is a plain
 // identifier; otherwise the field is reported as "arguments".
 func (a *args) done() *messages.Error {
+	if a.probe {
+		return errProbed
+	}
 	if a.err != nil {
 		return a.err
 	}
