@@ -24,7 +24,10 @@ const (
 	anomalyRecordsPerWindow = 10
 )
 
-// anomalyLimiter is the user actor's budget of venue_anomaly records.
+// anomalyLimiter is the user actor's budget of venue_anomaly records. It
+// is a fixed window kept by hand rather than a golang.org/x/time/rate
+// limiter: it must count what it suppressed and carry that count into the
+// next record, which a token bucket does not do.
 type anomalyLimiter struct {
 	windowStart time.Time
 	written     int

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/guarded-exchange/guarded-exchange/messages"
@@ -232,7 +233,7 @@ func (g *replayGuard) check(rec wal.Record, typ messages.RecordType) error {
 				return err
 			}
 			if looser := looserOwn(before.After, next.After); len(looser) > 0 {
-				return fail("a tighten may not loosen the user's own settings (" + joinFields(looser) + ")")
+				return fail("a tighten may not loosen the user's own settings (" + strings.Join(looser, ", ") + ")")
 			}
 		}
 		g.ownRaw = slices.Clone(rec.Payload)

@@ -110,7 +110,7 @@ func (s *UserState) Decide(cmd messages.Command, venue messages.VenueLevel, env 
 		if looser := s.effective(venue, env).Looser(c.Settings); len(looser) > 0 {
 			return nil, &messages.Error{
 				Code:     messages.CodePermissionDenied,
-				Message:  "policy tighten may only make the policy stricter; looser fields: " + joinFields(looser),
+				Message:  "policy tighten may only make the policy stricter; looser fields: " + strings.Join(looser, ", "),
 				NextStep: "choose values at least as strict as the current effective policy (policy show); only the admin can loosen the ceiling",
 				Details:  map[string]any{"fields": looser},
 			}
@@ -292,17 +292,6 @@ func decodeAs[T any](typ messages.RecordType, payload []byte) (Event, bool, erro
 		return Event{}, true, err
 	}
 	return Event{Type: typ, Payload: v}, true, nil
-}
-
-func joinFields(fs []string) string {
-	out := ""
-	for i, f := range fs {
-		if i > 0 {
-			out += ", "
-		}
-		out += f
-	}
-	return out
 }
 
 // DecideAction is the gate of docs/tools.md "The action path" steps 2 and 3 for one action: kill

@@ -474,18 +474,19 @@ func readMarket(c context.Context, r marketReader, cat messages.Category, symbol
 			return err
 		})
 	}
+	// sync.WaitGroup.Go rather than errgroup: errgroup's Wait answers the
+	// error that came first in time, and this answer must not depend on
+	// timing; nor does errgroup turn a read's panic into an error.
 	var wg sync.WaitGroup
 	for i, read := range reads[1:] {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			defer func() {
 				if p := recover(); p != nil { // as offMailbox does for the first
 					errs[i+1] = fmt.Errorf("market read panicked: %v", p)
 				}
 			}()
 			errs[i+1] = read()
-		}()
+		})
 	}
 	errs[0] = reads[0]()
 	wg.Wait()

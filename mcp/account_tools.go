@@ -62,23 +62,13 @@ type accountReader struct {
 // or, when nil, a random key made here (at NewServer).
 func (s *server) accountTools() []*tool {
 	a := &accountReader{s: s, cursors: newCursorSigner(s.opts.CursorKey)}
-	cursor := map[string]any{"type": "string"}
-	optSymbol := symbolSchema
-	limit := limitSchema(listDefaultLimit, listMaxLimit)
-	timeProp := map[string]any{"type": "string"}
-	history := func() map[string]any {
-		return objectSchema([]string{"category"}, map[string]any{
-			"category": categorySchema, "symbol": optSymbol, "limit": limit, "cursor": cursor,
-			"start_time": timeProp, "end_time": timeProp,
-		})
-	}
 	return []*tool{
 		{
 			name:        "get_balances",
 			title:       "Get balances",
 			description: "Your balances: USD totals and, per coin, equity, wallet, locked, unrealised PnL.",
 			kind:        KindRead,
-			schema:      objectSchema(nil, map[string]any{}),
+			schema:      inputSchema[noArgs](),
 			handle:      a.getBalances,
 		},
 		{
@@ -86,7 +76,7 @@ func (s *server) accountTools() []*tool {
 			title:       "Get positions",
 			description: "Your open linear positions: size, side, entry, mark, unrealised PnL, leverage, TP/SL.",
 			kind:        KindRead,
-			schema:      objectSchema(nil, map[string]any{"symbol": optSymbol, "limit": limit, "cursor": cursor}),
+			schema:      inputSchema[positionsArgs](),
 			handle:      a.getPositions,
 		},
 		{
@@ -94,17 +84,15 @@ func (s *server) accountTools() []*tool {
 			title:       "Get open orders",
 			description: "Your open orders in one category, newest first. To wait for a fill, use wait_for_update.",
 			kind:        KindRead,
-			schema: objectSchema([]string{"category"}, map[string]any{
-				"category": categorySchema, "symbol": optSymbol, "limit": limit, "cursor": cursor,
-			}),
-			handle: a.getOpenOrders,
+			schema:      inputSchema[openOrdersArgs](),
+			handle:      a.getOpenOrders,
 		},
 		{
 			name:        "get_order_history",
 			title:       "Get order history",
 			description: "Your closed orders in one category within at most 7 days, newest first.",
 			kind:        KindRead,
-			schema:      history(),
+			schema:      inputSchema[historyListArgs](),
 			handle:      a.getOrderHistory,
 		},
 		{
@@ -112,7 +100,7 @@ func (s *server) accountTools() []*tool {
 			title:       "Get trades",
 			description: "Your fills (and linear funding) in one category within at most 7 days, newest first.",
 			kind:        KindRead,
-			schema:      history(),
+			schema:      inputSchema[historyListArgs](),
 			handle:      a.getTrades,
 		},
 	}

@@ -3,9 +3,11 @@ package mcp
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/guarded-exchange/guarded-exchange/messages"
@@ -25,7 +27,14 @@ type args struct {
 	fields map[string]json.RawMessage
 	used   map[string]bool
 	err    *messages.Error
+	// probe (tests only) makes every read go on as if its argument were
+	// absent and no read had failed, and done refuse, so used names every
+	// argument a parser reads (TestEveryAdvertisedArgumentIsParsed).
+	probe bool
 }
+
+// errProbed is done's answer to a probing reader.
+var errProbed = messages.Internal(errors.New("mcp: arguments probed"))
 
 // parseArgs accepts a JSON object (or nothing) of at most maxArgsBytes.
 func parseArgs(raw json.RawMessage) *args {
@@ -45,7 +54,7 @@ func parseArgs(raw json.RawMessage) *args {
 }
 
 func (a *args) fail(field, reason string) {
-	if a.err == nil {
+	if a.err == nil && !a.probe {
 		a.err = messages.InvalidParams(field, reason)
 	}
 }
@@ -147,6 +156,9 @@ func (a *args) timestamp(name string) time.Time {
 // take. An unknown argument is named only if its name is a plain
 // identifier; otherwise the field is reported as "arguments".
 func (a *args) done() *messages.Error {
+	if a.probe {
+		return errProbed
+	}
 	if a.err != nil {
 		return a.err
 	}
@@ -166,13 +178,11 @@ func (a *args) done() *messages.Error {
 	return messages.InvalidParams("arguments", "contains an unknown argument")
 }
 
+// joinQuoted lists xs as Go-quoted strings separated by ", ".
 func joinQuoted(xs []string) string {
-	var b bytes.Buffer
+	quoted := make([]string, len(xs))
 	for i, x := range xs {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString(strconv.Quote(x))
+		quoted[i] = strconv.Quote(x)
 	}
-	return b.String()
+	return strings.Join(quoted, ", ")
 }

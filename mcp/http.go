@@ -18,6 +18,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"golang.org/x/time/rate"
 
 	"github.com/guarded-exchange/guarded-exchange/messages"
 )
@@ -387,25 +388,28 @@ func (s *statusWriter) Flush() {
 // Unwrap lets http.ResponseController reach the connection.
 func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
 
-// rateLimiter is a token bucket per bearer token id. Its memory is one
-// bucket per token that made a request; buckets full for a minute are
-// dropped at the next sweep.
+// rateLimiter is a token bucket (golang.org/x/time/rate) per key: a
+// bearer token id, or a session for the call limit. Its memory is one
+// limiter per key that made a request; keys unused for a minute are
+// dropped at the next sweep. The clock is passed to every call, so tests
+// can pin it.
 type rateLimiter struct {
 	mu        sync.Mutex
 	rate      float64
-	burst     float64
+	burst     int
 	now       func() time.Time
 	buckets   map[string]*bucket
 	lastSweep time.Time
 }
 
+// bucket is one key's limiter and when it was last used.
 type bucket struct {
-	tokens float64
-	last   time.Time
+	lim  *rate.Limiter
+	last time.Time
 }
 
-func newRateLimiter(rate float64, burst int, now func() time.Time) *rateLimiter {
-	return &rateLimiter{rate: rate, burst: float64(burst), now: now, buckets: map[string]*bucket{}}
+func newRateLimiter(perSecond float64, burst int, now func() time.Time) *rateLimiter {
+	return &rateLimiter{rate: perSecond, burst: burst, now: now, buckets: map[string]*bucket{}}
 }
 
 // allow takes one request from key's bucket, or returns the whole seconds
@@ -424,16 +428,14 @@ func (l *rateLimiter) allow(key string) (int, bool) {
 	}
 	b, ok := l.buckets[key]
 	if !ok {
-		b = &bucket{tokens: l.burst, last: now}
+		b = &bucket{lim: rate.NewLimiter(rate.Limit(l.rate), l.burst)}
 		l.buckets[key] = b
 	}
-	b.tokens = math.Min(l.burst, b.tokens+now.Sub(b.last).Seconds()*l.rate)
 	b.last = now
-	if b.tokens >= 1 {
-		b.tokens--
+	if b.lim.AllowN(now, 1) {
 		return 0, true
 	}
-	return int(math.Ceil((1 - b.tokens) / l.rate)), false
+	return int(math.Ceil((1 - b.lim.TokensAt(now)) / l.rate)), false
 }
 
 // HTTPBackend wraps b for remote mode: every command a tool sends is

@@ -61,11 +61,8 @@ func (s *server) journalTools() []*tool {
 		title: "Get my journal",
 		description: "Your own recent journal records, newest first: orders, refusals, stream updates, kill switch and policy changes. " +
 			"Page with next_cursor. Exchange text is in untrusted_text.",
-		kind: KindRead,
-		schema: objectSchema(nil, map[string]any{
-			"limit":  limitSchema(journalDefaultLimit, journalMaxLimit),
-			"cursor": map[string]any{"type": "string", "maxLength": maxCursorLen, "description": "next_cursor of the previous answer, unchanged"},
-		}),
+		kind:   KindRead,
+		schema: inputSchema[journalArgs](),
 		handle: j.get,
 	}}
 }

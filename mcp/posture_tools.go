@@ -11,7 +11,7 @@ import (
 // agent stands; reduce_risk_only can only make things stricter. No tool
 // or argument leaves REDUCING or HALTED (docs/invariants.md "G1", issue 13).
 func (s *server) postureTools() []*tool {
-	empty := objectSchema(nil, map[string]any{})
+	empty := inputSchema[noArgs]()
 	return []*tool{
 		{
 			name:  "get_posture",

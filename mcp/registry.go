@@ -180,28 +180,6 @@ func (r *registry) visible(p Principal) []*tool {
 	return out
 }
 
-// objectSchema builds an input schema with additionalProperties false.
-func objectSchema(required []string, props map[string]any) map[string]any {
-	s := map[string]any{"type": "object", "properties": props, "additionalProperties": false}
-	if len(required) > 0 {
-		s["required"] = required
-	}
-	return s
-}
-
-// Schema fragments shared by tools.
-var (
-	// The advertised schemas are short: the handlers validate every
-	// argument and an invalid_params answer names the field and the rule.
-	symbolSchema   = map[string]any{"type": "string"}
-	categorySchema = map[string]any{"enum": []any{"spot", "linear"}}
-)
-
-func limitSchema(def, max int) map[string]any {
-	_ = def // the default is said by an invalid_params answer's reason, not here
-	return map[string]any{"type": "integer", "maximum": max}
-}
-
 // mustJSON is for values that cannot fail to marshal (built by this package).
 func mustJSON(v any) []byte {
 	b, err := json.Marshal(v)

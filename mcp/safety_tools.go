@@ -11,7 +11,7 @@ import (
 // anything: there is no argument that turns the kill switch off, names
 // another user or changes policy (docs/invariants.md "G1").
 func (s *server) safetyTools() []*tool {
-	empty := objectSchema(nil, map[string]any{})
+	empty := inputSchema[noArgs]()
 	return []*tool{
 		{
 			name:        "get_my_policy",
@@ -35,7 +35,7 @@ func (s *server) safetyTools() []*tool {
 			description: "Status of an action parked for a human, the plan shown, and the tool's answer once executed. " +
 				"Only a human decides, outside the chat.",
 			kind:   KindRead,
-			schema: objectSchema([]string{"confirmation_id"}, map[string]any{"confirmation_id": confirmationIDSchema}),
+			schema: inputSchema[confirmationArgs](),
 			handle: s.getConfirmationStatus,
 		},
 		{
@@ -43,13 +43,11 @@ func (s *server) safetyTools() []*tool {
 			title:       "Withdraw a confirmation",
 			description: "Withdraw an action of yours that waits for a human: it can no longer be approved, and nothing is sent. It cannot approve anything.",
 			kind:        KindSafety,
-			schema:      objectSchema([]string{"confirmation_id"}, map[string]any{"confirmation_id": confirmationIDSchema}),
+			schema:      inputSchema[confirmationArgs](),
 			handle:      s.cancelConfirmation,
 		},
 	}
 }
-
-var confirmationIDSchema = map[string]any{"type": "string", "pattern": messages.ConfirmationIDRE.String(), "description": "the confirmation_id of a pending answer"}
 
 func (s *server) confirmationCall(ctx context.Context, c *call, cancel bool) (any, error) {
 	id := c.args.str("confirmation_id", true, messages.ConfirmationIDRE, "must be the confirmation_id of a pending answer (cf_ and 24 hex digits)")

@@ -57,19 +57,6 @@ func (a *args) boolean(name string) bool {
 	return b
 }
 
-var (
-	idempotencyKeySchema = map[string]any{"type": "string"}
-	dryRunSchema         = map[string]any{"type": "boolean"}
-	orderIDSchema        = map[string]any{"type": "string"}
-	// decimalSchema is a decimal string; what, when not empty, says more.
-	decimalSchema = func(what string) map[string]any {
-		if what == "" {
-			return map[string]any{"type": "string"}
-		}
-		return map[string]any{"type": "string", "description": what}
-	}
-)
-
 func (s *server) tradingTools() []*tool {
 	return []*tool{
 		{
@@ -77,83 +64,56 @@ func (s *server) tradingTools() []*tool {
 			title:       "Place order",
 			description: "Place a Limit or Market order; qty is rounded down to the step. Returns order_id and status, or why it was refused.",
 			kind:        KindTrade,
-			schema: objectSchema([]string{"symbol", "category", "side", "order_type", "qty"}, map[string]any{
-				"symbol": symbolSchema, "category": categorySchema,
-				"side":       map[string]any{"enum": []any{"Buy", "Sell"}},
-				"order_type": map[string]any{"enum": []any{"Limit", "Market"}},
-				"qty":        decimalSchema(""), "price": decimalSchema("Limit only"),
-				"reduce_only": map[string]any{"type": "boolean"}, "idempotency_key": idempotencyKeySchema, "dry_run": dryRunSchema,
-			}),
-			handle: s.placeOrder,
+			schema:      inputSchema[placeOrderArgs](),
+			handle:      s.placeOrder,
 		},
 		{
 			name:        "cancel_order",
 			title:       "Cancel order",
 			description: "Cancel one open order by order_id (allowed under the kill switch, unless it is reduce-only or conditional: that adds risk). Returns its status and origin.",
 			kind:        KindTrade,
-			schema: objectSchema([]string{"symbol", "category", "order_id"}, map[string]any{
-				"symbol": symbolSchema, "category": categorySchema,
-				"order_id":        orderIDSchema,
-				"idempotency_key": idempotencyKeySchema, "dry_run": dryRunSchema,
-			}),
-			handle: s.cancelOrder,
+			schema:      inputSchema[orderRefArgs](),
+			handle:      s.cancelOrder,
 		},
 		{
 			name:        "amend_order",
 			title:       "Amend order",
 			description: "Change qty and/or price of one open order; more size or a worse price counts as added risk. Returns its status.",
 			kind:        KindTrade,
-			schema: objectSchema([]string{"symbol", "category", "order_id"}, map[string]any{
-				"symbol": symbolSchema, "category": categorySchema,
-				"order_id": orderIDSchema,
-				"qty":      decimalSchema(""), "price": decimalSchema(""),
-				"idempotency_key": idempotencyKeySchema, "dry_run": dryRunSchema,
-			}),
-			handle: s.amendOrder,
+			schema:      inputSchema[amendOrderArgs](),
+			handle:      s.amendOrder,
 		},
 		{
 			name:        "cancel_all_orders",
 			title:       "Cancel all orders",
 			description: "Cancel a symbol's open orders one by one (20 a call; has_more: call again); reduce-only ones are left (protective_left). Returns each status and origin.",
 			kind:        KindTrade,
-			schema: objectSchema([]string{"symbol", "category"}, map[string]any{
-				"symbol": symbolSchema, "category": categorySchema, "idempotency_key": idempotencyKeySchema, "dry_run": dryRunSchema,
-			}),
-			handle: s.cancelAllOrders,
+			schema:      inputSchema[symbolTradeArgs](),
+			handle:      s.cancelAllOrders,
 		},
 		{
 			name:        "close_position",
 			title:       "Close position",
 			description: "Close a linear position, all (no qty) or part, with a reduce-only order. Returns the order like place_order.",
 			kind:        KindTrade,
-			schema: objectSchema([]string{"symbol", "category"}, map[string]any{
-				"symbol": symbolSchema, "category": categorySchema, "qty": decimalSchema(""),
-				"idempotency_key": idempotencyKeySchema, "dry_run": dryRunSchema,
-			}),
-			handle: s.closePosition,
+			schema:      inputSchema[closePositionArgs](),
+			handle:      s.closePosition,
 		},
 		{
 			name:        "set_trading_stop",
 			title:       "Set trading stop",
 			description: "Set or move a linear position's take-profit and/or stop-loss. Returns set, or requested.",
 			kind:        KindTrade,
-			schema: objectSchema([]string{"symbol", "category"}, map[string]any{
-				"symbol": symbolSchema, "category": categorySchema,
-				"take_profit": decimalSchema(""), "stop_loss": decimalSchema(""),
-				"idempotency_key": idempotencyKeySchema, "dry_run": dryRunSchema,
-			}),
-			handle: s.setTradingStop,
+			schema:      inputSchema[tradingStopArgs](),
+			handle:      s.setTradingStop,
 		},
 		{
 			name:        "set_leverage",
 			title:       "Set leverage",
 			description: "Set a linear symbol's leverage; raising it is checked against max_leverage. Returns set, unchanged or requested.",
 			kind:        KindTrade,
-			schema: objectSchema([]string{"symbol", "category", "leverage"}, map[string]any{
-				"symbol": symbolSchema, "category": categorySchema, "leverage": decimalSchema(""),
-				"idempotency_key": idempotencyKeySchema, "dry_run": dryRunSchema,
-			}),
-			handle: s.setLeverage,
+			schema:      inputSchema[leverageArgs](),
+			handle:      s.setLeverage,
 		},
 	}
 }

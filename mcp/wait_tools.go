@@ -59,12 +59,8 @@ func (s *server) waitTools() []*tool {
 		title:       "Wait for an order or position update",
 		description: "Wait up to timeout_s for a change to an order (order_id) or your orders and positions on a symbol, instead of polling. Returns the changed rows.",
 		kind:        KindRead,
-		schema: objectSchema([]string{"timeout_s"}, map[string]any{
-			"order_id":  map[string]any{"type": "string"},
-			"symbol":    symbolSchema,
-			"timeout_s": map[string]any{"type": "integer", "maximum": int(messages.MaxWaitForUpdate / time.Second)},
-		}),
-		handle: s.waitForUpdate,
+		schema:      inputSchema[waitArgs](),
+		handle:      s.waitForUpdate,
 	}}
 }
 

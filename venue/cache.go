@@ -5,6 +5,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/singleflight"
+
 	"github.com/guarded-exchange/guarded-exchange/messages"
 )
 
@@ -15,29 +17,24 @@ const DefaultInstrumentTTL = 15 * time.Minute
 
 // InstrumentCache keeps instrument rules for a TTL. It is safe for
 // concurrent use: concurrent misses for the same (category, symbol) share
-// one fetch. Errors are not cached. Get returns a copy the caller may keep.
+// one fetch (golang.org/x/sync/singleflight). Errors are not cached. Get
+// returns a copy the caller may keep.
 type InstrumentCache struct {
 	// fixed at construction
 	client *Client
 	ttl    time.Duration
 	now    func() time.Time
 
-	mu       sync.Mutex
-	entries  map[instrumentKey]messages.Instrument // guarded by mu
-	inflight map[instrumentKey]*instrumentCall     // guarded by mu
+	// fetches collapses concurrent misses of one key into one fetch.
+	fetches singleflight.Group
+
+	mu      sync.Mutex
+	entries map[instrumentKey]messages.Instrument // guarded by mu
 }
 
 type instrumentKey struct {
 	cat    messages.Category
 	symbol string
-}
-
-// instrumentCall is one fetch in progress; done is closed when in and err
-// are set.
-type instrumentCall struct {
-	done chan struct{}
-	in   *messages.Instrument
-	err  error
 }
 
 // NewInstrumentCache returns a cache over c. ttl ≤ 0 means
@@ -51,11 +48,10 @@ func NewInstrumentCache(c *Client, ttl time.Duration, now func() time.Time) *Ins
 		now = time.Now
 	}
 	return &InstrumentCache{
-		client:   c,
-		ttl:      ttl,
-		now:      now,
-		entries:  map[instrumentKey]messages.Instrument{},
-		inflight: map[instrumentKey]*instrumentCall{},
+		client:  c,
+		ttl:     ttl,
+		now:     now,
+		entries: map[instrumentKey]messages.Instrument{},
 	}
 }
 
@@ -69,44 +65,54 @@ func (ic *InstrumentCache) Get(ctx context.Context, cat messages.Category, symbo
 		return nil, err
 	}
 	key := instrumentKey{cat, symbol}
-	ic.mu.Lock()
-	if in, ok := ic.entries[key]; ok && ic.now().Sub(in.FetchedAt) < ic.ttl {
-		ic.mu.Unlock()
+	if in, ok := ic.fresh(key); ok {
 		return &in, nil
 	}
-	call := ic.inflight[key]
-	if call == nil {
-		call = &instrumentCall{done: make(chan struct{})}
-		ic.inflight[key] = call
-		go ic.fetch(context.WithoutCancel(ctx), key, call)
-	}
-	ic.mu.Unlock()
-
+	// DoChan runs the fetch on a goroutine of its own, so the caller can
+	// stop waiting on its ctx while the fetch goes on for the others.
+	fetchCtx := context.WithoutCancel(ctx)
+	call := ic.fetches.DoChan(string(cat)+"\x00"+symbol, func() (any, error) {
+		return ic.fetch(fetchCtx, key)
+	})
+	var res singleflight.Result
 	select {
-	case <-call.done:
+	case res = <-call:
 	case <-ctx.Done():
 		f := &failure{rule: ruleByFailure[FailCanceled], reason: string(FailCanceled), cause: ctx.Err()}
 		return nil, f.toError(false, PathInstruments, 1, ic.now())
 	}
-	if call.err != nil {
-		return nil, call.err
+	if res.Err != nil {
+		return nil, res.Err
 	}
-	in := *call.in
+	in := res.Val.(messages.Instrument)
 	return &in, nil
 }
 
-func (ic *InstrumentCache) fetch(ctx context.Context, key instrumentKey, call *instrumentCall) {
-	in, err := ic.client.Instrument(ctx, key.cat, key.symbol)
+// fresh returns key's cached rules while they are within the TTL.
+func (ic *InstrumentCache) fresh(key instrumentKey) (messages.Instrument, bool) {
 	ic.mu.Lock()
 	defer ic.mu.Unlock()
-	if err == nil {
-		// The cache's clock decides freshness, so tests can pin it.
-		in.FetchedAt = ic.now().UTC()
-		ic.entries[key] = *in
+	in, ok := ic.entries[key]
+	return in, ok && ic.now().Sub(in.FetchedAt) < ic.ttl
+}
+
+// fetch reads key's rules from the venue and caches them. A fetch that
+// starts just after another one filled the cache takes the cached rules
+// instead, so misses racing a completed fetch do not read twice.
+func (ic *InstrumentCache) fetch(ctx context.Context, key instrumentKey) (messages.Instrument, error) {
+	if in, ok := ic.fresh(key); ok {
+		return in, nil
 	}
-	call.in, call.err = in, err
-	delete(ic.inflight, key)
-	close(call.done)
+	in, err := ic.client.Instrument(ctx, key.cat, key.symbol)
+	if err != nil {
+		return messages.Instrument{}, err
+	}
+	ic.mu.Lock()
+	defer ic.mu.Unlock()
+	// The cache's clock decides freshness, so tests can pin it.
+	in.FetchedAt = ic.now().UTC()
+	ic.entries[key] = *in
+	return *in, nil
 }
 
 // Invalidate drops the cached rules of symbol in cat, e.g. after the venue

@@ -199,3 +199,23 @@ func TestInstrumentCacheWaiterCancelDoesNotFailOthers(t *testing.T) {
 		}
 	})
 }
+
+// BenchmarkInstrumentCacheHit is the cost of reading fresh rules, the
+// path every order takes once the cache is warm.
+func BenchmarkInstrumentCacheHit(b *testing.B) {
+	tr := &handlerTransport{h: instrumentHandler(b)}
+	c, err := NewClient(Config{BaseURL: "http://venue.invalid", HTTPClient: &http.Client{Transport: tr}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ic := NewInstrumentCache(c, time.Hour, nil)
+	ctx := context.Background()
+	if _, err := ic.Get(ctx, messages.CategoryLinear, "BTCUSDT"); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if _, err := ic.Get(ctx, messages.CategoryLinear, "BTCUSDT"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

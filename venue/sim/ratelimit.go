@@ -79,7 +79,11 @@ func (s *Sim) bucketKey(c *call, rt *route) string {
 }
 
 // limiter keeps a sliding log of accepted requests per bucket. Not safe for
-// concurrent use; Sim.mu guards it.
+// concurrent use; Sim.mu guards it. It stays hand-written rather than a
+// golang.org/x/time/rate token bucket on purpose: it models Bybit's own
+// rolling windows, whose answers (requests left in the window, and the
+// reset time when the oldest request leaves it) a token bucket cannot
+// give.
 type limiter struct {
 	buckets map[string][]int64 // accepted request times, ms, ascending
 }
