@@ -18,7 +18,7 @@ import (
 )
 
 // paperHome is an initialised home on the paper venue.
-func paperHome(t *testing.T) (*Runtime, *cli.Globals) {
+func paperHome(t testing.TB) (*Runtime, *cli.Globals) {
 	t.Helper()
 	root := t.TempDir()
 	g := &cli.Globals{Home: filepath.Join(root, "home"), MasterKeyFile: filepath.Join(root, "cfg", "master.key"), User: "local", Venue: "paper"}
