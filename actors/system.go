@@ -100,8 +100,13 @@ type System struct {
 	// waiting for a reply that cannot come.
 	health      *journalHealth
 	stopWatcher chan struct{}
-	// registry names the running user actors.
+	// registry names the running user actors and every user's committed
+	// state.
 	registry *userRegistry
+	// venue and env are the arming level and the name of this process's
+	// venue, as the user actors have them (CallerProfile).
+	venue messages.VenueLevel
+	env   string
 	// tokens finds the user of a bearer token (tokens.go).
 	tokens *tokenIndex
 	// index keeps each user's recent records for get_my_journal
@@ -186,6 +191,9 @@ func Start(cfg Config) (*System, error) {
 			return nil, fmt.Errorf("actors: rebuild users: %w", err)
 		}
 		s.tokens = newTokenIndex(holders)
+		for user, c := range holders {
+			s.registry.publish(user, c)
+		}
 		deps := &userDeps{
 			venue: level, env: cfg.Environment, journal: s.journal, logger: logger, masterKey: cfg.MasterKey,
 			factory: cfg.Clients, timeout: s.timeout, now: s.now, mw: mw, health: s.health, registry: s.registry,
@@ -209,6 +217,7 @@ func Start(cfg Config) (*System, error) {
 			deps.env = "paper"
 		}
 		s.bounds = stepBounds{request: s.timeout, settle: deps.settleWait, hold: deps.recoveryWait}
+		s.venue, s.env = deps.venue, deps.env
 		if deps.factory == nil {
 			deps.factory = func(string, string) (*venue.Client, error) {
 				return nil, messages.Errorf(messages.CodeExchangeUnavailable, "this process has no venue")
@@ -438,6 +447,36 @@ func (s *System) Decide(ctx context.Context, r *messages.DecideActionRequest) (*
 		return nil, messages.Internal(fmt.Errorf("decide: unexpected reply %T", res))
 	}
 	return d, nil
+}
+
+// CallerProfile is the profile of the user's effective policy, as the MCP
+// guard admits and lists tools by it (docs/architecture.md "One tool call,
+// hop by hop"). It is read from the user's committed state, which the user
+// actor publishes after each change is durable and applied, so it asks no
+// actor and never waits behind the user's journal writes: a loosening is
+// seen only once it is durable, a tightening as soon as its answer was
+// sent. A user whose actors have not started yet has the state replay
+// rebuilt from the journal. A disabled user has no profile (""); a user
+// never created is not_found, like every command for them.
+func (s *System) CallerProfile(user string) (messages.Profile, error) {
+	if s.users == nil {
+		return "", messages.Internal(fmt.Errorf("no users supervisor in this process"))
+	}
+	if !messages.UserNamePattern.MatchString(user) {
+		return "", messages.InvalidParams("user", "must be 1-64 of lowercase letters, digits, '.', '_' or '-'")
+	}
+	c := s.registry.committedOf(user)
+	if c == nil {
+		return "", noSuchUser()
+	}
+	st := c.p.Load()
+	if !st.Exists {
+		return "", noSuchUser()
+	}
+	if st.Disabled {
+		return "", nil
+	}
+	return st.effective(s.venue, s.env).Profile, nil
 }
 
 // askUser sends msg to the named user's actor. A user without an actor is

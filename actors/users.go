@@ -578,7 +578,7 @@ type usersActor struct {
 func (us *usersActor) ensure(ctx actor.Context, user string) (*actor.PID, *messages.Error) {
 	snap, ok := us.holders[user]
 	if !ok {
-		return nil, &messages.Error{Code: messages.CodeNotFound, Message: "no such user", NextStep: "create it with `guarded-exchange admin user create`"}
+		return nil, noSuchUser()
 	}
 	if pid, running := us.running[user]; running {
 		return pid, nil
@@ -594,6 +594,11 @@ func (us *usersActor) ensure(ctx actor.Context, user string) (*actor.PID, *messa
 	us.running[user] = sup
 	us.userOf[sup.Id] = user
 	return sup, nil
+}
+
+// noSuchUser is the refusal of anything for a user never created.
+func noSuchUser() *messages.Error {
+	return &messages.Error{Code: messages.CodeNotFound, Message: "no such user", NextStep: "create it with `guarded-exchange admin user create`"}
 }
 
 func (us *usersActor) Receive(ctx actor.Context) {
@@ -691,6 +696,7 @@ func (us *usersActor) handle(ctx actor.Context, m *userCommand, sender *actor.PI
 			snap := &committed{}
 			snap.store(s)
 			us.holders[c.User] = snap
+			us.registry.publish(c.User, snap)
 			view := s.View(us.venue, us.env)
 			view.Changed = true
 			reply(view)

@@ -105,15 +105,22 @@ func (s *userSupervisor) Receive(ctx actor.Context) {
 	}
 }
 
-// userRegistry maps each running user to its user actor. The users
-// supervisor writes it (on spawn and on termination); System reads it to
-// send a user's messages without a round trip through the supervisor.
+// userRegistry maps each running user to its user actor, and each
+// created user to their committed state. The users supervisor writes it
+// (on spawn, on termination and on user creation); System reads it to send
+// a user's messages without a round trip through the supervisor, and to
+// read the caller's profile without an ask (System.CallerProfile).
 type userRegistry struct {
 	mu sync.RWMutex
 	m  map[string]*actor.PID
+	// states holds every created user's committed state, running or not:
+	// the user actor publishes into it after each durable change.
+	states map[string]*committed
 }
 
-func newUserRegistry() *userRegistry { return &userRegistry{m: map[string]*actor.PID{}} }
+func newUserRegistry() *userRegistry {
+	return &userRegistry{m: map[string]*actor.PID{}, states: map[string]*committed{}}
+}
 
 func (r *userRegistry) get(user string) *actor.PID {
 	r.mu.RLock()
@@ -138,4 +145,19 @@ func (r *userRegistry) running() int {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	return len(r.m)
+}
+
+// publish names the committed state of a created user.
+func (r *userRegistry) publish(user string, c *committed) {
+	r.mu.Lock()
+	r.states[user] = c
+	r.mu.Unlock()
+}
+
+// committedOf is the committed state of a created user, nil for any other
+// name.
+func (r *userRegistry) committedOf(user string) *committed {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.states[user]
 }
