@@ -141,6 +141,9 @@ type userActor struct {
 	state   *UserState
 	snap    *committed
 	actions map[uint64]*action
+	// venuePID is the user's venue actor, the sibling every venue call
+	// goes to (toVenue); their supervisor spawned it first.
+	venuePID *actor.PID
 	// replaced is set when this incarnation is being restarted: a journal
 	// write it started and that completes later is handed to the new one.
 	replaced bool

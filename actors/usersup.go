@@ -14,15 +14,17 @@ import (
 // panics does not drop the venue session. Both rebuild from the user's
 // committed state.
 //
-// It holds no state of its own. If a child is stopped for good (it failed
-// too often), the supervisor stops too, and the user's next message starts
-// a fresh pair.
+// It spawns the venue actor first and hands its PID to the user actor,
+// which sends to it directly (toVenue): a restarted child keeps its PID,
+// so the PID stays good for as long as the supervisor runs. It forwards the
+// venue actor's notices to the user actor. If a child is stopped for good
+// (it failed too often), the supervisor stops too, and the user's next
+// message starts a fresh pair.
 type userSupervisor struct {
 	deps  *userDeps
 	snap  *committed
 	user  string
 	state *actor.PID
-	venue *actor.PID // spawned on the first message for it
 	// stopping: the supervisor itself is stopping (the system shuts
 	// down), so its children stop with it and that is no news.
 	stopping bool
@@ -34,19 +36,12 @@ type userSupervisor struct {
 	ids *orderIDBook
 }
 
-// toVenue carries a message from the user actor to its sibling, the venue
-// actor, through their supervisor, which starts the venue actor on first
-// use (a user who never touches the venue costs no venue actor). sender is
-// who the venue actor answers: the user actor for outcomes it journals, the
-// original caller for reads, nil for rekey.
-type toVenue struct {
-	msg    any
-	sender *actor.PID
-}
-
-// toVenue sends msg to the user's venue actor.
+// toVenue sends msg to the user's venue actor, its sibling, straight to
+// the PID their supervisor handed over. sender is who the venue actor
+// answers: the user actor for outcomes it journals, the original caller
+// for reads, nil for rekey.
 func (u *userActor) toVenue(ctx actor.Context, msg any, sender *actor.PID) {
-	ctx.Send(ctx.Parent(), &toVenue{msg: msg, sender: sender})
+	ctx.RequestWithCustomSender(u.venuePID, msg, sender)
 }
 
 func (s *userSupervisor) Receive(ctx actor.Context) {
@@ -56,10 +51,24 @@ func (s *userSupervisor) Receive(ctx actor.Context) {
 		if s.cache == nil {
 			s.cache = newStreamCache()
 		}
-		cache := s.cache
-		var err error
+		if s.ids == nil {
+			s.ids = newOrderIDBook()
+		}
+		cache, ids := s.cache, s.ids
+		// The venue actor starts with the user actor, not on its first
+		// message: the user actor must hold its PID before it sends
+		// anything, or a message sent straight could overtake one sent
+		// before the PID was known. Starting it waits on nothing: its
+		// session is built from the stored key and its private stream
+		// connects on a goroutine of its own.
+		venuePID, err := ctx.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
+			return &venueActor{userDeps: deps, snap: snap, cache: cache, ids: ids}
+		}, deps.mw), "venue")
+		if err != nil {
+			panic("user supervisor: spawn venue actor: " + err.Error())
+		}
 		s.state, err = ctx.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
-			return &userActor{userDeps: deps, snap: snap, cache: cache}
+			return &userActor{userDeps: deps, snap: snap, cache: cache, venuePID: venuePID}
 		}, deps.mw), "state")
 		if err != nil {
 			panic("user supervisor: spawn user actor: " + err.Error())
@@ -76,29 +85,12 @@ func (s *userSupervisor) Receive(ctx actor.Context) {
 		}
 		s.deps.logger.Warn("a user's actor stopped; stopping the user's supervisor", "actor", m.Who.Id)
 		ctx.Stop(ctx.Self())
-	case *toVenue:
-		if s.venue == nil {
-			if _, isRekey := m.msg.(*rekey); isRekey {
-				return // a venue actor started later reads the new key anyway
-			}
-			if s.ids == nil {
-				s.ids = newOrderIDBook()
-			}
-			deps, snap, cache, ids := s.deps, s.snap, s.cache, s.ids
-			pid, err := ctx.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
-				return &venueActor{userDeps: deps, snap: snap, cache: cache, ids: ids}
-			}, deps.mw), "venue")
-			if err != nil {
-				panic("user supervisor: spawn venue actor: " + err.Error())
-			}
-			s.venue = pid
-		}
-		ctx.RequestWithCustomSender(s.venue, m.msg, m.sender)
 	case actor.SystemMessage, actor.AutoReceiveMessage:
 	default:
-		// The first message for a user that was just started comes here
-		// (the supervisor runs Started before it); it goes on to the user
-		// actor with its sender.
+		// The venue actor's notices (streamResync, streamOrdersReady,
+		// orderIDsReused), and the first message for a user that was
+		// just started (the supervisor runs Started before it), go on to
+		// the user actor with their sender.
 		if s.state != nil {
 			ctx.Forward(s.state)
 		}
