@@ -22,9 +22,9 @@ type Config struct {
 	// Journal is the opened WAL; the journal actor becomes its only user.
 	// Required.
 	Journal *wal.Log
-	// Market serves the public market endpoints. Nil means no market-data
-	// actor (commands that only journal, such as init); market asks then
-	// fail with internal_error.
+	// Market serves the public market reads System makes on its callers'
+	// goroutines (market.go). Nil means none (commands that only journal,
+	// such as init); the reads then fail with internal_error.
 	Market MarketSource
 	// Logger receives the system's and protoactor's logs (JSON on stderr in
 	// the server). Nil discards.
@@ -86,7 +86,8 @@ type System struct {
 	sys     *actor.ActorSystem
 	root    *actor.PID
 	journal *actor.PID
-	market  *actor.PID
+	// market serves the public market reads (market.go); nil: none.
+	market  MarketSource
 	users   *actor.PID
 	logger  *slog.Logger
 	timeout time.Duration
@@ -120,7 +121,7 @@ type System struct {
 }
 
 // Start builds the actor system: the root supervisor and, under it, the
-// journal actor and the market-data actor.
+// journal actor and the users supervisor.
 func Start(cfg Config) (*System, error) {
 	if cfg.Journal == nil {
 		return nil, errors.New("actors: Config.Journal is required")
@@ -130,7 +131,7 @@ func Start(cfg Config) (*System, error) {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	s := &System{logger: logger, timeout: cfg.RequestTimeout, now: cfg.Now, health: newJournalHealth(), stopWatcher: make(chan struct{}), registry: newUserRegistry(),
-		tickets: newSendTickets()}
+		tickets: newSendTickets(), market: cfg.Market}
 	floor := cfg.DiskFloorBytes
 	if floor == 0 {
 		floor = DefaultDiskFloor
@@ -248,19 +249,6 @@ func Start(cfg Config) (*System, error) {
 			}
 		}
 	}
-	if cfg.Market != nil {
-		market, timeout := cfg.Market, s.timeout
-		s.market, err = s.spawnChild(childSpec{
-			name: "market",
-			props: actor.PropsFromProducer(func() actor.Actor {
-				return &marketActor{source: market, timeout: timeout, logger: logger}
-			}, mw),
-			strategy: restartStrategy(),
-		})
-		if err != nil {
-			return nil, err
-		}
-	}
 	return s, nil
 }
 
@@ -353,42 +341,6 @@ func (s *System) JournalJSON(ctx context.Context, typ messages.RecordType, user,
 		return wal.Record{}, messages.Internal(err)
 	}
 	return s.journalEntry(ctx, wal.Entry{Type: uint16(typ), User: user, Actor: actorName, Payload: payload})
-}
-
-// Ticker asks the market-data actor for a ticker.
-func (s *System) Ticker(ctx context.Context, req *messages.GetTickerRequest) (*messages.Ticker, error) {
-	res, err := ask[*messages.GetTickerResponse](ctx, s, s.market, &marketAsk{ctx: ctx, req: req})
-	if err != nil {
-		return nil, err
-	}
-	return res.Ticker, errOrNil(res.Err)
-}
-
-// Orderbook asks the market-data actor for a book.
-func (s *System) Orderbook(ctx context.Context, req *messages.GetOrderbookRequest) (*messages.Orderbook, error) {
-	res, err := ask[*messages.GetOrderbookResponse](ctx, s, s.market, &marketAsk{ctx: ctx, req: req})
-	if err != nil {
-		return nil, err
-	}
-	return res.Book, errOrNil(res.Err)
-}
-
-// Klines asks the market-data actor for candles.
-func (s *System) Klines(ctx context.Context, req *messages.GetKlinesRequest) ([]messages.Kline, error) {
-	res, err := ask[*messages.GetKlinesResponse](ctx, s, s.market, &marketAsk{ctx: ctx, req: req})
-	if err != nil {
-		return nil, err
-	}
-	return res.Klines, errOrNil(res.Err)
-}
-
-// Instrument asks the market-data actor for an instrument's rules.
-func (s *System) Instrument(ctx context.Context, req *messages.GetInstrumentRequest) (*messages.Instrument, error) {
-	res, err := ask[*messages.GetInstrumentResponse](ctx, s, s.market, &marketAsk{ctx: ctx, req: req})
-	if err != nil {
-		return nil, err
-	}
-	return res.Instrument, errOrNil(res.Err)
 }
 
 // Handle is Submit for callers that know only the journal actor of the
