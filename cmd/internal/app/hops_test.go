@@ -16,11 +16,17 @@ import (
 )
 
 // servedStack is an initialised paper home with its stack started as
-// `serve` starts it (GX_CONFIRM_CLI_ENABLED read from the environment),
-// under the home lock, stopped when the test ends.
+// `serve` starts it (GX_CONFIRM_CLI_ENABLED read from the environment).
 func servedStack(t testing.TB) (*Runtime, *stackHome) {
 	t.Helper()
 	r, g := paperHome(t)
+	return r, openStack(t, r, g, "serve")
+}
+
+// openStack starts the stack of the paper home g as command starts it,
+// under the home lock, and stops it when the test ends.
+func openStack(t testing.TB, r *Runtime, g *cli.Globals, command string) *stackHome {
+	t.Helper()
 	p, err := resolvePaths(g)
 	if err != nil {
 		t.Fatal(err)
@@ -33,7 +39,7 @@ func servedStack(t testing.TB) (*Runtime, *stackHome) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := startStack(context.Background(), p, venueConfig{Name: "paper", Paper: true}, key, r.logger(), "test", "serve", nil)
+	st, err := startStack(context.Background(), p, venueConfig{Name: "paper", Paper: true}, key, r.logger(), "test", command, nil)
 	if err != nil {
 		lock.release()
 		t.Fatal(err)
@@ -42,7 +48,7 @@ func servedStack(t testing.TB) (*Runtime, *stackHome) {
 		st.close()
 		lock.release()
 	})
-	return r, &stackHome{g: g, p: p, st: st}
+	return &stackHome{g: g, p: p, st: st}
 }
 
 // BenchmarkPolicyPrincipal is the guard's look-up of the caller's profile
