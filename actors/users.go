@@ -142,8 +142,12 @@ type userActor struct {
 	snap    *committed
 	actions map[uint64]*action
 	// venuePID is the user's venue actor, the sibling every venue call
-	// goes to (toVenue); their supervisor spawned it first.
-	venuePID *actor.PID
+	// goes to (toVenue), once their supervisor started it (venueRef
+	// holds it for the next incarnation); toStartedVenue are the
+	// messages waiting for it, in order.
+	venuePID       *actor.PID
+	venueRef       *atomic.Pointer[actor.PID]
+	toStartedVenue []queued
 	// replaced is set when this incarnation is being restarted: a journal
 	// write it started and that completes later is handed to the new one.
 	replaced bool
@@ -203,6 +207,7 @@ func (u *userActor) Receive(ctx actor.Context) {
 		u.stopPostureTicker()
 		u.replaced = true
 		u.failInFlight(ctx)
+		u.failVenueWaiting(ctx)
 	case *actor.Stopping:
 		u.stopPostureTicker()
 	case *postureTick:
@@ -213,6 +218,8 @@ func (u *userActor) Receive(ctx actor.Context) {
 		}
 	case *userCommand, *decideAsk, *accountAsk, *keyChecked, *orderLookedUp, *crashRequest, *confirmExecute, *confirmDone, *confirmSweep:
 		u.handle(ctx, m, ctx.Sender())
+	case *venueStarted:
+		u.onVenueStarted(ctx, m)
 	case *recoveryHoldExpired:
 		u.onRecoveryHoldExpired(ctx, m)
 	case *orderIDsReused:

@@ -2,8 +2,11 @@ package actors
 
 import (
 	"sync"
+	"sync/atomic"
 
 	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/guarded-exchange/guarded-exchange/messages"
 )
 
 // userSupervisor is the per-user supervisor: its children are the user
@@ -14,17 +17,22 @@ import (
 // panics does not drop the venue session. Both rebuild from the user's
 // committed state.
 //
-// It spawns the venue actor first and hands its PID to the user actor,
-// which sends to it directly (toVenue): a restarted child keeps its PID,
-// so the PID stays good for as long as the supervisor runs. It forwards the
-// venue actor's notices to the user actor. If a child is stopped for good
-// (it failed too often), the supervisor stops too, and the user's next
-// message starts a fresh pair.
+// It starts the venue actor when the user actor first needs it (a user
+// who never touches the venue costs no venue actor) and hands its PID
+// over; from then on the user actor sends to it straight (toVenue). A
+// restarted child keeps its PID, so the PID stays good for as long as the
+// supervisor runs. It forwards the venue actor's notices to the user
+// actor. If a child is stopped for good (it failed too often), the
+// supervisor stops too, and the user's next message starts a fresh pair.
 type userSupervisor struct {
 	deps  *userDeps
 	snap  *committed
 	user  string
 	state *actor.PID
+	venue *actor.PID // spawned on the user actor's first startVenue
+	// venueRef publishes venue to the user actor's next incarnation
+	// (its producer runs on the restarting actor's goroutine).
+	venueRef *atomic.Pointer[actor.PID]
 	// stopping: the supervisor itself is stopping (the system shuts
 	// down), so its children stop with it and that is no news.
 	stopping bool
@@ -36,12 +44,56 @@ type userSupervisor struct {
 	ids *orderIDBook
 }
 
+// startVenue asks the user's supervisor to start the venue actor if it
+// does not run; it answers *venueStarted to the user actor.
+type startVenue struct{}
+
+// venueStarted gives the user actor its venue actor's PID.
+type venueStarted struct{ pid *actor.PID }
+
 // toVenue sends msg to the user's venue actor, its sibling, straight to
 // the PID their supervisor handed over. sender is who the venue actor
 // answers: the user actor for outcomes it journals, the original caller
-// for reads, nil for rekey.
+// for reads, nil for rekey. Until the PID is known, messages wait here, in
+// order, behind one startVenue to the supervisor: sent straight before
+// then, a later message could overtake an earlier one.
 func (u *userActor) toVenue(ctx actor.Context, msg any, sender *actor.PID) {
-	ctx.RequestWithCustomSender(u.venuePID, msg, sender)
+	if u.venuePID == nil {
+		u.venuePID = u.venueRef.Load() // started for an earlier incarnation
+	}
+	if u.venuePID != nil {
+		ctx.RequestWithCustomSender(u.venuePID, msg, sender)
+		return
+	}
+	if _, isRekey := msg.(*rekey); isRekey {
+		return // a venue actor started later reads the new key anyway
+	}
+	if len(u.toStartedVenue) == 0 {
+		ctx.Request(ctx.Parent(), &startVenue{})
+	}
+	u.toStartedVenue = append(u.toStartedVenue, queued{msg, sender})
+}
+
+// onVenueStarted sends what waited for the venue actor's PID, in order.
+func (u *userActor) onVenueStarted(ctx actor.Context, m *venueStarted) {
+	u.venuePID = m.pid
+	for _, q := range u.toStartedVenue {
+		ctx.RequestWithCustomSender(m.pid, q.msg, q.sender)
+	}
+	u.toStartedVenue = nil
+}
+
+// failVenueWaiting answers the callers of the reads that waited for the
+// venue actor's PID when this incarnation is replaced (the steps of
+// actions are answered by failInFlight).
+func (u *userActor) failVenueWaiting(ctx actor.Context) {
+	e := messages.Internal(errActorRestarted)
+	for _, q := range u.toStartedVenue {
+		if q.sender != nil && !q.sender.Equal(ctx.Self()) {
+			ctx.Send(q.sender, e)
+		}
+	}
+	u.toStartedVenue = nil
 }
 
 func (s *userSupervisor) Receive(ctx actor.Context) {
@@ -51,24 +103,11 @@ func (s *userSupervisor) Receive(ctx actor.Context) {
 		if s.cache == nil {
 			s.cache = newStreamCache()
 		}
-		if s.ids == nil {
-			s.ids = newOrderIDBook()
-		}
-		cache, ids := s.cache, s.ids
-		// The venue actor starts with the user actor, not on its first
-		// message: the user actor must hold its PID before it sends
-		// anything, or a message sent straight could overtake one sent
-		// before the PID was known. Starting it waits on nothing: its
-		// session is built from the stored key and its private stream
-		// connects on a goroutine of its own.
-		venuePID, err := ctx.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
-			return &venueActor{userDeps: deps, snap: snap, cache: cache, ids: ids}
-		}, deps.mw), "venue")
-		if err != nil {
-			panic("user supervisor: spawn venue actor: " + err.Error())
-		}
+		s.venueRef = &atomic.Pointer[actor.PID]{}
+		cache, venueRef := s.cache, s.venueRef
+		var err error
 		s.state, err = ctx.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
-			return &userActor{userDeps: deps, snap: snap, cache: cache, venuePID: venuePID}
+			return &userActor{userDeps: deps, snap: snap, cache: cache, venueRef: venueRef}
 		}, deps.mw), "state")
 		if err != nil {
 			panic("user supervisor: spawn user actor: " + err.Error())
@@ -85,6 +124,22 @@ func (s *userSupervisor) Receive(ctx actor.Context) {
 		}
 		s.deps.logger.Warn("a user's actor stopped; stopping the user's supervisor", "actor", m.Who.Id)
 		ctx.Stop(ctx.Self())
+	case *startVenue:
+		if s.venue == nil {
+			if s.ids == nil {
+				s.ids = newOrderIDBook()
+			}
+			deps, snap, cache, ids := s.deps, s.snap, s.cache, s.ids
+			pid, err := ctx.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
+				return &venueActor{userDeps: deps, snap: snap, cache: cache, ids: ids}
+			}, deps.mw), "venue")
+			if err != nil {
+				panic("user supervisor: spawn venue actor: " + err.Error())
+			}
+			s.venue = pid
+			s.venueRef.Store(pid)
+		}
+		ctx.Respond(&venueStarted{pid: s.venue})
 	case actor.SystemMessage, actor.AutoReceiveMessage:
 	default:
 		// The venue actor's notices (streamResync, streamOrdersReady,
