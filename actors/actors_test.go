@@ -203,16 +203,41 @@ func TestMarketReadsThroughSimulator(t *testing.T) {
 // A panic inside Receive is answered with internal_error and the actor is
 // restarted; the next request is served.
 func TestPanicInReceiveAnswersAndRestarts(t *testing.T) {
-	ts := startTest(t, newSimMarket(t))
-	_, err := ask[*messages.GetTickerResponse](context.Background(), ts.System, ts.market, &crashRequest{})
+	ts := startUsers(t, t.TempDir())
+	ts.must(t, &messages.CreateUserRequest{User: "pat"}, messages.ActorCLIAdmin)
+	_, err := ts.askUser(context.Background(), "pat", &crashRequest{})
 	if messages.CodeOf(err) != messages.CodeInternalError {
 		t.Fatalf("crashing request got %v, want internal_error", err)
 	}
-	if _, err := ts.Ticker(context.Background(), &messages.GetTickerRequest{Category: messages.CategorySpot, Symbol: "BTCUSDT"}); err != nil {
+	if _, err := ts.Handle(context.Background(), &messages.ShowPolicyRequest{User: "pat"}, messages.ActorCLIUser); err != nil {
 		t.Fatalf("request after the restart: %v", err)
 	}
 	if !bytes.Contains([]byte(ts.buf.String()), []byte(`"actor panic"`)) {
 		t.Error("the panic was not logged through the project's logger")
+	}
+}
+
+// panickyMarket is a market source whose ticker panics.
+type panickyMarket struct{ simMarket }
+
+func (panickyMarket) Ticker(context.Context, messages.Category, string) (*messages.Ticker, error) {
+	panic("market: ticker panicked")
+}
+
+// A public read that panics in the market source is answered with
+// internal_error and logged through the project's logger, as a call off a
+// venue actor's mailbox is; the process and the other reads go on.
+func TestPanicInAMarketReadAnswersInternalError(t *testing.T) {
+	ts := startTest(t, panickyMarket{newSimMarket(t)})
+	ctx := context.Background()
+	if _, err := ts.Ticker(ctx, &messages.GetTickerRequest{Category: messages.CategorySpot, Symbol: "BTCUSDT"}); messages.CodeOf(err) != messages.CodeInternalError {
+		t.Fatalf("a panicking read got %v, want internal_error", err)
+	}
+	if !bytes.Contains([]byte(ts.buf.String()), []byte(`"venue request panic"`)) {
+		t.Error("the panic was not logged through the project's logger")
+	}
+	if _, err := ts.Instrument(ctx, &messages.GetInstrumentRequest{Category: messages.CategorySpot, Symbol: "BTCUSDT"}); err != nil {
+		t.Fatalf("a read after the panic: %v", err)
 	}
 }
 

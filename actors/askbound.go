@@ -81,7 +81,7 @@ func (b stepBounds) askBound(msg any) time.Duration {
 		steps = b.trade(2) // the leverage step, then the order (D111)
 	case *cancelAsk:
 		steps = b.trade(1)
-	case *accountAsk, *marketAsk:
+	case *accountAsk:
 		steps = b.request
 	case *decideAsk:
 		steps = journalTimeout // order_refused

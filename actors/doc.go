@@ -4,8 +4,9 @@
 // siblings: the user actor (policy, kill switch, sealed exchange keys, order
 // state, pending confirmations (confirm.go) and the actions in flight;
 // spawned on first use) and the venue
-// actor (the user's venue session); and the market-data actor (the one
-// path to the venue's public endpoints).
+// actor (the user's venue session, every signed venue call). Public
+// market reads hold no state and go through no actor: System makes them
+// through the MarketSource it is given (market.go, decisions D19Hb).
 //
 // Every input is a typed message from package messages; System is the
 // façade the MCP server, the control socket and the in-process CLI call.

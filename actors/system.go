@@ -22,9 +22,9 @@ type Config struct {
 	// Journal is the opened WAL; the journal actor becomes its only user.
 	// Required.
 	Journal *wal.Log
-	// Market serves the public market endpoints. Nil means no market-data
-	// actor (commands that only journal, such as init); market asks then
-	// fail with internal_error.
+	// Market serves the public market reads System makes on its callers'
+	// goroutines (market.go). Nil means none (commands that only journal,
+	// such as init); the reads then fail with internal_error.
 	Market MarketSource
 	// Logger receives the system's and protoactor's logs (JSON on stderr in
 	// the server). Nil discards.
@@ -86,7 +86,8 @@ type System struct {
 	sys     *actor.ActorSystem
 	root    *actor.PID
 	journal *actor.PID
-	market  *actor.PID
+	// market serves the public market reads (market.go); nil: none.
+	market  MarketSource
 	users   *actor.PID
 	logger  *slog.Logger
 	timeout time.Duration
@@ -100,8 +101,13 @@ type System struct {
 	// waiting for a reply that cannot come.
 	health      *journalHealth
 	stopWatcher chan struct{}
-	// registry names the running user actors.
+	// registry names the running user actors and every user's committed
+	// state.
 	registry *userRegistry
+	// venue and env are the arming level and the name of this process's
+	// venue, as the user actors have them (CallerProfile).
+	venue messages.VenueLevel
+	env   string
 	// tokens finds the user of a bearer token (tokens.go).
 	tokens *tokenIndex
 	// index keeps each user's recent records for get_my_journal
@@ -115,7 +121,7 @@ type System struct {
 }
 
 // Start builds the actor system: the root supervisor and, under it, the
-// journal actor and the market-data actor.
+// journal actor and the users supervisor.
 func Start(cfg Config) (*System, error) {
 	if cfg.Journal == nil {
 		return nil, errors.New("actors: Config.Journal is required")
@@ -125,7 +131,7 @@ func Start(cfg Config) (*System, error) {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	s := &System{logger: logger, timeout: cfg.RequestTimeout, now: cfg.Now, health: newJournalHealth(), stopWatcher: make(chan struct{}), registry: newUserRegistry(),
-		tickets: newSendTickets()}
+		tickets: newSendTickets(), market: cfg.Market}
 	floor := cfg.DiskFloorBytes
 	if floor == 0 {
 		floor = DefaultDiskFloor
@@ -186,6 +192,9 @@ func Start(cfg Config) (*System, error) {
 			return nil, fmt.Errorf("actors: rebuild users: %w", err)
 		}
 		s.tokens = newTokenIndex(holders)
+		for user, c := range holders {
+			s.registry.publish(user, c)
+		}
 		deps := &userDeps{
 			venue: level, env: cfg.Environment, journal: s.journal, logger: logger, masterKey: cfg.MasterKey,
 			factory: cfg.Clients, timeout: s.timeout, now: s.now, mw: mw, health: s.health, registry: s.registry,
@@ -209,6 +218,7 @@ func Start(cfg Config) (*System, error) {
 			deps.env = "paper"
 		}
 		s.bounds = stepBounds{request: s.timeout, settle: deps.settleWait, hold: deps.recoveryWait}
+		s.venue, s.env = deps.venue, deps.env
 		if deps.factory == nil {
 			deps.factory = func(string, string) (*venue.Client, error) {
 				return nil, messages.Errorf(messages.CodeExchangeUnavailable, "this process has no venue")
@@ -237,19 +247,6 @@ func Start(cfg Config) (*System, error) {
 			if _, err := ask[*ensureUserResponse](context.Background(), s, s.users, &ensureUserRequest{user: user}); err != nil {
 				return nil, fmt.Errorf("actors: start %s for recovery: %w", user, err)
 			}
-		}
-	}
-	if cfg.Market != nil {
-		market, timeout := cfg.Market, s.timeout
-		s.market, err = s.spawnChild(childSpec{
-			name: "market",
-			props: actor.PropsFromProducer(func() actor.Actor {
-				return &marketActor{source: market, timeout: timeout, logger: logger}
-			}, mw),
-			strategy: restartStrategy(),
-		})
-		if err != nil {
-			return nil, err
 		}
 	}
 	return s, nil
@@ -346,42 +343,6 @@ func (s *System) JournalJSON(ctx context.Context, typ messages.RecordType, user,
 	return s.journalEntry(ctx, wal.Entry{Type: uint16(typ), User: user, Actor: actorName, Payload: payload})
 }
 
-// Ticker asks the market-data actor for a ticker.
-func (s *System) Ticker(ctx context.Context, req *messages.GetTickerRequest) (*messages.Ticker, error) {
-	res, err := ask[*messages.GetTickerResponse](ctx, s, s.market, &marketAsk{ctx: ctx, req: req})
-	if err != nil {
-		return nil, err
-	}
-	return res.Ticker, errOrNil(res.Err)
-}
-
-// Orderbook asks the market-data actor for a book.
-func (s *System) Orderbook(ctx context.Context, req *messages.GetOrderbookRequest) (*messages.Orderbook, error) {
-	res, err := ask[*messages.GetOrderbookResponse](ctx, s, s.market, &marketAsk{ctx: ctx, req: req})
-	if err != nil {
-		return nil, err
-	}
-	return res.Book, errOrNil(res.Err)
-}
-
-// Klines asks the market-data actor for candles.
-func (s *System) Klines(ctx context.Context, req *messages.GetKlinesRequest) ([]messages.Kline, error) {
-	res, err := ask[*messages.GetKlinesResponse](ctx, s, s.market, &marketAsk{ctx: ctx, req: req})
-	if err != nil {
-		return nil, err
-	}
-	return res.Klines, errOrNil(res.Err)
-}
-
-// Instrument asks the market-data actor for an instrument's rules.
-func (s *System) Instrument(ctx context.Context, req *messages.GetInstrumentRequest) (*messages.Instrument, error) {
-	res, err := ask[*messages.GetInstrumentResponse](ctx, s, s.market, &marketAsk{ctx: ctx, req: req})
-	if err != nil {
-		return nil, err
-	}
-	return res.Instrument, errOrNil(res.Err)
-}
-
 // Handle is Submit for callers that know only the journal actor of the
 // command's origin (messages.ActorAgent, ActorCLIUser, ActorCLIAdmin,
 // ActorSystem): tests, the MCP server (always the agent) and the server's
@@ -438,6 +399,36 @@ func (s *System) Decide(ctx context.Context, r *messages.DecideActionRequest) (*
 		return nil, messages.Internal(fmt.Errorf("decide: unexpected reply %T", res))
 	}
 	return d, nil
+}
+
+// CallerProfile is the profile of the user's effective policy, as the MCP
+// guard admits and lists tools by it (docs/architecture.md "One tool call,
+// hop by hop"). It is read from the user's committed state, which the user
+// actor publishes after each change is durable and applied, so it asks no
+// actor and never waits behind the user's journal writes: a loosening is
+// seen only once it is durable, a tightening as soon as its answer was
+// sent. A user whose actors have not started yet has the state replay
+// rebuilt from the journal. A disabled user has no profile (""); a user
+// never created is not_found, like every command for them.
+func (s *System) CallerProfile(user string) (messages.Profile, error) {
+	if s.users == nil {
+		return "", messages.Internal(fmt.Errorf("no users supervisor in this process"))
+	}
+	if !messages.UserNamePattern.MatchString(user) {
+		return "", messages.InvalidParams("user", "must be 1-64 of lowercase letters, digits, '.', '_' or '-'")
+	}
+	c := s.registry.committedOf(user)
+	if c == nil {
+		return "", noSuchUser()
+	}
+	st := c.p.Load()
+	if !st.Exists {
+		return "", noSuchUser()
+	}
+	if st.Disabled {
+		return "", nil
+	}
+	return st.effective(s.venue, s.env).Profile, nil
 }
 
 // askUser sends msg to the named user's actor. A user without an actor is

@@ -141,6 +141,13 @@ type userActor struct {
 	state   *UserState
 	snap    *committed
 	actions map[uint64]*action
+	// venuePID is the user's venue actor, the sibling every venue call
+	// goes to (toVenue), once their supervisor started it (venueRef
+	// holds it for the next incarnation); toStartedVenue are the
+	// messages waiting for it, in order.
+	venuePID       *actor.PID
+	venueRef       *atomic.Pointer[actor.PID]
+	toStartedVenue []queued
 	// replaced is set when this incarnation is being restarted: a journal
 	// write it started and that completes later is handed to the new one.
 	replaced bool
@@ -200,6 +207,7 @@ func (u *userActor) Receive(ctx actor.Context) {
 		u.stopPostureTicker()
 		u.replaced = true
 		u.failInFlight(ctx)
+		u.failVenueWaiting(ctx)
 	case *actor.Stopping:
 		u.stopPostureTicker()
 	case *postureTick:
@@ -210,6 +218,8 @@ func (u *userActor) Receive(ctx actor.Context) {
 		}
 	case *userCommand, *decideAsk, *accountAsk, *keyChecked, *orderLookedUp, *crashRequest, *confirmExecute, *confirmDone, *confirmSweep:
 		u.handle(ctx, m, ctx.Sender())
+	case *venueStarted:
+		u.onVenueStarted(ctx, m)
 	case *recoveryHoldExpired:
 		u.onRecoveryHoldExpired(ctx, m)
 	case *orderIDsReused:
@@ -578,7 +588,7 @@ type usersActor struct {
 func (us *usersActor) ensure(ctx actor.Context, user string) (*actor.PID, *messages.Error) {
 	snap, ok := us.holders[user]
 	if !ok {
-		return nil, &messages.Error{Code: messages.CodeNotFound, Message: "no such user", NextStep: "create it with `guarded-exchange admin user create`"}
+		return nil, noSuchUser()
 	}
 	if pid, running := us.running[user]; running {
 		return pid, nil
@@ -594,6 +604,11 @@ func (us *usersActor) ensure(ctx actor.Context, user string) (*actor.PID, *messa
 	us.running[user] = sup
 	us.userOf[sup.Id] = user
 	return sup, nil
+}
+
+// noSuchUser is the refusal of anything for a user never created.
+func noSuchUser() *messages.Error {
+	return &messages.Error{Code: messages.CodeNotFound, Message: "no such user", NextStep: "create it with `guarded-exchange admin user create`"}
 }
 
 func (us *usersActor) Receive(ctx actor.Context) {
@@ -691,6 +706,7 @@ func (us *usersActor) handle(ctx actor.Context, m *userCommand, sender *actor.PI
 			snap := &committed{}
 			snap.store(s)
 			us.holders[c.User] = snap
+			us.registry.publish(c.User, snap)
 			view := s.View(us.venue, us.env)
 			view.Changed = true
 			reply(view)

@@ -142,10 +142,12 @@ type Runtime interface {
 	// in-process under the home lock until the change is durable. It
 	// returns the typed answer.
 	Deliver(ctx context.Context, g *Globals, cmd messages.Command) (any, error)
-	// DeliverToServer is Deliver over the control socket only: with no
-	// server running it refuses (an approval executes at once, and only
-	// the running server sends).
-	DeliverToServer(ctx context.Context, g *Globals, cmd messages.Command) (any, error)
+	// DialServer opens one connection to the running server's control
+	// socket, which carries any number of commands in turn (`confirm
+	// approve` reads the plan and decides it over one). With no server
+	// running it refuses and sends nothing (an approval executes at once,
+	// and only the running server sends).
+	DialServer(ctx context.Context, g *Globals) (ServerConn, error)
 }
 
 // CLI is the command tree.

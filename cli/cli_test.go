@@ -53,9 +53,20 @@ func (f *fakeRuntime) Deliver(_ context.Context, _ *Globals, cmd messages.Comman
 	return &messages.PolicyView{User: "local", KillSwitch: messages.KillSwitchNone}, nil
 }
 
-func (f *fakeRuntime) DeliverToServer(ctx context.Context, g *Globals, cmd messages.Command) (any, error) {
-	return f.Deliver(ctx, g, cmd)
+func (f *fakeRuntime) DialServer(_ context.Context, g *Globals) (ServerConn, error) {
+	return fakeConn{send: func(ctx context.Context, cmd messages.Command) (any, error) { return f.Deliver(ctx, g, cmd) }}, nil
 }
+
+// fakeConn is a control connection that hands each command to send.
+type fakeConn struct {
+	send func(context.Context, messages.Command) (any, error)
+}
+
+func (c fakeConn) Send(ctx context.Context, cmd messages.Command) (any, error) {
+	return c.send(ctx, cmd)
+}
+func (c fakeConn) Hold() func() error { return func() error { return nil } }
+func (c fakeConn) Close() error       { return nil }
 
 func runCLI(t *testing.T, rt *fakeRuntime, stdin string, args ...string) (int, string, string) {
 	t.Helper()

@@ -67,12 +67,17 @@ type ConfirmApproveCmd struct {
 
 // Run prints the plan, asks, approves, and prints what was executed. The
 // server must run: an approval executes at once, and only the server may
-// send.
+// send. The plan is read and the decision sent over one connection.
 func (c *ConfirmApproveCmd) Run(ctx context.Context, g *Globals, rt Runtime, o IO) error {
 	if e := messages.CheckConfirmationID(c.ID); e != nil {
 		return refusal(e)
 	}
-	res, err := rt.DeliverToServer(ctx, g, &messages.ConfirmationStatusCommand{User: g.User, ConfirmationID: c.ID})
+	conn, err := rt.DialServer(ctx, g)
+	if err != nil {
+		return refusal(err)
+	}
+	defer func() { conn.Close() }()
+	res, err := conn.Send(ctx, &messages.ConfirmationStatusCommand{User: g.User, ConfirmationID: c.ID})
 	if err != nil {
 		return refusal(err)
 	}
@@ -84,10 +89,20 @@ func (c *ConfirmApproveCmd) Run(ctx context.Context, g *Globals, rt Runtime, o I
 	if st.Status != messages.ConfirmStatusPending {
 		return Refused("confirmation %s is %s, not pending: nothing to approve", c.ID, st.Status)
 	}
-	if err := confirm(o, "Approve and execute exactly this now?", c.Yes); err != nil {
-		return err
+	release := conn.Hold()
+	asked := confirm(o, "Approve and execute exactly this now?", c.Yes)
+	if lost := release(); lost != nil && asked == nil {
+		// The connection broke while the human read the plan: nothing was
+		// decided on it, so the decision goes over a new one.
+		conn.Close()
+		if conn, err = rt.DialServer(ctx, g); err != nil {
+			return refusal(err)
+		}
 	}
-	return decide(ctx, g, rt, o, c.ID, messages.DecisionApprove, c.JSON)
+	if asked != nil {
+		return asked
+	}
+	return decide(ctx, conn, o, g.User, c.ID, messages.DecisionApprove, c.JSON)
 }
 
 // ConfirmRejectCmd is `confirm reject ID`.
@@ -101,7 +116,12 @@ func (c *ConfirmRejectCmd) Run(ctx context.Context, g *Globals, rt Runtime, o IO
 	if e := messages.CheckConfirmationID(c.ID); e != nil {
 		return refusal(e)
 	}
-	return decide(ctx, g, rt, o, c.ID, messages.DecisionReject, c.JSON)
+	conn, err := rt.DialServer(ctx, g)
+	if err != nil {
+		return refusal(err)
+	}
+	defer conn.Close()
+	return decide(ctx, conn, o, g.User, c.ID, messages.DecisionReject, c.JSON)
 }
 
 // approveWait bounds the wait for an approval's answer: the server
@@ -109,13 +129,14 @@ func (c *ConfirmRejectCmd) Run(ctx context.Context, g *Globals, rt Runtime, o IO
 // plus the way over the control socket.
 const approveWait = messages.DecisionAnswerWait + 15*time.Second
 
-func decide(ctx context.Context, g *Globals, rt Runtime, o IO, id, decision string, asJSON bool) error {
+// decide sends the decision over conn and prints its answer.
+func decide(ctx context.Context, conn ServerConn, o IO, user, id, decision string, asJSON bool) error {
 	if decision == messages.DecisionApprove {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, approveWait)
 		defer cancel()
 	}
-	res, err := rt.DeliverToServer(ctx, g, &messages.DecideConfirmationCommand{User: g.User, ConfirmationID: id, Decision: decision,
+	res, err := conn.Send(ctx, &messages.DecideConfirmationCommand{User: user, ConfirmationID: id, Decision: decision,
 		Channel: messages.ConfirmChannelCLI})
 	if err != nil {
 		if decision == messages.DecisionApprove && outcomeUnknown(err) {

@@ -24,7 +24,11 @@ type confirmRuntime struct {
 	noDeadline bool
 }
 
-func (f *confirmRuntime) DeliverToServer(ctx context.Context, _ *Globals, cmd messages.Command) (any, error) {
+func (f *confirmRuntime) DialServer(context.Context, *Globals) (ServerConn, error) {
+	return fakeConn{send: f.deliverToServer}, nil
+}
+
+func (f *confirmRuntime) deliverToServer(ctx context.Context, cmd messages.Command) (any, error) {
 	f.delivered = append(f.delivered, cmd)
 	switch cmd.(type) {
 	case *messages.ConfirmationStatusCommand:

@@ -10,6 +10,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -93,6 +94,61 @@ func ownerOnly(cmd messages.Command) bool {
 
 // Close closes the connection.
 func (c *ControlClient) Close() error { return c.conn.Close() }
+
+// ServerConn is one connection to the running server's control socket:
+// the commands sent over it are answered in turn, each before the next is
+// read (docs/commands.md "The control socket"). *ControlClient is one.
+type ServerConn interface {
+	// Send delivers cmd and returns the server's typed answer.
+	Send(ctx context.Context, cmd messages.Command) (any, error)
+	// Hold keeps the connection open while the caller waits for a human,
+	// until the returned function is called; that function reports an
+	// error when the connection broke meanwhile (nothing was sent on it,
+	// so the caller may dial again).
+	Hold() (release func() error)
+	// Close closes the connection.
+	Close() error
+}
+
+var _ ServerConn = (*ControlClient)(nil)
+
+// holdEvery is how often Hold writes its blank line: well inside the
+// server's idle limit (control.DefaultIdle, 5 s).
+const holdEvery = time.Second
+
+// Hold writes a blank line every holdEvery until release is called. The
+// server ignores blank lines but counts them as activity, so a
+// connection whose human takes a minute to read the plan is not closed as
+// idle. release stops the writes before it returns, so Send may follow.
+func (c *ControlClient) Hold() (release func() error) {
+	stop, done := make(chan struct{}), make(chan error, 1)
+	go func() {
+		t := time.NewTicker(holdEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				done <- nil
+				return
+			case <-t.C:
+				_ = c.conn.SetWriteDeadline(time.Now().Add(holdEvery))
+				if _, err := c.conn.Write([]byte{'\n'}); err != nil {
+					done <- fmt.Errorf("control socket: %w", err)
+					return
+				}
+			}
+		}
+	}()
+	var once sync.Once
+	var err error
+	return func() error {
+		once.Do(func() {
+			close(stop)
+			err = <-done
+		})
+		return err
+	}
+}
 
 // Send delivers cmd and returns the server's typed answer, or its refusal
 // as a *messages.Error.

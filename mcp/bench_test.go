@@ -14,7 +14,7 @@ import (
 )
 
 // BenchmarkGetTickerRoundTrip measures one get_ticker through MCP (in-memory
-// transport) → guard → market actor → venue client → simulator on loopback.
+// transport) → guard → System's public read → venue client → simulator on loopback.
 // BenchmarkSimTickerAlone measures the simulator's own HTTP round trip; the
 // difference is the server's overhead.
 func BenchmarkGetTickerRoundTrip(b *testing.B) {

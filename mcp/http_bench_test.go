@@ -55,7 +55,7 @@ func benchUsers(b *testing.B, h *httpEnv, n int) []string {
 // handler; 2025-11-25 on the stateful one, each session holding its
 // standalone stream open),
 // through the real HTTP stack on loopback: front checks → SDK handler →
-// guard → market actor → venue client → simulator. It reports p50 and p99
+// guard → System's public read → venue client → simulator. It reports p50 and p99
 // latency per call and calls per second, and the heap each connected user
 // costs (heap-B/user, measured after all sessions connected and one call
 // each).

@@ -123,24 +123,12 @@ type GetTickerRequest struct {
 	Symbol   string
 }
 
-// GetTickerResponse answers GetTickerRequest; exactly one of Ticker and Err is set.
-type GetTickerResponse struct {
-	Ticker *Ticker
-	Err    *Error
-}
-
 // GetOrderbookRequest asks for a depth snapshot. Limit is the number of
 // levels per side (1..200 at the MCP edge).
 type GetOrderbookRequest struct {
 	Category Category
 	Symbol   string
 	Limit    int
-}
-
-// GetOrderbookResponse answers GetOrderbookRequest.
-type GetOrderbookResponse struct {
-	Book *Orderbook
-	Err  *Error
 }
 
 // GetKlinesRequest asks for candles. Start and End are optional (zero =
@@ -154,23 +142,10 @@ type GetKlinesRequest struct {
 	End      time.Time
 }
 
-// GetKlinesResponse answers GetKlinesRequest; candles are newest first, as
-// the venue sends them.
-type GetKlinesResponse struct {
-	Klines []Kline
-	Err    *Error
-}
-
 // GetInstrumentRequest asks for one symbol's trading rules.
 type GetInstrumentRequest struct {
 	Category Category
 	Symbol   string
-}
-
-// GetInstrumentResponse answers GetInstrumentRequest.
-type GetInstrumentResponse struct {
-	Instrument *Instrument
-	Err        *Error
 }
 
 // SymbolPattern is the one rule for an instrument symbol (uppercase letters

@@ -14,7 +14,6 @@ import (
 	"github.com/guarded-exchange/guarded-exchange/cli"
 	"github.com/guarded-exchange/guarded-exchange/cmd/internal/control"
 	"github.com/guarded-exchange/guarded-exchange/mcp"
-	"github.com/guarded-exchange/guarded-exchange/messages"
 )
 
 // Environment of remote mode.
@@ -123,19 +122,13 @@ func (r *Runtime) serveHTTP(ctx context.Context, g *cli.Globals, o cli.ServeOpti
 	return nil
 }
 
-// userProfile is the profile of a user's effective policy as the user
-// actor sees it now; "" for a disabled user (every tool hidden).
+// userProfile is the profile of a user's effective policy as last
+// committed (actors.System.CallerProfile); "" for a disabled user (every
+// tool hidden).
 func userProfile(sys *actors.System) func(context.Context, string) (string, error) {
-	return func(ctx context.Context, user string) (string, error) {
-		res, err := sys.Handle(ctx, &messages.ShowPolicyRequest{User: user}, messages.ActorAgent)
-		if err != nil {
-			return "", err
-		}
-		v := res.(*messages.PolicyView)
-		if v.Disabled {
-			return "", nil
-		}
-		return string(v.Effective.Profile), nil
+	return func(_ context.Context, user string) (string, error) {
+		profile, err := sys.CallerProfile(user)
+		return string(profile), err
 	}
 }
 

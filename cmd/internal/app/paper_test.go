@@ -18,7 +18,7 @@ import (
 )
 
 // paperHome is an initialised home on the paper venue.
-func paperHome(t *testing.T) (*Runtime, *cli.Globals) {
+func paperHome(t testing.TB) (*Runtime, *cli.Globals) {
 	t.Helper()
 	root := t.TempDir()
 	g := &cli.Globals{Home: filepath.Join(root, "home"), MasterKeyFile: filepath.Join(root, "cfg", "master.key"), User: "local", Venue: "paper"}
@@ -60,24 +60,7 @@ func TestPaperVenueLearnsStoredKeysAtStart(t *testing.T) {
 		t.Fatalf("another secret for a stored key: %v", err)
 	}
 
-	p, err := resolvePaths(g)
-	if err != nil {
-		t.Fatal(err)
-	}
-	key, err := checkInstallation(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lock, err := lockHome(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lock.release()
-	st, err := startStack(ctx, p, venueConfig{Name: "paper", Paper: true}, key, r.logger(), "test", "cli", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.close()
+	st := openStack(t, r, g, "cli").st
 	if st.paper.Sim().DefaultKey() != (sim.Key{}) {
 		t.Fatal("the embedded venue has a pre-provisioned key")
 	}

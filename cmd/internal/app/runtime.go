@@ -156,20 +156,17 @@ func (r *Runtime) Init(ctx context.Context, g *cli.Globals, out cli.IO) error {
 }
 
 // policyPrincipal is the one principal of a stdio server: the user, with
-// the profile of their effective policy as the user actor sees it now. A
-// disabled user gets no profile, so every tool is hidden and refused.
+// the profile of their effective policy as last committed
+// (actors.System.CallerProfile: no ask, no wait behind the user's
+// writes). A disabled user gets no profile, so every tool is hidden and
+// refused.
 func policyPrincipal(sys *actors.System, user string) func(context.Context, sdk.Request) (mcp.Principal, error) {
-	return func(ctx context.Context, _ sdk.Request) (mcp.Principal, error) {
-		res, err := sys.Handle(ctx, &messages.ShowPolicyRequest{User: user}, messages.ActorAgent)
+	return func(context.Context, sdk.Request) (mcp.Principal, error) {
+		profile, err := sys.CallerProfile(user)
 		if err != nil {
 			return mcp.Principal{}, err
 		}
-		v := res.(*messages.PolicyView)
-		p := mcp.Principal{User: user, Profile: string(v.Effective.Profile)}
-		if v.Disabled {
-			p.Profile = ""
-		}
-		return p, nil
+		return mcp.Principal{User: user, Profile: string(profile)}, nil
 	}
 }
 

@@ -128,7 +128,7 @@ func isLoopbackHost(h string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// marketSource serves the market-data actor from a venue client, with
+// marketSource serves the public market reads from a venue client, with
 // instrument rules from the TTL cache.
 type marketSource struct {
 	*venue.Client

@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/guarded-exchange/guarded-exchange/cli"
@@ -84,6 +85,8 @@ type Server struct {
 	refused *tally // peers whose uid is not allowed: journaled
 	busy    *tally // allowed peers over their slots: logged
 	wg      sync.WaitGroup
+	// accepted counts the connections accepted, refused ones included.
+	accepted atomic.Uint64
 
 	mu     sync.Mutex // guards conns, held and closed
 	conns  map[net.Conn]struct{}
@@ -168,6 +171,10 @@ func removeStale(path string) error {
 // Path is the socket the server listens on.
 func (s *Server) Path() string { return s.layout.Path }
 
+// Accepted is how many connections the server has accepted so far,
+// refused peers included.
+func (s *Server) Accepted() uint64 { return s.accepted.Load() }
+
 // Close stops accepting, closes every connection, waits for them and
 // journals the refusals still counted.
 func (s *Server) Close() {
@@ -234,6 +241,7 @@ func (s *Server) accept() {
 			time.Sleep(50 * time.Millisecond)
 			continue
 		}
+		s.accepted.Add(1)
 		cred, err := cli.PeerCredOf(conn)
 		if err != nil || !s.allowed(cred.UID) {
 			uid, pid := int64(-1), int32(0)
