@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/guarded-exchange/guarded-exchange/actors/state"
 	"github.com/guarded-exchange/guarded-exchange/messages"
 	"github.com/guarded-exchange/guarded-exchange/wal"
 )
@@ -87,10 +88,10 @@ func liveEnvironment(env string) bool {
 func replayedStatus(at confirmStep, decision, reason string) string {
 	switch at {
 	case confirmRequested:
-		return decidedStatus(decision, messages.ConfirmStatusPending)
+		return state.DecidedStatus(decision, messages.ConfirmStatusPending)
 	case confirmApproved:
 		if decision == messages.DecisionExpire || decision == messages.DecisionCancel && reason == messages.ReasonVenueChanged {
-			return decidedStatus(decision, messages.ConfirmStatusApproved)
+			return state.DecidedStatus(decision, messages.ConfirmStatusApproved)
 		}
 	}
 	return ""
@@ -123,7 +124,7 @@ var inTable = func() []bool {
 // checkPayloadUser refuses a surviving record whose payload names another
 // user than the record (user_created, user_disabled: they are decoded by
 // the final apply anyway, so the check costs nothing while scanning).
-func checkPayloadUser(rr *replayRecord, user string, ev Event) error {
+func checkPayloadUser(rr *replayRecord, user string, ev state.Event) error {
 	var named string
 	switch p := ev.Payload.(type) {
 	case messages.UserCreatedEvent:

@@ -231,7 +231,7 @@ func Start(cfg Config) (*System, error) {
 		// with heartbeat_s on, whose silence counts from now
 		// (deadman.go). The others start on first use.
 		for user, c := range holders {
-			if st := c.p.Load(); len(st.Attempts) == 0 && !st.liveConfirmations() && st.effective(deps.venue, deps.env).HeartbeatS <= 0 {
+			if st := c.p.Load(); len(st.Attempts) == 0 && !st.LiveConfirmations() && st.Effective(deps.venue, deps.env).HeartbeatS <= 0 {
 				continue
 			}
 			if _, err := ask[*ensureUserResponse](context.Background(), s, s.users, &ensureUserRequest{user: user}); err != nil {

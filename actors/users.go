@@ -15,6 +15,7 @@ import (
 
 	"github.com/shopspring/decimal"
 
+	"github.com/guarded-exchange/guarded-exchange/actors/state"
 	"github.com/guarded-exchange/guarded-exchange/messages"
 	"github.com/guarded-exchange/guarded-exchange/wal"
 )
@@ -59,17 +60,17 @@ var errActorRestarted = errors.New("the user actor restarted while this request 
 // The order part (orders.go) and the confirmations (confirm.go) change in
 // place and are the user actor's own (D77): load leaves them out, resume
 // copies them for the next incarnation.
-type committed struct{ p atomic.Pointer[UserState] }
+type committed struct{ p atomic.Pointer[state.User] }
 
-func (c *committed) store(s *UserState) { cp := *s; c.p.Store(&cp) }
+func (c *committed) store(s *state.User) { cp := *s; c.p.Store(&cp) }
 
 // load is a snapshot for a reader on another goroutine, without the
 // order part.
-func (c *committed) load() *UserState { return c.p.Load().withoutOrderPart() }
+func (c *committed) load() *state.User { return c.p.Load().WithoutOrderPart() }
 
 // resume is the state a new incarnation of the user actor starts from: the
 // last durable state with a private copy of the order part.
-func (c *committed) resume() *UserState { return c.p.Load().ownOrderPart() }
+func (c *committed) resume() *state.User { return c.p.Load().OwnOrderPart() }
 
 // journalTimeout bounds one wait for the journal.
 const journalTimeout = 30 * time.Second
@@ -138,7 +139,7 @@ type userDeps struct {
 // sibling under the user's supervisor, the venue actor, owns the session.
 type userActor struct {
 	*userDeps
-	state   *UserState
+	state   *state.User
 	snap    *committed
 	actions map[uint64]*action
 	// replaced is set when this incarnation is being restarted: a journal
@@ -188,7 +189,7 @@ func (u *userActor) Receive(ctx actor.Context) {
 		u.actions = map[uint64]*action{}
 		u.startRecovery(ctx)
 		if u.cache != nil {
-			u.cache.restoreDay(u.state.dailyPnlOn(u.env), u.now())
+			u.cache.restoreDay(u.state.DailyPnlOn(u.env), u.now())
 		}
 		u.startPostureTicker(ctx)
 		u.wakeVenue(ctx)
@@ -205,7 +206,7 @@ func (u *userActor) Receive(ctx actor.Context) {
 	case *postureTick:
 		u.onPostureTick(ctx)
 	case *lateRecord:
-		if ev, ok, err := DecodeEvent(messages.RecordType(m.rec.Type), m.rec.Payload); ok && err == nil {
+		if ev, ok, err := state.DecodeEvent(messages.RecordType(m.rec.Type), m.rec.Payload); ok && err == nil {
 			u.commit(ev)
 		}
 	case *userCommand, *decideAsk, *accountAsk, *keyChecked, *orderLookedUp, *crashRequest, *confirmExecute, *confirmDone, *confirmSweep:
@@ -257,7 +258,7 @@ func (u *userActor) handle(ctx actor.Context, msg any, sender *actor.PID) {
 					u.finish(ctx, a, err)
 					return
 				}
-				u.finish(ctx, a, u.state.credentialView(u.env))
+				u.finish(ctx, a, u.state.CredentialView(u.env))
 			})
 		default:
 			if !u.tradingCommand(ctx, m, sender) {
@@ -316,8 +317,8 @@ func refuseCancelled(msg any) *messages.Error {
 }
 
 // commit applies a durable event and records the new committed state.
-func (u *userActor) commit(ev Event) {
-	u.state.prune(u.now())
+func (u *userActor) commit(ev state.Event) {
+	u.state.Prune(u.now())
 	u.state.Apply(ev)
 	u.snap.store(u.state)
 	u.tokens.note(ev, u.state.User, u.snap)
@@ -364,7 +365,7 @@ func (u *userActor) command(ctx actor.Context, m *userCommand, sender *actor.PID
 			u.toVenue(ctx, &rekey{}, nil)
 		}
 		if _, ok := m.cmd.(*messages.DeleteCredentialRequest); ok {
-			v := u.state.credentialView(u.env)
+			v := u.state.CredentialView(u.env)
 			v.Changed = true
 			u.reply(ctx, sender, v)
 			return
@@ -382,7 +383,7 @@ func (u *userActor) command(ctx actor.Context, m *userCommand, sender *actor.PID
 func (u *userActor) answer(cmd messages.Command, changed bool) any {
 	switch cmd.(type) {
 	case *messages.ShowCredentialRequest, *messages.DeleteCredentialRequest:
-		v := u.state.credentialView(u.env)
+		v := u.state.CredentialView(u.env)
 		v.Changed = changed
 		return v
 	}
@@ -396,7 +397,7 @@ func (u *userActor) answer(cmd messages.Command, changed bool) any {
 // key whose permissions grew on the exchange stops trading within the
 // hour (decisions D121).
 func (u *userActor) keyCheckDue() bool {
-	c, ok := u.state.credentialFor(u.env)
+	c, ok := u.state.CredentialFor(u.env)
 	return ok && u.now().Sub(c.CheckedAt) > permissionsMaxAge && u.state.Exists && !u.state.Disabled
 }
 
@@ -435,7 +436,7 @@ func (u *userActor) decide(ctx actor.Context, m *decideAsk, sender *actor.PID) {
 	// done again (docs/invariants.md "Keys"); an unverifiable key refuses the action. The
 	// check is an action: the user's other messages flow meanwhile, and the
 	// decision is made on the state as it is when the check comes back.
-	if c, ok := u.state.credentialFor(u.env); ok && slices.Contains(messages.TradingTools, r.Tool) &&
+	if c, ok := u.state.CredentialFor(u.env); ok && slices.Contains(messages.TradingTools, r.Tool) &&
 		u.now().Sub(c.CheckedAt) > permissionsMaxAge && u.state.Exists && !u.state.Disabled {
 		uc := &userCommand{ctx: m.ctx, origin: systemOrigin}
 		u.recheck(ctx, uc, sender, func(a *action, err *messages.Error) {
@@ -457,9 +458,10 @@ func (u *userActor) decideNow(ctx actor.Context, r *messages.DecideActionRequest
 		u.reply(ctx, sender, &messages.Decision{Allowed: refusal == nil, Err: refusal})
 		return
 	}
-	ev := Event{Type: messages.RecordOrderRefused, Payload: map[string]any{
+	ev := state.Event{Type: messages.RecordOrderRefused, Payload: map[string]any{
 		"tool": r.Tool, "category": r.Category, "symbol": r.Symbol, "code": refusal.Code, "details": refusal.Details,
 	}}
+
 	u.write(ctx, ev, agentOrigin, func(_ wal.Record, err error) {
 		if err != nil {
 			u.reply(ctx, sender, messages.AsError(err))
@@ -476,10 +478,10 @@ func (u *userActor) decideNow(ctx actor.Context, r *messages.DecideActionRequest
 // starts calls then at once and leaves busy unset, so nothing can be
 // stranded in the queue: the queue only grows while busy, and only the
 // write's own continuation clears busy, and it drains.
-func (u *userActor) write(ctx actor.Context, ev Event, o messages.Origin, then afterJournal) {
+func (u *userActor) write(ctx actor.Context, ev state.Event, o messages.Origin, then afterJournal) {
 	origin := o.Actor()
-	if !originAllowed(ev, origin) {
-		then(wal.Record{}, refuseOrigin(ev, origin))
+	if !state.OriginAllowed(ev, origin) {
+		then(wal.Record{}, state.RefuseOrigin(ev, origin))
 		return
 	}
 	if u.health.isDown() {
@@ -543,10 +545,10 @@ func (u *userActor) drain(ctx actor.Context) {
 	}
 }
 
-func summaryOf(s *UserState, venue messages.VenueLevel, env string) messages.UserSummary {
+func summaryOf(s *state.User, venue messages.VenueLevel, env string) messages.UserSummary {
 	return messages.UserSummary{
 		User: s.User, Disabled: s.Disabled, KillSwitch: s.KillSwitch,
-		Profile: s.effective(venue, env).Profile,
+		Profile: s.Effective(venue, env).Profile,
 	}
 }
 
@@ -664,9 +666,9 @@ func (us *usersActor) handle(ctx actor.Context, m *userCommand, sender *actor.PI
 			ctx.RequestWithCustomSender(pid, &userCommand{ctx: m.ctx, cmd: &messages.ShowPolicyRequest{User: c.User}, origin: m.origin}, sender)
 			return
 		}
-		ev := NewUserEvent(c.User, messages.PolicySettings{})
-		if !originAllowed(ev, m.origin.Actor()) {
-			reply(refuseOrigin(ev, m.origin.Actor()))
+		ev := state.NewUserEvent(c.User, messages.PolicySettings{})
+		if !state.OriginAllowed(ev, m.origin.Actor()) {
+			reply(state.RefuseOrigin(ev, m.origin.Actor()))
 			return
 		}
 		payload, _ := json.Marshal(ev.Payload)
@@ -686,7 +688,7 @@ func (us *usersActor) handle(ctx actor.Context, m *userCommand, sender *actor.PI
 				reply(messages.AsError(err))
 				return
 			}
-			s := newUserState(c.User)
+			s := state.New(c.User)
 			s.Apply(ev)
 			snap := &committed{}
 			snap.store(s)
@@ -706,14 +708,6 @@ func (us *usersActor) drainUsers(ctx actor.Context) {
 		us.queue = us.queue[1:]
 		us.handle(ctx, q.msg.(*userCommand), q.sender)
 	}
-}
-
-// NewUserEvent is the user_created event for a new user: the default policy
-// (read_only, empty allowlist, ceiling demo) unless ceiling sets fields.
-func NewUserEvent(user string, ceiling messages.PolicySettings) Event {
-	ro, demo, empty := messages.ProfileReadOnly, messages.VenueDemo, []string{}
-	base := messages.PolicySettings{Profile: &ro, Allow: &empty, VenueCeiling: &demo}
-	return Event{Type: messages.RecordUserCreated, Payload: messages.UserCreatedEvent{User: user, Ceiling: base.Merge(ceiling)}}
 }
 
 // UserReplay rebuilds every user's state from the journal, through the same
@@ -825,7 +819,7 @@ func (r *UserReplay) OnRecord(rec wal.Record) error {
 	if !ok && !full && !perVenue {
 		return nil
 	}
-	if err := checkReplayedOrigin(rec.Seq, typ, rec.Actor, rec.Payload); err != nil {
+	if err := state.CheckReplayedOrigin(rec.Seq, typ, rec.Actor, rec.Payload); err != nil {
 		return err
 	}
 	u := r.users[rec.User]
@@ -879,8 +873,8 @@ var eventRecord = func() []bool {
 
 // states applies the surviving records of each user, in journal order,
 // then the time windows as of now.
-func (r *UserReplay) states(now time.Time) (map[string]*UserState, error) {
-	out := make(map[string]*UserState, len(r.users))
+func (r *UserReplay) states(now time.Time) (map[string]*state.User, error) {
+	out := make(map[string]*state.User, len(r.users))
 	for name, u := range r.users {
 		recs := make([]*replayRecord, 0, numStateParts+len(u.events)+len(u.dailyPnl))
 		recs = append(recs, u.events...)
@@ -893,9 +887,9 @@ func (r *UserReplay) states(now time.Time) (map[string]*UserState, error) {
 			recs = append(recs, p)
 		}
 		slices.SortFunc(recs, func(a, b *replayRecord) int { return cmp.Compare(a.seq, b.seq) })
-		s := newUserState(name)
+		s := state.New(name)
 		for _, rr := range recs {
-			ev, _, err := DecodeEvent(rr.typ, rr.payload)
+			ev, _, err := state.DecodeEvent(rr.typ, rr.payload)
 			if err != nil {
 				return nil, fmt.Errorf("replay seq %d (%s): %w", rr.seq, rr.typ, err)
 			}
@@ -904,12 +898,12 @@ func (r *UserReplay) states(now time.Time) (map[string]*UserState, error) {
 			}
 			// The windows move with the journal's time, never a payload's.
 			if isEventRecord(rr.typ) {
-				s.prune(rr.at)
+				s.Prune(rr.at)
 			}
 			s.Apply(ev)
 		}
 		if s.Exists {
-			s.prune(now)
+			s.Prune(now)
 			out[name] = s
 		}
 	}

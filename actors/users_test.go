@@ -14,6 +14,7 @@ import (
 
 	"github.com/shopspring/decimal"
 
+	"github.com/guarded-exchange/guarded-exchange/actors/state"
 	"github.com/guarded-exchange/guarded-exchange/messages"
 	"github.com/guarded-exchange/guarded-exchange/wal"
 )
@@ -86,7 +87,7 @@ func userRecords(t *testing.T, dir string) []wal.Record {
 	t.Helper()
 	var out []wal.Record
 	err := wal.Scan(dir, func(r wal.Record) error {
-		if _, ok, _ := DecodeEvent(messages.RecordType(r.Type), r.Payload); ok {
+		if _, ok, _ := state.DecodeEvent(messages.RecordType(r.Type), r.Payload); ok {
 			r.Payload = append([]byte(nil), r.Payload...)
 			out = append(out, r)
 		}
@@ -472,7 +473,7 @@ func TestCompactedReplayEqualsFullReplay(t *testing.T) {
 	users := []string{"a", "b", "c", "d"}
 	levels := []messages.KillSwitch{messages.KillSwitchNone, messages.KillSwitchUser, messages.KillSwitchAdmin}
 	for round := range 200 {
-		full := map[string]*UserState{}
+		full := map[string]*state.User{}
 		replay := NewUserReplay()
 		seq := uint64(0)
 		at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -481,7 +482,7 @@ func TestCompactedReplayEqualsFullReplay(t *testing.T) {
 			want string
 		}
 		var snaps []snapshot
-		emit := func(user string, ev Event) {
+		emit := func(user string, ev state.Event) {
 			seq++
 			payload, _ := json.Marshal(ev.Payload)
 			actor := messages.ActorCLIAdmin
@@ -491,12 +492,12 @@ func TestCompactedReplayEqualsFullReplay(t *testing.T) {
 			if err := replay.OnRecord(wal.Record{Seq: seq, Time: at, Type: uint16(ev.Type), User: user, Actor: actor, Payload: payload}); err != nil {
 				t.Fatal(err)
 			}
-			back, _, err := DecodeEvent(ev.Type, payload)
+			back, _, err := state.DecodeEvent(ev.Type, payload)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if full[user] == nil {
-				full[user] = newUserState(user)
+				full[user] = state.New(user)
 			}
 			full[user].Apply(back)
 			if rng.IntN(5) == 0 {
@@ -517,7 +518,7 @@ func TestCompactedReplayEqualsFullReplay(t *testing.T) {
 				id := open[i]
 				open = slices.Delete(open, i, i+1)
 				status := []string{messages.OutcomeAccepted, messages.OutcomeRejected, messages.OutcomeNotFound}[rng.IntN(3)]
-				emit(id[:1], Event{messages.RecordOrderOutcome, messages.OrderOutcomeEvent{ClientOrderID: id, At: at, Status: status}})
+				emit(id[:1], state.Event{Type: messages.RecordOrderOutcome, Payload: messages.OrderOutcomeEvent{ClientOrderID: id, At: at, Status: status}})
 				return
 			}
 			id := fmt.Sprintf("%s-gx-%d", u, seq)
@@ -526,7 +527,7 @@ func TestCompactedReplayEqualsFullReplay(t *testing.T) {
 			if rng.IntN(2) == 0 {
 				key = fmt.Sprintf("k%d", rng.IntN(5))
 			}
-			emit(u, Event{messages.RecordOrderAttempt, messages.OrderAttemptEvent{
+			emit(u, state.Event{Type: messages.RecordOrderAttempt, Payload: messages.OrderAttemptEvent{
 				ClientOrderID: id, At: at, Category: messages.CategoryLinear, Symbol: "BTCUSDT",
 				NotionalUSDT: decimal.NewFromInt(int64(1 + rng.IntN(500))), RiskIncreasing: rng.IntN(3) > 0,
 				Confirmed: rng.IntN(2) == 0, IdempotencyKey: key, ArgsSHA256: fmt.Sprint(rng.IntN(3)),
@@ -536,7 +537,7 @@ func TestCompactedReplayEqualsFullReplay(t *testing.T) {
 		for range 40 {
 			u := users[rng.IntN(len(users))]
 			if full[u] == nil || !full[u].Exists {
-				emit(u, NewUserEvent(u, messages.PolicySettings{MaxPending: intp(rng.IntN(9))}))
+				emit(u, state.NewUserEvent(u, messages.PolicySettings{MaxPending: intp(rng.IntN(9))}))
 				continue
 			}
 			settings := messages.PolicySettings{MaxPending: intp(rng.IntN(9)), MaxLeverage: dec(fmt.Sprint(1 + rng.IntN(20)))}
@@ -544,26 +545,26 @@ func TestCompactedReplayEqualsFullReplay(t *testing.T) {
 			case 6, 7:
 				order(u)
 			case 0:
-				emit(u, Event{messages.RecordPolicyCeilingSet, messages.PolicyChangedEvent{After: settings}})
+				emit(u, state.Event{Type: messages.RecordPolicyCeilingSet, Payload: messages.PolicyChangedEvent{After: settings}})
 			case 1:
 				// Replay refuses a tighten that loosens the own settings.
 				if after := full[u].Own.Merge(settings); len(looserOwn(full[u].Own, after)) == 0 {
-					emit(u, Event{messages.RecordPolicyTightened, messages.PolicyChangedEvent{Before: full[u].Own, After: after}})
+					emit(u, state.Event{Type: messages.RecordPolicyTightened, Payload: messages.PolicyChangedEvent{Before: full[u].Own, After: after}})
 				}
 			case 2:
-				emit(u, Event{messages.RecordPolicyOverridesReset, messages.PolicyChangedEvent{After: messages.PolicySettings{}}})
+				emit(u, state.Event{Type: messages.RecordPolicyOverridesReset, Payload: messages.PolicyChangedEvent{After: messages.PolicySettings{}}})
 			case 3:
 				// Only a stricter switch is journaled (decideKillSwitch).
 				if ks, to := full[u].KillSwitch, levels[1+rng.IntN(2)]; killRank(to) > killRank(ks) {
-					emit(u, Event{messages.RecordKillSwitchOn, messages.KillSwitchEvent{Before: ks, After: to}})
+					emit(u, state.Event{Type: messages.RecordKillSwitchOn, Payload: messages.KillSwitchEvent{Before: ks, After: to}})
 				}
 			case 4:
 				if ks := full[u].KillSwitch; ks != messages.KillSwitchNone {
-					emit(u, Event{messages.RecordKillSwitchOff, messages.KillSwitchEvent{Before: ks, After: levels[0]}})
+					emit(u, state.Event{Type: messages.RecordKillSwitchOff, Payload: messages.KillSwitchEvent{Before: ks, After: levels[0]}})
 				}
 			case 5:
 				if rng.IntN(4) == 0 {
-					emit(u, Event{messages.RecordUserDisabled, messages.UserDisabledEvent{User: u}})
+					emit(u, state.Event{Type: messages.RecordUserDisabled, Payload: messages.UserDisabledEvent{User: u}})
 				}
 			}
 			seq++
@@ -579,7 +580,7 @@ func TestCompactedReplayEqualsFullReplay(t *testing.T) {
 			if g == nil {
 				t.Fatalf("round %d: user %s missing", round, u)
 			}
-			want.prune(now)
+			want.Prune(now)
 			a, _ := json.Marshal(want)
 			b, _ := json.Marshal(g)
 			if string(a) != string(b) {
@@ -635,7 +636,7 @@ func TestForgedOriginsAreRefused(t *testing.T) {
 // not the server's own.
 func TestRecordTableMatchesReplay(t *testing.T) {
 	for _, info := range messages.RecordTypes {
-		_, decoded, _ := DecodeEvent(info.Type, []byte(`{}`))
+		_, decoded, _ := state.DecodeEvent(info.Type, []byte(`{}`))
 		_, whole := statePart(info.Type)
 		whole = whole || info.Type == messages.RecordUserCreated || info.Type == messages.RecordDailyPnlNoted // one per venue
 		switch info.Replay {
