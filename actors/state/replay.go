@@ -62,7 +62,7 @@ type replayRecord struct {
 	payload []byte
 }
 
-// The parts of UserState that user records replace wholesale.
+// The parts of a User that user records replace wholesale.
 const (
 	partCeiling  = iota // user_created, policy_ceiling_set
 	partOwn             // policy_tightened, policy_overrides_reset
