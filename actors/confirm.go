@@ -34,8 +34,8 @@ import (
 // reconciled at start (recovery.go) and never resent; its outcome settles
 // the confirmation (applyConfirm).
 //
-// Confirmations are part of UserState, rebuilt from the journal through
-// the same Apply. Replacing or deleting the key cancels the waiting and
+// Confirmations are part of the user's state (state.User), rebuilt from
+// the journal through the same Apply. Replacing or deleting the key cancels the waiting and
 // approved confirmations of its environment (applied from the credential
 // record itself, so it can never be lost between two records).
 //

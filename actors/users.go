@@ -131,8 +131,8 @@ type userDeps struct {
 	tickets *sendTickets
 }
 
-// userActor is the thin shell around one user's UserState: it decides,
-// journals, applies and replies. Decisions for one user are strictly
+// userActor is the thin shell around one user's state (state.User): it
+// decides, journals, applies and replies. Decisions for one user are strictly
 // ordered; different users run in parallel. Work that waits on the venue
 // is an action in the table (actions.go), never a blocked mailbox. Its
 // sibling under the user's supervisor, the venue actor, owns the session.
