@@ -56,9 +56,9 @@ var errActorRestarted = errors.New("the user actor restarted while this request 
 // other goroutines (venue actor, user list, token lookup) read it any
 // time. Apply replaces the fields those readers see with new values, never
 // changing them in place, so a shallow copy is a safe snapshot of them.
-// The order part (orders.go) and the confirmations (confirm.go) change in
-// place and are the user actor's own (D77): load leaves them out, resume
-// copies them for the next incarnation.
+// The order part (state/orders.go) and the confirmations
+// (state/confirm.go) change in place and are the user actor's own (D77):
+// load leaves them out, resume copies them for the next incarnation.
 type committed struct{ p atomic.Pointer[state.User] }
 
 func (c *committed) store(s *state.User) { cp := *s; c.p.Store(&cp) }

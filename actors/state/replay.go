@@ -15,11 +15,16 @@ import (
 // user and actor it names, and its payload. Replay never keeps Payload
 // beyond OnRecord without copying it.
 type Record struct {
-	Seq     uint64
-	Time    time.Time
-	Type    messages.RecordType
-	User    string
-	Actor   string
+	// Seq and Time are the journal's own: its sequence number and the
+	// time it gave the record.
+	Seq  uint64
+	Time time.Time
+	// Type is the record type, User the user it belongs to and Actor who
+	// caused it.
+	Type  messages.RecordType
+	User  string
+	Actor string
+	// Payload is the record's JSON payload.
 	Payload []byte
 }
 

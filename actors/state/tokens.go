@@ -14,7 +14,10 @@ import (
 // Token is one bearer token of a user, as the user's state keeps it: the
 // SHA-256 of the token, never the token.
 type Token struct {
-	Hash      [sha256.Size]byte
+	// Hash is the SHA-256 of the token.
+	Hash [sha256.Size]byte
+	// IssuedAt is when it was issued; Revoked and RevokedAt say whether
+	// and when it was revoked.
 	IssuedAt  time.Time
 	Revoked   bool
 	RevokedAt time.Time

@@ -11,18 +11,24 @@ import (
 	"github.com/guarded-exchange/guarded-exchange/messages"
 )
 
-// User is everything one user actor owns. It is a plain, synchronous,
-// not thread-safe value (docs/invariants.md "Rules of the code"): Decide computes what a command would
-// journal without changing anything, Apply changes the state from a
+// User is one user's state, which that user's actor owns (package
+// actors). It is a plain, synchronous, not thread-safe value
+// (docs/invariants.md "Rules of the code"): Decide computes what a command
+// would journal without changing anything, Apply changes the state from a
 // journaled event. The actor is a thin shell around them, and start-up
-// replays the journal through the same Apply, so live state and rebuilt
-// state cannot differ.
+// replays the journal through the same Apply (Replay), so live state and
+// rebuilt state cannot differ.
 type User struct {
-	User       string
-	Exists     bool
-	Disabled   bool
-	Ceiling    messages.PolicySettings
-	Own        messages.PolicySettings
+	// User is the user's name; Exists is set by user_created and
+	// Disabled by user_disabled.
+	User     string
+	Exists   bool
+	Disabled bool
+	// Ceiling is the admin's ceiling and Own the user's own (stricter)
+	// settings; Effective combines them.
+	Ceiling messages.PolicySettings
+	Own     messages.PolicySettings
+	// KillSwitch is the kill switch's level (none, user or admin).
 	KillSwitch messages.KillSwitch
 	// Credentials are the user's exchange keys by environment, sealed.
 	Credentials map[string]Credential
@@ -38,28 +44,31 @@ type User struct {
 	Idempotency map[string]IdempotencyEntry
 	Counters    RollingCounters
 	// Recent are the answered risk-increasing orders without a key of the
-	// last 10 minutes: the 30 s safety net (limits.go).
+	// last 10 minutes: the 30 s safety net (actors/place.go).
 	Recent []RecentOrder
 	// keyExpiry orders the idempotency keys by claim time, for prune.
 	keyExpiry keyExpiry
 	// Posture is the set of REDUCING causes and PostureState the state as
-	// last journaled (posture_changed; posture.go).
+	// last journaled (posture_changed; actors/posture.go).
 	Posture      messages.PostureCauses
 	PostureState messages.PostureState
 	// DailyPnl is the day's realised PnL per position as last journaled
 	// (daily_pnl_noted), by venue: the stream cache starts from the
 	// record of its venue (DailyPnlOn), so a restart keeps counting the
-	// day's realised loss (posturecache.go) and another venue's loss never
-	// counts (D100). The map and its records are replaced, never changed
-	// in place.
+	// day's realised loss (actors/posturecache.go) and another venue's
+	// loss never counts (D100). The map and its records are replaced,
+	// never changed in place.
 	DailyPnl map[string]messages.DailyPnlEvent
 	// Confirmations are the parked actions by confirmation id (confirm.go).
 	Confirmations map[string]Confirmation
 }
 
-// Event is one journaled change: its record type and typed payload.
+// Event is one journaled change: its record type and typed payload (a
+// value of the messages event type DecodeEvent gives for the record type).
 type Event struct {
-	Type    messages.RecordType
+	// Type is the journal record's type.
+	Type messages.RecordType
+	// Payload is the record's payload as a messages event value.
 	Payload any
 }
 
