@@ -35,9 +35,10 @@ import (
 // the confirmation (applyConfirm).
 //
 // Confirmations are part of the user's state (state.User), rebuilt from
-// the journal through the same Apply. Replacing or deleting the key cancels the waiting and
-// approved confirmations of its environment (applied from the credential
-// record itself, so it can never be lost between two records).
+// the journal through the same Apply. Replacing or deleting the key
+// cancels the waiting and approved confirmations of its environment
+// (applied from the credential record itself, so it can never be lost
+// between two records).
 //
 // A confirmation is bound to the environment it was parked on: the human
 // approved a plan for that venue. A server that runs on another venue

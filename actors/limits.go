@@ -101,9 +101,9 @@ func roundToTick(p, tick decimal.Decimal, up bool) decimal.Decimal {
 	return q.Floor().Mul(tick)
 }
 
-// decidePlace is steps 2 to 5 for a validated place_order, decided on the
-// user's state s: the plan to execute and the answer it will give, or the
-// refusal (to journal as order_refused). A market order is sent as Limit IOC at the best ask
+// decidePlace is steps 2 to 5 for a validated place_order: the plan to
+// execute and the answer it will give, or the refusal (to journal as
+// order_refused). A market order is sent as Limit IOC at the best ask
 // (buy) or bid (sell) moved by slippage_pct, rounded to the tick on the
 // safe side (a buy never above, a sell never below that price) and kept
 // inside the venue's price band; the order is valued at that worst price.
