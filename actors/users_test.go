@@ -499,8 +499,8 @@ func TestForgedOriginsAreRefused(t *testing.T) {
 }
 
 // A direct journal write refuses every type that is not the server's
-// own (the record table and the replay code agree: TestRecordTableMatchesReplay
-// in actors/state).
+// own. (That the record table and the replay code agree is
+// TestRecordTableMatchesReplay in actors/state.)
 func TestJournalJSONWritesOnlySystemRecords(t *testing.T) {
 	ts := startUsers(t, t.TempDir())
 	ctx := context.Background()
