@@ -30,6 +30,33 @@ func outcomeOf(ev *Event, err error) decided {
 	return d
 }
 
+// commandCase is one row of a command's decision table: the state, the
+// command, and what deciding it gives.
+type commandCase struct {
+	name  string
+	state *Fixture
+	cmd   messages.Command
+	want  decided
+}
+
+// runCommandTable decides each case and checks what it gave, and that
+// deciding did not change the state.
+func runCommandTable(t *testing.T, cases []commandCase, decide func(*User, messages.Command) (*Event, error)) {
+	t.Helper()
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s := c.state.Build()
+			before := fingerprint(s)
+			if got := outcomeOf(decide(s, c.cmd)); got != c.want {
+				t.Fatalf("got %+v, want %+v", got, c.want)
+			}
+			if fingerprint(s) != before {
+				t.Fatal("deciding changed the state")
+			}
+		})
+	}
+}
+
 // Decide answers every command kind of the user actor with the record it
 // would journal, nothing (no change), or the refusal, and never changes
 // the state.
@@ -38,12 +65,7 @@ func TestDecideTable(t *testing.T) {
 	looser := messages.PolicySettings{MaxLeverage: dec("20")}   // the default is 10
 	stricter := messages.PolicySettings{MaxLeverage: dec("5")}  // within every default
 	badValue := messages.PolicySettings{MaxLeverage: dec("-1")} // out of range
-	for _, c := range []struct {
-		name  string
-		state *Fixture
-		cmd   messages.Command
-		want  decided
-	}{
+	runCommandTable(t, []commandCase{
 		{"no such user", &Fixture{s: New("ghost")}, &messages.ShowPolicyRequest{}, decided{code: messages.CodeNotFound}},
 		{"show policy", base(), &messages.ShowPolicyRequest{}, decided{}},
 		{"tighten", base(), &messages.TightenPolicyRequest{Settings: stricter}, decided{record: messages.RecordPolicyTightened}},
@@ -74,18 +96,9 @@ func TestDecideTable(t *testing.T) {
 		{"delete key", base(), &messages.DeleteCredentialRequest{Environment: "paper"}, decided{record: messages.RecordCredentialDeleted}},
 		{"delete a key not stored", base(), &messages.DeleteCredentialRequest{Environment: "bybit-demo"}, decided{code: messages.CodeNotFound}},
 		{"a command of another actor", base(), &messages.ListTokensRequest{}, decided{code: messages.CodeInternalError}},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			s := c.state.Build()
-			before := fingerprint(s)
-			if got := outcomeOf(s.Decide(c.cmd, messages.VenuePaper, "paper")); got != c.want {
-				t.Fatalf("got %+v, want %+v", got, c.want)
-			}
-			if fingerprint(s) != before {
-				t.Fatal("Decide changed the state")
-			}
-		})
-	}
+	}, func(s *User, cmd messages.Command) (*Event, error) {
+		return s.Decide(cmd, messages.VenuePaper, "paper")
+	})
 }
 
 // DecideToken answers every token command with the record it would
@@ -95,12 +108,7 @@ func TestDecideTokenTable(t *testing.T) {
 	issued := Event{messages.RecordTokenIssued, messages.TokenIssuedEvent{ID: "tok_1", User: "ada", SHA256: "00", At: now}}
 	revoked := Event{messages.RecordTokenRevoked, messages.TokenRevokedEvent{ID: "tok_1", User: "ada", At: now}}
 	issue := &messages.IssueTokenRequest{ID: "tok_2", Token: messages.TokenPrefix + "secret"}
-	for _, c := range []struct {
-		name  string
-		state *Fixture
-		cmd   messages.Command
-		want  decided
-	}{
+	runCommandTable(t, []commandCase{
 		{"no such user", &Fixture{s: New("ghost")}, &messages.ListTokensRequest{}, decided{code: messages.CodeNotFound}},
 		{"list", NewFixture("ada"), &messages.ListTokensRequest{}, decided{}},
 		{"issue", NewFixture("ada"), issue, decided{record: messages.RecordTokenIssued}},
@@ -111,18 +119,7 @@ func TestDecideTokenTable(t *testing.T) {
 		{"revoke again", NewFixture("ada").With(issued, revoked), &messages.RevokeTokenRequest{ID: "tok_1"}, decided{}},
 		{"revoke an unknown token", NewFixture("ada"), &messages.RevokeTokenRequest{ID: "tok_9"}, decided{code: messages.CodeNotFound}},
 		{"a command of another kind", NewFixture("ada"), &messages.ShowPolicyRequest{}, decided{code: messages.CodeInternalError}},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			s := c.state.Build()
-			before := fingerprint(s)
-			if got := outcomeOf(s.DecideToken(c.cmd, now)); got != c.want {
-				t.Fatalf("got %+v, want %+v", got, c.want)
-			}
-			if fingerprint(s) != before {
-				t.Fatal("DecideToken changed the state")
-			}
-		})
-	}
+	}, func(s *User, cmd messages.Command) (*Event, error) { return s.DecideToken(cmd, now) })
 }
 
 // DecideAction is the gate of every action: each check refuses with its
