@@ -122,10 +122,10 @@ func TestApplyTable(t *testing.T) {
 			return s.KillSwitch == messages.KillSwitchAdmin && s.CurrentPosture() == messages.PostureHalted
 		}},
 		{"posture", NewFixture("ada").WithPosture(messages.CauseAgent), func(s *User) bool {
-			return s.CurrentPosture() == messages.PostureReducing && s.ReducingRefusal() != nil
+			return s.CurrentPosture() == messages.PostureReducing && s.reducingRefusal() != nil
 		}},
 		{"no posture record", NewFixture("ada"), func(s *User) bool {
-			return s.CurrentPosture() == messages.PostureActive && s.ReducingRefusal() == nil
+			return s.CurrentPosture() == messages.PostureActive && s.reducingRefusal() == nil
 		}},
 		{"disabled", NewFixture("ada").Disabled(), func(s *User) bool { return s.Disabled }},
 		{"read-only key", NewFixture("ada").Trading().WithReadOnlyKey("paper"), func(s *User) bool {

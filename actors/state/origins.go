@@ -99,7 +99,7 @@ func decisionAllowed(p messages.ConfirmationDecidedEvent, actor string) bool {
 		case messages.ConfirmChannelCLI:
 			return human
 		case messages.ConfirmChannelClientUI:
-			// The human at the session's form (CheckReplayedOrigin reads
+			// The human at the session's form (checkReplayedOrigin reads
 			// the older journals' mcp:agent as that human).
 			return actor == messages.ActorClientUI
 		}
@@ -121,9 +121,9 @@ func RefuseOrigin(ev Event, actor string) *messages.Error {
 	}
 }
 
-// CheckReplayedOrigin checks a journal record's actor during replay. Only
+// checkReplayedOrigin checks a journal record's actor during replay. Only
 // the record types whose rule depends on the payload are decoded.
-func CheckReplayedOrigin(seq uint64, typ messages.RecordType, actor string, payload []byte) error {
+func checkReplayedOrigin(seq uint64, typ messages.RecordType, actor string, payload []byte) error {
 	ev := Event{Type: typ}
 	switch typ {
 	case messages.RecordKillSwitchOff:

@@ -15,9 +15,9 @@ func (s *User) CurrentPosture() messages.PostureState {
 	return s.PostureState
 }
 
-// ReducingRefusal refuses a risk-increasing action while REDUCING; nil
+// reducingRefusal refuses a risk-increasing action while REDUCING; nil
 // when no cause holds. details.reason names the first cause.
-func (s *User) ReducingRefusal() *messages.Error {
+func (s *User) reducingRefusal() *messages.Error {
 	if len(s.Posture) == 0 {
 		return nil
 	}

@@ -132,7 +132,7 @@ func (r *Replay) OnRecord(rec Record) error {
 	if !ok && !full && !perVenue {
 		return nil
 	}
-	if err := CheckReplayedOrigin(rec.Seq, typ, rec.Actor, rec.Payload); err != nil {
+	if err := checkReplayedOrigin(rec.Seq, typ, rec.Actor, rec.Payload); err != nil {
 		return err
 	}
 	u := r.users[rec.User]

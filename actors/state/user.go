@@ -325,7 +325,7 @@ func (s *User) DecideAction(r *messages.DecideActionRequest, venue messages.Venu
 		}
 	}
 	if r.RiskIncreasing {
-		if e := s.ReducingRefusal(); e != nil {
+		if e := s.reducingRefusal(); e != nil {
 			return e
 		}
 	}
