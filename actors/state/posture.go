@@ -64,12 +64,3 @@ func postureOriginAllowed(p messages.PostureChangedEvent, actor string) bool {
 	}
 	return human || actor == messages.ActorAgent || actor == messages.ActorSystem
 }
-
-// LimitExceeded names the limit and the allowed value.
-func LimitExceeded(limit, allowed, msg, next string, extra map[string]any) *messages.Error {
-	d := map[string]any{"limit": limit, "allowed": allowed}
-	for k, v := range extra {
-		d[k] = v
-	}
-	return &messages.Error{Code: messages.CodeLimitExceeded, Message: msg, NextStep: next, Details: d}
-}

@@ -411,12 +411,3 @@ func NewUserEvent(user string, ceiling messages.PolicySettings) Event {
 	base := messages.PolicySettings{Profile: &ro, Allow: &empty, VenueCeiling: &demo}
 	return Event{Type: messages.RecordUserCreated, Payload: messages.UserCreatedEvent{User: user, Ceiling: base.Merge(ceiling)}}
 }
-
-// NoKeyError is the refusal when no key is stored for the user and venue.
-func NoKeyError() *messages.Error {
-	return &messages.Error{
-		Code:     messages.CodeExchangeCredentialsInvalid,
-		Message:  "no exchange key is stored for this user and venue",
-		NextStep: "add a key with `guarded-exchange keys add`, outside the chat",
-	}
-}
