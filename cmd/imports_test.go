@@ -125,7 +125,7 @@ func TestImportDirection(t *testing.T) {
 // imports they may have beyond the standard library: no actor library, no
 // journal, no venue and no network code, so that everything in them is a
 // plain value or function, tested without actors (docs/architecture.md
-// "Packages and import directions"). Their test files are held to the same
+// "Packages and the direction of imports"). Their test files are held to the same
 // list: their tables run without actors too.
 var pure = map[string][]string{
 	"actors/state": {module + "/messages", "github.com/shopspring/decimal"},
