@@ -7,6 +7,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/shopspring/decimal"
 
+	"github.com/guarded-exchange/guarded-exchange/actors/state"
 	"github.com/guarded-exchange/guarded-exchange/messages"
 )
 
@@ -40,7 +41,7 @@ type action struct {
 	onKey func(*keyChecked)
 	// attempt is the open order attempt a reconcile action looks up, or
 	// the one an order action wrote.
-	attempt Attempt
+	attempt state.Attempt
 	// ticket is the client order id a caller of this write is told while
 	// it runs ("": the attempt's own); a leverage step names the order
 	// that follows it.

@@ -1,13 +1,16 @@
 package actors
 
-import "github.com/guarded-exchange/guarded-exchange/messages"
+import (
+	"github.com/guarded-exchange/guarded-exchange/actors/state"
+	"github.com/guarded-exchange/guarded-exchange/messages"
+)
 
 // logActivity writes the activity log line of a record the user actor
 // just committed: an order sent and settled, a confirmation asked for
 // and decided, a kill switch or posture change. One line at info level
 // each, with ids and the server's own words only: never an argument the
 // agent wrote (an idempotency key, the arguments of a parked call).
-func (u *userActor) logActivity(ev Event) {
+func (u *userActor) logActivity(ev state.Event) {
 	user := u.state.User
 	switch p := ev.Payload.(type) {
 	case messages.OrderAttemptEvent:

@@ -9,6 +9,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/shopspring/decimal"
 
+	"github.com/guarded-exchange/guarded-exchange/actors/state"
 	"github.com/guarded-exchange/guarded-exchange/messages"
 	"github.com/guarded-exchange/guarded-exchange/venue"
 )
@@ -168,7 +169,7 @@ func (u *userActor) onAmendFetched(ctx actor.Context, act *action, m *orderFetch
 		refuse(e)
 		return
 	}
-	p := u.state.effective(u.venue, u.env)
+	p := u.state.Effective(u.venue, u.env)
 	growth := decimal.Max(decimal.Zero, notional.Sub(o.Qty.Mul(o.Price)))
 	switch {
 	case exposure:
@@ -180,7 +181,7 @@ func (u *userActor) onAmendFetched(ctx actor.Context, act *action, m *orderFetch
 		growth = decimal.Zero // no exposure added: nothing for the daily cap
 	}
 	planned := messages.AmendAnswer{Status: messages.AnswerPreview, OrderID: o.OrderID, Category: a.Category, Symbol: a.Symbol,
-		Origin: u.state.orderOrigin(o.OrderLinkID), RequestedQty: o.Qty, Qty: qty, Price: price, NotionalUSDT: notional,
+		Origin: u.state.OrderOrigin(o.OrderLinkID), RequestedQty: o.Qty, Qty: qty, Price: price, NotionalUSDT: notional,
 		RiskIncreasing: risk, OrderStatus: o.Status, FilledQty: venue.FilledOf(&o), IdempotencyKey: a.IdempotencyKey}
 	if a.Qty.Valid {
 		planned.RequestedQty = a.Qty.Decimal
@@ -267,12 +268,12 @@ func (u *userActor) riskLimits(p messages.Policy, cat messages.Category, symbol 
 		return e
 	}
 	if notional.GreaterThan(p.MaxOrderNotionalUSDT) {
-		return limitExceeded("max_order_notional_usdt", p.MaxOrderNotionalUSDT.String(), "the order value at its new qty and price exceeds max_order_notional_usdt",
+		return state.LimitExceeded("max_order_notional_usdt", p.MaxOrderNotionalUSDT.String(), "the order value at its new qty and price exceeds max_order_notional_usdt",
 			"make the order smaller", map[string]any{"notional_usdt": notional.String()})
 	}
 	if cat == messages.CategoryLinear {
 		if mk.position == nil || !mk.position.Leverage.IsPositive() {
-			return limitExceeded("max_leverage", p.MaxLeverage.String(), "the symbol's current leverage could not be read", "try again", map[string]any{"reason": "leverage_unknown"})
+			return state.LimitExceeded("max_leverage", p.MaxLeverage.String(), "the symbol's current leverage could not be read", "try again", map[string]any{"reason": "leverage_unknown"})
 		}
 		if mk.position.Leverage.GreaterThan(p.MaxLeverage) {
 			return leverageAboveMax(p, mk.position, mk.instrument, symbol, "amend the order again")
@@ -282,7 +283,7 @@ func (u *userActor) riskLimits(p messages.Policy, cat messages.Category, symbol 
 	daily, perMinute, unconfirmed := u.state.Counters.Window(u.now(), u.env)
 	used := daily.Add(reserved.NotionalUSDT)
 	if used.Add(growth).GreaterThan(p.DailyNotionalCapUSDT) {
-		return limitExceeded("daily_notional_cap_usdt", p.DailyNotionalCapUSDT.String(), "the risk-increasing orders of the last 24 h would exceed daily_notional_cap_usdt",
+		return state.LimitExceeded("daily_notional_cap_usdt", p.DailyNotionalCapUSDT.String(), "the risk-increasing orders of the last 24 h would exceed daily_notional_cap_usdt",
 			"wait until earlier orders leave the 24 h window", map[string]any{"used_usdt": used.String()})
 	}
 	return rateLimits(p, perMinute, unconfirmed, reserved)

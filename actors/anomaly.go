@@ -6,6 +6,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/guarded-exchange/guarded-exchange/actors/state"
 	"github.com/guarded-exchange/guarded-exchange/messages"
 	"github.com/guarded-exchange/guarded-exchange/venue"
 	"github.com/guarded-exchange/guarded-exchange/wal"
@@ -54,7 +55,7 @@ func (l *anomalyLimiter) admit(now time.Time) (int, bool) {
 // noteAnomalies journals the mismatches of an attempt's order, within
 // the budget. The record is sent without waiting for it: it changes no
 // state, and the action it belongs to does not wait on it.
-func (u *userActor) noteAnomalies(ctx actor.Context, a Attempt, list []venue.Mismatch) {
+func (u *userActor) noteAnomalies(ctx actor.Context, a state.Attempt, list []venue.Mismatch) {
 	for _, m := range list {
 		u.noteAnomaly(ctx, messages.VenueAnomalyEvent{Kind: messages.AnomalyOrderMismatch, Source: m.Source,
 			ClientOrderID: a.ClientOrderID, Category: a.Category, Symbol: a.Symbol, Field: m.Field})
@@ -70,8 +71,8 @@ func (u *userActor) noteAnomaly(ctx actor.Context, ev messages.VenueAnomalyEvent
 	}
 	u.logger.Warn("the venue showed something that disagrees with the server", "user", u.state.User, "kind", ev.Kind, "source", ev.Source, "field", ev.Field, "count", n)
 	ev.At, ev.Count = now.UTC(), n
-	e := Event{messages.RecordVenueAnomaly, ev}
-	if !originAllowed(e, systemOrigin.Actor()) || u.health.isDown() {
+	e := state.Event{Type: messages.RecordVenueAnomaly, Payload: ev}
+	if !state.OriginAllowed(e, systemOrigin.Actor()) || u.health.isDown() {
 		return
 	}
 	payload, err := json.Marshal(ev)

@@ -134,7 +134,7 @@ func (u *userActor) onOrderFetched(ctx actor.Context, m *orderFetched) {
 	}
 	o := *m.order
 	planned := messages.CancelAnswer{Status: messages.AnswerPreview, OrderID: o.OrderID, Category: a.Category, Symbol: a.Symbol,
-		Origin: u.state.orderOrigin(o.OrderLinkID), OrderStatus: o.Status, FilledQty: venue.FilledOf(&o), IdempotencyKey: a.IdempotencyKey}
+		Origin: u.state.OrderOrigin(o.OrderLinkID), OrderStatus: o.Status, FilledQty: venue.FilledOf(&o), IdempotencyKey: a.IdempotencyKey}
 	if planned.Origin == messages.OriginSystem {
 		planned.ClientOrderID = o.OrderLinkID
 	}
@@ -143,7 +143,7 @@ func (u *userActor) onOrderFetched(ctx actor.Context, m *orderFetched) {
 		u.reply(ctx, act.waiter, &planned)
 		return
 	}
-	p := u.state.effective(u.venue, u.env)
+	p := u.state.Effective(u.venue, u.env)
 	by := confirmedBy(p, "cancel_order", decimal.Zero)
 	if u.confirmGate(ctx, act, parkRequest{tool: "cancel_order", category: a.Category, symbol: a.Symbol, args: a, hash: act.cancel.hash,
 		key: a.IdempotencyKey, shown: messages.ShownToUser{Cancel: &planned, RiskIncreasing: risk}, confirmedBy: by}) {

@@ -13,6 +13,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/shopspring/decimal"
 
+	"github.com/guarded-exchange/guarded-exchange/actors/state"
 	"github.com/guarded-exchange/guarded-exchange/messages"
 	"github.com/guarded-exchange/guarded-exchange/venue"
 	"github.com/guarded-exchange/guarded-exchange/wal"
@@ -205,7 +206,7 @@ func (u *userActor) onOpenOrdersFetched(ctx actor.Context, m *openOrdersFetched)
 		plain = plain[:cancelAllMax]
 	}
 	for _, o := range plain {
-		row := messages.CancelAllRow{OrderID: o.OrderID, Origin: u.state.orderOrigin(o.OrderLinkID), Status: "planned"}
+		row := messages.CancelAllRow{OrderID: o.OrderID, Origin: u.state.OrderOrigin(o.OrderLinkID), Status: "planned"}
 		if row.Origin == messages.OriginSystem {
 			row.ClientOrderID = o.OrderLinkID
 		} else {
@@ -219,7 +220,7 @@ func (u *userActor) onOpenOrdersFetched(ctx actor.Context, m *openOrdersFetched)
 		u.reply(ctx, act.waiter, ans)
 		return
 	}
-	p := u.state.effective(u.venue, u.env)
+	p := u.state.Effective(u.venue, u.env)
 	if u.confirmGate(ctx, act, parkRequest{tool: toolCancelAll, category: a.Category, symbol: a.Symbol,
 		args: a, hash: act.all.hash, key: a.IdempotencyKey, shown: messages.ShownToUser{CancelAll: ans}, confirmedBy: confirmedBy(p, toolCancelAll, decimal.Zero)}) {
 		return
@@ -274,7 +275,7 @@ func (u *userActor) runCancelAll(ctx actor.Context, act *action, a messages.Canc
 	}
 	att := messages.OrderAttemptEvent{ActionID: strconv.FormatUint(parent.id, 36), ClientOrderID: id, Environment: u.env, Tool: toolCancelAll,
 		Category: a.Category, Symbol: a.Symbol, At: u.now().UTC(), IdempotencyKey: a.IdempotencyKey, ArgsSHA256: act.all.hash}
-	ev := Event{messages.RecordOrderAttempt, att}
+	ev := state.Event{Type: messages.RecordOrderAttempt, Payload: att}
 	u.write(ctx, ev, act.origin, func(_ wal.Record, err error) {
 		u.tickets.settle(act.waiter, err == nil)
 		if err != nil {
@@ -337,8 +338,9 @@ func (u *userActor) runCancelAll(ctx actor.Context, act *action, a messages.Canc
 // answers.
 func (u *userActor) closeCancelAll(ctx actor.Context, parent *action, ans *messages.CancelAllAnswer) {
 	raw, _ := json.Marshal(ans)
-	ev := Event{messages.RecordOrderOutcome, messages.OrderOutcomeEvent{ActionID: parent.attempt.ActionID, ClientOrderID: parent.attempt.ClientOrderID,
+	ev := state.Event{Type: messages.RecordOrderOutcome, Payload: messages.OrderOutcomeEvent{ActionID: parent.attempt.ActionID, ClientOrderID: parent.attempt.ClientOrderID,
 		At: u.now().UTC(), Status: messages.OutcomeAccepted, ResultSource: messages.ResultSourceVenue, Answer: raw}}
+
 	u.write(ctx, ev, parent.origin, func(_ wal.Record, err error) {
 		if err != nil {
 			u.finish(ctx, parent, messages.AsError(err))

@@ -14,6 +14,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/shopspring/decimal"
 
+	"github.com/guarded-exchange/guarded-exchange/actors/state"
 	"github.com/guarded-exchange/guarded-exchange/messages"
 	"github.com/guarded-exchange/guarded-exchange/wal"
 )
@@ -33,47 +34,16 @@ import (
 // reconciled at start (recovery.go) and never resent; its outcome settles
 // the confirmation (applyConfirm).
 //
-// Confirmations are part of UserState, rebuilt from the journal through
-// the same Apply. Replacing or deleting the key cancels the waiting and
-// approved confirmations of its environment (applied from the credential
-// record itself, so it can never be lost between two records).
+// Confirmations are part of the user's state (state.User), rebuilt from
+// the journal through the same Apply. Replacing or deleting the key
+// cancels the waiting and approved confirmations of its environment
+// (applied from the credential record itself, so it can never be lost
+// between two records).
 //
 // A confirmation is bound to the environment it was parked on: the human
 // approved a plan for that venue. A server that runs on another venue
 // never decides or runs it: the start sweep (or the first decision, if
 // it comes first) cancels it with reason venue_changed.
-
-// Confirmation is one parked action as the user actor keeps it.
-type Confirmation struct {
-	ID             string
-	Tool           string
-	Channel        string
-	Environment    string
-	Status         string
-	CreatedAt      time.Time
-	ExpiresAt      time.Time
-	Shown          *messages.ShownToUser
-	Args           json.RawMessage
-	ArgsSHA256     string
-	IdempotencyKey string
-	DecidedChannel string
-	DecidedAt      time.Time
-	ClientOrderID  string
-	Result         json.RawMessage
-	Error          *messages.Error
-	// ConfirmedBy is the policy setting that asked for it.
-	ConfirmedBy string
-}
-
-// confirmationKeep is how long a confirmation that can no longer change is
-// remembered (for get_confirmation_status and confirm list --all).
-const confirmationKeep = 24 * time.Hour
-
-// confirmationKeepMax is how many confirmations that can no longer change
-// are remembered at most: beyond it the oldest (by creation) are
-// forgotten first, so a loop of park and withdraw cannot grow the state.
-// Live ones (max_pending at most waiting) are always kept.
-const confirmationKeepMax = 200
 
 // confirmExecute is the execution of an approved confirmation: a message
 // of its own, run after the approval is durable.
@@ -120,198 +90,8 @@ func executorOrigin(id string) messages.Origin {
 	return o
 }
 
-// waiting reports whether a confirmation still waits for a human (as of
-// its status; expiry is journaled by the sweep).
-func (c Confirmation) waiting() bool { return c.Status == messages.ConfirmStatusPending }
-
-// live reports whether a confirmation may still lead to an execution.
-func (c Confirmation) live() bool {
-	return c.Status == messages.ConfirmStatusPending || c.Status == messages.ConfirmStatusApproved
-}
-
-// liveConfirmations reports whether a confirmation waits, is approved or
-// executing: the user actor starts at once to run or expire it.
-func (s *UserState) liveConfirmations() bool {
-	for _, c := range s.Confirmations {
-		if c.live() || c.Status == messages.ConfirmStatusExecuting {
-			return true
-		}
-	}
-	return false
-}
-
-// setConfirmation replaces one confirmation. The map is changed in place:
-// it is the user actor's own, like the order part (D77: readers' snapshots
-// leave it out, a restarted actor gets its own copy), so a change costs
-// one entry, not a copy of every remembered confirmation.
-func (s *UserState) setConfirmation(c Confirmation) {
-	if s.Confirmations == nil {
-		s.Confirmations = map[string]Confirmation{}
-	}
-	s.Confirmations[c.ID] = c
-	if messages.FinalConfirmStatus(c.Status) {
-		s.capConfirmations()
-	}
-}
-
-// decidedStatus is the status a decision leads to from the status before;
-// "" for a decision the confirmation cannot take there (the server never
-// journals one; replay refuses it). Status is derived, never read from the
-// record apart from its decision.
-func decidedStatus(decision, before string) string {
-	switch before {
-	case messages.ConfirmStatusPending:
-		switch decision {
-		case messages.DecisionApprove:
-			return messages.ConfirmStatusApproved
-		case messages.DecisionReject:
-			return messages.ConfirmStatusRejected
-		case messages.DecisionCancel:
-			return messages.ConfirmStatusCancelled
-		case messages.DecisionExpire:
-			return messages.ConfirmStatusExpired
-		}
-	case messages.ConfirmStatusApproved:
-		switch decision {
-		case messages.DecisionExpire:
-			return messages.ConfirmStatusExpiredAfterApproval
-		case messages.DecisionCancel:
-			// Only the server's own cancel (venue_changed) follows an
-			// approval.
-			return messages.ConfirmStatusCancelled
-		}
-	}
-	return ""
-}
-
-// venueChangedError is why a confirmation parked on another venue was
-// cancelled.
-func venueChangedError() *messages.Error {
-	return &messages.Error{Code: messages.CodePermissionDenied,
-		Message:  "the server now runs on another venue than the one this confirmation was parked for; it was cancelled and nothing was sent",
-		NextStep: "call the tool again if the action is still wanted on this venue; a new confirmation shows the plan for it",
-		Details:  map[string]any{"reason": messages.ReasonVenueChanged}}
-}
-
-// applyConfirm applies the confirmation records, and what other records
-// mean for confirmations (an outcome settles an executing one; a key
-// replaced or deleted cancels the live ones of its environment). It
-// reports whether ev was a confirmation record.
-func (s *UserState) applyConfirm(ev Event) bool {
-	switch p := ev.Payload.(type) {
-	case messages.ConfirmationRequestedEvent:
-		s.setConfirmation(Confirmation{ID: p.ConfirmationID, Tool: p.Tool, Channel: p.Channel, Environment: p.Environment,
-			Status: messages.ConfirmStatusPending, CreatedAt: p.CreatedAt, ExpiresAt: p.ExpiresAt, Shown: p.ShownToUser,
-			Args: p.Args, ArgsSHA256: p.ArgsSHA256, IdempotencyKey: p.IdempotencyKey, ConfirmedBy: p.ConfirmedBy})
-		return true
-	case messages.ConfirmationDecidedEvent:
-		c, ok := s.Confirmations[p.ConfirmationID]
-		if !ok {
-			return true
-		}
-		st := decidedStatus(p.Decision, c.Status)
-		if st == "" {
-			return true
-		}
-		c.Status = st
-		if p.Decision == messages.DecisionApprove || p.Decision == messages.DecisionReject {
-			c.DecidedChannel, c.DecidedAt = p.Channel, p.At
-		}
-		if p.Reason == messages.ReasonVenueChanged {
-			c.Error = venueChangedError()
-		}
-		s.setConfirmation(c)
-		return true
-	case messages.ConfirmationExecutedEvent:
-		c, ok := s.Confirmations[p.ConfirmationID]
-		if !ok {
-			return true
-		}
-		c.Status = p.Status
-		if p.ClientOrderID != "" {
-			c.ClientOrderID = p.ClientOrderID
-		}
-		if len(p.Result) > 0 {
-			c.Result = p.Result
-		}
-		if p.Error != nil {
-			c.Error = p.Error
-		}
-		s.setConfirmation(c)
-		return true
-	case messages.OrderOutcomeEvent:
-		for _, c := range s.Confirmations {
-			if c.Status != messages.ConfirmStatusExecuting || c.ClientOrderID != p.ClientOrderID || p.ClientOrderID == "" {
-				continue
-			}
-			c.Status = messages.ConfirmStatusExecuted
-			if p.Status == messages.OutcomeRejected || p.Status == messages.OutcomeNotFound {
-				c.Status = messages.ConfirmStatusFailed
-			}
-			if len(p.Answer) > 0 {
-				c.Result = p.Answer
-			}
-			s.setConfirmation(c)
-		}
-	case messages.CredentialAddedEvent:
-		s.cancelLive(p.Environment)
-	case messages.CredentialDeletedEvent:
-		s.cancelLive(p.Environment)
-	}
-	return false
-}
-
-// cancelLive cancels the waiting and approved confirmations of env: the
-// key they were decided for is gone.
-func (s *UserState) cancelLive(env string) {
-	for _, c := range s.Confirmations {
-		if c.live() && (c.Environment == env || c.Environment == "") {
-			c.Status = messages.ConfirmStatusCancelled
-			c.Error = &messages.Error{Code: messages.CodeExchangeCredentialsInvalid, Message: "the exchange key was replaced or deleted; the confirmation was cancelled",
-				NextStep: "call the tool again if the action is still wanted", Details: map[string]any{"reason": "key_replaced"}}
-			s.setConfirmation(c)
-		}
-	}
-}
-
-// pruneConfirmations forgets the confirmations that can no longer change
-// and were created over confirmationKeep ago.
-func (s *UserState) pruneConfirmations(now time.Time) {
-	for id, c := range s.Confirmations {
-		if messages.FinalConfirmStatus(c.Status) && now.Sub(c.CreatedAt) >= confirmationKeep {
-			delete(s.Confirmations, id)
-		}
-	}
-}
-
-// capConfirmations forgets, beyond confirmationKeepMax confirmations that
-// can no longer change, the oldest of them (by creation, then id: replay
-// forgets the same ones). It runs when one becomes final, so it is over
-// by one at most.
-func (s *UserState) capConfirmations() {
-	final := 0
-	for _, c := range s.Confirmations {
-		if messages.FinalConfirmStatus(c.Status) {
-			final++
-		}
-	}
-	for ; final > confirmationKeepMax; final-- {
-		var oldest *Confirmation
-		for _, c := range s.Confirmations {
-			if !messages.FinalConfirmStatus(c.Status) {
-				continue
-			}
-			if oldest == nil || c.CreatedAt.Before(oldest.CreatedAt) || c.CreatedAt.Equal(oldest.CreatedAt) && c.ID < oldest.ID {
-				c := c
-				oldest = &c
-			}
-		}
-		delete(s.Confirmations, oldest.ID)
-	}
-}
-
 // statusOf is a confirmation as the outside sees it.
-func statusOf(user string, c Confirmation) messages.ConfirmationStatus {
+func statusOf(user string, c state.Confirmation) messages.ConfirmationStatus {
 	st := messages.ConfirmationStatus{ConfirmationID: c.ID, User: user, Status: c.Status, Tool: c.Tool, Channel: c.Channel, ConfirmedBy: c.ConfirmedBy,
 		CreatedAt: c.CreatedAt, ExpiresAt: c.ExpiresAt, ShownToUser: c.Shown.Fenced(), DecidedChannel: c.DecidedChannel,
 		ClientOrderID: c.ClientOrderID, Result: fencedResult(c.Tool, c.Result), Error: c.Error}
@@ -319,14 +99,14 @@ func statusOf(user string, c Confirmation) messages.ConfirmationStatus {
 		t := c.DecidedAt
 		st.DecidedAt = &t
 	}
-	if st.ClientOrderID == "" && c.live() && (c.Shown != nil && c.Shown.Order != nil) {
+	if st.ClientOrderID == "" && c.Live() && (c.Shown != nil && c.Shown.Order != nil) {
 		st.ClientOrderID = confirmClientOrderID(c.ID, 1)
 	}
 	return st
 }
 
 // pendingOf is the parked call's answer.
-func pendingOf(env string, c Confirmation) *messages.ConfirmationPending {
+func pendingOf(env string, c state.Confirmation) *messages.ConfirmationPending {
 	return &messages.ConfirmationPending{ConfirmationID: c.ID, Channel: c.Channel, Tool: c.Tool, Venue: env, ExpiresAt: c.ExpiresAt,
 		ShownToUser: c.Shown.Fenced(), ArgsSHA256: c.ArgsSHA256, ConfirmedBy: c.ConfirmedBy}
 }
@@ -406,7 +186,7 @@ func (u *userActor) channelFor(origin messages.Origin) string {
 // turning trust_client_ui off (or a restart on live) stops the forms
 // already waiting.
 func (u *userActor) clientUITrusted() bool {
-	return u.venue != messages.VenueLive && u.state.effective(u.venue, u.env).TrustClientUI
+	return u.venue != messages.VenueLive && u.state.Effective(u.venue, u.env).TrustClientUI
 }
 
 // park journals confirmation_requested and answers the pending
@@ -414,14 +194,14 @@ func (u *userActor) clientUITrusted() bool {
 // waiting, it refuses (journaled, nothing sent). Its send ticket commits
 // only once it is to be parked, and settles with the record.
 func (u *userActor) park(ctx actor.Context, r parkRequest, origin messages.Origin, to *actor.PID) {
-	p := u.state.effective(u.venue, u.env)
+	p := u.state.Effective(u.venue, u.env)
 	channel := u.channelFor(origin)
 	if channel == "" {
 		u.refuseTool(ctx, r.tool, r.category, r.symbol, false, u.noChannel(p, r.confirmedBy, origin), origin, to)
 		return
 	}
 	now := u.now()
-	if u.state.waitingConfirmations(now) >= p.MaxPending {
+	if u.state.WaitingConfirmations(now) >= p.MaxPending {
 		u.refuseTool(ctx, r.tool, r.category, r.symbol, false, &messages.Error{Code: messages.CodePendingLimitReached,
 			Message:  "too many confirmations are already waiting for a human; nothing was parked or sent",
 			NextStep: "wait for a human to decide, or withdraw one with cancel_confirmation",
@@ -441,11 +221,12 @@ func (u *userActor) park(ctx actor.Context, r parkRequest, origin messages.Origi
 	shown.Tool, shown.User, shown.Venue = r.tool, u.state.User, u.env
 	shown.Summary = summarize(&shown)
 	ttl := time.Duration(p.ConfirmationTTLS) * time.Second
-	ev := Event{messages.RecordConfirmationRequested, messages.ConfirmationRequestedEvent{
+	ev := state.Event{Type: messages.RecordConfirmationRequested, Payload: messages.ConfirmationRequestedEvent{
 		ConfirmationID: newConfirmationID(), Tool: r.tool, Channel: channel, Environment: u.env,
 		CreatedAt: now.UTC(), ExpiresAt: now.Add(ttl).UTC(), ShownToUser: &shown, Args: args, ArgsSHA256: r.hash, IdempotencyKey: r.key,
 		ConfirmedBy: r.confirmedBy,
 	}}
+
 	u.write(ctx, ev, origin, func(_ wal.Record, err error) {
 		u.tickets.settle(to, err == nil)
 		if err != nil {
@@ -484,19 +265,6 @@ func channelDetails(p messages.Policy, by string, clientForm bool) map[string]an
 	return d
 }
 
-// waitingConfirmations counts the confirmations that wait for a human at
-// now (not decided, not expired): what max_pending bounds, and what
-// get_posture shows as its use.
-func (s *UserState) waitingConfirmations(now time.Time) int {
-	n := 0
-	for _, c := range s.Confirmations {
-		if c.waiting() && now.Before(c.ExpiresAt) {
-			n++
-		}
-	}
-	return n
-}
-
 // pendingRepeat answers a call that repeats a parked one: the same
 // idempotency key (or, without a key, the same arguments) while the
 // confirmation waits gets the same pending confirmation; the same key with
@@ -505,8 +273,8 @@ func (s *UserState) waitingConfirmations(now time.Time) int {
 func (u *userActor) pendingRepeat(tool, key, hash string) any {
 	now := u.now()
 	for _, c := range u.state.Confirmations {
-		active := c.live() || c.Status == messages.ConfirmStatusExecuting
-		if !active || c.waiting() && !now.Before(c.ExpiresAt) || c.Environment != u.env {
+		active := c.Live() || c.Status == messages.ConfirmStatusExecuting
+		if !active || c.Waiting() && !now.Before(c.ExpiresAt) || c.Environment != u.env {
 			continue
 		}
 		switch {
@@ -514,11 +282,11 @@ func (u *userActor) pendingRepeat(tool, key, hash string) any {
 			if c.ArgsSHA256 != hash || c.Tool != tool {
 				return conflict()
 			}
-		case key == "" && c.IdempotencyKey == "" && c.Tool == tool && c.ArgsSHA256 == hash && c.waiting():
+		case key == "" && c.IdempotencyKey == "" && c.Tool == tool && c.ArgsSHA256 == hash && c.Waiting():
 		default:
 			continue
 		}
-		if c.waiting() {
+		if c.Waiting() {
 			return pendingOf(u.env, c)
 		}
 		return inProgress(c.ClientOrderID)
@@ -576,9 +344,9 @@ func (u *userActor) confirmCommand(ctx actor.Context, m *userCommand, sender *ac
 		u.reply(ctx, sender, messages.Errorf(messages.CodeNotFound, "no such user"))
 		return
 	}
-	find := func(id string) (Confirmation, *messages.Error) {
+	find := func(id string) (state.Confirmation, *messages.Error) {
 		if e := messages.CheckConfirmationID(id); e != nil {
-			return Confirmation{}, e
+			return state.Confirmation{}, e
 		}
 		c, ok := u.state.Confirmations[id]
 		if !ok {
@@ -599,7 +367,7 @@ func (u *userActor) confirmCommand(ctx actor.Context, m *userCommand, sender *ac
 	case *messages.ListConfirmationsCommand:
 		out := &messages.ConfirmationList{User: u.state.User, Confirmations: []messages.ConfirmationStatus{}}
 		for _, conf := range u.state.Confirmations {
-			if c.All || conf.live() || conf.Status == messages.ConfirmStatusExecuting {
+			if c.All || conf.Live() || conf.Status == messages.ConfirmStatusExecuting {
 				out.Confirmations = append(out.Confirmations, statusOf(u.state.User, conf))
 			}
 		}
@@ -611,7 +379,7 @@ func (u *userActor) confirmCommand(ctx actor.Context, m *userCommand, sender *ac
 			u.reply(ctx, sender, e)
 			return
 		}
-		if !conf.waiting() {
+		if !conf.Waiting() {
 			u.reply(ctx, sender, notPending(conf))
 			return
 		}
@@ -627,7 +395,7 @@ func (u *userActor) confirmCommand(ctx actor.Context, m *userCommand, sender *ac
 
 // notPending is the refusal of a decision on a confirmation that no longer
 // waits.
-func notPending(c Confirmation) *messages.Error {
+func notPending(c state.Confirmation) *messages.Error {
 	e := messages.InvalidParams("confirmation_id", "the confirmation is no longer pending")
 	e.Details["status"] = c.Status
 	e.NextStep = "read it with get_confirmation_status or `guarded-exchange confirm list --all`"
@@ -688,7 +456,7 @@ func (u *userActor) decideConfirmation(ctx actor.Context, m *userCommand, c *mes
 		// the agent's.
 		origin.FormAnswer = true
 	}
-	if !conf.waiting() {
+	if !conf.Waiting() {
 		u.reply(ctx, sender, notPending(conf))
 		return
 	}
@@ -698,7 +466,7 @@ func (u *userActor) decideConfirmation(ctx actor.Context, m *userCommand, c *mes
 	}
 	if !u.now().Before(conf.ExpiresAt) {
 		u.decided(ctx, conf, messages.DecisionExpire, "system", nil, systemOrigin, nil)
-		u.reply(ctx, sender, notPending(Confirmation{Status: messages.ConfirmStatusExpired}))
+		u.reply(ctx, sender, notPending(state.Confirmation{Status: messages.ConfirmStatusExpired}))
 		return
 	}
 	if c.Decision == messages.DecisionReject {
@@ -724,14 +492,15 @@ func (u *userActor) decideConfirmation(ctx actor.Context, m *userCommand, c *mes
 
 // decidedEvent is the confirmation_decided record of one decision.
 // Its status follows from the decision and conf's status.
-func (u *userActor) decidedEvent(conf Confirmation, decision, channel string, uid *int64) Event {
-	return Event{messages.RecordConfirmationDecided, messages.ConfirmationDecidedEvent{ConfirmationID: conf.ID, Decision: decision,
-		Channel: channel, ApproverUID: uid, Status: decidedStatus(decision, conf.Status), At: u.now().UTC()}}
+func (u *userActor) decidedEvent(conf state.Confirmation, decision, channel string, uid *int64) state.Event {
+	return state.Event{Type: messages.RecordConfirmationDecided, Payload: messages.ConfirmationDecidedEvent{ConfirmationID: conf.ID, Decision: decision,
+		Channel: channel, ApproverUID: uid, Status: state.DecidedStatus(decision, conf.Status), At: u.now().UTC()}}
+
 }
 
 // venueChangedEvent is the server's cancel of a live confirmation parked
 // on another environment than the one it runs on.
-func (u *userActor) venueChangedEvent(conf Confirmation) Event {
+func (u *userActor) venueChangedEvent(conf state.Confirmation) state.Event {
 	ev := u.decidedEvent(conf, messages.DecisionCancel, "system", nil)
 	p := ev.Payload.(messages.ConfirmationDecidedEvent)
 	p.Reason = messages.ReasonVenueChanged
@@ -741,7 +510,7 @@ func (u *userActor) venueChangedEvent(conf Confirmation) Event {
 
 // cancelVenueChanged journals the cancel of a confirmation parked on
 // another environment, then answers to (may be nil) why nothing happens.
-func (u *userActor) cancelVenueChanged(ctx actor.Context, conf Confirmation, to *actor.PID) {
+func (u *userActor) cancelVenueChanged(ctx actor.Context, conf state.Confirmation, to *actor.PID) {
 	ev := u.venueChangedEvent(conf)
 	u.write(ctx, ev, systemOrigin, func(_ wal.Record, err error) {
 		if err != nil {
@@ -749,13 +518,13 @@ func (u *userActor) cancelVenueChanged(ctx actor.Context, conf Confirmation, to 
 			return
 		}
 		u.commit(ev)
-		u.reply(ctx, to, venueChangedError())
+		u.reply(ctx, to, state.VenueChangedError())
 	})
 }
 
 // decided journals confirmation_decided and answers the confirmation's
 // status (to may be nil).
-func (u *userActor) decided(ctx actor.Context, conf Confirmation, decision, channel string, uid *int64, origin messages.Origin, to *actor.PID) {
+func (u *userActor) decided(ctx actor.Context, conf state.Confirmation, decision, channel string, uid *int64, origin messages.Origin, to *actor.PID) {
 	ev := u.decidedEvent(conf, decision, channel, uid)
 	u.write(ctx, ev, origin, func(_ wal.Record, err error) {
 		if err != nil {
@@ -789,8 +558,9 @@ func (u *userActor) onConfirmExecute(ctx actor.Context, m *confirmExecute) {
 		return
 	}
 	origin := executorOrigin(conf.ID)
-	ev := Event{messages.RecordConfirmationExecuted, messages.ConfirmationExecutedEvent{ConfirmationID: conf.ID,
+	ev := state.Event{Type: messages.RecordConfirmationExecuted, Payload: messages.ConfirmationExecutedEvent{ConfirmationID: conf.ID,
 		Status: messages.ConfirmStatusExecuting, ClientOrderID: confirmClientOrderID(conf.ID, 1), At: u.now().UTC()}}
+
 	if e := u.writeLazy(ctx, ev, origin); e != nil {
 		u.reply(ctx, m.waiter, e)
 		return
@@ -826,10 +596,10 @@ const lazyFlushAfter = time.Second
 // the process dies before, nothing was sent, and the confirmation is
 // pending or approved again after the restart. A failed write marks the
 // journal down: every later write, and so every send, is refused.
-func (u *userActor) writeLazy(ctx actor.Context, ev Event, o messages.Origin) *messages.Error {
+func (u *userActor) writeLazy(ctx actor.Context, ev state.Event, o messages.Origin) *messages.Error {
 	origin := o.Actor()
-	if !originAllowed(ev, origin) {
-		return refuseOrigin(ev, origin)
+	if !state.OriginAllowed(ev, origin) {
+		return state.RefuseOrigin(ev, origin)
 	}
 	if u.health.isDown() {
 		return messages.Internal(fmt.Errorf("journal: the journal has failed; refusing"))
@@ -864,7 +634,7 @@ func (u *userActor) writeLazy(ctx actor.Context, ev Event, o messages.Origin) *m
 
 // rerun sends the confirmation's typed arguments through the tool's own
 // path.
-func (u *userActor) rerun(ctx actor.Context, c Confirmation, origin messages.Origin, to *actor.PID) *messages.Error {
+func (u *userActor) rerun(ctx actor.Context, c state.Confirmation, origin messages.Origin, to *actor.PID) *messages.Error {
 	decode := func(v any) *messages.Error {
 		if err := json.Unmarshal(c.Args, v); err != nil {
 			return messages.Internal(fmt.Errorf("confirmation %s: arguments: %w", c.ID, err))
@@ -950,7 +720,7 @@ func (u *userActor) onConfirmDone(ctx actor.Context, m *confirmDone) {
 	} else if raw, err := json.Marshal(answer); err == nil {
 		out.Result = raw
 	}
-	ev := Event{messages.RecordConfirmationExecuted, out}
+	ev := state.Event{Type: messages.RecordConfirmationExecuted, Payload: out}
 	u.write(ctx, ev, executorOrigin(m.id), func(_ wal.Record, err error) {
 		if err != nil {
 			u.reply(ctx, m.waiter, messages.AsError(err))
@@ -983,14 +753,14 @@ func (u *userActor) sweepAfter(ctx actor.Context, d time.Duration) {
 func (u *userActor) onConfirmSweep(ctx actor.Context) {
 	now := u.now()
 	for _, c := range u.state.Confirmations {
-		var ev Event
+		var ev state.Event
 		origin := systemOrigin
 		switch {
-		case c.live() && c.Environment != u.env:
+		case c.Live() && c.Environment != u.env:
 			// Parked on another venue (the server restarted with
 			// another --venue): never decided or run here.
 			ev = u.venueChangedEvent(c)
-		case c.waiting() && !now.Before(c.ExpiresAt):
+		case c.Waiting() && !now.Before(c.ExpiresAt):
 			ev = u.decidedEvent(c, messages.DecisionExpire, "system", nil)
 		case c.Status == messages.ConfirmStatusApproved && now.Sub(c.DecidedAt) > messages.ExecuteWithin:
 			ev = u.decidedEvent(c, messages.DecisionExpire, "system", nil)
@@ -1004,9 +774,10 @@ func (u *userActor) onConfirmSweep(ctx actor.Context) {
 			// process stopped before its write was journaled, so nothing
 			// was sent.
 			origin = executorOrigin(c.ID)
-			ev = Event{messages.RecordConfirmationExecuted, messages.ConfirmationExecutedEvent{ConfirmationID: c.ID, Status: messages.ConfirmStatusFailed,
+			ev = state.Event{Type: messages.RecordConfirmationExecuted, Payload: messages.ConfirmationExecutedEvent{ConfirmationID: c.ID, Status: messages.ConfirmStatusFailed,
 				At: now.UTC(), Error: &messages.Error{Code: messages.CodeInternalError, Message: "the server stopped before the approved action was sent; nothing was sent",
 					NextStep: "call the tool again if the action is still wanted", Details: map[string]any{"reason": "interrupted"}}}}
+
 		default:
 			continue
 		}
@@ -1025,7 +796,7 @@ func (u *userActor) onConfirmSweep(ctx actor.Context) {
 // runsConfirmation reports whether an executing confirmation still has
 // something in flight: its run in this process, or an open attempt with
 // its client order id (reconciled at start, never resent).
-func (u *userActor) runsConfirmation(c Confirmation) bool {
+func (u *userActor) runsConfirmation(c state.Confirmation) bool {
 	if _, ok := u.executing[c.ID]; ok {
 		return true
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/shopspring/decimal"
 
+	"github.com/guarded-exchange/guarded-exchange/actors/state"
 	"github.com/guarded-exchange/guarded-exchange/messages"
 )
 
@@ -300,30 +301,30 @@ func containsSeq(err error, seq uint64) bool {
 // oldest are forgotten first, live ones are always kept, and the same
 // records give the same state (replay applies them the same way).
 func TestConfirmRetentionCapped(t *testing.T) {
-	build := func() *UserState {
-		s := newUserState("rae")
+	build := func() *state.User {
+		s := state.New("rae")
 		t0 := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
 		live := fmt.Sprintf("cf_%024x", 0)
-		s.Apply(Event{messages.RecordConfirmationRequested, messages.ConfirmationRequestedEvent{ConfirmationID: live, Tool: "place_order",
+		s.Apply(state.Event{Type: messages.RecordConfirmationRequested, Payload: messages.ConfirmationRequestedEvent{ConfirmationID: live, Tool: "place_order",
 			Channel: messages.ConfirmChannelCLI, Environment: "paper", CreatedAt: t0, ExpiresAt: t0.Add(time.Hour)}})
-		for i := 1; i <= confirmationKeepMax+50; i++ {
+		for i := 1; i <= state.ConfirmationKeepMax+50; i++ {
 			id := fmt.Sprintf("cf_%024x", i)
 			at := t0.Add(time.Duration(i) * time.Second)
-			s.Apply(Event{messages.RecordConfirmationRequested, messages.ConfirmationRequestedEvent{ConfirmationID: id, Tool: "place_order",
+			s.Apply(state.Event{Type: messages.RecordConfirmationRequested, Payload: messages.ConfirmationRequestedEvent{ConfirmationID: id, Tool: "place_order",
 				Channel: messages.ConfirmChannelCLI, Environment: "paper", CreatedAt: at, ExpiresAt: at.Add(time.Minute)}})
-			s.Apply(Event{messages.RecordConfirmationDecided, messages.ConfirmationDecidedEvent{ConfirmationID: id, Decision: messages.DecisionCancel,
+			s.Apply(state.Event{Type: messages.RecordConfirmationDecided, Payload: messages.ConfirmationDecidedEvent{ConfirmationID: id, Decision: messages.DecisionCancel,
 				Channel: "agent", Status: messages.ConfirmStatusCancelled, At: at}})
 		}
 		return s
 	}
 	s := build()
-	if n := len(s.Confirmations); n != confirmationKeepMax+1 {
-		t.Fatalf("%d confirmations kept, want %d finished and the live one", n, confirmationKeepMax)
+	if n := len(s.Confirmations); n != state.ConfirmationKeepMax+1 {
+		t.Fatalf("%d confirmations kept, want %d finished and the live one", n, state.ConfirmationKeepMax)
 	}
 	if _, ok := s.Confirmations[fmt.Sprintf("cf_%024x", 0)]; !ok {
 		t.Fatal("the live confirmation was forgotten")
 	}
-	for i := 1; i <= confirmationKeepMax+50; i++ {
+	for i := 1; i <= state.ConfirmationKeepMax+50; i++ {
 		_, ok := s.Confirmations[fmt.Sprintf("cf_%024x", i)]
 		if want := i > 50; ok != want {
 			t.Fatalf("confirmation %d kept %v, want %v", i, ok, want)
@@ -342,7 +343,7 @@ func TestConfirmRetentionCapped(t *testing.T) {
 func TestConfirmRetentionCappedLive(t *testing.T) {
 	ce := newConfirmEnv(t, true, "place_order")
 	var first, last string
-	for i := 0; i < confirmationKeepMax+5; i++ {
+	for i := 0; i < state.ConfirmationKeepMax+5; i++ {
 		res, e := ce.call(t, &messages.PlaceOrderCommand{User: ce.user, Args: limitArgs("0.001", "30000")})
 		if e != nil && e.Code == messages.CodeRateLimited {
 			time.Sleep(100 * time.Millisecond)
@@ -366,7 +367,7 @@ func TestConfirmRetentionCappedLive(t *testing.T) {
 		t.Fatal(err)
 	}
 	l := res.(*messages.ConfirmationList).Confirmations
-	if len(l) != confirmationKeepMax || l[len(l)-1].ConfirmationID != last || l[0].ConfirmationID == first {
+	if len(l) != state.ConfirmationKeepMax || l[len(l)-1].ConfirmationID != last || l[0].ConfirmationID == first {
 		t.Fatalf("%d kept (first %s, last %s)", len(l), l[0].ConfirmationID, l[len(l)-1].ConfirmationID)
 	}
 }

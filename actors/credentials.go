@@ -10,6 +10,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/guarded-exchange/guarded-exchange/actors/state"
 	"github.com/guarded-exchange/guarded-exchange/messages"
 	"github.com/guarded-exchange/guarded-exchange/venue/keys"
 	"github.com/guarded-exchange/guarded-exchange/wal"
@@ -21,74 +22,6 @@ const exchangeName = "bybit"
 // permissionsMaxAge is how old a permission check may be before a state
 // change triggers a new one (docs/invariants.md "Keys").
 const permissionsMaxAge = time.Hour
-
-// Credential is a stored exchange key as the user state holds it: sealed,
-// with the verdict of its last permission check.
-type Credential struct {
-	ID                 string
-	Environment        string
-	Fingerprint        string
-	Permissions        []string
-	ReadOnlyCap        bool
-	Attested           bool
-	Sealed             json.RawMessage
-	CheckedAt          time.Time
-	PermissionsChanged bool
-	Offending          []string
-}
-
-// credentialFor returns the user's key for env.
-func (s *UserState) credentialFor(env string) (Credential, bool) {
-	c, ok := s.Credentials[env]
-	return c, ok
-}
-
-// credentialView is what the outside may know of a key.
-func (s *UserState) credentialView(env string) *messages.CredentialView {
-	v := &messages.CredentialView{User: s.User, Environment: env}
-	if c, ok := s.credentialFor(env); ok {
-		v.Present, v.CredentialID, v.Fingerprint = true, c.ID, c.Fingerprint
-		v.Permissions, v.ReadOnlyCap, v.Attested, v.CheckedAt = slices.Clone(c.Permissions), c.ReadOnlyCap, c.Attested, c.CheckedAt
-		v.PermissionsChanged, v.Offending = c.PermissionsChanged, slices.Clone(c.Offending)
-	}
-	return v
-}
-
-// applyCredential changes the credentials from a journaled event. The map
-// is replaced, never changed in place, so committed snapshots stay intact.
-func (s *UserState) applyCredential(ev Event) bool {
-	switch p := ev.Payload.(type) {
-	case messages.CredentialAddedEvent:
-		m := maps.Clone(s.Credentials)
-		if m == nil {
-			m = map[string]Credential{}
-		}
-		m[p.Environment] = Credential{
-			ID: p.CredentialID, Environment: p.Environment, Fingerprint: p.Fingerprint, Permissions: p.Permissions,
-			ReadOnlyCap: p.ReadOnlyCap, Attested: p.Attested, Sealed: p.Sealed, CheckedAt: p.CheckedAt,
-		}
-		s.Credentials = m
-	case messages.CredentialDeletedEvent:
-		m := maps.Clone(s.Credentials)
-		delete(m, p.Environment)
-		s.Credentials = m
-	case messages.CredentialCheckedEvent:
-		c, ok := s.Credentials[p.Environment]
-		if !ok || c.ID != p.CredentialID {
-			return true
-		}
-		c.CheckedAt, c.PermissionsChanged, c.Offending = p.CheckedAt, !p.Accepted, p.Offending
-		if p.Accepted {
-			c.Permissions, c.ReadOnlyCap = p.Permissions, p.ReadOnlyCap
-		}
-		m := maps.Clone(s.Credentials)
-		m[p.Environment] = c
-		s.Credentials = m
-	default:
-		return false
-	}
-	return true
-}
 
 // validEnvironments are the environments a key may be stored for.
 var validEnvironments = []string{"paper", "bybit-demo", "bybit-testnet", "bybit-live"}
@@ -134,7 +67,7 @@ func (u *userActor) addCredential(ctx actor.Context, uc *userCommand, m *message
 			u.finish(ctx, a, e)
 			return
 		}
-		old, _ := u.state.credentialFor(m.Environment)
+		old, _ := u.state.CredentialFor(m.Environment)
 		now := u.now().UTC()
 		attested := false
 		if out.err != nil {
@@ -149,10 +82,11 @@ func (u *userActor) addCredential(ctx actor.Context, uc *userCommand, m *message
 		if !attested {
 			verdict = keys.Check(keys.Permissions{ReadOnly: out.info.ReadOnly, Groups: out.info.Permissions})
 			if !verdict.Accepted {
-				rej := Event{messages.RecordCredentialRejected, messages.CredentialCheckedEvent{
+				rej := state.Event{Type: messages.RecordCredentialRejected, Payload: messages.CredentialCheckedEvent{
 					Environment: m.Environment, Fingerprint: fingerprint, Permissions: verdict.Granted,
 					Offending: offendingNames(verdict), CheckedAt: now,
 				}}
+
 				u.write(ctx, rej, a.origin, func(_ wal.Record, err error) {
 					if err != nil {
 						u.finish(ctx, a, messages.AsError(err))
@@ -170,11 +104,12 @@ func (u *userActor) addCredential(ctx actor.Context, uc *userCommand, m *message
 			return
 		}
 		blob, _ := json.Marshal(sealed)
-		ev := Event{messages.RecordCredentialAdded, messages.CredentialAddedEvent{
+		ev := state.Event{Type: messages.RecordCredentialAdded, Payload: messages.CredentialAddedEvent{
 			CredentialID: id, Exchange: exchangeName, Environment: m.Environment, Fingerprint: fingerprint,
 			Permissions: verdict.Granted, ReadOnlyCap: verdict.ReadOnlyCap, Attested: attested,
 			Replaced: old.ID, Sealed: blob, CheckedAt: now,
 		}}
+
 		u.write(ctx, ev, a.origin, func(_ wal.Record, err error) {
 			if err != nil {
 				u.finish(ctx, a, messages.AsError(err))
@@ -182,7 +117,7 @@ func (u *userActor) addCredential(ctx actor.Context, uc *userCommand, m *message
 			}
 			u.commit(ev)
 			u.toVenue(ctx, &rekey{}, nil) // the session now uses the new key
-			v := u.state.credentialView(m.Environment)
+			v := u.state.CredentialView(m.Environment)
 			v.Changed = true
 			u.finish(ctx, a, v)
 		})
@@ -201,7 +136,7 @@ func (u *userActor) validateAdd(m *messages.AddCredentialRequest) *messages.Erro
 	if m.APISecret.IsZero() || len(m.APISecret.Reveal()) > keys.MaxSecretLen {
 		return messages.InvalidParams("api_secret", fmt.Sprintf("must be 1-%d characters", keys.MaxSecretLen))
 	}
-	_, exists := u.state.credentialFor(m.Environment)
+	_, exists := u.state.CredentialFor(m.Environment)
 	if exists && !m.Replace {
 		return &messages.Error{
 			Code: messages.CodeInvalidParams, Message: "a key is already stored for " + m.Environment,
@@ -230,7 +165,7 @@ func (u *userActor) recheck(ctx actor.Context, uc *userCommand, sender *actor.PI
 			u.drain(ctx)
 		}
 	}
-	c, ok := u.state.credentialFor(u.env)
+	c, ok := u.state.CredentialFor(u.env)
 	var a *action
 	a = u.begin(actionKeyRecheck, sender, uc.origin, func(out *keyChecked) {
 		if out.err != nil {
@@ -238,10 +173,11 @@ func (u *userActor) recheck(ctx actor.Context, uc *userCommand, sender *actor.PI
 			return
 		}
 		verdict := keys.Check(keys.Permissions{ReadOnly: out.info.ReadOnly, Groups: out.info.Permissions})
-		ev := Event{messages.RecordCredentialChecked, messages.CredentialCheckedEvent{
+		ev := state.Event{Type: messages.RecordCredentialChecked, Payload: messages.CredentialCheckedEvent{
 			CredentialID: c.ID, Environment: c.Environment, Fingerprint: c.Fingerprint, Permissions: verdict.Granted,
 			Offending: offendingNames(verdict), ReadOnlyCap: verdict.ReadOnlyCap, Accepted: verdict.Accepted, CheckedAt: u.now().UTC(),
 		}}
+
 		u.write(ctx, ev, a.origin, func(_ wal.Record, err error) {
 			if err != nil {
 				then(a, messages.AsError(err))
@@ -252,7 +188,7 @@ func (u *userActor) recheck(ctx actor.Context, uc *userCommand, sender *actor.PI
 		})
 	})
 	if !ok {
-		then(a, noKeyError())
+		then(a, state.NoKeyError())
 		return
 	}
 	apiKey, secret, err := openCredential(u.masterKey, u.state.User, c)
@@ -271,7 +207,7 @@ func (u *userActor) checkKey(ctx actor.Context, a *action, caller context.Contex
 
 // openCredential decrypts a stored key. A failure (wrong master key, a
 // record moved to another user) is exchange_credentials_invalid.
-func openCredential(masterKey []byte, user string, c Credential) (string, string, *messages.Error) {
+func openCredential(masterKey []byte, user string, c state.Credential) (string, string, *messages.Error) {
 	var sealed keys.Sealed
 	if err := json.Unmarshal(c.Sealed, &sealed); err != nil {
 		return "", "", &messages.Error{Code: messages.CodeExchangeCredentialsInvalid, Message: "the stored key cannot be read", NextStep: "replace it with `guarded-exchange keys replace`, outside the chat", Err: err}
@@ -295,7 +231,7 @@ func (r *UserReplay) OpenStoredKeys(masterKey []byte, env string, fn func(user, 
 		return 0, err
 	}
 	for _, user := range slices.Sorted(maps.Keys(states)) {
-		c, ok := states[user].credentialFor(env)
+		c, ok := states[user].CredentialFor(env)
 		if !ok {
 			continue
 		}
@@ -320,8 +256,8 @@ func (u *userActor) accountRead(ctx actor.Context, m *accountAsk, sender *actor.
 		u.reply(ctx, sender, messages.Errorf(messages.CodePermissionDenied, "this user is disabled"))
 		return
 	}
-	if _, ok := u.state.credentialFor(u.env); !ok {
-		u.reply(ctx, sender, noKeyError())
+	if _, ok := u.state.CredentialFor(u.env); !ok {
+		u.reply(ctx, sender, state.NoKeyError())
 		return
 	}
 	u.toVenue(ctx, m, sender)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/guarded-exchange/guarded-exchange/actors/state"
 	"github.com/guarded-exchange/guarded-exchange/messages"
 	"github.com/guarded-exchange/guarded-exchange/venue"
 	"github.com/guarded-exchange/guarded-exchange/wal"
@@ -151,7 +152,7 @@ func (u *userActor) deadmanState() *deadmanState {
 // the earliest, and is armed without waiting for a message.
 func (u *userActor) heartbeatPolicy(ctx actor.Context) {
 	d := u.deadmanState()
-	hb := u.state.effective(u.venue, u.env).HeartbeatS
+	hb := u.state.Effective(u.venue, u.env).HeartbeatS
 	if hb == d.heartbeatS {
 		return
 	}
@@ -208,7 +209,7 @@ func (u *userActor) onSession(ctx actor.Context, m *sessionSignal) {
 // is over (at once when none runs).
 func (u *userActor) sessionsEnded(ctx actor.Context, done ...chan struct{}) {
 	d := u.deadman
-	if u.state.effective(u.venue, u.env).CancelOnDisconnect {
+	if u.state.Effective(u.venue, u.env).CancelOnDisconnect {
 		u.fireDeadman(ctx, messages.DeadmanDisconnect)
 	}
 	for _, ch := range done {
@@ -227,7 +228,7 @@ func (u *userActor) sessionsEnded(ctx actor.Context, done ...chan struct{}) {
 // sooner.
 func (u *userActor) armHeartbeat(ctx actor.Context) {
 	d := u.deadman
-	hb := u.state.effective(u.venue, u.env).HeartbeatS
+	hb := u.state.Effective(u.venue, u.env).HeartbeatS
 	if hb <= 0 || d.tickArmed || d.silentFired || d.lastHeard.IsZero() {
 		return
 	}
@@ -244,7 +245,7 @@ func (u *userActor) armHeartbeat(ctx actor.Context) {
 // heartbeat_s, else waits again.
 func (u *userActor) checkHeartbeat(ctx actor.Context) {
 	d := u.deadman
-	hb := u.state.effective(u.venue, u.env).HeartbeatS
+	hb := u.state.Effective(u.venue, u.env).HeartbeatS
 	if hb <= 0 || d.silentFired || d.lastHeard.IsZero() {
 		return
 	}
@@ -285,7 +286,7 @@ func (u *userActor) onDeadmanOrders(ctx actor.Context, m *deadmanOrders) {
 		u.retryDeadman(ctx, m.reason, 500*time.Millisecond)
 		return
 	}
-	p := u.state.effective(u.venue, u.env)
+	p := u.state.Effective(u.venue, u.env)
 	ev := messages.DeadmanTriggeredEvent{At: u.now().UTC(), Reason: m.reason, HeartbeatS: p.HeartbeatS}
 	var cancel []messages.Order
 	if m.err != nil {
@@ -294,7 +295,7 @@ func (u *userActor) onDeadmanOrders(ctx actor.Context, m *deadmanOrders) {
 	for _, o := range m.orders {
 		switch {
 		case o.Status != "New" && o.Status != "PartiallyFilled":
-		case u.state.orderOrigin(o.OrderLinkID) != messages.OriginSystem:
+		case u.state.OrderOrigin(o.OrderLinkID) != messages.OriginSystem:
 			ev.External++
 		case o.ReduceOnly:
 			ev.Protective++
@@ -318,7 +319,7 @@ func (u *userActor) onDeadmanOrders(ctx actor.Context, m *deadmanOrders) {
 	case m.err != nil:
 		d.failureJournaled = u.now()
 	}
-	u.write(ctx, Event{messages.RecordDeadmanTriggered, ev}, deadmanOrigin, func(_ wal.Record, err error) {
+	u.write(ctx, state.Event{Type: messages.RecordDeadmanTriggered, Payload: ev}, deadmanOrigin, func(_ wal.Record, err error) {
 		if err != nil {
 			u.logger.Error("dead-man switch: could not journal its trigger; nothing cancelled", "user", u.state.User, "code", string(messages.CodeOf(err)))
 			u.deadmanDone()

@@ -109,7 +109,7 @@ func TestForgedDailyPnlCannotEraseTheDaysLoss(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := newStreamCache()
-	c.restoreDay(st["alice"].dailyPnlOn("paper"), time.Now())
+	c.restoreDay(st["alice"].DailyPnlOn("paper"), time.Now())
 	if loss := c.dailyLoss(time.Now()); !loss.Equal(decimal.RequireFromString("5000")) {
 		t.Fatalf("after a forged daily_pnl_noted the day's loss is %s, want 5000 (start was not refused)", loss)
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/shopspring/decimal"
 
+	"github.com/guarded-exchange/guarded-exchange/actors/state"
 	"github.com/guarded-exchange/guarded-exchange/messages"
 )
 
@@ -125,7 +126,7 @@ func (u *userActor) onLeverageMarket(ctx actor.Context, act *action, m *marketFe
 		u.reply(ctx, act.waiter, &planned)
 		return
 	}
-	by := confirmedBy(u.state.effective(u.venue, u.env), toolLeverage, decimal.Zero)
+	by := confirmedBy(u.state.Effective(u.venue, u.env), toolLeverage, decimal.Zero)
 	if u.confirmGate(ctx, act, parkRequest{tool: toolLeverage, category: a.Category, symbol: a.Symbol, args: a, hash: act.leverage.hash,
 		key: a.IdempotencyKey, shown: messages.ShownToUser{Leverage: &planned, RiskIncreasing: risk}, confirmedBy: by}) {
 		return
@@ -251,14 +252,14 @@ func leverageAboveMax(p messages.Policy, pos *messages.Position, in *messages.In
 	maxLev, current := p.MaxLeverage.String(), pos.Leverage.String()
 	to := leverageCap(p.MaxLeverage, in)
 	if !to.IsPositive() {
-		return limitExceeded("max_leverage", maxLev, "the symbol's current leverage ("+current+"x) exceeds max_leverage ("+maxLev+"x), and the instrument has no leverage at or below it",
+		return state.LimitExceeded("max_leverage", maxLev, "the symbol's current leverage ("+current+"x) exceeds max_leverage ("+maxLev+"x), and the instrument has no leverage at or below it",
 			"trade another symbol, or ask the human to raise max_leverage", map[string]any{"leverage": current})
 	}
 	why := "the symbol's current leverage (" + current + "x) exceeds max_leverage (" + maxLev + "x)"
 	if !pos.Size.IsZero() {
 		why += "; with a position open it is not lowered automatically"
 	}
-	return limitExceeded("max_leverage", maxLev, why,
+	return state.LimitExceeded("max_leverage", maxLev, why,
 		"lower it first with set_leverage to "+to.String()+", then "+again,
 		map[string]any{"leverage": current, "fix": `set_leverage {"category":"linear","symbol":"` + symbol + `","leverage":"` + to.String() + `"}`})
 }

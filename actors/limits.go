@@ -8,6 +8,7 @@ import (
 
 	"github.com/shopspring/decimal"
 
+	"github.com/guarded-exchange/guarded-exchange/actors/state"
 	"github.com/guarded-exchange/guarded-exchange/messages"
 )
 
@@ -88,15 +89,6 @@ func ruleViolation(msg, next string, details map[string]any) *messages.Error {
 	return &messages.Error{Code: messages.CodeInstrumentRuleViolation, Message: msg, NextStep: next, Details: details}
 }
 
-// limitExceeded names the limit and the allowed value.
-func limitExceeded(limit, allowed, msg, next string, extra map[string]any) *messages.Error {
-	d := map[string]any{"limit": limit, "allowed": allowed}
-	for k, v := range extra {
-		d[k] = v
-	}
-	return &messages.Error{Code: messages.CodeLimitExceeded, Message: msg, NextStep: next, Details: d}
-}
-
 // roundToTick rounds p to a multiple of tick, down or up.
 func roundToTick(p, tick decimal.Decimal, up bool) decimal.Decimal {
 	if !tick.IsPositive() {
@@ -117,7 +109,7 @@ func roundToTick(p, tick decimal.Decimal, up bool) decimal.Decimal {
 // inside the venue's price band; the order is valued at that worst price.
 // Whether a human must confirm it is the plan's confirmedBy (execute
 // refuses such a plan unless it runs an approved confirmation).
-func (s *UserState) decidePlace(tool string, a messages.PlaceOrderArgs, venue messages.VenueLevel, env string, m placeMarket, reserved Reservation, now time.Time) (orderPlan, *messages.OrderAnswer, *messages.Error) {
+func decidePlace(s *state.User, tool string, a messages.PlaceOrderArgs, venue messages.VenueLevel, env string, m placeMarket, reserved Reservation, now time.Time) (orderPlan, *messages.OrderAnswer, *messages.Error) {
 	var none orderPlan
 	risk := !a.ReduceOnly
 	// Kill switch, profile, arming, key and allowlist first: they need
@@ -125,7 +117,7 @@ func (s *UserState) decidePlace(tool string, a messages.PlaceOrderArgs, venue me
 	if e := s.DecideAction(&messages.DecideActionRequest{Tool: tool, Category: a.Category, Symbol: a.Symbol, RiskIncreasing: risk, RiskReducing: !risk}, venue, env); e != nil {
 		return none, nil, e
 	}
-	p := s.effective(venue, env)
+	p := s.Effective(venue, env)
 	in := m.instrument
 	if in == nil || in.Status != "Trading" {
 		return none, nil, ruleViolation("the instrument is not trading", "choose an instrument that trades (get_instrument)", map[string]any{"rule": "status"})
@@ -159,7 +151,7 @@ func (s *UserState) decidePlace(tool string, a messages.PlaceOrderArgs, venue me
 		// The order takes the symbol's current leverage: it must not
 		// exceed max_leverage. Unknown leverage fails closed.
 		if !m.positionRead || m.position == nil || !m.position.Leverage.IsPositive() {
-			return none, nil, limitExceeded("max_leverage", p.MaxLeverage.String(), "the symbol's current leverage could not be read, so the order cannot be checked against max_leverage",
+			return none, nil, state.LimitExceeded("max_leverage", p.MaxLeverage.String(), "the symbol's current leverage could not be read, so the order cannot be checked against max_leverage",
 				"set the leverage (set_leverage) and try again", map[string]any{"reason": "leverage_unknown"})
 		}
 		if m.position.Leverage.GreaterThan(p.MaxLeverage) {
@@ -238,7 +230,7 @@ func (s *UserState) decidePlace(tool string, a messages.PlaceOrderArgs, venue me
 			map[string]any{"rule": "min_notional", "min_notional": in.MinNotional.String()})
 	}
 	if risk && notional.GreaterThan(p.MaxOrderNotionalUSDT) {
-		return none, nil, limitExceeded("max_order_notional_usdt", p.MaxOrderNotionalUSDT.String(), "the order value (at the worst price it can fill at) exceeds max_order_notional_usdt",
+		return none, nil, state.LimitExceeded("max_order_notional_usdt", p.MaxOrderNotionalUSDT.String(), "the order value (at the worst price it can fill at) exceeds max_order_notional_usdt",
 			"make the order smaller", map[string]any{"notional_usdt": notional.String()})
 	}
 	daily, perMinute, unconfirmed := s.Counters.Window(now, env)
@@ -248,7 +240,7 @@ func (s *UserState) decidePlace(tool string, a messages.PlaceOrderArgs, venue me
 	if risk {
 		used := daily.Add(reserved.NotionalUSDT)
 		if used.Add(notional).GreaterThan(p.DailyNotionalCapUSDT) {
-			return none, nil, limitExceeded("daily_notional_cap_usdt", p.DailyNotionalCapUSDT.String(),
+			return none, nil, state.LimitExceeded("daily_notional_cap_usdt", p.DailyNotionalCapUSDT.String(),
 				"the risk-increasing orders of the last 24 h would exceed daily_notional_cap_usdt", "wait until earlier orders leave the 24 h window; splitting does not help",
 				map[string]any{"used_usdt": used.String(), "remaining_usdt": decimal.Max(decimal.Zero, p.DailyNotionalCapUSDT.Sub(used)).String()})
 		}
@@ -314,12 +306,12 @@ func usdtOnly(in *messages.Instrument) *messages.Error {
 // those in flight.
 func rateLimits(p messages.Policy, perMinute, unconfirmed int, reserved Reservation) *messages.Error {
 	if perMinute+reserved.Orders+1 > p.MaxOrdersPerMinute {
-		e := limitExceeded("max_orders_per_minute", itoa(p.MaxOrdersPerMinute), "too many risk-increasing orders in the last minute", "wait a minute; closing and reducing are not limited", nil)
+		e := state.LimitExceeded("max_orders_per_minute", itoa(p.MaxOrdersPerMinute), "too many risk-increasing orders in the last minute", "wait a minute; closing and reducing are not limited", nil)
 		e.RetryAfterS = 60
 		return e
 	}
 	if unconfirmed+reserved.Orders+1 > p.MaxUnconfirmedActionsPerHour {
-		e := limitExceeded("max_unconfirmed_actions_per_hour", itoa(p.MaxUnconfirmedActionsPerHour), "too many unconfirmed risk-increasing actions in the last hour", "wait, or ask a human to lower the need for confirmation; closing and reducing are not limited", nil)
+		e := state.LimitExceeded("max_unconfirmed_actions_per_hour", itoa(p.MaxUnconfirmedActionsPerHour), "too many unconfirmed risk-increasing actions in the last hour", "wait, or ask a human to lower the need for confirmation; closing and reducing are not limited", nil)
 		e.RetryAfterS = 3600
 		return e
 	}

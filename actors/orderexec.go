@@ -11,6 +11,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/shopspring/decimal"
 
+	"github.com/guarded-exchange/guarded-exchange/actors/state"
 	"github.com/guarded-exchange/guarded-exchange/messages"
 	"github.com/guarded-exchange/guarded-exchange/venue"
 	"github.com/guarded-exchange/guarded-exchange/wal"
@@ -222,7 +223,7 @@ func (u *userActor) execute(ctx actor.Context, p orderPlan, origin messages.Orig
 		// what it finds must match the create.
 		att.Expect = expect
 	}
-	ev := Event{messages.RecordOrderAttempt, att}
+	ev := state.Event{Type: messages.RecordOrderAttempt, Payload: att}
 	u.write(ctx, ev, origin, func(_ wal.Record, err error) {
 		u.tickets.settle(sender, err == nil)
 		if err != nil {
@@ -302,7 +303,7 @@ func (u *userActor) onOrderWritten(ctx actor.Context, m *orderWritten) {
 	// Nothing was decided when the write never left or the venue's rate
 	// limit refused it: the idempotency key is free again.
 	out.ReleaseKey = m.class == venue.WriteNotSent || (m.class == venue.WriteRefused && messages.CodeOf(m.err) == messages.CodeRateLimited)
-	ev := Event{messages.RecordOrderOutcome, out}
+	ev := state.Event{Type: messages.RecordOrderOutcome, Payload: out}
 	u.write(ctx, ev, a.origin, func(_ wal.Record, err error) {
 		if err != nil {
 			// The outcome is not durable: the attempt stays open and is
@@ -331,22 +332,4 @@ func (u *userActor) ownsAttempt(clientOrderID string) bool {
 		}
 	}
 	return false
-}
-
-// orderOrigin is "system" for an order this server placed for the user: a
-// "gx-" client order id among the user's own attempts (open, or in the
-// last 24 h); anything else is "external", whatever its id says.
-func (s *UserState) orderOrigin(clientOrderID string) string {
-	if !strings.HasPrefix(clientOrderID, "gx-") {
-		return messages.OriginExternal
-	}
-	if _, ok := s.Attempts[clientOrderID]; ok {
-		return messages.OriginSystem
-	}
-	for _, m := range s.Counters.Orders {
-		if m.ClientOrderID == clientOrderID {
-			return messages.OriginSystem
-		}
-	}
-	return messages.OriginExternal
 }

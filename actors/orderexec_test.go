@@ -12,6 +12,7 @@ import (
 	"github.com/gorilla/websocket"
 	"github.com/shopspring/decimal"
 
+	"github.com/guarded-exchange/guarded-exchange/actors/state"
 	"github.com/guarded-exchange/guarded-exchange/messages"
 	"github.com/guarded-exchange/guarded-exchange/venue"
 	"github.com/guarded-exchange/guarded-exchange/venue/sim"
@@ -371,7 +372,7 @@ func TestStreamReconnectReconcilesOpenAttempts(t *testing.T) {
 }
 
 // snapshot is the user's committed state.
-func (te *tradeEnv) snapshot(t testing.TB) *UserState {
+func (te *tradeEnv) snapshot(t testing.TB) *state.User {
 	t.Helper()
 	st, err := te.UserState(te.user)
 	if err != nil {
@@ -407,7 +408,7 @@ func scanAll(t testing.TB, dir string) []wal.Record {
 
 // UserState rebuilds the user's state from what the journal holds now,
 // through the same replay as start-up.
-func (te *tradeEnv) UserState(user string) (*UserState, error) {
+func (te *tradeEnv) UserState(user string) (*state.User, error) {
 	replay := NewUserReplay()
 	for _, r := range scanAll(te.t, te.dir) {
 		if err := replay.OnRecord(r); err != nil {

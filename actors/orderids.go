@@ -153,10 +153,10 @@ func (b *orderIDBook) admitOrders(list []messages.Order) ([]messages.Order, []re
 func (u *userActor) noteReused(ctx actor.Context, m *orderIDsReused) {
 	for _, r := range m.orders {
 		ev := messages.VenueAnomalyEvent{Kind: messages.AnomalyOrderIDReused, Source: m.source, Field: "client_order_id"}
-		if u.state.orderOrigin(r.knownAs) == messages.OriginSystem {
+		if u.state.OrderOrigin(r.knownAs) == messages.OriginSystem {
 			ev.ClientOrderID = r.knownAs
 		}
-		if u.state.orderOrigin(r.shownAs) == messages.OriginSystem {
+		if u.state.OrderOrigin(r.shownAs) == messages.OriginSystem {
 			ev.ShownClientOrderID = r.shownAs
 		}
 		if messages.OrderIDRE.MatchString(r.orderID) {

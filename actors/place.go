@@ -8,6 +8,7 @@ import (
 
 	"github.com/shopspring/decimal"
 
+	"github.com/guarded-exchange/guarded-exchange/actors/state"
 	"github.com/guarded-exchange/guarded-exchange/messages"
 	"github.com/guarded-exchange/guarded-exchange/venue"
 	"github.com/guarded-exchange/guarded-exchange/wal"
@@ -159,7 +160,7 @@ func (u *userActor) onMarketFetched(ctx actor.Context, m *marketFetched) {
 	// is lowered first, and the order planned at the lower leverage
 	// (leverage.go, D111).
 	mk.pushedOpen = u.cache != nil && u.cache.pushedOpen(a.Category, a.Symbol)
-	step := leverageStepOf(tool, a, u.state.effective(u.venue, u.env), mk)
+	step := leverageStepOf(tool, a, u.state.Effective(u.venue, u.env), mk)
 	if shown := u.shownOf(act.origin); shown != nil && shown.Order != nil {
 		if e := leverageAsShown(shown.Order.LowersLeverage, step, mk.position); e != nil {
 			u.refuseTool(ctx, tool, a.Category, a.Symbol, false, e, act.origin, act.waiter)
@@ -170,14 +171,14 @@ func (u *userActor) onMarketFetched(ctx actor.Context, m *marketFetched) {
 	if step != nil {
 		mk = mk.withLeverage(step.To)
 	}
-	plan, ans, e := u.state.decidePlace(tool, a, u.venue, u.env, mk, u.reserved(), u.now())
-	if e == nil && step != nil && plan.confirmedBy == "" && confirmedBy(u.state.effective(u.venue, u.env), toolLeverage, decimal.Zero) != "" {
+	plan, ans, e := decidePlace(u.state, tool, a, u.venue, u.env, mk, u.reserved(), u.now())
+	if e == nil && step != nil && plan.confirmedBy == "" && confirmedBy(u.state.Effective(u.venue, u.env), toolLeverage, decimal.Zero) != "" {
 		// A human confirms every set_leverage and none confirms this
 		// order: its step would skip that confirmation, so there is no
 		// step (the order is decided at the leverage shown, and refused
 		// naming set_leverage).
 		step, mk = nil, unstepped
-		plan, ans, e = u.state.decidePlace(tool, a, u.venue, u.env, mk, u.reserved(), u.now())
+		plan, ans, e = decidePlace(u.state, tool, a, u.venue, u.env, mk, u.reserved(), u.now())
 	}
 	if e != nil {
 		u.refuseTool(ctx, tool, a.Category, a.Symbol, a.DryRun, e, act.origin, act.waiter)
@@ -232,7 +233,7 @@ func (u *userActor) onMarketFetched(ctx actor.Context, m *marketFetched) {
 		// in flight), at the market the plan was shown with.
 		after := mk
 		after.position, after.positionRead = pos, true
-		plan, ans, e := u.state.decidePlace(tool, a, u.venue, u.env, after, u.reserved(), u.now())
+		plan, ans, e := decidePlace(u.state, tool, a, u.venue, u.env, after, u.reserved(), u.now())
 		if e != nil {
 			u.refuseTool(ctx, tool, a.Category, a.Symbol, false, e, act.origin, act.waiter)
 			return
@@ -261,7 +262,7 @@ func (u *userActor) refuseTool(ctx actor.Context, tool string, cat messages.Cate
 	if origin.ConfirmationID != "" {
 		payload["confirmation_id"] = origin.ConfirmationID
 	}
-	ev := Event{Type: messages.RecordOrderRefused, Payload: payload}
+	ev := state.Event{Type: messages.RecordOrderRefused, Payload: payload}
 	u.write(ctx, ev, origin, func(_ wal.Record, err error) {
 		if err != nil {
 			u.reply(ctx, to, messages.AsError(err))
@@ -292,7 +293,7 @@ func (u *userActor) repeat(ctx actor.Context, tool, idemKey, hash string, net bo
 		if e, ok := ans.(*messages.Error); ok && e.Code == messages.CodeIdempotencyConflict {
 			rep.Reason = "conflict"
 		}
-		ev := Event{messages.RecordOrderRepeat, rep}
+		ev := state.Event{Type: messages.RecordOrderRepeat, Payload: rep}
 		u.write(ctx, ev, origin, func(_ wal.Record, err error) {
 			if err != nil {
 				u.reply(ctx, to, messages.AsError(err))
@@ -325,7 +326,7 @@ func (u *userActor) repeat(ctx actor.Context, tool, idemKey, hash string, net bo
 			break
 		}
 		e, ok := u.state.Idempotency[key]
-		if !ok || now.Sub(e.At) >= idempotencyWindow {
+		if !ok || now.Sub(e.At) >= state.IdempotencyWindow {
 			return false
 		}
 		rep.ClientOrderID = e.ClientOrderID
@@ -359,7 +360,7 @@ func (u *userActor) repeat(ctx actor.Context, tool, idemKey, hash string, net bo
 			if r.ArgsSHA256 != hash || (r.Environment != "" && r.Environment != u.env) {
 				continue
 			}
-			if age := now.Sub(r.At); age < safetyNet || (r.Unknown && age < safetyNetUnknown) {
+			if age := now.Sub(r.At); age < state.SafetyNet || (r.Unknown && age < state.SafetyNetUnknown) {
 				answer, rep.Reason, rep.ClientOrderID = replayed(tool, r.Answer), "safety_net", r.ClientOrderID
 			}
 			break
@@ -370,7 +371,7 @@ func (u *userActor) repeat(ctx actor.Context, tool, idemKey, hash string, net bo
 	default:
 		return false
 	}
-	ev := Event{messages.RecordOrderRepeat, rep}
+	ev := state.Event{Type: messages.RecordOrderRepeat, Payload: rep}
 	u.write(ctx, ev, origin, func(_ wal.Record, err error) {
 		if err != nil {
 			u.reply(ctx, to, messages.AsError(err))
@@ -436,7 +437,7 @@ func unansweredReplay(clientOrderID, status string) *messages.Error {
 
 // replayedEntry is a claimed key's first answer given again: the stored
 // answer, or, when none was stored, what the recovery phase found.
-func replayedEntry(tool string, e IdempotencyEntry) any {
+func replayedEntry(tool string, e state.IdempotencyEntry) any {
 	if len(e.Answer) == 0 || string(e.Answer) == "null" {
 		return unansweredReplay(e.ClientOrderID, e.Status)
 	}

@@ -454,7 +454,7 @@ func TestPlaceRefusesNonUSDTQuote(t *testing.T) {
 	st.Ceiling.ConfirmActions = &none
 	decide := func(in *messages.Instrument, a messages.PlaceOrderArgs) *messages.Error {
 		m := placeMarket{instrument: in, ticker: tk, position: pos, positionRead: true}
-		_, _, e := st.decidePlace(toolPlaceOrder, a, messages.VenuePaper, "paper", m, Reservation{}, time.Now())
+		_, _, e := decidePlace(st, toolPlaceOrder, a, messages.VenuePaper, "paper", m, Reservation{}, time.Now())
 		return e
 	}
 	buy := limitArgs("0.001", "30000")

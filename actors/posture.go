@@ -5,12 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/shopspring/decimal"
 
+	"github.com/guarded-exchange/guarded-exchange/actors/state"
 	"github.com/guarded-exchange/guarded-exchange/messages"
 	"github.com/guarded-exchange/guarded-exchange/wal"
 )
@@ -82,30 +82,10 @@ func (u *userActor) stopPostureTicker() {
 	}
 }
 
-// postureState is the state as last journaled (ACTIVE before any record).
-func (s *UserState) postureState() messages.PostureState {
-	if s.PostureState == "" {
-		return messages.PostureActive
-	}
-	return s.PostureState
-}
-
-// reducingRefusal refuses a risk-increasing action while REDUCING; nil
-// when no cause holds. details.reason names the first cause.
-func (s *UserState) reducingRefusal() *messages.Error {
-	if len(s.Posture) == 0 {
-		return nil
-	}
-	return limitExceeded("posture", "risk_reducing_only",
-		"the posture is REDUCING ("+strings.Join(s.Posture, ", ")+"); only risk-reducing actions (cancel, close, reduce-only, SL/TP, lower leverage) go through",
-		"reduce risk or wait: automatic causes clear themselves (see get_posture); a human cause only a human can lift outside the chat",
-		map[string]any{"reason": s.Posture[0], "causes": []string(s.Posture)})
-}
-
 // liveAutoCauses evaluates the automatic causes now.
 func (u *userActor) liveAutoCauses(now time.Time) messages.PostureCauses {
 	var out messages.PostureCauses
-	p := u.state.effective(u.venue, u.env)
+	p := u.state.Effective(u.venue, u.env)
 	if u.cache != nil {
 		h := u.cache.health(now)
 		if h.Open && (!h.Connected || h.Flapping) && h.DownForS >= float64(p.StreamStaleS) {
@@ -175,7 +155,7 @@ func (u *userActor) noteDailyPnl(ctx actor.Context, then func()) {
 		return
 	}
 	ev.Environment = u.env // the cache counts this process's venue
-	e := Event{messages.RecordDailyPnlNoted, ev}
+	e := state.Event{Type: messages.RecordDailyPnlNoted, Payload: ev}
 	u.write(ctx, e, systemOrigin, func(_ wal.Record, err error) {
 		if err != nil {
 			u.logger.Debug("could not journal the day's realised PnL", "user", u.state.User, "code", string(messages.CodeOf(err)))
@@ -221,7 +201,7 @@ func (u *userActor) writePosture(ctx actor.Context, o messages.Origin, after mes
 	if after == nil {
 		after = messages.PostureCauses{}
 	}
-	beforeState, afterState := u.state.postureState(), messages.StateOf(u.state.KillSwitch, after)
+	beforeState, afterState := u.state.CurrentPosture(), messages.StateOf(u.state.KillSwitch, after)
 	if beforeState == afterState && sameCauses(u.state.Posture, after) {
 		if then != nil {
 			then(false, nil)
@@ -232,9 +212,10 @@ func (u *userActor) writePosture(ctx actor.Context, o messages.Origin, after mes
 	if before == nil {
 		before = messages.PostureCauses{}
 	}
-	ev := Event{messages.RecordPostureChanged, messages.PostureChangedEvent{
+	ev := state.Event{Type: messages.RecordPostureChanged, Payload: messages.PostureChangedEvent{
 		Before: beforeState, After: afterState, Reason: reason, Actor: o.Actor(), CausesBefore: before, Causes: after,
 	}}
+
 	u.write(ctx, ev, o, func(_ wal.Record, err error) {
 		if err != nil {
 			u.logger.Warn("could not journal a posture change", "user", u.state.User, "code", string(messages.CodeOf(err)))
@@ -266,7 +247,7 @@ func sameCauses(a, b messages.PostureCauses) bool {
 // journal is ordered, so one fsync covers the two). then sees the switch
 // record's outcome; the posture is committed only when both are durable
 // (a posture record alone is corrected by the next evaluation).
-func (u *userActor) writeCommand(ctx actor.Context, ev Event, o messages.Origin, then afterJournal) {
+func (u *userActor) writeCommand(ctx actor.Context, ev state.Event, o messages.Origin, then afterJournal) {
 	if ev.Type != messages.RecordKillSwitchOn && ev.Type != messages.RecordKillSwitchOff {
 		u.write(ctx, ev, o, then)
 		return
@@ -280,19 +261,20 @@ func (u *userActor) writeCommand(ctx actor.Context, ev Event, o messages.Origin,
 	if causes == nil {
 		causes = messages.PostureCauses{}
 	}
-	before, after := u.state.postureState(), messages.StateOf(ks.After, causes)
+	before, after := u.state.CurrentPosture(), messages.StateOf(ks.After, causes)
 	if before == after {
 		// The admin's switch over the user's: still HALTED.
 		u.write(ctx, ev, o, then)
 		return
 	}
-	pev := Event{messages.RecordPostureChanged, messages.PostureChangedEvent{
+	pev := state.Event{Type: messages.RecordPostureChanged, Payload: messages.PostureChangedEvent{
 		Before: before, After: after, Reason: reason, Actor: o.Actor(), CausesBefore: causes, Causes: causes,
 	}}
+
 	origin := o.Actor()
-	for _, e := range []Event{ev, pev} {
-		if !originAllowed(e, origin) {
-			then(wal.Record{}, refuseOrigin(e, origin))
+	for _, e := range []state.Event{ev, pev} {
+		if !state.OriginAllowed(e, origin) {
+			then(wal.Record{}, state.RefuseOrigin(e, origin))
 			return
 		}
 	}
@@ -306,7 +288,7 @@ func (u *userActor) writeCommand(ctx actor.Context, ev Event, o messages.Origin,
 		then(wal.Record{}, diskReserveRefusal())
 		return
 	}
-	entry := func(e Event) (wal.Entry, error) {
+	entry := func(e state.Event) (wal.Entry, error) {
 		payload, err := json.Marshal(e.Payload)
 		return wal.Entry{Time: u.now().UTC(), Type: uint16(e.Type), User: u.state.User, Actor: origin, Channel: o.ChannelText(), Payload: payload}, err
 	}
@@ -418,8 +400,8 @@ func boundPosture(v *messages.PostureView) {
 // venue actor's stream cache, nothing else.
 func (u *userActor) postureView(now time.Time) *messages.PostureView {
 	s := u.state
-	p := s.effective(u.venue, u.env)
-	v := &messages.PostureView{User: s.User, Venue: u.env, State: s.postureState(), Why: s.Posture, KillSwitch: s.KillSwitch}
+	p := s.Effective(u.venue, u.env)
+	v := &messages.PostureView{User: s.User, Venue: u.env, State: s.CurrentPosture(), Why: s.Posture, KillSwitch: s.KillSwitch}
 	if s.KillSwitch != messages.KillSwitchNone {
 		v.Why = append([]string{"kill_switch_" + string(s.KillSwitch)}, v.Why...)
 	}
@@ -430,7 +412,7 @@ func (u *userActor) postureView(now time.Time) *messages.PostureView {
 		"daily_notional_cap_usdt":          {Used: used.String(), Left: decimal.Max(decimal.Zero, p.DailyNotionalCapUSDT.Sub(used)).String()},
 		"max_orders_per_minute":            intUse(perMinute+r.Orders, p.MaxOrdersPerMinute),
 		"max_unconfirmed_actions_per_hour": intUse(unconfirmed+r.Orders, p.MaxUnconfirmedActionsPerHour),
-		"max_pending":                      intUse(s.waitingConfirmations(now), p.MaxPending),
+		"max_pending":                      intUse(s.WaitingConfirmations(now), p.MaxPending),
 	}
 	v.Loss = messages.DailyLoss{LossUSDT: decimal.Zero, MaxUSDT: p.MaxDailyLossUSDT}
 	v.Stream = messages.StreamHealth{LastMessageAgeS: -1, StaleS: p.StreamStaleS}
@@ -439,7 +421,7 @@ func (u *userActor) postureView(now time.Time) *messages.PostureView {
 		v.Stream = u.cache.health(now)
 		v.Stream.StaleS = p.StreamStaleS
 		v.Loss.LossUSDT = decimal.Max(decimal.Zero, u.cache.dailyLoss(now))
-		v.Exposure = u.cache.exposure(s.orderOrigin, maxPosturePositions)
+		v.Exposure = u.cache.exposure(s.OrderOrigin, maxPosturePositions)
 	}
 	if !v.Exposure.Known {
 		v.Exposure.Note = "the stream cache has nothing yet; read get_open_orders and get_positions"
@@ -462,44 +444,6 @@ func maxInt(a, b int) int {
 	return b
 }
 
-// postureOriginAllowed is who may journal a posture change: a human
-// cause is added by a human (human) or the agent (agent) and removed only
-// by a human; an automatic cause changes only by the server; a change of
-// state alone (the kill switch) by whoever turned the switch.
-func postureOriginAllowed(p messages.PostureChangedEvent, actor string) bool {
-	human := actor == messages.ActorCLIUser || actor == messages.ActorCLIAdmin
-	hb, ha := p.CausesBefore.Human(), p.Causes.Human()
-	ab, aa := p.CausesBefore.Auto(), p.Causes.Auto()
-	humanChanged, autoChanged := !sameCauses(hb, ha), !sameCauses(ab, aa)
-	for _, c := range p.Causes {
-		if !messages.IsHumanCause(c) && !containsCause(messages.AutoCauses, c) {
-			return false
-		}
-	}
-	switch {
-	case humanChanged && autoChanged:
-		return false
-	case autoChanged:
-		return actor == messages.ActorSystem
-	case humanChanged:
-		for _, c := range hb {
-			if !containsCause(ha, c) && !human {
-				return false // only a human leaves
-			}
-		}
-		for _, c := range ha {
-			if containsCause(hb, c) {
-				continue
-			}
-			if c == messages.CauseAgent && actor != messages.ActorAgent || c == messages.CauseHuman && !human {
-				return false
-			}
-		}
-		return true
-	}
-	return human || actor == messages.ActorAgent || actor == messages.ActorSystem
-}
-
 // venueWake starts the user's venue actor (and with it the private
 // stream) when the user has a key for this venue and the venue has a
 // stream, so that the stream's health and the exposure are known before
@@ -510,7 +454,7 @@ func (u *userActor) wakeVenue(ctx actor.Context) {
 	if u.streams == nil {
 		return
 	}
-	if _, ok := u.state.credentialFor(u.env); ok {
+	if _, ok := u.state.CredentialFor(u.env); ok {
 		u.toVenue(ctx, &venueWake{}, nil)
 	}
 }

@@ -598,7 +598,7 @@ func (c *streamCache) realisedLocked(k string, d *dayCount) decimal.Decimal {
 }
 
 // restoreDay starts the day's count from what was journaled last
-// (UserState.DailyPnl): a record of another day counts nothing, and a
+// (state.User.DailyPnl): a record of another day counts nothing, and a
 // position already counted since the process started (the user actor
 // restarted, not the cache) keeps its count.
 func (c *streamCache) restoreDay(ev messages.DailyPnlEvent, now time.Time) {

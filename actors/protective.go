@@ -44,7 +44,7 @@ func (u *userActor) decideLoosening(tool string, cat messages.Category, symbol s
 	e := u.state.DecideAction(&messages.DecideActionRequest{Tool: tool, Category: cat, Symbol: symbol, RiskIncreasing: true}, u.venue, u.env)
 	if e == nil {
 		_, perMinute, unconfirmed := u.state.Counters.Window(u.now(), u.env)
-		e = rateLimits(u.state.effective(u.venue, u.env), perMinute, unconfirmed, u.reserved())
+		e = rateLimits(u.state.Effective(u.venue, u.env), perMinute, unconfirmed, u.reserved())
 	}
 	if e != nil && u.state.DecideAction(&messages.DecideActionRequest{Tool: tool, Category: cat, Symbol: symbol, RiskReducing: true}, u.venue, u.env) == nil {
 		e = protectiveRefusal(e)

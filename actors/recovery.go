@@ -7,6 +7,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/guarded-exchange/guarded-exchange/actors/state"
 	"github.com/guarded-exchange/guarded-exchange/messages"
 	"github.com/guarded-exchange/guarded-exchange/venue"
 	"github.com/guarded-exchange/guarded-exchange/wal"
@@ -17,7 +18,7 @@ import (
 // outcome goes back to the user actor as *orderLookedUp.
 type lookupOrderRequest struct {
 	action  uint64
-	attempt Attempt
+	attempt state.Attempt
 }
 
 // orderLookedUp is the outcome of a lookupOrderRequest: order is nil when
@@ -67,7 +68,7 @@ func (v *venueActor) lookup(ctx actor.Context, m *lookupOrderRequest) {
 			}
 			o = findOrder(hist.Items, a.ClientOrderID)
 		}
-		expect := a.expectation()
+		expect := a.Expectation()
 		if f := expect.Mismatch(o); o != nil && f != "" {
 			// Another order under the attempt's id: the outcome stays
 			// unknown (the attempt open), as when the venue cannot be read.
@@ -254,9 +255,10 @@ func (u *userActor) onOrderLookedUp(ctx actor.Context, m *orderLookedUp) {
 		return
 	}
 	a.step = stepJournal
-	ev := Event{messages.RecordOrderOutcome, messages.OrderOutcomeEvent{
+	ev := state.Event{Type: messages.RecordOrderOutcome, Payload: messages.OrderOutcomeEvent{
 		ActionID: a.attempt.ActionID, ClientOrderID: a.attempt.ClientOrderID, At: u.now().UTC(), Status: messages.OutcomeNotFound, ResultSource: "reconnaissance",
 	}}
+
 	if m.order != nil {
 		p := ev.Payload.(messages.OrderOutcomeEvent)
 		p.Status, p.VenueStatus = messages.OutcomeFound, m.order.Status

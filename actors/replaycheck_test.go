@@ -13,6 +13,7 @@ import (
 
 	"github.com/shopspring/decimal"
 
+	"github.com/guarded-exchange/guarded-exchange/actors/state"
 	"github.com/guarded-exchange/guarded-exchange/messages"
 	"github.com/guarded-exchange/guarded-exchange/venue"
 	"github.com/guarded-exchange/guarded-exchange/venue/sim"
@@ -251,7 +252,7 @@ func TestReplayRefusesBadUsersAndUnknownTypes(t *testing.T) {
 		dir := t.TempDir()
 		ts := startUsers(t, dir)
 		ts.must(t, &messages.CreateUserRequest{User: "rae"}, messages.ActorCLIAdmin)
-		seq := forge(t, ts.log, messages.RecordUserCreated, name, messages.ActorCLIAdmin, NewUserEvent(name, messages.PolicySettings{}).Payload)
+		seq := forge(t, ts.log, messages.RecordUserCreated, name, messages.ActorCLIAdmin, state.NewUserEvent(name, messages.PolicySettings{}).Payload)
 		ts.stop()
 		wantRefused(t, dir, seq, "user_created")
 	}
@@ -259,7 +260,7 @@ func TestReplayRefusesBadUsersAndUnknownTypes(t *testing.T) {
 		typ messages.RecordType
 		v   any
 	}{
-		{messages.RecordUserCreated, NewUserEvent("other", messages.PolicySettings{}).Payload},
+		{messages.RecordUserCreated, state.NewUserEvent("other", messages.PolicySettings{}).Payload},
 		{messages.RecordUserDisabled, messages.UserDisabledEvent{User: "other"}},
 	} {
 		dir := t.TempDir()

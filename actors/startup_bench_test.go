@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/guarded-exchange/guarded-exchange/actors/state"
 	"github.com/guarded-exchange/guarded-exchange/messages"
 	"github.com/guarded-exchange/guarded-exchange/wal"
 )
@@ -41,7 +42,7 @@ func buildJournal(tb testing.TB, dir string, users, total int) {
 		switch {
 		case i < users:
 			e.Type, e.User = uint16(messages.RecordUserCreated), fmt.Sprintf("user%06d", i)
-			e.Payload, _ = json.Marshal(NewUserEvent(e.User, messages.PolicySettings{}).Payload)
+			e.Payload, _ = json.Marshal(state.NewUserEvent(e.User, messages.PolicySettings{}).Payload)
 		case i%2 == 0:
 			e.Type, e.User, e.Actor, e.Payload = uint16(messages.RecordPolicyTightened), fmt.Sprintf("user%06d", i%users), messages.ActorCLIUser, tightened
 		default:

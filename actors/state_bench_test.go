@@ -8,6 +8,7 @@ import (
 
 	"github.com/shopspring/decimal"
 
+	"github.com/guarded-exchange/guarded-exchange/actors/state"
 	"github.com/guarded-exchange/guarded-exchange/messages"
 	"github.com/guarded-exchange/guarded-exchange/wal"
 )
@@ -25,24 +26,24 @@ func BenchmarkCommitKeyedOrder24h(b *testing.B) {
 		b.Run(fmt.Sprintf("orders=%d", n), func(b *testing.B) {
 			now := time.Now().UTC()
 			step := 24 * time.Hour / time.Duration(n)
-			s := &UserState{User: "bench", Idempotency: map[string]IdempotencyEntry{}}
+			s := &state.User{User: "bench", Idempotency: map[string]state.IdempotencyEntry{}}
 			notional := decimal.RequireFromString("30.01")
 			for i := range n {
 				at := now.Add(-time.Duration(n-1-i) * step)
 				id := fmt.Sprintf("gx-bench-%d", i)
-				s.Counters.Orders = append(s.Counters.Orders, OrderMark{ClientOrderID: id, At: at, NotionalUSDT: notional, RiskIncreasing: true, Rated: true})
-				s.Idempotency[fmt.Sprintf("key-%d", i)] = IdempotencyEntry{ArgsSHA256: "h", ClientOrderID: id, At: at, Status: messages.OutcomeAccepted, Answer: []byte(`{"status":"accepted"}`)}
+				s.Counters.Orders = append(s.Counters.Orders, state.OrderMark{ClientOrderID: id, At: at, NotionalUSDT: notional, RiskIncreasing: true, Rated: true})
+				s.Idempotency[fmt.Sprintf("key-%d", i)] = state.IdempotencyEntry{ArgsSHA256: "h", ClientOrderID: id, At: at, Status: messages.OutcomeAccepted, Answer: []byte(`{"status":"accepted"}`)}
 			}
 			i := 0
 			for b.Loop() {
 				i++
 				now = now.Add(step)
 				id, key := fmt.Sprintf("gx-new-%d", i), fmt.Sprintf("new-%d", i)
-				s.prune(now)
-				s.Apply(Event{messages.RecordOrderAttempt, messages.OrderAttemptEvent{ActionID: "a", ClientOrderID: id, Tool: "place_order",
+				s.Prune(now)
+				s.Apply(state.Event{Type: messages.RecordOrderAttempt, Payload: messages.OrderAttemptEvent{ActionID: "a", ClientOrderID: id, Tool: "place_order",
 					Category: messages.CategoryLinear, Symbol: "BTCUSDT", At: now, NotionalUSDT: notional, RiskIncreasing: true, IdempotencyKey: key, ArgsSHA256: "h"}})
-				s.prune(now)
-				s.Apply(Event{messages.RecordOrderOutcome, messages.OrderOutcomeEvent{ActionID: "a", ClientOrderID: id, At: now, Status: messages.OutcomeAccepted,
+				s.Prune(now)
+				s.Apply(state.Event{Type: messages.RecordOrderOutcome, Payload: messages.OrderOutcomeEvent{ActionID: "a", ClientOrderID: id, At: now, Status: messages.OutcomeAccepted,
 					Answer: []byte(`{"status":"accepted"}`)}})
 				if len(s.Idempotency) != n || len(s.Counters.Orders) != n || len(s.Attempts) != 0 {
 					b.Fatalf("%d keys, %d marks, %d open attempts", len(s.Idempotency), len(s.Counters.Orders), len(s.Attempts))
@@ -60,7 +61,7 @@ func BenchmarkReplayKeyedOrders24h(b *testing.B) {
 	now := time.Now().UTC()
 	step := 24 * time.Hour / time.Duration(n)
 	var recs []wal.Record
-	add := func(at time.Time, ev Event) {
+	add := func(at time.Time, ev state.Event) {
 		payload, err := json.Marshal(ev.Payload)
 		if err != nil {
 			b.Fatal(err)
@@ -72,14 +73,14 @@ func BenchmarkReplayKeyedOrders24h(b *testing.B) {
 		recs = append(recs, wal.Record{Seq: uint64(len(recs) + 1), Time: at, Type: uint16(ev.Type), User: "bench", Actor: actor, Payload: payload})
 	}
 	start := now.Add(-24 * time.Hour).Add(step)
-	add(start, NewUserEvent("bench", messages.PolicySettings{}))
+	add(start, state.NewUserEvent("bench", messages.PolicySettings{}))
 	notional := decimal.RequireFromString("30.01")
 	for i := range n {
 		at := start.Add(time.Duration(i) * step)
 		id := fmt.Sprintf("gx-bench-%d", i)
-		add(at, Event{messages.RecordOrderAttempt, messages.OrderAttemptEvent{ActionID: "a", ClientOrderID: id, Tool: "place_order",
+		add(at, state.Event{Type: messages.RecordOrderAttempt, Payload: messages.OrderAttemptEvent{ActionID: "a", ClientOrderID: id, Tool: "place_order",
 			Category: messages.CategoryLinear, Symbol: "BTCUSDT", At: at, NotionalUSDT: notional, RiskIncreasing: true, IdempotencyKey: fmt.Sprint("key-", i), ArgsSHA256: "h"}})
-		add(at, Event{messages.RecordOrderOutcome, messages.OrderOutcomeEvent{ActionID: "a", ClientOrderID: id, At: at, Status: messages.OutcomeAccepted,
+		add(at, state.Event{Type: messages.RecordOrderOutcome, Payload: messages.OrderOutcomeEvent{ActionID: "a", ClientOrderID: id, At: at, Status: messages.OutcomeAccepted,
 			Answer: []byte(`{"status":"accepted"}`)}})
 	}
 	for b.Loop() {

@@ -241,7 +241,7 @@ func Start(cfg Config) (*System, error) {
 		// with heartbeat_s on, whose silence counts from now
 		// (deadman.go). The others start on first use.
 		for user, c := range holders {
-			if st := c.p.Load(); len(st.Attempts) == 0 && !st.liveConfirmations() && st.effective(deps.venue, deps.env).HeartbeatS <= 0 {
+			if st := c.p.Load(); len(st.Attempts) == 0 && !st.LiveConfirmations() && st.Effective(deps.venue, deps.env).HeartbeatS <= 0 {
 				continue
 			}
 			if _, err := ask[*ensureUserResponse](context.Background(), s, s.users, &ensureUserRequest{user: user}); err != nil {
@@ -428,7 +428,7 @@ func (s *System) CallerProfile(user string) (messages.Profile, error) {
 	if st.Disabled {
 		return "", nil
 	}
-	return st.effective(s.venue, s.env).Profile, nil
+	return st.Effective(s.venue, s.env).Profile, nil
 }
 
 // askUser sends msg to the named user's actor. A user without an actor is

@@ -6,115 +6,25 @@ import (
 	"crypto/subtle"
 	"encoding/base64"
 	"encoding/hex"
-	"maps"
-	"slices"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/guarded-exchange/guarded-exchange/actors/state"
 	"github.com/guarded-exchange/guarded-exchange/messages"
 	"github.com/guarded-exchange/guarded-exchange/wal"
 )
 
-// Token is one bearer token of a user, as the user's state keeps it: the
-// SHA-256 of the token, never the token.
-type Token struct {
-	Hash      [sha256.Size]byte
-	IssuedAt  time.Time
-	Revoked   bool
-	RevokedAt time.Time
-}
-
-// decideToken returns the event a token command would journal (nil when
-// it changes nothing), or a refusal. It never changes s.
-func (s *UserState) decideToken(cmd messages.Command, now time.Time) (*Event, error) {
-	if !s.Exists {
-		return nil, messages.Errorf(messages.CodeNotFound, "no such user")
-	}
-	switch c := cmd.(type) {
-	case *messages.ListTokensRequest:
-		return nil, nil
-	case *messages.IssueTokenRequest:
-		if err := s.refuseDisabled(); err != nil {
-			return nil, err
-		}
-		if c.ID == "" || !strings.HasPrefix(c.Token, messages.TokenPrefix) {
-			return nil, messages.Errorf(messages.CodeInternalError, "token issue: the server did not make a token")
-		}
-		if _, exists := s.Tokens[c.ID]; exists {
-			return nil, messages.Errorf(messages.CodeInternalError, "token issue: id already in use")
-		}
-		sum := sha256.Sum256([]byte(c.Token))
-		return &Event{messages.RecordTokenIssued, messages.TokenIssuedEvent{ID: c.ID, User: s.User, SHA256: hex.EncodeToString(sum[:]), At: now}}, nil
-	case *messages.RevokeTokenRequest:
-		t, ok := s.Tokens[c.ID]
-		if !ok {
-			return nil, messages.Errorf(messages.CodeNotFound, "no such token")
-		}
-		if t.Revoked {
-			return nil, nil
-		}
-		return &Event{messages.RecordTokenRevoked, messages.TokenRevokedEvent{ID: c.ID, User: s.User, At: now}}, nil
-	}
-	return nil, messages.Errorf(messages.CodeInternalError, "token: unexpected command")
-}
-
-// applyToken changes the tokens from a journaled event. The map is
-// replaced, never changed in place, so committed snapshots stay exact.
-func (s *UserState) applyToken(ev Event) bool {
-	switch p := ev.Payload.(type) {
-	case messages.TokenIssuedEvent:
-		var h [sha256.Size]byte
-		if b, err := hex.DecodeString(p.SHA256); err == nil && len(b) == len(h) {
-			copy(h[:], b)
-		}
-		m := maps.Clone(s.Tokens)
-		if m == nil {
-			m = map[string]Token{}
-		}
-		m[p.ID] = Token{Hash: h, IssuedAt: p.At}
-		s.Tokens = m
-	case messages.TokenRevokedEvent:
-		t, ok := s.Tokens[p.ID]
-		if !ok {
-			return true
-		}
-		t.Revoked, t.RevokedAt = true, p.At
-		m := maps.Clone(s.Tokens)
-		m[p.ID] = t
-		s.Tokens = m
-	default:
-		return false
-	}
-	return true
-}
-
-// tokenList is the user's tokens as lists show them, oldest first.
-func (s *UserState) tokenList(changed bool) *messages.TokenList {
-	out := &messages.TokenList{User: s.User, Tokens: []messages.TokenSummary{}, Changed: changed}
-	for id, t := range s.Tokens {
-		out.Tokens = append(out.Tokens, messages.TokenSummary{ID: id, IssuedAt: t.IssuedAt, Revoked: t.Revoked, RevokedAt: t.RevokedAt})
-	}
-	slices.SortFunc(out.Tokens, func(a, b messages.TokenSummary) int {
-		if c := a.IssuedAt.Compare(b.IssuedAt); c != 0 {
-			return c
-		}
-		return strings.Compare(a.ID, b.ID)
-	})
-	return out
-}
-
 // tokenCommand decides, journals, applies and answers a token command.
 func (u *userActor) tokenCommand(ctx actor.Context, m *userCommand, sender *actor.PID) {
-	ev, err := u.state.decideToken(m.cmd, u.now().UTC())
+	ev, err := u.state.DecideToken(m.cmd, u.now().UTC())
 	if err != nil {
 		u.reply(ctx, sender, messages.AsError(err))
 		return
 	}
 	if ev == nil {
-		u.reply(ctx, sender, u.state.tokenList(false))
+		u.reply(ctx, sender, u.state.TokenList(false))
 		return
 	}
 	u.write(ctx, *ev, m.origin, func(_ wal.Record, err error) {
@@ -127,7 +37,7 @@ func (u *userActor) tokenCommand(ctx actor.Context, m *userCommand, sender *acto
 			u.reply(ctx, sender, &messages.TokenIssued{ID: c.ID, Token: c.Token, User: u.state.User})
 			return
 		}
-		u.reply(ctx, sender, u.state.tokenList(true))
+		u.reply(ctx, sender, u.state.TokenList(true))
 	})
 }
 
@@ -161,7 +71,7 @@ func newTokenIndex(holders map[string]*committed) *tokenIndex {
 
 // note indexes a durable token_issued event of the user whose committed
 // state is snap. Other events need no index change: the state decides.
-func (x *tokenIndex) note(ev Event, user string, snap *committed) {
+func (x *tokenIndex) note(ev state.Event, user string, snap *committed) {
 	p, ok := ev.Payload.(messages.TokenIssuedEvent)
 	if x == nil || !ok {
 		return

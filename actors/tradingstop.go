@@ -111,7 +111,7 @@ func (u *userActor) onStopMarket(ctx actor.Context, act *action, m *marketFetche
 	}
 	if risk {
 		_, perMinute, unconfirmed := u.state.Counters.Window(u.now(), u.env)
-		if e := rateLimits(u.state.effective(u.venue, u.env), perMinute, unconfirmed, u.reserved()); e != nil {
+		if e := rateLimits(u.state.Effective(u.venue, u.env), perMinute, unconfirmed, u.reserved()); e != nil {
 			refuse(e)
 			return
 		}
@@ -141,7 +141,7 @@ func (u *userActor) onStopMarket(ctx actor.Context, act *action, m *marketFetche
 		u.reply(ctx, act.waiter, &planned)
 		return
 	}
-	by := confirmedBy(u.state.effective(u.venue, u.env), toolTradingStop, decimal.Zero)
+	by := confirmedBy(u.state.Effective(u.venue, u.env), toolTradingStop, decimal.Zero)
 	if u.confirmGate(ctx, act, parkRequest{tool: toolTradingStop, category: a.Category, symbol: a.Symbol, args: a, hash: act.stop.hash,
 		key: a.IdempotencyKey, shown: messages.ShownToUser{TradingStop: &planned, RiskIncreasing: risk}, confirmedBy: by}) {
 		return

@@ -1,7 +1,6 @@
 package actors
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/shopspring/decimal"
 
+	"github.com/guarded-exchange/guarded-exchange/actors/state"
 	"github.com/guarded-exchange/guarded-exchange/messages"
 	"github.com/guarded-exchange/guarded-exchange/wal"
 )
@@ -56,20 +56,20 @@ var errActorRestarted = errors.New("the user actor restarted while this request 
 // other goroutines (venue actor, user list, token lookup) read it any
 // time. Apply replaces the fields those readers see with new values, never
 // changing them in place, so a shallow copy is a safe snapshot of them.
-// The order part (orders.go) and the confirmations (confirm.go) change in
-// place and are the user actor's own (D77): load leaves them out, resume
-// copies them for the next incarnation.
-type committed struct{ p atomic.Pointer[UserState] }
+// The order part (state/orders.go) and the confirmations
+// (state/confirm.go) change in place and are the user actor's own (D77):
+// load leaves them out, resume copies them for the next incarnation.
+type committed struct{ p atomic.Pointer[state.User] }
 
-func (c *committed) store(s *UserState) { cp := *s; c.p.Store(&cp) }
+func (c *committed) store(s *state.User) { cp := *s; c.p.Store(&cp) }
 
 // load is a snapshot for a reader on another goroutine, without the
 // order part.
-func (c *committed) load() *UserState { return c.p.Load().withoutOrderPart() }
+func (c *committed) load() *state.User { return c.p.Load().WithoutOrderPart() }
 
 // resume is the state a new incarnation of the user actor starts from: the
 // last durable state with a private copy of the order part.
-func (c *committed) resume() *UserState { return c.p.Load().ownOrderPart() }
+func (c *committed) resume() *state.User { return c.p.Load().OwnOrderPart() }
 
 // journalTimeout bounds one wait for the journal.
 const journalTimeout = 30 * time.Second
@@ -131,14 +131,14 @@ type userDeps struct {
 	tickets *sendTickets
 }
 
-// userActor is the thin shell around one user's UserState: it decides,
-// journals, applies and replies. Decisions for one user are strictly
+// userActor is the thin shell around one user's state (state.User): it
+// decides, journals, applies and replies. Decisions for one user are strictly
 // ordered; different users run in parallel. Work that waits on the venue
 // is an action in the table (actions.go), never a blocked mailbox. Its
 // sibling under the user's supervisor, the venue actor, owns the session.
 type userActor struct {
 	*userDeps
-	state   *UserState
+	state   *state.User
 	snap    *committed
 	actions map[uint64]*action
 	// venuePID is the user's venue actor, the sibling every venue call
@@ -195,7 +195,7 @@ func (u *userActor) Receive(ctx actor.Context) {
 		u.actions = map[uint64]*action{}
 		u.startRecovery(ctx)
 		if u.cache != nil {
-			u.cache.restoreDay(u.state.dailyPnlOn(u.env), u.now())
+			u.cache.restoreDay(u.state.DailyPnlOn(u.env), u.now())
 		}
 		u.startPostureTicker(ctx)
 		u.wakeVenue(ctx)
@@ -213,7 +213,7 @@ func (u *userActor) Receive(ctx actor.Context) {
 	case *postureTick:
 		u.onPostureTick(ctx)
 	case *lateRecord:
-		if ev, ok, err := DecodeEvent(messages.RecordType(m.rec.Type), m.rec.Payload); ok && err == nil {
+		if ev, ok, err := state.DecodeEvent(messages.RecordType(m.rec.Type), m.rec.Payload); ok && err == nil {
 			u.commit(ev)
 		}
 	case *userCommand, *decideAsk, *accountAsk, *keyChecked, *orderLookedUp, *crashRequest, *confirmExecute, *confirmDone, *confirmSweep:
@@ -267,7 +267,7 @@ func (u *userActor) handle(ctx actor.Context, msg any, sender *actor.PID) {
 					u.finish(ctx, a, err)
 					return
 				}
-				u.finish(ctx, a, u.state.credentialView(u.env))
+				u.finish(ctx, a, u.state.CredentialView(u.env))
 			})
 		default:
 			if !u.tradingCommand(ctx, m, sender) {
@@ -326,8 +326,8 @@ func refuseCancelled(msg any) *messages.Error {
 }
 
 // commit applies a durable event and records the new committed state.
-func (u *userActor) commit(ev Event) {
-	u.state.prune(u.now())
+func (u *userActor) commit(ev state.Event) {
+	u.state.Prune(u.now())
 	u.state.Apply(ev)
 	u.snap.store(u.state)
 	u.tokens.note(ev, u.state.User, u.snap)
@@ -374,7 +374,7 @@ func (u *userActor) command(ctx actor.Context, m *userCommand, sender *actor.PID
 			u.toVenue(ctx, &rekey{}, nil)
 		}
 		if _, ok := m.cmd.(*messages.DeleteCredentialRequest); ok {
-			v := u.state.credentialView(u.env)
+			v := u.state.CredentialView(u.env)
 			v.Changed = true
 			u.reply(ctx, sender, v)
 			return
@@ -392,7 +392,7 @@ func (u *userActor) command(ctx actor.Context, m *userCommand, sender *actor.PID
 func (u *userActor) answer(cmd messages.Command, changed bool) any {
 	switch cmd.(type) {
 	case *messages.ShowCredentialRequest, *messages.DeleteCredentialRequest:
-		v := u.state.credentialView(u.env)
+		v := u.state.CredentialView(u.env)
 		v.Changed = changed
 		return v
 	}
@@ -406,7 +406,7 @@ func (u *userActor) answer(cmd messages.Command, changed bool) any {
 // key whose permissions grew on the exchange stops trading within the
 // hour (decisions D121).
 func (u *userActor) keyCheckDue() bool {
-	c, ok := u.state.credentialFor(u.env)
+	c, ok := u.state.CredentialFor(u.env)
 	return ok && u.now().Sub(c.CheckedAt) > permissionsMaxAge && u.state.Exists && !u.state.Disabled
 }
 
@@ -445,7 +445,7 @@ func (u *userActor) decide(ctx actor.Context, m *decideAsk, sender *actor.PID) {
 	// done again (docs/invariants.md "Keys"); an unverifiable key refuses the action. The
 	// check is an action: the user's other messages flow meanwhile, and the
 	// decision is made on the state as it is when the check comes back.
-	if c, ok := u.state.credentialFor(u.env); ok && slices.Contains(messages.TradingTools, r.Tool) &&
+	if c, ok := u.state.CredentialFor(u.env); ok && slices.Contains(messages.TradingTools, r.Tool) &&
 		u.now().Sub(c.CheckedAt) > permissionsMaxAge && u.state.Exists && !u.state.Disabled {
 		uc := &userCommand{ctx: m.ctx, origin: systemOrigin}
 		u.recheck(ctx, uc, sender, func(a *action, err *messages.Error) {
@@ -467,9 +467,10 @@ func (u *userActor) decideNow(ctx actor.Context, r *messages.DecideActionRequest
 		u.reply(ctx, sender, &messages.Decision{Allowed: refusal == nil, Err: refusal})
 		return
 	}
-	ev := Event{Type: messages.RecordOrderRefused, Payload: map[string]any{
+	ev := state.Event{Type: messages.RecordOrderRefused, Payload: map[string]any{
 		"tool": r.Tool, "category": r.Category, "symbol": r.Symbol, "code": refusal.Code, "details": refusal.Details,
 	}}
+
 	u.write(ctx, ev, agentOrigin, func(_ wal.Record, err error) {
 		if err != nil {
 			u.reply(ctx, sender, messages.AsError(err))
@@ -486,10 +487,10 @@ func (u *userActor) decideNow(ctx actor.Context, r *messages.DecideActionRequest
 // starts calls then at once and leaves busy unset, so nothing can be
 // stranded in the queue: the queue only grows while busy, and only the
 // write's own continuation clears busy, and it drains.
-func (u *userActor) write(ctx actor.Context, ev Event, o messages.Origin, then afterJournal) {
+func (u *userActor) write(ctx actor.Context, ev state.Event, o messages.Origin, then afterJournal) {
 	origin := o.Actor()
-	if !originAllowed(ev, origin) {
-		then(wal.Record{}, refuseOrigin(ev, origin))
+	if !state.OriginAllowed(ev, origin) {
+		then(wal.Record{}, state.RefuseOrigin(ev, origin))
 		return
 	}
 	if u.health.isDown() {
@@ -553,10 +554,10 @@ func (u *userActor) drain(ctx actor.Context) {
 	}
 }
 
-func summaryOf(s *UserState, venue messages.VenueLevel, env string) messages.UserSummary {
+func summaryOf(s *state.User, venue messages.VenueLevel, env string) messages.UserSummary {
 	return messages.UserSummary{
 		User: s.User, Disabled: s.Disabled, KillSwitch: s.KillSwitch,
-		Profile: s.effective(venue, env).Profile,
+		Profile: s.Effective(venue, env).Profile,
 	}
 }
 
@@ -679,9 +680,9 @@ func (us *usersActor) handle(ctx actor.Context, m *userCommand, sender *actor.PI
 			ctx.RequestWithCustomSender(pid, &userCommand{ctx: m.ctx, cmd: &messages.ShowPolicyRequest{User: c.User}, origin: m.origin}, sender)
 			return
 		}
-		ev := NewUserEvent(c.User, messages.PolicySettings{})
-		if !originAllowed(ev, m.origin.Actor()) {
-			reply(refuseOrigin(ev, m.origin.Actor()))
+		ev := state.NewUserEvent(c.User, messages.PolicySettings{})
+		if !state.OriginAllowed(ev, m.origin.Actor()) {
+			reply(state.RefuseOrigin(ev, m.origin.Actor()))
 			return
 		}
 		payload, _ := json.Marshal(ev.Payload)
@@ -701,7 +702,7 @@ func (us *usersActor) handle(ctx actor.Context, m *userCommand, sender *actor.PI
 				reply(messages.AsError(err))
 				return
 			}
-			s := newUserState(c.User)
+			s := state.New(c.User)
 			s.Apply(ev)
 			snap := &committed{}
 			snap.store(s)
@@ -724,212 +725,35 @@ func (us *usersActor) drainUsers(ctx actor.Context) {
 	}
 }
 
-// NewUserEvent is the user_created event for a new user: the default policy
-// (read_only, empty allowlist, ceiling demo) unless ceiling sets fields.
-func NewUserEvent(user string, ceiling messages.PolicySettings) Event {
-	ro, demo, empty := messages.ProfileReadOnly, messages.VenueDemo, []string{}
-	base := messages.PolicySettings{Profile: &ro, Allow: &empty, VenueCeiling: &demo}
-	return Event{Type: messages.RecordUserCreated, Payload: messages.UserCreatedEvent{User: user, Ceiling: base.Merge(ceiling)}}
-}
-
-// UserReplay rebuilds every user's state from the journal, through the same
-// Apply the live actors use. Pass OnRecord as wal.Options.OnRecord, then
-// hand the replay to Config.Users.
-//
-// User records come in two kinds (replayKind):
-//   - whole-value records carry the whole "after" value of one part of the
-//     state (the ceiling, the own settings, the kill switch, the disabled
-//     flag), and Apply assigns it. Only the last record of each part can
-//     matter, so OnRecord keeps just that one (undecoded) per user and part;
-//   - event records add to many-record state (credentials by environment,
-//     order attempts and outcomes: the open attempts, the 24 h idempotency
-//     table, the rolling counters). Every one is kept and applied in order;
-//     their windows are applied by Apply and, at the end, as of now.
-//
-// The final Apply runs over the survivors in journal order.
-// TestCompactedReplayEqualsFullReplay proves the result is the same as
-// applying every record. A record type whose effect depends on records
-// before it must be an event record, never a whole-value one.
+// UserReplay rebuilds every user's state from the journal (state.Replay,
+// which also refuses a record the server could not have written) and
+// remembers each user's recent records for get_my_journal. Pass OnRecord
+// as wal.Options.OnRecord, then hand the replay to Config.Users.
 type UserReplay struct {
-	users map[string]*replayUser
-	err   error
+	users *state.Replay
 	// index remembers each user's recent records for get_my_journal; the
 	// system started from this replay keeps it up to date.
 	index *journalIndex
 }
 
-// replayUser is what the journal said last about each part of one user,
-// and every event record.
-type replayUser struct {
-	parts  [numStateParts]*replayRecord
-	events []*replayRecord
-	// dailyPnl is the last daily_pnl_noted record of each venue (D100).
-	dailyPnl map[string]*replayRecord
-	guard    replayGuard
-}
-
-type replayRecord struct {
-	seq     uint64
-	at      time.Time // the record's time, written by the journal
-	typ     messages.RecordType
-	payload []byte
-}
-
-// The parts of UserState that user records replace wholesale.
-const (
-	partCeiling  = iota // user_created, policy_ceiling_set
-	partOwn             // policy_tightened, policy_overrides_reset
-	partKill            // kill_switch_on, kill_switch_off
-	partDisabled        // user_disabled
-	partCreated         // user_created (Exists)
-	partPosture         // posture_changed
-	numStateParts
-)
-
-// statePart returns the part a record type replaces, and false for record
-// types that do not change user state.
-func statePart(t messages.RecordType) (int, bool) {
-	switch t {
-	case messages.RecordPolicyCeilingSet:
-		return partCeiling, true
-	case messages.RecordPolicyTightened, messages.RecordPolicyOverridesReset:
-		return partOwn, true
-	case messages.RecordKillSwitchOn, messages.RecordKillSwitchOff:
-		return partKill, true
-	case messages.RecordUserDisabled:
-		return partDisabled, true
-	case messages.RecordPostureChanged:
-		return partPosture, true
-	}
-	return 0, false
-}
-
-// dailyPnlVenue is the venue a daily_pnl_noted payload counts ("" in
-// records written before it named one).
-func dailyPnlVenue(payload []byte) string {
-	var p struct {
-		Environment string `json:"environment"`
-	}
-	_ = json.Unmarshal(payload, &p) // the guard has refused a payload that does not decode
-	return p.Environment
-}
-
 // NewUserReplay returns an empty replay.
 func NewUserReplay() *UserReplay {
-	return &UserReplay{users: map[string]*replayUser{}, index: newJournalIndex()}
+	return &UserReplay{users: state.NewReplay(), index: newJournalIndex()}
 }
 
-// OnRecord notes one journal record. Records of other types are skipped
-// without decoding. A record the server could not have written refuses
-// start, naming its seq: a type not in the record table, a user that is
-// not a valid name or differs from the payload's, a record whose actor may
-// not cause it, a kill switch, posture or own-settings change that does not follow
-// from the records before it, a payload time after the record's own
-// (replaycheck.go).
+// OnRecord notes one journal record (state.Replay.OnRecord): a record the
+// server could not have written refuses start, naming its seq.
 func (r *UserReplay) OnRecord(rec wal.Record) error {
-	typ := messages.RecordType(rec.Type)
-	if !knownRecord(typ) {
-		return errEditedJournal(rec.Seq, typ, "the record type is not one this server writes")
+	if err := r.users.OnRecord(state.Record{Seq: rec.Seq, Time: rec.Time, Type: messages.RecordType(rec.Type), User: rec.User, Actor: rec.Actor, Payload: rec.Payload}); err != nil {
+		return err
 	}
 	r.index.add([]wal.Record{rec}, true)
-	part, ok := statePart(typ)
-	if typ == messages.RecordUserCreated {
-		part, ok = partCreated, true
-	}
-	full := isEventRecord(typ)
-	perVenue := typ == messages.RecordDailyPnlNoted // a whole value per venue
-	if !ok && !full && !perVenue {
-		return nil
-	}
-	if err := checkReplayedOrigin(rec.Seq, typ, rec.Actor, rec.Payload); err != nil {
-		return err
-	}
-	u := r.users[rec.User]
-	if u == nil {
-		if err := checkUserName(rec, typ); err != nil {
-			return err
-		}
-		u = &replayUser{guard: replayGuard{kill: messages.KillSwitchNone}}
-		r.users[rec.User] = u
-	}
-	if err := u.guard.check(rec, typ); err != nil {
-		return err
-	}
-	if full {
-		u.events = append(u.events, &replayRecord{seq: rec.Seq, at: rec.Time, typ: typ, payload: append([]byte(nil), rec.Payload...)})
-		return nil
-	}
-	if perVenue {
-		if u.dailyPnl == nil {
-			u.dailyPnl = map[string]*replayRecord{}
-		}
-		u.dailyPnl[dailyPnlVenue(rec.Payload)] = &replayRecord{seq: rec.Seq, at: rec.Time, typ: typ, payload: append([]byte(nil), rec.Payload...)}
-		return nil
-	}
-	u.parts[part] = &replayRecord{seq: rec.Seq, at: rec.Time, typ: typ, payload: append([]byte(nil), rec.Payload...)}
-	if typ == messages.RecordUserCreated {
-		// user_created also sets the ceiling.
-		u.parts[partCeiling] = u.parts[partCreated]
-	}
 	return nil
 }
 
-// isEventRecord reports whether replay applies every record of type t
-// (the record table's ReplayEvent).
-func isEventRecord(t messages.RecordType) bool {
-	return int(t) < len(eventRecord) && eventRecord[t]
-}
-
-// eventRecord is the record table's ReplayEvent column by type number,
-// read for every record at start.
-var eventRecord = func() []bool {
-	var out []bool
-	for _, info := range messages.RecordTypes {
-		for int(info.Type) >= len(out) {
-			out = append(out, false)
-		}
-		out[info.Type] = info.Replay == messages.ReplayEvent
-	}
-	return out
-}()
-
-// states applies the surviving records of each user, in journal order,
-// then the time windows as of now.
-func (r *UserReplay) states(now time.Time) (map[string]*UserState, error) {
-	out := make(map[string]*UserState, len(r.users))
-	for name, u := range r.users {
-		recs := make([]*replayRecord, 0, numStateParts+len(u.events)+len(u.dailyPnl))
-		recs = append(recs, u.events...)
-		for _, p := range u.parts {
-			if p != nil && !slices.Contains(recs, p) {
-				recs = append(recs, p)
-			}
-		}
-		for _, p := range u.dailyPnl {
-			recs = append(recs, p)
-		}
-		slices.SortFunc(recs, func(a, b *replayRecord) int { return cmp.Compare(a.seq, b.seq) })
-		s := newUserState(name)
-		for _, rr := range recs {
-			ev, _, err := DecodeEvent(rr.typ, rr.payload)
-			if err != nil {
-				return nil, fmt.Errorf("replay seq %d (%s): %w", rr.seq, rr.typ, err)
-			}
-			if err := checkPayloadUser(rr, name, ev); err != nil {
-				return nil, err
-			}
-			// The windows move with the journal's time, never a payload's.
-			if isEventRecord(rr.typ) {
-				s.prune(rr.at)
-			}
-			s.Apply(ev)
-		}
-		if s.Exists {
-			s.prune(now)
-			out[name] = s
-		}
-	}
-	return out, nil
+// states is the state of every created user, its windows as of now.
+func (r *UserReplay) states(now time.Time) (map[string]*state.User, error) {
+	return r.users.States(now)
 }
 
 // holders returns the committed state of every created user.

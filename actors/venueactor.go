@@ -6,6 +6,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/guarded-exchange/guarded-exchange/actors/state"
 	"github.com/guarded-exchange/guarded-exchange/messages"
 	"github.com/guarded-exchange/guarded-exchange/venue"
 )
@@ -126,7 +127,7 @@ func (v *venueActor) Receive(ctx actor.Context) {
 func (v *venueActor) openSession() {
 	v.session, v.keyErr = nil, nil
 	s := v.snap.load()
-	c, ok := s.credentialFor(v.env)
+	c, ok := s.CredentialFor(v.env)
 	if !ok {
 		return
 	}
@@ -154,7 +155,7 @@ func (v *venueActor) read(ctx actor.Context, m *accountAsk) {
 		if v.keyErr != nil {
 			ctx.Respond(v.keyErr)
 		} else {
-			ctx.Respond(noKeyError())
+			ctx.Respond(state.NoKeyError())
 		}
 		return
 	}
@@ -193,16 +194,7 @@ func (v *venueActor) noSessionError() *messages.Error {
 	if v.keyErr != nil {
 		return v.keyErr
 	}
-	return noKeyError()
-}
-
-// noKeyError is the refusal when no key is stored for the user and venue.
-func noKeyError() *messages.Error {
-	return &messages.Error{
-		Code:     messages.CodeExchangeCredentialsInvalid,
-		Message:  "no exchange key is stored for this user and venue",
-		NextStep: "add a key with `guarded-exchange keys add`, outside the chat",
-	}
+	return state.NoKeyError()
 }
 
 // venueTimeout bounds one venue call by the caller's context and timeout.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/shopspring/decimal"
 
+	"github.com/guarded-exchange/guarded-exchange/actors/state"
 	"github.com/guarded-exchange/guarded-exchange/messages"
 	"github.com/guarded-exchange/guarded-exchange/wal"
 )
@@ -17,10 +18,10 @@ import (
 // records named one) counts on every venue (D100).
 func TestRollingCountersArePerVenue(t *testing.T) {
 	now := time.Now()
-	mark := func(env string, notional int64, ago time.Duration, confirmed bool) OrderMark {
-		return OrderMark{At: now.Add(-ago), NotionalUSDT: decimal.NewFromInt(notional), RiskIncreasing: true, Rated: true, Confirmed: confirmed, Environment: env}
+	mark := func(env string, notional int64, ago time.Duration, confirmed bool) state.OrderMark {
+		return state.OrderMark{At: now.Add(-ago), NotionalUSDT: decimal.NewFromInt(notional), RiskIncreasing: true, Rated: true, Confirmed: confirmed, Environment: env}
 	}
-	c := RollingCounters{Orders: []OrderMark{
+	c := state.RollingCounters{Orders: []state.OrderMark{
 		mark("paper", 400, 2*time.Hour, false),
 		mark("", 50, 30*time.Minute, false),
 		mark("bybit-demo", 100, 20*time.Minute, true),
@@ -80,7 +81,7 @@ func TestDailyPnlIsReplayedPerVenue(t *testing.T) {
 	}
 	st := states["vera"]
 	for env, want := range map[string]string{"paper": "BTCUSDT", "bybit-demo": "ETHUSDT", "bybit-testnet": "SOLUSDT"} {
-		if got := st.dailyPnlOn(env); len(got.Rows) != 1 || got.Rows[0].Symbol != want {
+		if got := st.DailyPnlOn(env); len(got.Rows) != 1 || got.Rows[0].Symbol != want {
 			t.Errorf("%s: the day's count %+v, want %s's row", env, got, want)
 		}
 	}

@@ -114,7 +114,7 @@ func (v *venueActor) openStream(ctx actor.Context) {
 		return
 	}
 	s := v.snap.load()
-	c, ok := s.credentialFor(v.env)
+	c, ok := s.CredentialFor(v.env)
 	if !ok {
 		return
 	}

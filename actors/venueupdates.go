@@ -7,6 +7,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/guarded-exchange/guarded-exchange/actors/state"
 	"github.com/guarded-exchange/guarded-exchange/messages"
 	"github.com/guarded-exchange/guarded-exchange/wal"
 )
@@ -233,10 +234,10 @@ func (u *userActor) journalVenueUpdate(ctx actor.Context, m *streamOrdersReady) 
 	for _, o := range rows {
 		ev.Orders = append(ev.Orders, messages.VenueOrderMark{
 			ClientOrderID: o.OrderLinkID, OrderID: o.OrderID, Category: o.Category, Symbol: o.Symbol, Side: o.Side,
-			Status: o.Status, Qty: o.Qty, CumExecQty: o.CumExecQty, AvgPrice: o.AvgPrice, Origin: u.state.orderOrigin(o.OrderLinkID),
+			Status: o.Status, Qty: o.Qty, CumExecQty: o.CumExecQty, AvgPrice: o.AvgPrice, Origin: u.state.OrderOrigin(o.OrderLinkID),
 		})
 	}
-	u.write(ctx, Event{messages.RecordVenueUpdate, ev}, systemOrigin, func(_ wal.Record, err error) {
+	u.write(ctx, state.Event{Type: messages.RecordVenueUpdate, Payload: ev}, systemOrigin, func(_ wal.Record, err error) {
 		if err != nil {
 			u.logger.Warn("could not journal a venue update", "user", u.state.User, "code", string(messages.CodeOf(err)))
 		}
@@ -272,7 +273,7 @@ func (u *userActor) noteStreamDropped(ctx actor.Context, m *streamResync) {
 	}
 	ev := messages.StreamDroppedEvent{At: now.UTC(), Since: t.since.UTC(), Reason: t.reason, Dropped: t.dropped, Gaps: t.gaps}
 	*t = droppedTally{last: now}
-	u.write(ctx, Event{messages.RecordStreamDropped, ev}, systemOrigin, func(_ wal.Record, err error) {
+	u.write(ctx, state.Event{Type: messages.RecordStreamDropped, Payload: ev}, systemOrigin, func(_ wal.Record, err error) {
 		if err != nil {
 			u.logger.Warn("could not journal the stream's dropped updates", "user", u.state.User, "code", string(messages.CodeOf(err)))
 		}

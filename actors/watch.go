@@ -7,6 +7,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/guarded-exchange/guarded-exchange/actors/state"
 	"github.com/guarded-exchange/guarded-exchange/messages"
 )
 
@@ -44,7 +45,7 @@ func (v *venueActor) onWatch(ctx actor.Context, m *watchAsk) {
 	if v.stream == nil {
 		e := v.keyErr
 		if e == nil && v.session == nil {
-			e = noKeyError()
+			e = state.NoKeyError()
 		}
 		if e == nil {
 			e = &messages.Error{Code: messages.CodeExchangeUnavailable, Message: "the private stream is not running here, so changes cannot be watched",

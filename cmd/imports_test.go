@@ -10,6 +10,7 @@ import (
 	"go/token"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -117,6 +118,47 @@ func TestImportDirection(t *testing.T) {
 	sort.Strings(violations)
 	for _, v := range violations {
 		t.Error(v)
+	}
+}
+
+// pure lists the packages of pure state and decisions, with the only
+// imports they may have beyond the standard library: no actor library, no
+// journal, no venue and no network code, so that everything in them is a
+// plain value or function, tested without actors (docs/architecture.md
+// "Packages and the direction of imports"). Their test files are held to the same
+// list: their tables run without actors too.
+var pure = map[string][]string{
+	"actors/state": {module + "/messages", "github.com/shopspring/decimal"},
+}
+
+// pureImport reports whether a pure package may import path: one of
+// allowed, or a package of the standard library that is not network code.
+func pureImport(path string, allowed []string) bool {
+	if slices.Contains(allowed, path) {
+		return true
+	}
+	first := strings.SplitN(path, "/", 2)[0]
+	if strings.Contains(first, ".") {
+		return false // a module outside the standard library
+	}
+	return first != "net" && path != "crypto/tls"
+}
+
+func TestPurePackagesImportNoEffects(t *testing.T) {
+	root := repoRoot(t)
+	for dir, allowed := range pure {
+		files, err := filepath.Glob(filepath.Join(root, filepath.FromSlash(dir), "*.go"))
+		if err != nil || len(files) == 0 {
+			t.Errorf("%s: no Go files (%v)", dir, err)
+		}
+		for _, f := range files {
+			for _, path := range importPaths(t, f) {
+				if !pureImport(path, allowed) {
+					t.Errorf("%s imports %s: a pure package may import only %s and the standard library's non-network packages",
+						strings.TrimPrefix(f, root+"/"), path, strings.Join(allowed, ", "))
+				}
+			}
+		}
 	}
 }
 

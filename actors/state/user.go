@@ -1,4 +1,4 @@
-package actors
+package state
 
 import (
 	"encoding/json"
@@ -11,18 +11,24 @@ import (
 	"github.com/guarded-exchange/guarded-exchange/messages"
 )
 
-// UserState is everything one user actor owns. It is a plain, synchronous,
-// not thread-safe value (docs/invariants.md "Rules of the code"): Decide computes what a command would
-// journal without changing anything, Apply changes the state from a
+// User is one user's state, which that user's actor owns (package
+// actors). It is a plain, synchronous, not thread-safe value
+// (docs/invariants.md "Rules of the code"): Decide computes what a command
+// would journal without changing anything, Apply changes the state from a
 // journaled event. The actor is a thin shell around them, and start-up
-// replays the journal through the same Apply, so live state and rebuilt
-// state cannot differ.
-type UserState struct {
-	User       string
-	Exists     bool
-	Disabled   bool
-	Ceiling    messages.PolicySettings
-	Own        messages.PolicySettings
+// replays the journal through the same Apply (Replay), so live state and
+// rebuilt state cannot differ.
+type User struct {
+	// User is the user's name; Exists is set by user_created and
+	// Disabled by user_disabled.
+	User     string
+	Exists   bool
+	Disabled bool
+	// Ceiling is the admin's ceiling and Own the user's own (stricter)
+	// settings; Effective combines them.
+	Ceiling messages.PolicySettings
+	Own     messages.PolicySettings
+	// KillSwitch is the kill switch's level (none, user or admin).
 	KillSwitch messages.KillSwitch
 	// Credentials are the user's exchange keys by environment, sealed.
 	Credentials map[string]Credential
@@ -38,53 +44,56 @@ type UserState struct {
 	Idempotency map[string]IdempotencyEntry
 	Counters    RollingCounters
 	// Recent are the answered risk-increasing orders without a key of the
-	// last 10 minutes: the 30 s safety net (limits.go).
+	// last 10 minutes: the 30 s safety net (actors/place.go).
 	Recent []RecentOrder
 	// keyExpiry orders the idempotency keys by claim time, for prune.
 	keyExpiry keyExpiry
 	// Posture is the set of REDUCING causes and PostureState the state as
-	// last journaled (posture_changed; posture.go).
+	// last journaled (posture_changed; actors/posture.go).
 	Posture      messages.PostureCauses
 	PostureState messages.PostureState
 	// DailyPnl is the day's realised PnL per position as last journaled
 	// (daily_pnl_noted), by venue: the stream cache starts from the
-	// record of its venue (dailyPnlOn), so a restart keeps counting the
-	// day's realised loss (posturecache.go) and another venue's loss never
-	// counts (D100). The map and its records are replaced, never changed
-	// in place.
+	// record of its venue (DailyPnlOn), so a restart keeps counting the
+	// day's realised loss (actors/posturecache.go) and another venue's
+	// loss never counts (D100). The map and its records are replaced,
+	// never changed in place.
 	DailyPnl map[string]messages.DailyPnlEvent
 	// Confirmations are the parked actions by confirmation id (confirm.go).
 	Confirmations map[string]Confirmation
 }
 
-// Event is one journaled change: its record type and typed payload.
+// Event is one journaled change: its record type and typed payload (a
+// value of the messages event type DecodeEvent gives for the record type).
 type Event struct {
-	Type    messages.RecordType
+	// Type is the journal record's type.
+	Type messages.RecordType
+	// Payload is the record's payload as a messages event value.
 	Payload any
 }
 
-// newUserState is the state of a user before any record.
-func newUserState(user string) *UserState {
-	return &UserState{User: user, KillSwitch: messages.KillSwitchNone}
+// New is the state of a user before any record.
+func New(user string) *User {
+	return &User{User: user, KillSwitch: messages.KillSwitchNone}
 }
 
-// effective is the policy the user is held to on env: the stricter of
+// Effective is the policy the user is held to on env: the stricter of
 // ceiling and own settings, capped at read_only when the key for env can
 // only read.
-func (s *UserState) effective(venue messages.VenueLevel, env string) messages.Policy {
+func (s *User) Effective(venue messages.VenueLevel, env string) messages.Policy {
 	p := messages.Effective(venue, s.Ceiling, s.Own)
-	if c, ok := s.credentialFor(env); ok && c.ReadOnlyCap {
+	if c, ok := s.CredentialFor(env); ok && c.ReadOnlyCap {
 		p.Profile = messages.ProfileReadOnly
 	}
 	return p
 }
 
 // View returns a copy of the state as the outside sees it.
-func (s *UserState) View(venue messages.VenueLevel, env string) *messages.PolicyView {
+func (s *User) View(venue messages.VenueLevel, env string) *messages.PolicyView {
 	return &messages.PolicyView{
 		User:       s.User,
 		Disabled:   s.Disabled,
-		Effective:  s.effective(venue, env),
+		Effective:  s.Effective(venue, env),
 		Ceiling:    s.Ceiling.Merge(messages.PolicySettings{}),
 		Own:        s.Own.Merge(messages.PolicySettings{}),
 		KillSwitch: s.KillSwitch,
@@ -93,7 +102,7 @@ func (s *UserState) View(venue messages.VenueLevel, env string) *messages.Policy
 
 // Decide returns the event a command would journal, or nil when it changes
 // nothing, or a refusal. It never changes s.
-func (s *UserState) Decide(cmd messages.Command, venue messages.VenueLevel, env string) (*Event, error) {
+func (s *User) Decide(cmd messages.Command, venue messages.VenueLevel, env string) (*Event, error) {
 	if !s.Exists {
 		return nil, messages.Errorf(messages.CodeNotFound, "no such user")
 	}
@@ -107,7 +116,7 @@ func (s *UserState) Decide(cmd messages.Command, venue messages.VenueLevel, env 
 		if err := c.Settings.Validate(); err != nil {
 			return nil, err
 		}
-		if looser := s.effective(venue, env).Looser(c.Settings); len(looser) > 0 {
+		if looser := s.Effective(venue, env).Looser(c.Settings); len(looser) > 0 {
 			return nil, &messages.Error{
 				Code:     messages.CodePermissionDenied,
 				Message:  "policy tighten may only make the policy stricter; looser fields: " + strings.Join(looser, ", "),
@@ -159,7 +168,7 @@ func (s *UserState) Decide(cmd messages.Command, venue messages.VenueLevel, env 
 	case *messages.ShowCredentialRequest:
 		return nil, nil
 	case *messages.DeleteCredentialRequest:
-		cred, ok := s.credentialFor(c.Environment)
+		cred, ok := s.CredentialFor(c.Environment)
 		if !ok {
 			return nil, &messages.Error{Code: messages.CodeNotFound, Message: "no key is stored for this environment", NextStep: "see `guarded-exchange keys show`"}
 		}
@@ -171,7 +180,7 @@ func (s *UserState) Decide(cmd messages.Command, venue messages.VenueLevel, env 
 // decideKillSwitch: anyone may turn the switch on; the user turns off only
 // a user-level switch; the admin turns off either. Turning on a switch that
 // is already on at the same or a higher level changes nothing.
-func (s *UserState) decideKillSwitch(c *messages.SetKillSwitchRequest) (*Event, error) {
+func (s *User) decideKillSwitch(c *messages.SetKillSwitchRequest) (*Event, error) {
 	if c.Level != messages.KillSwitchUser && c.Level != messages.KillSwitchAdmin {
 		return nil, messages.InvalidParams("level", "must be user or admin")
 	}
@@ -195,7 +204,7 @@ func (s *UserState) decideKillSwitch(c *messages.SetKillSwitchRequest) (*Event, 
 	return &Event{messages.RecordKillSwitchOff, messages.KillSwitchEvent{Before: before, After: messages.KillSwitchNone}}, nil
 }
 
-func (s *UserState) refuseDisabled() error {
+func (s *User) refuseDisabled() error {
 	if s.Disabled {
 		return messages.Errorf(messages.CodePermissionDenied, "this user is disabled")
 	}
@@ -203,8 +212,8 @@ func (s *UserState) refuseDisabled() error {
 }
 
 // Apply changes the state from a journaled event. It is the only code that
-// changes a UserState, live or during replay.
-func (s *UserState) Apply(ev Event) {
+// changes a User, live or during replay.
+func (s *User) Apply(ev Event) {
 	if s.applyConfirm(ev) || s.applyCredential(ev) || s.applyOrder(ev) || s.applyToken(ev) {
 		return
 	}
@@ -235,10 +244,10 @@ func (s *UserState) Apply(ev Event) {
 	}
 }
 
-// dailyPnlOn is the day's count last journaled for the venue env; a
+// DailyPnlOn is the day's count last journaled for the venue env; a
 // record that names no venue (written before records named one) stands
 // for a venue without a record of its own (D100).
-func (s *UserState) dailyPnlOn(env string) messages.DailyPnlEvent {
+func (s *User) DailyPnlOn(env string) messages.DailyPnlEvent {
 	if ev, ok := s.DailyPnl[env]; ok {
 		return ev
 	}
@@ -300,7 +309,7 @@ func decodeAs[T any](typ messages.RecordType, payload []byte) (Event, bool, erro
 // It reads the state and changes nothing.
 // venue is the arming level of this process's venue: the action can only go
 // there, so the caller does not choose it.
-func (s *UserState) DecideAction(r *messages.DecideActionRequest, venue messages.VenueLevel, env string) *messages.Error {
+func (s *User) DecideAction(r *messages.DecideActionRequest, venue messages.VenueLevel, env string) *messages.Error {
 	if !s.Exists {
 		return messages.Errorf(messages.CodeNotFound, "no such user")
 	}
@@ -320,7 +329,7 @@ func (s *UserState) DecideAction(r *messages.DecideActionRequest, venue messages
 			return e
 		}
 	}
-	p := s.effective(venue, env)
+	p := s.Effective(venue, env)
 	trading := slices.Contains(messages.TradingTools, r.Tool)
 	if trading && p.Profile != messages.ProfileTrade {
 		return s.profileRefusal(p, env)
@@ -332,10 +341,10 @@ func (s *UserState) DecideAction(r *messages.DecideActionRequest, venue messages
 		}
 	}
 	if trading {
-		c, ok := s.credentialFor(env)
+		c, ok := s.CredentialFor(env)
 		switch {
 		case !ok:
-			return noKeyError()
+			return NoKeyError()
 		case c.PermissionsChanged:
 			return &messages.Error{
 				Code: messages.CodeCredentialsPermissionsChanged, Message: "the exchange key's permissions changed; trading is blocked",
@@ -376,10 +385,10 @@ func (s *UserState) DecideAction(r *messages.DecideActionRequest, venue messages
 // exchange key caps the profile (keys replace), the user's own setting
 // keeps it read_only (reset-overrides), or the admin ceiling does (every
 // new user's: set-ceiling).
-func (s *UserState) profileRefusal(p messages.Policy, env string) *messages.Error {
+func (s *User) profileRefusal(p messages.Policy, env string) *messages.Error {
 	e := messages.ReadOnlyProfileRefusal(s.User, string(p.Profile))
 	var why, fix string
-	switch c, ok := s.credentialFor(env); {
+	switch c, ok := s.CredentialFor(env); {
 	case ok && c.ReadOnlyCap:
 		why, fix = "the exchange key for "+env+" can only read, which caps the profile at read_only",
 			"guarded-exchange keys replace --user "+s.User+" --venue "+env
@@ -393,4 +402,12 @@ func (s *UserState) profileRefusal(p messages.Policy, env string) *messages.Erro
 	e.NextStep = "a human fixes it outside the chat with `" + fix + "`"
 	e.Details["fix"] = fix
 	return e
+}
+
+// NewUserEvent is the user_created event for a new user: the default policy
+// (read_only, empty allowlist, ceiling demo) unless ceiling sets fields.
+func NewUserEvent(user string, ceiling messages.PolicySettings) Event {
+	ro, demo, empty := messages.ProfileReadOnly, messages.VenueDemo, []string{}
+	base := messages.PolicySettings{Profile: &ro, Allow: &empty, VenueCeiling: &demo}
+	return Event{Type: messages.RecordUserCreated, Payload: messages.UserCreatedEvent{User: user, Ceiling: base.Merge(ceiling)}}
 }

@@ -1,10 +1,11 @@
-package actors
+package state
 
 import (
 	"container/heap"
 	"encoding/json"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/shopspring/decimal"
@@ -14,8 +15,8 @@ import (
 
 // Windows of the many-record order state (docs/policy.md, docs/tools.md "The action path").
 const (
-	// idempotencyWindow is how long an idempotency key is claimed.
-	idempotencyWindow = 24 * time.Hour
+	// IdempotencyWindow is how long an idempotency key is claimed.
+	IdempotencyWindow = 24 * time.Hour
 	// notionalWindow is the rolling window of daily_notional_cap_usdt.
 	notionalWindow = 24 * time.Hour
 )
@@ -39,8 +40,8 @@ type Attempt struct {
 	Expect *messages.OrderExpectation
 }
 
-// expectation is what an order found for the attempt must match.
-func (a *Attempt) expectation() messages.OrderExpectation {
+// Expectation is what an order found for the attempt must match.
+func (a *Attempt) Expectation() messages.OrderExpectation {
 	if a.Expect != nil {
 		return *a.Expect
 	}
@@ -61,8 +62,8 @@ type IdempotencyEntry struct {
 }
 
 // RecentOrder is one answered risk-increasing order sent without an
-// idempotency key: an identical one within safetyNet of its answer (or
-// safetyNetUnknown after an unknown outcome) is a repeat.
+// idempotency key: an identical one within SafetyNet of its answer (or
+// SafetyNetUnknown after an unknown outcome) is a repeat.
 type RecentOrder struct {
 	ArgsSHA256    string
 	ClientOrderID string
@@ -76,8 +77,8 @@ type RecentOrder struct {
 
 // The safety net for identical risk-increasing orders without a key.
 const (
-	safetyNet        = 30 * time.Second
-	safetyNetUnknown = 10 * time.Minute
+	SafetyNet        = 30 * time.Second
+	SafetyNetUnknown = 10 * time.Minute
 )
 
 // OrderMark is one order in the rolling counters.
@@ -139,7 +140,7 @@ func (c RollingCounters) Window(now time.Time, env string) (dailyNotional decima
 // (O(log n) for a key), whatever the last 24 h hold. The windows are
 // pruned by the caller, with the journal's time (the live clock, or the
 // record's time at replay), never a payload's own time.
-func (s *UserState) applyOrder(ev Event) bool {
+func (s *User) applyOrder(ev Event) bool {
 	switch p := ev.Payload.(type) {
 	case messages.OrderAttemptEvent:
 		if s.Attempts == nil {
@@ -196,11 +197,11 @@ func (s *UserState) applyOrder(ev Event) bool {
 	return true
 }
 
-// prune drops, as of now, the counter marks and idempotency entries that
+// Prune drops, as of now, the counter marks and idempotency entries that
 // have left their windows. Open attempts never expire: they are closed
 // only by an outcome. Each mark, recent order and key is dropped once, so
 // pruning costs O(1) amortized (O(log n) per key).
-func (s *UserState) prune(now time.Time) {
+func (s *User) Prune(now time.Time) {
 	s.pruneConfirmations(now)
 	if n := len(s.Counters.Orders); n > 0 && now.Sub(s.Counters.Orders[0].At) >= notionalWindow {
 		i := 0
@@ -209,15 +210,15 @@ func (s *UserState) prune(now time.Time) {
 		}
 		s.Counters.Orders = s.Counters.Orders[i:]
 	}
-	if n := len(s.Recent); n > 0 && now.Sub(s.Recent[0].At) >= safetyNetUnknown {
+	if n := len(s.Recent); n > 0 && now.Sub(s.Recent[0].At) >= SafetyNetUnknown {
 		i := 0
-		for i < n && now.Sub(s.Recent[i].At) >= safetyNetUnknown {
+		for i < n && now.Sub(s.Recent[i].At) >= SafetyNetUnknown {
 			i++
 		}
 		s.Recent = s.Recent[i:]
 	}
 	s.indexKeys()
-	for len(s.keyExpiry) > 0 && now.Sub(s.keyExpiry[0].at) >= idempotencyWindow {
+	for len(s.keyExpiry) > 0 && now.Sub(s.keyExpiry[0].at) >= IdempotencyWindow {
 		c := s.keyExpiry.pop()
 		// A key released and claimed again has a newer claim of its own.
 		if e, ok := s.Idempotency[c.key]; ok && e.ClientOrderID == c.clientOrderID {
@@ -230,7 +231,7 @@ func (s *UserState) prune(now time.Time) {
 // cannot cover them all: the table was filled without it (a state built
 // by hand). Every claim pushes an entry, so a live or replayed state never
 // needs it.
-func (s *UserState) indexKeys() {
+func (s *User) indexKeys() {
 	if len(s.keyExpiry) >= len(s.Idempotency) {
 		return
 	}
@@ -241,10 +242,10 @@ func (s *UserState) indexKeys() {
 	heap.Init(&s.keyExpiry)
 }
 
-// ownOrderPart returns s with a private copy of the order part, for a new
+// OwnOrderPart returns s with a private copy of the order part, for a new
 // owner (a restarted user actor): it never shares a map or a backing array
 // with the state it was copied from.
-func (s UserState) ownOrderPart() *UserState {
+func (s User) OwnOrderPart() *User {
 	s.Attempts = maps.Clone(s.Attempts)
 	s.Idempotency = maps.Clone(s.Idempotency)
 	s.Counters.Orders = slices.Clone(s.Counters.Orders)
@@ -254,10 +255,10 @@ func (s UserState) ownOrderPart() *UserState {
 	return &s
 }
 
-// withoutOrderPart returns s without the order part, for a reader on
+// WithoutOrderPart returns s without the order part, for a reader on
 // another goroutine: the user actor changes that part, and the
 // confirmations (confirm.go), in place.
-func (s UserState) withoutOrderPart() *UserState {
+func (s User) WithoutOrderPart() *User {
 	s.Attempts, s.Idempotency, s.Counters, s.Recent, s.keyExpiry = nil, nil, RollingCounters{}, nil, nil
 	s.Confirmations = nil
 	return &s
@@ -290,3 +291,21 @@ func (h *keyExpiry) Pop() any {
 
 func (h *keyExpiry) push(c keyClaim) { heap.Push(h, c) }
 func (h *keyExpiry) pop() keyClaim   { return heap.Pop(h).(keyClaim) }
+
+// OrderOrigin is "system" for an order this server placed for the user: a
+// "gx-" client order id among the user's own attempts (open, or in the
+// last 24 h); anything else is "external", whatever its id says.
+func (s *User) OrderOrigin(clientOrderID string) string {
+	if !strings.HasPrefix(clientOrderID, "gx-") {
+		return messages.OriginExternal
+	}
+	if _, ok := s.Attempts[clientOrderID]; ok {
+		return messages.OriginSystem
+	}
+	for _, m := range s.Counters.Orders {
+		if m.ClientOrderID == clientOrderID {
+			return messages.OriginSystem
+		}
+	}
+	return messages.OriginExternal
+}

@@ -1,4 +1,4 @@
-package actors
+package state
 
 import (
 	"bytes"
@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/guarded-exchange/guarded-exchange/messages"
-	"github.com/guarded-exchange/guarded-exchange/wal"
 )
 
 // replayClockSkew is how far a payload's own time (an attempt's at, a
@@ -52,7 +51,14 @@ type replayGuard struct {
 // daily_pnl_noted record.
 type pnlSeen struct {
 	day  string
-	rows map[string]bool
+	rows map[pnlRow]bool
+}
+
+// pnlRow names one position of a daily_pnl_noted record.
+type pnlRow struct {
+	category messages.Category
+	symbol   string
+	idx      int
 }
 
 // confirmStep is where a confirmation stands during replay.
@@ -87,10 +93,10 @@ func liveEnvironment(env string) bool {
 func replayedStatus(at confirmStep, decision, reason string) string {
 	switch at {
 	case confirmRequested:
-		return decidedStatus(decision, messages.ConfirmStatusPending)
+		return DecidedStatus(decision, messages.ConfirmStatusPending)
 	case confirmApproved:
 		if decision == messages.DecisionExpire || decision == messages.DecisionCancel && reason == messages.ReasonVenueChanged {
-			return decidedStatus(decision, messages.ConfirmStatusApproved)
+			return DecidedStatus(decision, messages.ConfirmStatusApproved)
 		}
 	}
 	return ""
@@ -146,7 +152,7 @@ func killRank(k messages.KillSwitch) int {
 
 // checkUserName refuses a record whose user the server could never have
 // created (a user is an actor name and a path element).
-func checkUserName(rec wal.Record, typ messages.RecordType) error {
+func checkUserName(rec Record, typ messages.RecordType) error {
 	if !messages.UserNamePattern.MatchString(rec.User) {
 		return errEditedJournal(rec.Seq, typ, "the record's user is not a valid user name")
 	}
@@ -156,7 +162,7 @@ func checkUserName(rec wal.Record, typ messages.RecordType) error {
 // check refuses a record whose content the live user actor could not have
 // journaled given the records before it, and advances the running state.
 // Only the record types it names are decoded.
-func (g *replayGuard) check(rec wal.Record, typ messages.RecordType) error {
+func (g *replayGuard) check(rec Record, typ messages.RecordType) error {
 	fail := func(why string) error { return errEditedJournal(rec.Seq, typ, why) }
 	decode := func(v any) error {
 		if err := json.Unmarshal(rec.Payload, v); err != nil {
@@ -191,9 +197,9 @@ func (g *replayGuard) check(rec wal.Record, typ messages.RecordType) error {
 		if err := decode(&p); err != nil {
 			return err
 		}
-		rows := make(map[string]bool, len(p.Rows))
+		rows := make(map[pnlRow]bool, len(p.Rows))
 		for _, r := range p.Rows {
-			rows[posKey(r.Category, r.Symbol, r.PositionIdx)] = true
+			rows[pnlRow{r.Category, r.Symbol, r.PositionIdx}] = true
 		}
 		if last := g.pnl[p.Environment]; p.Day == last.day {
 			for k := range last.rows {
@@ -211,7 +217,7 @@ func (g *replayGuard) check(rec wal.Record, typ messages.RecordType) error {
 		if err := decode(&p); err != nil {
 			return err
 		}
-		if !sameCauses(p.CausesBefore, g.posture) {
+		if !slices.Equal(p.CausesBefore, g.posture) {
 			return fail("its causes_before are not the causes of the posture record before it")
 		}
 		g.posture = p.Causes
