@@ -862,61 +862,18 @@ func (u *userActor) writeLazy(ctx actor.Context, ev Event, o messages.Origin) *m
 	return nil
 }
 
-// rerun sends the confirmation's typed arguments through the tool's own
-// path.
+// rerun sends the confirmation's typed arguments through the driver,
+// as the tool's own call (its descriptor decodes them).
 func (u *userActor) rerun(ctx actor.Context, c Confirmation, origin messages.Origin, to *actor.PID) *messages.Error {
-	decode := func(v any) *messages.Error {
-		if err := json.Unmarshal(c.Args, v); err != nil {
-			return messages.Internal(fmt.Errorf("confirmation %s: arguments: %w", c.ID, err))
-		}
-		return nil
-	}
-	switch c.Tool {
-	case toolPlaceOrder:
-		var a messages.PlaceOrderArgs
-		if e := decode(&a); e != nil {
-			return e
-		}
-		u.place(ctx, &placeAsk{ctx: context.Background(), args: a, origin: origin}, to)
-	case toolClosePosition:
-		var a messages.ClosePositionArgs
-		if e := decode(&a); e != nil {
-			return e
-		}
-		u.closePosition(ctx, a, origin, to)
-	case "cancel_order":
-		var a messages.CancelOrderArgs
-		if e := decode(&a); e != nil {
-			return e
-		}
-		u.cancelOrder(ctx, &cancelAsk{ctx: context.Background(), args: a, origin: origin}, to)
-	case toolAmendOrder:
-		var a messages.AmendOrderArgs
-		if e := decode(&a); e != nil {
-			return e
-		}
-		u.amendOrder(ctx, a, origin, to)
-	case toolCancelAll:
-		var a messages.CancelAllArgs
-		if e := decode(&a); e != nil {
-			return e
-		}
-		u.cancelAll(ctx, a, origin, to)
-	case toolLeverage:
-		var a messages.SetLeverageArgs
-		if e := decode(&a); e != nil {
-			return e
-		}
-		u.setLeverage(ctx, a, origin, to)
-	case toolTradingStop:
-		var a messages.TradingStopArgs
-		if e := decode(&a); e != nil {
-			return e
-		}
-		u.setTradingStop(ctx, a, origin, to)
-	default:
+	d := toolOf(c.Tool)
+	if d == nil {
 		return messages.Internal(fmt.Errorf("confirmation %s: unknown tool", c.ID))
 	}
+	args, err := d.decodeArgs(c.Args)
+	if err != nil {
+		return messages.Internal(fmt.Errorf("confirmation %s: arguments: %w", c.ID, err))
+	}
+	u.runTool(ctx, &tradingAsk{ctx: context.Background(), tool: d, args: args, origin: origin}, to)
 	return nil
 }
 

@@ -419,9 +419,7 @@ func (u *userActor) recheckThen(ctx actor.Context, msg any, sender *actor.PID) {
 // callContext is the caller's context of a trading call.
 func callContext(msg any) context.Context {
 	switch m := msg.(type) {
-	case *placeAsk:
-		return m.ctx
-	case *cancelAsk:
+	case *tradingAsk:
 		return m.ctx
 	case *userCommand:
 		return m.ctx

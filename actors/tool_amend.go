@@ -3,17 +3,17 @@ package actors
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"slices"
 	"strings"
 
-	"github.com/asynkron/protoactor-go/actor"
 	"github.com/shopspring/decimal"
 
 	"github.com/guarded-exchange/guarded-exchange/messages"
 	"github.com/guarded-exchange/guarded-exchange/venue"
 )
 
-// amend_order through the one action path. An amend increases risk when
+// amend_order. An amend increases risk when
 // the new size is larger or the new price worse (higher for a buy, lower
 // for a sell); then the kill switch blocks it, and the allowlist,
 // max_order_notional_usdt (on the whole order at its new values), the
@@ -26,11 +26,44 @@ import (
 
 const toolAmendOrder = "amend_order"
 
-// amendStep carries an amend_order call between its steps.
-type amendStep struct {
-	args messages.AmendOrderArgs
-	hash string
-}
+var amendOrderTool = register(&toolDescriptor{
+	name: toolAmendOrder,
+	command: func(cmd messages.Command) (any, bool, bool) {
+		c, ok := cmd.(*messages.AmendOrderCommand)
+		if !ok {
+			return nil, false, false
+		}
+		return c.Args, c.ClientUI, true
+	},
+	decodeArgs: decodeArgsAs[messages.AmendOrderArgs],
+	base: func(args any) callBase {
+		a := args.(messages.AmendOrderArgs)
+		return callBase{category: a.Category, symbol: a.Symbol, idempotencyKey: a.IdempotencyKey, dryRun: a.DryRun}
+	},
+	validate: func(args any) *messages.Error { return validateAmend(args.(messages.AmendOrderArgs)) },
+	hash: func(args any) string {
+		a := args.(messages.AmendOrderArgs)
+		sum := sha256.Sum256([]byte(strings.Join([]string{toolAmendOrder, string(a.Category), a.Symbol, a.OrderID, nullDecimal(a.Qty), nullDecimal(a.Price)}, "|")))
+		return hex.EncodeToString(sum[:])
+	},
+	// A first gate: the allowlist is applied once the venue shows
+	// whether the change adds risk.
+	riskIncreasing: riskReducing,
+	plannedHash:    noPlannedHash,
+	needs:          needOrderAndMarket,
+	prepare:        keepArgs,
+	decide:         decideAmend,
+	shown: func(d *toolDecision) messages.ShownToUser {
+		return messages.ShownToUser{Amend: d.planned.(*messages.AmendAnswer), RiskIncreasing: d.risk}
+	},
+	carryOut: (*userActor).executeOnce,
+	complete: completeAmend,
+	stored: func(raw json.RawMessage, replay bool) any {
+		return decodeStored(raw, replay, func(a *messages.AmendAnswer) *string { return &a.ResultSource })
+	},
+	bound:         tradeBound,
+	heldOnRecheck: true,
+})
 
 func validateAmend(a messages.AmendOrderArgs) *messages.Error {
 	switch {
@@ -52,80 +85,37 @@ func validateAmend(a messages.AmendOrderArgs) *messages.Error {
 	return nil
 }
 
-func (u *userActor) amendOrder(ctx actor.Context, a messages.AmendOrderArgs, origin messages.Origin, sender *actor.PID) {
-	if e := validateAmend(a); e != nil {
-		u.reply(ctx, sender, e)
-		return
-	}
-	dec := func(n decimal.NullDecimal) string {
-		if !n.Valid {
-			return ""
-		}
-		return n.Decimal.String()
-	}
-	sum := sha256.Sum256([]byte(strings.Join([]string{toolAmendOrder, string(a.Category), a.Symbol, a.OrderID, dec(a.Qty), dec(a.Price)}, "|")))
-	hash := hex.EncodeToString(sum[:])
-	if !a.DryRun && u.repeat(ctx, toolAmendOrder, a.IdempotencyKey, hash, false, origin, sender) {
-		return
-	}
-	// A first gate: the allowlist is applied once the venue shows
-	// whether the change adds risk.
-	if e := u.state.DecideAction(&messages.DecideActionRequest{Tool: toolAmendOrder, Category: a.Category, Symbol: a.Symbol, RiskReducing: true}, u.venue, u.env); e != nil {
-		u.refuseTool(ctx, toolAmendOrder, a.Category, a.Symbol, a.DryRun, e, origin, sender)
-		return
-	}
-	act := u.begin(actionDecide, sender, origin, nil)
-	act.amend = &amendStep{args: a, hash: hash}
-	act.claim = &claim{key: a.IdempotencyKey, hash: hash, dryRun: a.DryRun}
-	u.toVenue(ctx, &orderFetch{action: act.id, category: a.Category, symbol: a.Symbol, orderID: a.OrderID, withMarket: true}, ctx.Self())
-}
-
-// onAmendFetched decides the amend with the order and the market as the
-// venue showed them, on the state as it is now.
-func (u *userActor) onAmendFetched(ctx actor.Context, act *action, m *orderFetched) {
-	delete(u.actions, act.id)
-	a := act.amend.args
-	if m.err != nil {
-		u.reply(ctx, act.waiter, m.err)
-		return
-	}
-	if !a.DryRun && u.repeat(ctx, toolAmendOrder, a.IdempotencyKey, act.amend.hash, false, act.origin, act.waiter) {
-		return
-	}
-	refuse := func(e *messages.Error) {
-		u.refuseTool(ctx, toolAmendOrder, a.Category, a.Symbol, a.DryRun, e, act.origin, act.waiter)
-	}
-	if m.order == nil {
-		refuse(&messages.Error{Code: messages.CodeNotFound, Message: "no open order with this id on this instrument",
+// decideAmend decides the amend with the order and the market as the
+// venue showed them.
+func decideAmend(in *decideIn) toolDecision {
+	a := in.args.(messages.AmendOrderArgs)
+	if in.read.order == nil {
+		return refused(&messages.Error{Code: messages.CodeNotFound, Message: "no open order with this id on this instrument",
 			NextStep: "list the open orders with get_open_orders; a filled or cancelled order cannot be amended"})
-		return
 	}
-	o, mk := *m.order, m.market
+	o, mk := *in.read.order, in.read.market
 	if !slices.Contains(messages.Sides, o.Side) {
 		// The risk direction follows from the side: one this server
 		// cannot read decides nothing.
-		refuse(unreadableOrder())
-		return
+		return refused(unreadableOrder())
 	}
-	in := mk.instrument
-	if in == nil {
-		refuse(ruleViolation("the instrument's rules could not be read", "try again", map[string]any{"rule": "status"}))
-		return
+	inst := mk.instrument
+	if inst == nil {
+		return refused(ruleViolation("the instrument's rules could not be read", "try again", map[string]any{"rule": "status"}))
 	}
 	qty, price := o.Qty, o.Price
 	if a.Qty.Valid {
 		qty = a.Qty.Decimal
-		if in.QtyStep.IsPositive() {
-			qty = qty.Div(in.QtyStep).Floor().Mul(in.QtyStep)
+		if inst.QtyStep.IsPositive() {
+			qty = qty.Div(inst.QtyStep).Floor().Mul(inst.QtyStep)
 		}
 	}
 	if a.Price.Valid {
 		price = a.Price.Decimal
-		if in.TickSize.IsPositive() && !price.Mod(in.TickSize).IsZero() {
-			lo, hi := roundToTick(price, in.TickSize, false), roundToTick(price, in.TickSize, true)
-			refuse(ruleViolation("the price is not on the instrument's tick", "use one of the nearest valid prices",
-				map[string]any{"rule": "tick_size", "tick_size": in.TickSize.String(), "nearest_prices": []string{lo.String(), hi.String()}}))
-			return
+		if inst.TickSize.IsPositive() && !price.Mod(inst.TickSize).IsZero() {
+			lo, hi := roundToTick(price, inst.TickSize, false), roundToTick(price, inst.TickSize, true)
+			return refused(ruleViolation("the price is not on the instrument's tick", "use one of the nearest valid prices",
+				map[string]any{"rule": "tick_size", "tick_size": inst.TickSize.String(), "nearest_prices": []string{lo.String(), hi.String()}}))
 		}
 	}
 	buy := o.Side == "Buy"
@@ -143,44 +133,39 @@ func (u *userActor) onAmendFetched(ctx actor.Context, act *action, m *orderFetch
 		exposure = qty.GreaterThan(o.Qty) || (buy && price.GreaterThan(o.Price)) || (!buy && price.LessThan(o.Price))
 	}
 	risk := exposure || loosens
-	if !qty.IsPositive() || qty.LessThan(in.MinOrderQty) {
-		refuse(ruleViolation("the quantity is below the instrument's minimum", "order at least min_qty",
-			map[string]any{"rule": "min_qty", "min_qty": in.MinOrderQty.String(), "qty_step": in.QtyStep.String()}))
-		return
+	if !qty.IsPositive() || qty.LessThan(inst.MinOrderQty) {
+		return refused(ruleViolation("the quantity is below the instrument's minimum", "order at least min_qty",
+			map[string]any{"rule": "min_qty", "min_qty": inst.MinOrderQty.String(), "qty_step": inst.QtyStep.String()}))
 	}
-	if e := priceBand(price, buy, in, mk.band); e != nil {
-		refuse(e)
-		return
+	if e := priceBand(price, buy, inst, mk.band); e != nil {
+		return refused(e)
 	}
 	notional := qty.Mul(sellPrice(price, buy, mk.ticker))
-	if in.MinNotional.IsPositive() && qty.Mul(price).LessThan(in.MinNotional) {
-		refuse(ruleViolation("the order value is below the instrument's minimum", "make the order larger",
-			map[string]any{"rule": "min_notional", "min_notional": in.MinNotional.String()}))
-		return
+	if inst.MinNotional.IsPositive() && qty.Mul(price).LessThan(inst.MinNotional) {
+		return refused(ruleViolation("the order value is below the instrument's minimum", "make the order larger",
+			map[string]any{"rule": "min_notional", "min_notional": inst.MinNotional.String()}))
 	}
 	var e *messages.Error
 	if loosens && !exposure {
-		e = u.decideLoosening(toolAmendOrder, a.Category, a.Symbol)
+		e = decideLoosening(in, a.Category, a.Symbol)
 	} else {
-		e = u.state.DecideAction(&messages.DecideActionRequest{Tool: toolAmendOrder, Category: a.Category, Symbol: a.Symbol, RiskIncreasing: risk, RiskReducing: !risk}, u.venue, u.env)
+		e = in.gate(a.Category, a.Symbol, risk)
 	}
 	if e != nil {
-		refuse(e)
-		return
+		return refused(e)
 	}
-	p := u.state.effective(u.venue, u.env)
+	p := in.policy()
 	growth := decimal.Max(decimal.Zero, notional.Sub(o.Qty.Mul(o.Price)))
 	switch {
 	case exposure:
-		if e := u.riskLimits(p, a.Category, a.Symbol, notional, growth, mk); e != nil {
-			refuse(e)
-			return
+		if e := riskLimits(in, p, a.Category, a.Symbol, notional, growth, mk); e != nil {
+			return refused(e)
 		}
 	case loosens:
 		growth = decimal.Zero // no exposure added: nothing for the daily cap
 	}
 	planned := messages.AmendAnswer{Status: messages.AnswerPreview, OrderID: o.OrderID, Category: a.Category, Symbol: a.Symbol,
-		Origin: u.state.orderOrigin(o.OrderLinkID), RequestedQty: o.Qty, Qty: qty, Price: price, NotionalUSDT: notional,
+		Origin: in.state.orderOrigin(o.OrderLinkID), RequestedQty: o.Qty, Qty: qty, Price: price, NotionalUSDT: notional,
 		RiskIncreasing: risk, OrderStatus: o.Status, FilledQty: venue.FilledOf(&o), IdempotencyKey: a.IdempotencyKey}
 	if a.Qty.Valid {
 		planned.RequestedQty = a.Qty.Decimal
@@ -189,10 +174,7 @@ func (u *userActor) onAmendFetched(ctx actor.Context, act *action, m *orderFetch
 		planned.ClientOrderID = o.OrderLinkID
 	}
 	planned.Fence()
-	if a.DryRun {
-		u.reply(ctx, act.waiter, &planned)
-		return
-	}
+	d := toolDecision{planned: &planned, risk: risk}
 	req := messages.AmendOrderRequest{Category: a.Category, Symbol: a.Symbol, OrderID: o.OrderID}
 	if !qty.Equal(o.Qty) {
 		req.Qty = decimal.NewNullDecimal(qty)
@@ -201,43 +183,36 @@ func (u *userActor) onAmendFetched(ctx actor.Context, act *action, m *orderFetch
 		req.Price = decimal.NewNullDecimal(price)
 	}
 	if !req.Qty.Valid && !req.Price.Valid {
-		planned.Status, planned.ResultSource = string(messages.ChangeAmended), messages.ResultSourceVenue
-		u.reply(ctx, act.waiter, &planned) // nothing changes: nothing is sent
-		return
+		same := planned
+		same.Status, same.ResultSource = string(messages.ChangeAmended), messages.ResultSourceVenue
+		d.unchanged = &same
+		return d
 	}
-	by := confirmedBy(p, toolAmendOrder, notional)
-	if u.confirmGate(ctx, act, parkRequest{tool: toolAmendOrder, category: a.Category, symbol: a.Symbol, args: a, hash: act.amend.hash,
-		key: a.IdempotencyKey, shown: messages.ShownToUser{Amend: &planned, RiskIncreasing: risk}, confirmedBy: by}) {
-		return
+	d.plan = orderPlan{tool: toolAmendOrder, confirmedBy: confirmedBy(p, toolAmendOrder, notional), category: a.Category, symbol: a.Symbol,
+		settleLinkID: o.OrderLinkID, changes: &o, amend: &req,
+		notional: growth, riskIncreasing: risk, idempotencyKey: a.IdempotencyKey, argsSHA256: in.hash}
+	return d
+}
+
+// completeAmend is the amend's answer of its outcome.
+func completeAmend(d *toolDecision, r *orderResult, w *orderWritten) any {
+	o := d.plan.changes
+	if r.Err != nil {
+		return withOrderID(r.Err, o.OrderID)
 	}
-	plan := orderPlan{tool: toolAmendOrder, confirmedBy: by, category: a.Category, symbol: a.Symbol, settleLinkID: o.OrderLinkID, changes: &o, amend: &req,
-		notional: growth, riskIncreasing: risk, idempotencyKey: a.IdempotencyKey, argsSHA256: act.amend.hash}
-	ex := u.execute(ctx, plan, act.origin, act.waiter)
-	ex.claim = act.claim
-	ex.complete = func(r *orderResult, w *orderWritten) any {
-		if r.Err != nil {
-			e := *r.Err
-			d := map[string]any{"order_id": o.OrderID}
-			for k, v := range r.Err.Details {
-				d[k] = v
-			}
-			e.Details = d
-			return &e
-		}
-		ans := planned
-		ans.ResultSource = r.ResultSource
-		read, e := readAfterWrite(w, o.OrderID, o.OrderLinkID, r.ClientOrderID)
-		if e != nil {
-			return e
-		}
-		res := venue.AmendResult(req, read)
-		ans.Status, ans.FilledQty, ans.OrderStatus = string(res.Status), res.FilledQty, ""
-		if read != nil {
-			ans.OrderStatus = read.Status
-		}
-		ans.Fence()
-		return &ans
+	ans := *d.planned.(*messages.AmendAnswer)
+	ans.ResultSource = r.ResultSource
+	read, e := readAfterWrite(w, o.OrderID, o.OrderLinkID, r.ClientOrderID)
+	if e != nil {
+		return e
 	}
+	res := venue.AmendResult(*d.plan.amend, read)
+	ans.Status, ans.FilledQty, ans.OrderStatus = string(res.Status), res.FilledQty, ""
+	if read != nil {
+		ans.OrderStatus = read.Status
+	}
+	ans.Fence()
+	return &ans
 }
 
 // unreadableOrder is the refusal of an amend whose order the venue listed
@@ -262,7 +237,7 @@ func knownSide(side string) bool { return side == "Buy" || side == "Sell" }
 // riskLimits are the limits of a risk-increasing change beyond the gate:
 // the whole order's value, the symbol's leverage, the daily cap on the
 // growth, and the rates.
-func (u *userActor) riskLimits(p messages.Policy, cat messages.Category, symbol string, notional, growth decimal.Decimal, mk placeMarket) *messages.Error {
+func riskLimits(in *decideIn, p messages.Policy, cat messages.Category, symbol string, notional, growth decimal.Decimal, mk placeMarket) *messages.Error {
 	if e := usdtOnly(mk.instrument); e != nil {
 		return e
 	}
@@ -278,8 +253,8 @@ func (u *userActor) riskLimits(p messages.Policy, cat messages.Category, symbol 
 			return leverageAboveMax(p, mk.position, mk.instrument, symbol, "amend the order again")
 		}
 	}
-	reserved := u.reserved()
-	daily, perMinute, unconfirmed := u.state.Counters.Window(u.now(), u.env)
+	reserved := in.reserved
+	daily, perMinute, unconfirmed := in.state.Counters.Window(in.now, in.env)
 	used := daily.Add(reserved.NotionalUSDT)
 	if used.Add(growth).GreaterThan(p.DailyNotionalCapUSDT) {
 		return limitExceeded("daily_notional_cap_usdt", p.DailyNotionalCapUSDT.String(), "the risk-increasing orders of the last 24 h would exceed daily_notional_cap_usdt",

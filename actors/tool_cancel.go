@@ -1,0 +1,142 @@
+package actors
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"strings"
+
+	"github.com/shopspring/decimal"
+
+	"github.com/guarded-exchange/guarded-exchange/messages"
+	"github.com/guarded-exchange/guarded-exchange/venue"
+)
+
+// cancel_order. A cancel reduces risk: the kill switch lets it through
+// and it reserves no notional; except the cancel of an order that
+// protects a position (reduce-only or conditional, D73), which adds risk:
+// the kill switch, the posture, the allowlist and the rate limits apply
+// and it counts in the rate windows. The order is looked up first (open
+// orders, by its id), so the decision knows what it cancels, the answer
+// can say whether the server placed it (origin) and an unknown outcome
+// can be settled by its client order id.
+
+const toolCancelOrder = "cancel_order"
+
+var cancelOrderTool = register(&toolDescriptor{
+	name: toolCancelOrder,
+	command: func(cmd messages.Command) (any, bool, bool) {
+		c, ok := cmd.(*messages.CancelOrderCommand)
+		if !ok {
+			return nil, false, false
+		}
+		return c.Args, c.ClientUI, true
+	},
+	decodeArgs: decodeArgsAs[messages.CancelOrderArgs],
+	base: func(args any) callBase {
+		a := args.(messages.CancelOrderArgs)
+		return callBase{category: a.Category, symbol: a.Symbol, idempotencyKey: a.IdempotencyKey, dryRun: a.DryRun}
+	},
+	validate:       func(args any) *messages.Error { return validateCancel(args.(messages.CancelOrderArgs)) },
+	hash:           func(args any) string { return cancelArgsHash(args.(messages.CancelOrderArgs)) },
+	riskIncreasing: riskReducing,
+	plannedHash:    noPlannedHash,
+	needs:          needOrder,
+	prepare:        keepArgs,
+	decide:         decideCancel,
+	shown: func(d *toolDecision) messages.ShownToUser {
+		return messages.ShownToUser{Cancel: d.planned.(*messages.CancelAnswer), RiskIncreasing: d.risk}
+	},
+	carryOut: (*userActor).executeOnce,
+	complete: completeCancel,
+	stored: func(raw json.RawMessage, replay bool) any {
+		return decodeStored(raw, replay, func(a *messages.CancelAnswer) *string { return &a.ResultSource })
+	},
+	bound:         tradeBound,
+	heldOnRecheck: true,
+})
+
+func validateCancel(a messages.CancelOrderArgs) *messages.Error {
+	switch {
+	case a.Category != messages.CategoryLinear && a.Category != messages.CategorySpot:
+		return messages.InvalidParams("category", "must be spot or linear")
+	case !messages.SymbolRE.MatchString(a.Symbol):
+		return messages.InvalidParams("symbol", "must be 2-30 of A-Z and 0-9")
+	case !messages.OrderIDRE.MatchString(a.OrderID):
+		return messages.InvalidParams("order_id", "must be the venue's order id (1-64 of A-Z, a-z, 0-9 and '-')")
+	case a.IdempotencyKey != "" && !messages.IdempotencyKeyRE.MatchString(a.IdempotencyKey):
+		return messages.InvalidParams("idempotency_key", "must be 1-64 of A-Z, a-z, 0-9, '_', '.', ':' and '-'")
+	}
+	return nil
+}
+
+func cancelArgsHash(a messages.CancelOrderArgs) string {
+	sum := sha256.Sum256([]byte(strings.Join([]string{toolCancelOrder, string(a.Category), a.Symbol, a.OrderID}, "|")))
+	return hex.EncodeToString(sum[:])
+}
+
+// decideCancel decides the cancel of the order the venue showed. The gate
+// runs again, now that the order is known: the state may have changed
+// while the venue answered, and cancelling an order that protects a
+// position adds risk (D73).
+func decideCancel(in *decideIn) toolDecision {
+	a := in.args.(messages.CancelOrderArgs)
+	risk := in.read.order != nil && protectiveOrder(in.read.order)
+	var e *messages.Error
+	if risk {
+		e = decideLoosening(in, a.Category, a.Symbol)
+	} else {
+		e = in.gate(a.Category, a.Symbol, false)
+	}
+	if e == nil && in.read.order == nil {
+		e = &messages.Error{Code: messages.CodeNotFound, Message: "no open order with this id on this instrument",
+			NextStep: "list the open orders with get_open_orders; a filled or cancelled order cannot be cancelled"}
+	}
+	if e != nil {
+		return refused(e)
+	}
+	o := *in.read.order
+	planned := messages.CancelAnswer{Status: messages.AnswerPreview, OrderID: o.OrderID, Category: a.Category, Symbol: a.Symbol,
+		Origin: in.state.orderOrigin(o.OrderLinkID), OrderStatus: o.Status, FilledQty: venue.FilledOf(&o), IdempotencyKey: a.IdempotencyKey}
+	if planned.Origin == messages.OriginSystem {
+		planned.ClientOrderID = o.OrderLinkID
+	}
+	planned.Fence()
+	return toolDecision{planned: &planned, risk: risk, plan: orderPlan{tool: toolCancelOrder, confirmedBy: confirmedBy(in.policy(), toolCancelOrder, decimal.Zero),
+		category: a.Category, symbol: a.Symbol, settleLinkID: o.OrderLinkID, changes: &o, riskIncreasing: risk,
+		cancel:         &messages.CancelOrderRequest{Category: a.Category, Symbol: a.Symbol, OrderID: o.OrderID},
+		idempotencyKey: a.IdempotencyKey, argsSHA256: in.hash}}
+}
+
+// completeCancel is the cancel's answer of its outcome.
+func completeCancel(d *toolDecision, r *orderResult, w *orderWritten) any {
+	o := d.plan.changes
+	if r.Err != nil {
+		return withOrderID(r.Err, o.OrderID)
+	}
+	ans := *d.planned.(*messages.CancelAnswer)
+	ans.ActionClientID, ans.ResultSource = r.ClientOrderID, r.ResultSource
+	read, e := readAfterWrite(w, o.OrderID, o.OrderLinkID, r.ClientOrderID)
+	if e != nil {
+		return e
+	}
+	res := venue.CancelResult(read)
+	ans.Status, ans.FilledQty, ans.OrderStatus = string(res.Status), res.FilledQty, ""
+	if read != nil {
+		ans.OrderStatus = read.Status
+	}
+	ans.Fence()
+	return &ans
+}
+
+// withOrderID is a write's error naming the order it changed (cancel,
+// amend): its details with order_id added.
+func withOrderID(err *messages.Error, orderID string) *messages.Error {
+	e := *err
+	d := map[string]any{"order_id": orderID}
+	for k, v := range err.Details {
+		d[k] = v
+	}
+	e.Details = d
+	return &e
+}

@@ -1,0 +1,164 @@
+package actors
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"strings"
+
+	"github.com/shopspring/decimal"
+
+	"github.com/guarded-exchange/guarded-exchange/messages"
+)
+
+// set_leverage. Raising the leverage (or setting it when the current one
+// cannot be read) increases risk: the kill switch blocks it and
+// max_leverage applies. Lowering it never faces a limit. The venue's "not
+// modified" (110043) is success. There is no client order id: the
+// position is read back after the write, and after an unknown outcome; it
+// is never re-sent.
+
+// toolLeverage is set_leverage's tool name.
+const toolLeverage = "set_leverage"
+
+var setLeverageTool = register(&toolDescriptor{
+	name: toolLeverage,
+	command: func(cmd messages.Command) (any, bool, bool) {
+		c, ok := cmd.(*messages.SetLeverageCommand)
+		if !ok {
+			return nil, false, false
+		}
+		return c.Args, c.ClientUI, true
+	},
+	decodeArgs: decodeArgsAs[messages.SetLeverageArgs],
+	base: func(args any) callBase {
+		a := args.(messages.SetLeverageArgs)
+		return callBase{category: a.Category, symbol: a.Symbol, idempotencyKey: a.IdempotencyKey, dryRun: a.DryRun}
+	},
+	validate: func(args any) *messages.Error { return validateLeverage(args.(messages.SetLeverageArgs)) },
+	hash: func(args any) string {
+		a := args.(messages.SetLeverageArgs)
+		sum := sha256.Sum256([]byte(strings.Join([]string{toolLeverage, string(a.Category), a.Symbol, a.Leverage.String()}, "|")))
+		return hex.EncodeToString(sum[:])
+	},
+	// A first gate: the allowlist is applied once the venue shows
+	// whether the change adds risk.
+	riskIncreasing: riskReducing,
+	plannedHash:    noPlannedHash,
+	needs:          needMarket,
+	prepare:        keepArgs,
+	decide:         decideLeverage,
+	shown: func(d *toolDecision) messages.ShownToUser {
+		return messages.ShownToUser{Leverage: d.planned.(*messages.LeverageAnswer), RiskIncreasing: d.risk}
+	},
+	carryOut: (*userActor).executeOnce,
+	complete: completePositionWrite[messages.LeverageAnswer],
+	stored: func(raw json.RawMessage, replay bool) any {
+		return decodeStored(raw, replay, func(a *messages.LeverageAnswer) *string { return &a.ResultSource })
+	},
+	bound:         tradeBound,
+	heldOnRecheck: true,
+})
+
+func validateLeverage(a messages.SetLeverageArgs) *messages.Error {
+	switch {
+	case a.Category != messages.CategoryLinear && a.Category != messages.CategorySpot:
+		return messages.InvalidParams("category", "must be spot or linear")
+	case a.Category == messages.CategorySpot:
+		e := messages.InvalidParams("category", "leverage exists on linear only")
+		e.Details["reason"] = "linear_only"
+		return e
+	case !messages.SymbolRE.MatchString(a.Symbol):
+		return messages.InvalidParams("symbol", "must be 2-30 of A-Z and 0-9")
+	case !a.Leverage.IsPositive():
+		return messages.InvalidParams("leverage", "must be a positive decimal string")
+	case a.IdempotencyKey != "" && !messages.IdempotencyKeyRE.MatchString(a.IdempotencyKey):
+		return messages.InvalidParams("idempotency_key", "must be 1-64 of A-Z, a-z, 0-9, '_', '.', ':' and '-'")
+	}
+	return nil
+}
+
+// decideLeverage decides with the instrument and the position the venue
+// showed.
+func decideLeverage(in *decideIn) toolDecision {
+	a := in.args.(messages.SetLeverageArgs)
+	inst := in.read.market.instrument
+	if inst == nil || !inst.HasLeverage {
+		return refused(ruleViolation("the instrument has no leverage", "set leverage on a linear instrument", map[string]any{"rule": "leverage"}))
+	}
+	if inst.MinLeverage.IsPositive() && a.Leverage.LessThan(inst.MinLeverage) || inst.MaxLeverage.IsPositive() && a.Leverage.GreaterThan(inst.MaxLeverage) {
+		return refused(ruleViolation("the leverage is outside the instrument's range", "choose a leverage within it",
+			map[string]any{"rule": "leverage_range", "min_leverage": inst.MinLeverage.String(), "max_leverage": inst.MaxLeverage.String()}))
+	}
+	if inst.LeverageStep.IsPositive() && !a.Leverage.Mod(inst.LeverageStep).IsZero() {
+		return refused(ruleViolation("the leverage is not on the instrument's step", "use a multiple of leverage_step",
+			map[string]any{"rule": "leverage_step", "leverage_step": inst.LeverageStep.String()}))
+	}
+	var current messages.Position
+	known := in.read.market.position != nil && in.read.market.position.Leverage.IsPositive()
+	if known {
+		current = *in.read.market.position
+	}
+	risk := !known || a.Leverage.GreaterThan(current.Leverage)
+	req := &messages.DecideActionRequest{Tool: toolLeverage, Category: a.Category, Symbol: a.Symbol, RiskIncreasing: risk, RiskReducing: !risk}
+	if risk {
+		req.Leverage = a.Leverage
+	}
+	if e := in.state.DecideAction(req, in.venue, in.env); e != nil {
+		return refused(e)
+	}
+	planned := messages.LeverageAnswer{Status: messages.AnswerPreview, Category: a.Category, Symbol: a.Symbol, Leverage: a.Leverage,
+		Previous: current.Leverage, RiskIncreasing: risk, IdempotencyKey: a.IdempotencyKey}
+	planned.Fence()
+	d := toolDecision{planned: &planned, risk: risk}
+	if known && a.Leverage.Equal(current.Leverage) {
+		// Nothing to change: nothing is sent (the venue would answer
+		// 110043, "not modified") and nothing is journaled.
+		same := planned
+		same.Status, same.ResultSource = "unchanged", messages.ResultSourceVenue
+		d.unchanged = &same
+		return d
+	}
+	d.plan = orderPlan{tool: toolLeverage, category: a.Category, symbol: a.Symbol, riskIncreasing: risk,
+		confirmedBy:    confirmedBy(in.policy(), toolLeverage, decimal.Zero),
+		leverage:       &messages.SetLeverageRequest{Category: a.Category, Symbol: a.Symbol, Leverage: a.Leverage},
+		idempotencyKey: a.IdempotencyKey, argsSHA256: in.hash}
+	return d
+}
+
+// positionAnswer is an answer of a position write (set_leverage,
+// set_trading_stop): its status and result source are the outcome's.
+type positionAnswer interface {
+	messages.LeverageAnswer | messages.TradingStopAnswer
+}
+
+// completePositionWrite is the answer of a position write: the planned
+// answer with the outcome's result source and status, or the outcome's
+// error.
+func completePositionWrite[T positionAnswer](d *toolDecision, r *orderResult, w *orderWritten) any {
+	if r.Err != nil {
+		return r.Err
+	}
+	ans := *d.planned.(*T)
+	switch a := any(&ans).(type) {
+	case *messages.LeverageAnswer:
+		a.ResultSource, a.Status = r.ResultSource, positionWriteStatus(w)
+	case *messages.TradingStopAnswer:
+		a.ResultSource, a.Status = r.ResultSource, positionWriteStatus(w)
+	}
+	return &ans
+}
+
+// positionWriteStatus is the answer's status of a position write
+// (set_leverage, set_trading_stop): "unchanged" when the venue said
+// nothing changed, "set" once the position shows it, else "requested"
+// (accepted is not applied).
+func positionWriteStatus(w *orderWritten) string {
+	switch {
+	case w.writeAck != nil && !w.writeAck.Modified:
+		return "unchanged"
+	case w.positionShows:
+		return "set"
+	}
+	return "requested"
+}

@@ -1,0 +1,148 @@
+package actors
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"strings"
+
+	"github.com/shopspring/decimal"
+
+	"github.com/guarded-exchange/guarded-exchange/messages"
+)
+
+// set_trading_stop. A first stop-loss, a stop-loss moved toward the price
+// and any take-profit reduce risk: the kill switch and the allowlist let
+// them through. Moving a stop-loss away from the price (lower for a long,
+// higher for a short) adds risk: the kill switch, the allowlist and the
+// rate limits apply (D53). Prices must be on the tick. There is no client
+// order id: the position is read back after the write and after an
+// unknown outcome; nothing is re-sent. Removing a level is not offered.
+
+const toolTradingStop = "set_trading_stop"
+
+var tradingStopTool = register(&toolDescriptor{
+	name: toolTradingStop,
+	command: func(cmd messages.Command) (any, bool, bool) {
+		c, ok := cmd.(*messages.TradingStopCommand)
+		if !ok {
+			return nil, false, false
+		}
+		return c.Args, c.ClientUI, true
+	},
+	decodeArgs: decodeArgsAs[messages.TradingStopArgs],
+	base: func(args any) callBase {
+		a := args.(messages.TradingStopArgs)
+		return callBase{category: a.Category, symbol: a.Symbol, idempotencyKey: a.IdempotencyKey, dryRun: a.DryRun}
+	},
+	validate: func(args any) *messages.Error { return validateStop(args.(messages.TradingStopArgs)) },
+	hash: func(args any) string {
+		a := args.(messages.TradingStopArgs)
+		sum := sha256.Sum256([]byte(strings.Join([]string{toolTradingStop, string(a.Category), a.Symbol, nullDecimal(a.TakeProfit), nullDecimal(a.StopLoss)}, "|")))
+		return hex.EncodeToString(sum[:])
+	},
+	riskIncreasing: riskReducing,
+	plannedHash:    noPlannedHash,
+	needs:          needMarket,
+	prepare:        keepArgs,
+	decide:         decideStop,
+	shown: func(d *toolDecision) messages.ShownToUser {
+		return messages.ShownToUser{TradingStop: d.planned.(*messages.TradingStopAnswer), RiskIncreasing: d.risk}
+	},
+	carryOut: (*userActor).executeOnce,
+	complete: completePositionWrite[messages.TradingStopAnswer],
+	stored: func(raw json.RawMessage, replay bool) any {
+		return decodeStored(raw, replay, func(a *messages.TradingStopAnswer) *string { return &a.ResultSource })
+	},
+	bound:         tradeBound,
+	heldOnRecheck: true,
+})
+
+func validateStop(a messages.TradingStopArgs) *messages.Error {
+	switch {
+	case a.Category == messages.CategorySpot:
+		e := messages.InvalidParams("category", "positions exist on linear only")
+		e.Details["reason"] = "linear_only"
+		return e
+	case a.Category != messages.CategoryLinear:
+		return messages.InvalidParams("category", "must be spot or linear")
+	case !messages.SymbolRE.MatchString(a.Symbol):
+		return messages.InvalidParams("symbol", "must be 2-30 of A-Z and 0-9")
+	case !a.TakeProfit.Valid && !a.StopLoss.Valid:
+		return messages.InvalidParams("take_profit", "give take_profit, stop_loss or both")
+	case a.TakeProfit.Valid && !a.TakeProfit.Decimal.IsPositive():
+		return messages.InvalidParams("take_profit", "must be a positive price")
+	case a.StopLoss.Valid && !a.StopLoss.Decimal.IsPositive():
+		return messages.InvalidParams("stop_loss", "must be a positive price")
+	case a.IdempotencyKey != "" && !messages.IdempotencyKeyRE.MatchString(a.IdempotencyKey):
+		return messages.InvalidParams("idempotency_key", "must be 1-64 of A-Z, a-z, 0-9, '_', '.', ':' and '-'")
+	}
+	return nil
+}
+
+// decideStop decides with the instrument and the position the venue
+// showed.
+func decideStop(in *decideIn) toolDecision {
+	a := in.args.(messages.TradingStopArgs)
+	pos := in.read.market.position
+	if pos == nil || !pos.Size.IsPositive() {
+		if e := in.gate(a.Category, a.Symbol, false); e != nil {
+			return refused(e)
+		}
+		return refused(&messages.Error{Code: messages.CodeNotFound, Message: "there is no open position on this symbol",
+			NextStep: "check get_positions", Details: map[string]any{"reason": "position_not_found"}})
+	}
+	if !knownSide(pos.Side) {
+		return refused(unreadablePosition())
+	}
+	risk := stopLossLoosened(pos, a.StopLoss)
+	if e := in.gate(a.Category, a.Symbol, risk); e != nil {
+		return refused(e)
+	}
+	if risk {
+		_, perMinute, unconfirmed := in.state.Counters.Window(in.now, in.env)
+		if e := rateLimits(in.policy(), perMinute, unconfirmed, in.reserved); e != nil {
+			return refused(e)
+		}
+	}
+	inst := in.read.market.instrument
+	for _, lv := range []struct {
+		name string
+		v    decimal.NullDecimal
+	}{{"take_profit", a.TakeProfit}, {"stop_loss", a.StopLoss}} {
+		if lv.v.Valid && inst != nil && inst.TickSize.IsPositive() && !lv.v.Decimal.Mod(inst.TickSize).IsZero() {
+			lo, hi := roundToTick(lv.v.Decimal, inst.TickSize, false), roundToTick(lv.v.Decimal, inst.TickSize, true)
+			return refused(ruleViolation("the "+lv.name+" price is not on the instrument's tick", "use one of the nearest valid prices",
+				map[string]any{"rule": "tick_size", "field": lv.name, "tick_size": inst.TickSize.String(), "nearest_prices": []string{lo.String(), hi.String()}}))
+		}
+	}
+	planned := messages.TradingStopAnswer{Status: messages.AnswerPreview, Category: a.Category, Symbol: a.Symbol, PositionSide: pos.Side,
+		IdempotencyKey: a.IdempotencyKey}
+	if a.TakeProfit.Valid {
+		planned.TakeProfit = &a.TakeProfit.Decimal
+	}
+	if a.StopLoss.Valid {
+		planned.StopLoss = &a.StopLoss.Decimal
+	}
+	planned.Fence()
+	return toolDecision{planned: &planned, risk: risk, plan: orderPlan{tool: toolTradingStop, category: a.Category, symbol: a.Symbol, riskIncreasing: risk,
+		confirmedBy:    confirmedBy(in.policy(), toolTradingStop, decimal.Zero),
+		stop:           &messages.TradingStopRequest{Category: a.Category, Symbol: a.Symbol, TakeProfit: a.TakeProfit, StopLoss: a.StopLoss},
+		idempotencyKey: a.IdempotencyKey, argsSHA256: in.hash}}
+}
+
+// stopLossLoosened says a new stop-loss moves the position's current one
+// away from the price: lower for a long, higher for a short. That lets
+// the position lose more before it is closed, so it adds risk. A first
+// stop-loss, one moved toward the price, the same one, or no stop-loss in
+// the call does not. A take-profit only closes in profit and never adds
+// risk.
+func stopLossLoosened(pos *messages.Position, sl decimal.NullDecimal) bool {
+	if !sl.Valid || !pos.StopLoss.IsPositive() {
+		return false
+	}
+	if pos.Side == "Sell" {
+		return sl.Decimal.GreaterThan(pos.StopLoss)
+	}
+	return sl.Decimal.LessThan(pos.StopLoss)
+}

@@ -1,0 +1,233 @@
+package actors
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/shopspring/decimal"
+
+	"github.com/guarded-exchange/guarded-exchange/messages"
+)
+
+// Trading tools as descriptors (docs/architecture.md "Adding a trading
+// tool"). Each trading tool is one toolDescriptor, registered once in
+// tradingTools; the driver (driver.go) runs every tool from its
+// descriptor, and every place that needs to know about a tool (the
+// command dispatch, the ask bound, the send ticket, the hold during a
+// key re-check, an approved run, a replayed answer) looks it up here.
+// A descriptor's pure parts (validate, hash, decide) take what they need
+// as parameters: no actor context, journal or venue.
+
+// readNeed is what a tool's decision needs the venue actor to read first.
+type readNeed uint8
+
+const (
+	// needMarket: the instrument, ticker, price band and position
+	// (marketFetch).
+	needMarket readNeed = iota + 1
+	// needOrder: one open order by its venue id (orderFetch).
+	needOrder
+	// needOrderAndMarket: one open order and the market around it
+	// (orderFetch with withMarket).
+	needOrderAndMarket
+	// needOpenOrders: the symbol's open orders (openOrdersFetch).
+	needOpenOrders
+)
+
+// callBase is what every trading call has, whatever its tool.
+type callBase struct {
+	category       messages.Category
+	symbol         string
+	idempotencyKey string
+	dryRun         bool
+}
+
+// toolRead is what the venue actor read for a decision.
+type toolRead struct {
+	market placeMarket
+	// order is the open order read (nil: not open); orders are the
+	// symbol's open orders, hasMore when the venue has more.
+	order   *messages.Order
+	orders  []messages.Order
+	hasMore bool
+}
+
+// decideIn is everything a tool's decision sees: the call, the user's
+// state as it is now, and what the venue read for it.
+type decideIn struct {
+	tool  string
+	args  any
+	hash  string
+	state *UserState
+	venue messages.VenueLevel
+	env   string
+	now   time.Time
+	// reserved is what the actions in flight hold against the limits.
+	reserved Reservation
+	// shown is the plan a human approved, for an approved run (nil
+	// otherwise).
+	shown *messages.ShownToUser
+	// approved says the call is an approved confirmation's run.
+	approved bool
+	read     toolRead
+}
+
+// policy is the user's effective policy in this venue and environment.
+func (in *decideIn) policy() messages.Policy { return in.state.effective(in.venue, in.env) }
+
+// gate is DecideAction for the call's tool on its instrument.
+func (in *decideIn) gate(cat messages.Category, symbol string, risk bool) *messages.Error {
+	return in.state.DecideAction(&messages.DecideActionRequest{Tool: in.tool, Category: cat, Symbol: symbol, RiskIncreasing: risk, RiskReducing: !risk}, in.venue, in.env)
+}
+
+// toolDecision is a decided call: a refusal, or the planned answer and
+// the write that carries it out.
+type toolDecision struct {
+	// refusal is the call's refusal (journaled as order_refused, except
+	// for a dry run).
+	refusal *messages.Error
+	// planned is the preview answer: a dry run's answer and the plan a
+	// confirmation shows.
+	planned any
+	// unchanged, when set, is the answer of a call that changes nothing:
+	// nothing is sent and nothing journaled.
+	unchanged any
+	// risk says the call adds risk (shown with the plan).
+	risk bool
+	// plan is the write to send; its confirmedBy names the setting that
+	// wants a human to confirm it ("" when none does).
+	plan orderPlan
+	// step is a place_order's leverage step (D111); market the market
+	// the order was planned on, decided again after the step.
+	step   *messages.LeverageChange
+	market placeMarket
+	// args is the call as decided (close_position: the order it places).
+	args any
+	// orders are the orders cancel_all_orders cancels; malformed counts
+	// the open orders left out for an id of the wrong shape (logged).
+	orders    []messages.Order
+	malformed int
+	// netHash is the safety net's hash the write is remembered under
+	// (set by the driver, D55).
+	netHash string
+}
+
+// refused is the decision of a refused call.
+func refused(e *messages.Error) toolDecision { return toolDecision{refusal: e} }
+
+// toolDescriptor is one trading tool: every part the driver and the rest
+// of the user actor need, registered once (tradingTools). A descriptor
+// that lacks a part fails TestEveryToolDescriptorIsComplete.
+type toolDescriptor struct {
+	name string
+	// command returns the call's arguments and ClientUI when cmd is this
+	// tool's command.
+	command func(cmd messages.Command) (args any, clientUI bool, ok bool)
+	// decodeArgs decodes the arguments a confirmation parked.
+	decodeArgs func(raw json.RawMessage) (any, error)
+	// base is what every call has (instrument, key, dry run).
+	base func(args any) callBase
+	// validate checks the arguments alone (invalid_params, not
+	// journaled); the driver calls it once, where the call enters.
+	validate func(args any) *messages.Error
+	// hash is the arguments' hash the idempotency key is claimed with.
+	hash func(args any) string
+	// riskIncreasing is the call's risk direction before the venue is
+	// read: the first gate decides with it, and a risk-increasing call
+	// is deduplicated without a key (the 30 s safety net).
+	riskIncreasing func(args any) bool
+	// plannedHash is the safety net's hash of the order a call plans
+	// with the instrument's qty step ("" when the safety net does not
+	// apply: D55).
+	plannedHash func(args any, qtyStep decimal.Decimal) string
+	// prepare makes the call ready to decide from what the venue read
+	// (close_position: the side and qty from the position; an approved
+	// order: as the human was shown), before the safety net compares it.
+	prepare func(in *decideIn) *messages.Error
+	// needs is what the venue actor reads before the decision.
+	needs readNeed
+	// decide is the pure decision on the state as it is and what the
+	// venue read.
+	decide func(in *decideIn) toolDecision
+	// shown is the plan a confirmation shows for a decision.
+	shown func(d *toolDecision) messages.ShownToUser
+	// carryOut carries a decision out (the execution half of the action
+	// path, through execute): one write, a write after a leverage step,
+	// or a chain.
+	carryOut func(u *userActor, ctx actor.Context, act *action, d *toolDecision)
+	// complete turns a write's outcome into the call's answer (for
+	// cancel_all_orders, the status of one cancel's row).
+	complete func(d *toolDecision, r *orderResult, w *orderWritten) any
+	// stored decodes a journaled answer of the tool, fenced.
+	stored func(raw json.RawMessage, replay bool) any
+	// bound is how long the call's steps may take (askbound.go).
+	bound func(b stepBounds) time.Duration
+	// heldOnRecheck says the call waits for a key re-check in flight
+	// (the check at start may block trading, D63).
+	heldOnRecheck bool
+}
+
+// tradingTools is the registry: one descriptor per trading tool of
+// messages.TradingTools.
+var tradingTools = map[string]*toolDescriptor{}
+
+// register adds d to the registry once; the files of the tools call it
+// from init.
+func register(d *toolDescriptor) *toolDescriptor {
+	if _, dup := tradingTools[d.name]; dup {
+		panic("actors: trading tool registered twice: " + d.name)
+	}
+	tradingTools[d.name] = d
+	return d
+}
+
+// toolOf is the descriptor of a tool name (nil when it is no trading tool).
+func toolOf(name string) *toolDescriptor { return tradingTools[name] }
+
+// toolOfCommand is the trading tool whose command cmd is, with the call's
+// arguments and ClientUI; nil when cmd is no trading tool's command.
+func toolOfCommand(cmd messages.Command) (*toolDescriptor, any, bool) {
+	for _, d := range tradingTools {
+		if args, clientUI, ok := d.command(cmd); ok {
+			return d, args, clientUI
+		}
+	}
+	return nil, nil, false
+}
+
+// tradingAsk is one trading tool's call with its structured origin: what
+// the driver runs (tradingCommand makes it from the user's command, an
+// approved confirmation from its parked arguments).
+type tradingAsk struct {
+	ctx    context.Context
+	tool   *toolDescriptor
+	args   any
+	origin messages.Origin
+}
+
+// decodeArgsAs decodes parked arguments of type A.
+func decodeArgsAs[A any](raw json.RawMessage) (any, error) {
+	var a A
+	err := json.Unmarshal(raw, &a)
+	return a, err
+}
+
+// tradeBound is the bound of a tool that sends one write.
+func tradeBound(b stepBounds) time.Duration { return b.trade(1) }
+
+// nullDecimal is a NullDecimal as text for a hash ("" when not given).
+func nullDecimal(n decimal.NullDecimal) string {
+	if !n.Valid {
+		return ""
+	}
+	return n.Decimal.String()
+}
+
+// noPlannedHash is plannedHash for tools the safety net does not cover.
+func noPlannedHash(any, decimal.Decimal) string { return "" }
+
+// riskReducing is riskIncreasing for tools whose first gate reduces risk
+// (the venue's read decides whether the call adds risk).
+func riskReducing(any) bool { return false }
