@@ -873,7 +873,9 @@ func (u *userActor) rerun(ctx actor.Context, c Confirmation, origin messages.Ori
 	if err != nil {
 		return messages.Internal(fmt.Errorf("confirmation %s: arguments: %w", c.ID, err))
 	}
-	u.runTool(ctx, &tradingAsk{ctx: context.Background(), tool: d, args: args, origin: origin}, to)
+	// The arguments were validated when the call entered, before they
+	// were parked: the run trusts them.
+	u.startTool(ctx, &tradingAsk{ctx: context.Background(), tool: d, args: args, origin: origin}, to)
 	return nil
 }
 

@@ -51,14 +51,22 @@ func (u *userActor) tradingCommand(ctx actor.Context, m *userCommand, sender *ac
 	return true
 }
 
-// runTool starts a trading call: validate, repeat, gate, then the read
-// its decision needs (onToolRead continues).
+// runTool runs a trading call that enters the server: its arguments are
+// validated here, once; everything after trusts them.
 func (u *userActor) runTool(ctx actor.Context, m *tradingAsk, sender *actor.PID) {
-	d, args := m.tool, m.args
-	if e := d.validate(args); e != nil {
+	if e := m.tool.validate(m.args); e != nil {
 		u.reply(ctx, sender, e)
 		return
 	}
+	u.startTool(ctx, m, sender)
+}
+
+// startTool starts a validated trading call: repeat, gate, then the read
+// its decision needs (onToolRead continues). An approved confirmation's
+// run starts here with the arguments it parked, which were validated
+// when its call entered.
+func (u *userActor) startTool(ctx actor.Context, m *tradingAsk, sender *actor.PID) {
+	d, args := m.tool, m.args
 	b := d.base(args)
 	hash := d.hash(args)
 	net := d.riskIncreasing(args)

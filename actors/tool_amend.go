@@ -66,23 +66,11 @@ var amendOrderTool = register(&toolDescriptor{
 })
 
 func validateAmend(a messages.AmendOrderArgs) *messages.Error {
-	switch {
-	case a.Category != messages.CategoryLinear && a.Category != messages.CategorySpot:
-		return messages.InvalidParams("category", "must be spot or linear")
-	case !messages.SymbolRE.MatchString(a.Symbol):
-		return messages.InvalidParams("symbol", "must be 2-30 of A-Z and 0-9")
-	case !messages.OrderIDRE.MatchString(a.OrderID):
-		return messages.InvalidParams("order_id", "must be the venue's order id (1-64 of A-Z, a-z, 0-9 and '-')")
-	case !a.Qty.Valid && !a.Price.Valid:
-		return messages.InvalidParams("qty", "give qty, price or both")
-	case a.Qty.Valid && !a.Qty.Decimal.IsPositive():
-		return messages.InvalidParams("qty", "must be a positive decimal string")
-	case a.Price.Valid && !a.Price.Decimal.IsPositive():
-		return messages.InvalidParams("price", "must be a positive decimal string")
-	case a.IdempotencyKey != "" && !messages.IdempotencyKeyRE.MatchString(a.IdempotencyKey):
-		return messages.InvalidParams("idempotency_key", "must be 1-64 of A-Z, a-z, 0-9, '_', '.', ':' and '-'")
-	}
-	return nil
+	return firstError(checkCategory(a.Category), checkSymbol(a.Symbol), checkOrderID(a.OrderID),
+		checkIf(!a.Qty.Valid && !a.Price.Valid, "qty", "give qty, price or both"),
+		checkIf(a.Qty.Valid && !a.Qty.Decimal.IsPositive(), "qty", "must be a positive decimal string"),
+		checkIf(a.Price.Valid && !a.Price.Decimal.IsPositive(), "price", "must be a positive decimal string"),
+		checkKey(a.IdempotencyKey))
 }
 
 // decideAmend decides the amend with the order and the market as the

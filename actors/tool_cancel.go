@@ -57,17 +57,7 @@ var cancelOrderTool = register(&toolDescriptor{
 })
 
 func validateCancel(a messages.CancelOrderArgs) *messages.Error {
-	switch {
-	case a.Category != messages.CategoryLinear && a.Category != messages.CategorySpot:
-		return messages.InvalidParams("category", "must be spot or linear")
-	case !messages.SymbolRE.MatchString(a.Symbol):
-		return messages.InvalidParams("symbol", "must be 2-30 of A-Z and 0-9")
-	case !messages.OrderIDRE.MatchString(a.OrderID):
-		return messages.InvalidParams("order_id", "must be the venue's order id (1-64 of A-Z, a-z, 0-9 and '-')")
-	case a.IdempotencyKey != "" && !messages.IdempotencyKeyRE.MatchString(a.IdempotencyKey):
-		return messages.InvalidParams("idempotency_key", "must be 1-64 of A-Z, a-z, 0-9, '_', '.', ':' and '-'")
-	}
-	return nil
+	return firstError(checkCategory(a.Category), checkSymbol(a.Symbol), checkOrderID(a.OrderID), checkKey(a.IdempotencyKey))
 }
 
 func cancelArgsHash(a messages.CancelOrderArgs) string {

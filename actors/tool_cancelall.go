@@ -59,15 +59,7 @@ var cancelAllTool = register(&toolDescriptor{
 })
 
 func validateCancelAll(a messages.CancelAllArgs) *messages.Error {
-	switch {
-	case a.Category != messages.CategoryLinear && a.Category != messages.CategorySpot:
-		return messages.InvalidParams("category", "must be spot or linear")
-	case !messages.SymbolRE.MatchString(a.Symbol):
-		return messages.InvalidParams("symbol", "must be 2-30 of A-Z and 0-9")
-	case a.IdempotencyKey != "" && !messages.IdempotencyKeyRE.MatchString(a.IdempotencyKey):
-		return messages.InvalidParams("idempotency_key", "must be 1-64 of A-Z, a-z, 0-9, '_', '.', ':' and '-'")
-	}
-	return nil
+	return firstError(checkCategory(a.Category), checkSymbol(a.Symbol), checkKey(a.IdempotencyKey))
 }
 
 // decideCancelAll plans the cancels from the snapshot of open orders.

@@ -44,21 +44,8 @@ var closePositionTool = register(&toolDescriptor{
 })
 
 func validateClose(c messages.ClosePositionArgs) *messages.Error {
-	switch {
-	case c.Category == messages.CategorySpot:
-		e := messages.InvalidParams("category", "positions exist on linear only")
-		e.Details["reason"] = "linear_only"
-		return e
-	case c.Category != messages.CategoryLinear:
-		return messages.InvalidParams("category", "must be spot or linear")
-	case !messages.SymbolRE.MatchString(c.Symbol):
-		return messages.InvalidParams("symbol", "must be 2-30 of A-Z and 0-9")
-	case c.Qty.IsNegative():
-		return messages.InvalidParams("qty", "must be a positive decimal string")
-	case c.IdempotencyKey != "" && !messages.IdempotencyKeyRE.MatchString(c.IdempotencyKey):
-		return messages.InvalidParams("idempotency_key", "must be 1-64 of A-Z, a-z, 0-9, '_', '.', ':' and '-'")
-	}
-	return nil
+	return firstError(checkLinear(c.Category, "positions exist on linear only"), checkSymbol(c.Symbol),
+		checkIf(c.Qty.IsNegative(), "qty", "must be a positive decimal string"), checkKey(c.IdempotencyKey))
 }
 
 // closeOrder is the reduce-only market order a close_position places,

@@ -61,21 +61,8 @@ var setLeverageTool = register(&toolDescriptor{
 })
 
 func validateLeverage(a messages.SetLeverageArgs) *messages.Error {
-	switch {
-	case a.Category != messages.CategoryLinear && a.Category != messages.CategorySpot:
-		return messages.InvalidParams("category", "must be spot or linear")
-	case a.Category == messages.CategorySpot:
-		e := messages.InvalidParams("category", "leverage exists on linear only")
-		e.Details["reason"] = "linear_only"
-		return e
-	case !messages.SymbolRE.MatchString(a.Symbol):
-		return messages.InvalidParams("symbol", "must be 2-30 of A-Z and 0-9")
-	case !a.Leverage.IsPositive():
-		return messages.InvalidParams("leverage", "must be a positive decimal string")
-	case a.IdempotencyKey != "" && !messages.IdempotencyKeyRE.MatchString(a.IdempotencyKey):
-		return messages.InvalidParams("idempotency_key", "must be 1-64 of A-Z, a-z, 0-9, '_', '.', ':' and '-'")
-	}
-	return nil
+	return firstError(checkLinear(a.Category, "leverage exists on linear only"), checkSymbol(a.Symbol),
+		checkIf(!a.Leverage.IsPositive(), "leverage", "must be a positive decimal string"), checkKey(a.IdempotencyKey))
 }
 
 // decideLeverage decides with the instrument and the position the venue

@@ -59,25 +59,11 @@ var tradingStopTool = register(&toolDescriptor{
 })
 
 func validateStop(a messages.TradingStopArgs) *messages.Error {
-	switch {
-	case a.Category == messages.CategorySpot:
-		e := messages.InvalidParams("category", "positions exist on linear only")
-		e.Details["reason"] = "linear_only"
-		return e
-	case a.Category != messages.CategoryLinear:
-		return messages.InvalidParams("category", "must be spot or linear")
-	case !messages.SymbolRE.MatchString(a.Symbol):
-		return messages.InvalidParams("symbol", "must be 2-30 of A-Z and 0-9")
-	case !a.TakeProfit.Valid && !a.StopLoss.Valid:
-		return messages.InvalidParams("take_profit", "give take_profit, stop_loss or both")
-	case a.TakeProfit.Valid && !a.TakeProfit.Decimal.IsPositive():
-		return messages.InvalidParams("take_profit", "must be a positive price")
-	case a.StopLoss.Valid && !a.StopLoss.Decimal.IsPositive():
-		return messages.InvalidParams("stop_loss", "must be a positive price")
-	case a.IdempotencyKey != "" && !messages.IdempotencyKeyRE.MatchString(a.IdempotencyKey):
-		return messages.InvalidParams("idempotency_key", "must be 1-64 of A-Z, a-z, 0-9, '_', '.', ':' and '-'")
-	}
-	return nil
+	return firstError(checkLinear(a.Category, "positions exist on linear only"), checkSymbol(a.Symbol),
+		checkIf(!a.TakeProfit.Valid && !a.StopLoss.Valid, "take_profit", "give take_profit, stop_loss or both"),
+		checkIf(a.TakeProfit.Valid && !a.TakeProfit.Decimal.IsPositive(), "take_profit", "must be a positive price"),
+		checkIf(a.StopLoss.Valid && !a.StopLoss.Decimal.IsPositive(), "stop_loss", "must be a positive price"),
+		checkKey(a.IdempotencyKey))
 }
 
 // decideStop decides with the instrument and the position the venue

@@ -231,3 +231,69 @@ func noPlannedHash(any, decimal.Decimal) string { return "" }
 // riskReducing is riskIncreasing for tools whose first gate reduces risk
 // (the venue's read decides whether the call adds risk).
 func riskReducing(any) bool { return false }
+
+// The checks of the arguments alone, shared by the tools' validate
+// (invalid_params, not journaled, never echoing a value). Each returns
+// nil when the field is good; firstError keeps the first failure, in the
+// order the tool lists its fields.
+
+// firstError is the first non-nil error of errs.
+func firstError(errs ...*messages.Error) *messages.Error {
+	for _, e := range errs {
+		if e != nil {
+			return e
+		}
+	}
+	return nil
+}
+
+// checkCategory: spot or linear.
+func checkCategory(c messages.Category) *messages.Error {
+	if c != messages.CategoryLinear && c != messages.CategorySpot {
+		return messages.InvalidParams("category", "must be spot or linear")
+	}
+	return nil
+}
+
+// checkLinear: linear only (spot has no positions or leverage); what
+// says why.
+func checkLinear(c messages.Category, what string) *messages.Error {
+	if c == messages.CategorySpot {
+		e := messages.InvalidParams("category", what)
+		e.Details["reason"] = "linear_only"
+		return e
+	}
+	return checkCategory(c)
+}
+
+// checkSymbol: a symbol's shape.
+func checkSymbol(s string) *messages.Error {
+	if !messages.SymbolRE.MatchString(s) {
+		return messages.InvalidParams("symbol", "must be 2-30 of A-Z and 0-9")
+	}
+	return nil
+}
+
+// checkOrderID: the venue's order id.
+func checkOrderID(id string) *messages.Error {
+	if !messages.OrderIDRE.MatchString(id) {
+		return messages.InvalidParams("order_id", "must be the venue's order id (1-64 of A-Z, a-z, 0-9 and '-')")
+	}
+	return nil
+}
+
+// checkKey: an idempotency key, when given.
+func checkKey(k string) *messages.Error {
+	if k != "" && !messages.IdempotencyKeyRE.MatchString(k) {
+		return messages.InvalidParams("idempotency_key", "must be 1-64 of A-Z, a-z, 0-9, '_', '.', ':' and '-'")
+	}
+	return nil
+}
+
+// checkIf is an invalid_params of field when bad holds.
+func checkIf(bad bool, field, reason string) *messages.Error {
+	if bad {
+		return messages.InvalidParams(field, reason)
+	}
+	return nil
+}

@@ -3,7 +3,11 @@ package actors
 import (
 	"reflect"
 	"slices"
+	"strings"
+	"sync/atomic"
 	"testing"
+
+	"github.com/shopspring/decimal"
 
 	"github.com/guarded-exchange/guarded-exchange/messages"
 )
@@ -83,5 +87,88 @@ func TestToolDescriptorsKnowTheirCommands(t *testing.T) {
 	}
 	if d, _, _ := toolOfCommand(&messages.ShowPolicyRequest{}); d != nil {
 		t.Errorf("a command of no trading tool found descriptor %s", d.name)
+	}
+}
+
+// A trading call's arguments are validated once, where the call enters
+// the driver: an approved confirmation's run trusts the arguments it
+// parked (they were validated before they were parked).
+func TestToolArgumentsValidatedOnce(t *testing.T) {
+	var calls atomic.Int32
+	validate := placeOrderTool.validate
+	placeOrderTool.validate = func(args any) *messages.Error {
+		calls.Add(1)
+		return validate(args)
+	}
+	t.Cleanup(func() { placeOrderTool.validate = validate })
+	ce := newConfirmEnv(t, true, "place_order")
+	p := ce.park(t, cfMarketArgs("0.0105", "k-once"))
+	if n := calls.Load(); n != 1 {
+		t.Fatalf("parking validated the arguments %d times, want 1", n)
+	}
+	res, e := ce.decide(p.ConfirmationID, messages.DecisionApprove, cliOrigin)
+	if e != nil {
+		t.Fatal(e)
+	}
+	if ans, ok := res.(*messages.OrderAnswer); !ok || ans.Status != messages.AnswerAccepted {
+		t.Fatalf("approved run answered %+v", res)
+	}
+	if n := calls.Load(); n != 1 {
+		t.Fatalf("the call and its approved run validated the arguments %d times, want 1", n)
+	}
+}
+
+// Each tool's validate, run without actors: the first bad field, named
+// with the same words as before the descriptors existed.
+func TestToolValidationTable(t *testing.T) {
+	d := decimal.RequireFromString
+	nd := func(s string) decimal.NullDecimal { return decimal.NewNullDecimal(d(s)) }
+	const lin, spot = messages.CategoryLinear, messages.CategorySpot
+	cases := []struct {
+		tool string
+		args any
+		want string // the message; "" when valid
+	}{
+		{toolPlaceOrder, messages.PlaceOrderArgs{Category: lin, Symbol: "BTCUSDT", Side: "Buy", OrderType: "Market", Qty: d("0.01")}, ""},
+		{toolPlaceOrder, messages.PlaceOrderArgs{Category: "inverse", Symbol: "x", Side: "Buy", OrderType: "Market", Qty: d("0.01")}, "invalid category: must be spot or linear"},
+		{toolPlaceOrder, messages.PlaceOrderArgs{Category: lin, Symbol: "btc", Side: "Buy", OrderType: "Market", Qty: d("0.01")}, "invalid symbol: must be 2-30 of A-Z and 0-9"},
+		{toolPlaceOrder, messages.PlaceOrderArgs{Category: lin, Symbol: "BTCUSDT", Side: "buy", OrderType: "Market", Qty: d("0.01")}, "invalid side: must be Buy or Sell"},
+		{toolPlaceOrder, messages.PlaceOrderArgs{Category: lin, Symbol: "BTCUSDT", Side: "Buy", OrderType: "Stop", Qty: d("0.01")}, "invalid order_type: must be Limit or Market"},
+		{toolPlaceOrder, messages.PlaceOrderArgs{Category: lin, Symbol: "BTCUSDT", Side: "Buy", OrderType: "Limit", Qty: d("0")}, "invalid qty: must be a positive decimal string"},
+		{toolPlaceOrder, messages.PlaceOrderArgs{Category: lin, Symbol: "BTCUSDT", Side: "Buy", OrderType: "Limit", Qty: d("1")}, "invalid price: a Limit order needs a positive price"},
+		{toolPlaceOrder, messages.PlaceOrderArgs{Category: lin, Symbol: "BTCUSDT", Side: "Buy", OrderType: "Market", Qty: d("1"), Price: nd("1")}, "invalid price: a Market order takes no price; the server sets the worst price from slippage_pct"},
+		{toolPlaceOrder, messages.PlaceOrderArgs{Category: lin, Symbol: "BTCUSDT", Side: "Buy", OrderType: "Market", Qty: d("1"), IdempotencyKey: "a b"}, "invalid idempotency_key: must be 1-64 of A-Z, a-z, 0-9, '_', '.', ':' and '-'"},
+		{toolPlaceOrder, messages.PlaceOrderArgs{Category: spot, Symbol: "BTCUSDT", Side: "Buy", OrderType: "Market", Qty: d("1"), ReduceOnly: true}, "invalid reduce_only: reduce-only orders exist on linear only"},
+		{toolCancelOrder, messages.CancelOrderArgs{Category: spot, Symbol: "BTCUSDT", OrderID: "abc-1"}, ""},
+		{toolCancelOrder, messages.CancelOrderArgs{Category: lin, Symbol: "BTCUSDT", OrderID: "../x"}, "invalid order_id: must be the venue's order id (1-64 of A-Z, a-z, 0-9 and '-')"},
+		{toolAmendOrder, messages.AmendOrderArgs{Category: lin, Symbol: "BTCUSDT", OrderID: "abc"}, "invalid qty: give qty, price or both"},
+		{toolAmendOrder, messages.AmendOrderArgs{Category: lin, Symbol: "BTCUSDT", OrderID: "abc", Qty: nd("0")}, "invalid qty: must be a positive decimal string"},
+		{toolAmendOrder, messages.AmendOrderArgs{Category: lin, Symbol: "BTCUSDT", OrderID: "abc", Price: nd("0")}, "invalid price: must be a positive decimal string"},
+		{toolAmendOrder, messages.AmendOrderArgs{Category: lin, Symbol: "BTCUSDT", OrderID: "abc", Price: nd("1")}, ""},
+		{toolCancelAll, messages.CancelAllArgs{Category: lin, Symbol: "BTC USDT"}, "invalid symbol: must be 2-30 of A-Z and 0-9"},
+		{toolCancelAll, messages.CancelAllArgs{Category: spot, Symbol: "BTCUSDT"}, ""},
+		{toolClosePosition, messages.ClosePositionArgs{Category: spot, Symbol: "BTCUSDT"}, "invalid category: positions exist on linear only"},
+		{toolClosePosition, messages.ClosePositionArgs{Category: "x", Symbol: "BTCUSDT"}, "invalid category: must be spot or linear"},
+		{toolClosePosition, messages.ClosePositionArgs{Category: lin, Symbol: "BTCUSDT", Qty: d("-1")}, "invalid qty: must be a positive decimal string"},
+		{toolClosePosition, messages.ClosePositionArgs{Category: lin, Symbol: "BTCUSDT"}, ""},
+		{toolLeverage, messages.SetLeverageArgs{Category: spot, Symbol: "BTCUSDT", Leverage: d("2")}, "invalid category: leverage exists on linear only"},
+		{toolLeverage, messages.SetLeverageArgs{Category: lin, Symbol: "BTCUSDT"}, "invalid leverage: must be a positive decimal string"},
+		{toolLeverage, messages.SetLeverageArgs{Category: lin, Symbol: "BTCUSDT", Leverage: d("2")}, ""},
+		{toolTradingStop, messages.TradingStopArgs{Category: lin, Symbol: "BTCUSDT"}, "invalid take_profit: give take_profit, stop_loss or both"},
+		{toolTradingStop, messages.TradingStopArgs{Category: lin, Symbol: "BTCUSDT", TakeProfit: nd("0")}, "invalid take_profit: must be a positive price"},
+		{toolTradingStop, messages.TradingStopArgs{Category: lin, Symbol: "BTCUSDT", StopLoss: nd("0")}, "invalid stop_loss: must be a positive price"},
+		{toolTradingStop, messages.TradingStopArgs{Category: lin, Symbol: "BTCUSDT", StopLoss: nd("1"), IdempotencyKey: "k/1"}, "invalid idempotency_key: must be 1-64 of A-Z, a-z, 0-9, '_', '.', ':' and '-'"},
+		{toolTradingStop, messages.TradingStopArgs{Category: lin, Symbol: "BTCUSDT", StopLoss: nd("1")}, ""},
+	}
+	for i, c := range cases {
+		e := toolOf(c.tool).validate(c.args)
+		switch {
+		case c.want == "" && e != nil:
+			t.Errorf("%d %s: refused valid arguments: %s", i, c.tool, e.Message)
+		case c.want != "" && (e == nil || e.Code != messages.CodeInvalidParams || e.Message != c.want):
+			t.Errorf("%d %s: got %v, want %q", i, c.tool, e, c.want)
+		case e != nil && strings.Contains(c.want, "linear only") && e.Details["reason"] != "linear_only":
+			t.Errorf("%d %s: reason %v, want linear_only", i, c.tool, e.Details["reason"])
+		}
 	}
 }
