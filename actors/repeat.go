@@ -57,14 +57,7 @@ func (u *userActor) repeat(ctx actor.Context, tool, idemKey, hash string, net bo
 		if e, ok := ans.(*messages.Error); ok && e.Code == messages.CodeIdempotencyConflict {
 			rep.Reason = "conflict"
 		}
-		ev := Event{messages.RecordOrderRepeat, rep}
-		u.write(ctx, ev, origin, func(_ wal.Record, err error) {
-			if err != nil {
-				u.reply(ctx, to, messages.AsError(err))
-				return
-			}
-			u.reply(ctx, to, answer)
-		})
+		u.answerRepeat(ctx, rep, answer, origin, to)
 		return true
 	}
 	inFlight := func(match func(*action) bool) *action {
@@ -135,15 +128,19 @@ func (u *userActor) repeat(ctx actor.Context, tool, idemKey, hash string, net bo
 	default:
 		return false
 	}
-	ev := Event{messages.RecordOrderRepeat, rep}
-	u.write(ctx, ev, origin, func(_ wal.Record, err error) {
+	u.answerRepeat(ctx, rep, answer, origin, to)
+	return true
+}
+
+// answerRepeat journals order_repeat, then gives the repeat its answer.
+func (u *userActor) answerRepeat(ctx actor.Context, rep messages.OrderRepeatEvent, answer any, origin messages.Origin, to *actor.PID) {
+	u.write(ctx, Event{messages.RecordOrderRepeat, rep}, origin, func(_ wal.Record, err error) {
 		if err != nil {
 			u.reply(ctx, to, messages.AsError(err))
 			return
 		}
 		u.reply(ctx, to, answer)
 	})
-	return true
 }
 
 // keyOf and hashOf are the idempotency key and argument hash of an order

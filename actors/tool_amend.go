@@ -1,11 +1,7 @@
 package actors
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"slices"
-	"strings"
 
 	"github.com/shopspring/decimal"
 
@@ -27,42 +23,26 @@ import (
 const toolAmendOrder = "amend_order"
 
 var amendOrderTool = register(&toolDescriptor{
-	name: toolAmendOrder,
-	command: func(cmd messages.Command) (any, bool, bool) {
-		c, ok := cmd.(*messages.AmendOrderCommand)
-		if !ok {
-			return nil, false, false
-		}
-		return c.Args, c.ClientUI, true
-	},
+	name:       toolAmendOrder,
+	command:    commandOf(func(c *messages.AmendOrderCommand) (messages.AmendOrderArgs, bool) { return c.Args, c.ClientUI }),
 	decodeArgs: decodeArgsAs[messages.AmendOrderArgs],
-	base: func(args any) callBase {
-		a := args.(messages.AmendOrderArgs)
+	base: typed(func(a messages.AmendOrderArgs) callBase {
 		return callBase{category: a.Category, symbol: a.Symbol, idempotencyKey: a.IdempotencyKey, dryRun: a.DryRun}
-	},
-	validate: func(args any) *messages.Error { return validateAmend(args.(messages.AmendOrderArgs)) },
-	hash: func(args any) string {
-		a := args.(messages.AmendOrderArgs)
-		sum := sha256.Sum256([]byte(strings.Join([]string{toolAmendOrder, string(a.Category), a.Symbol, a.OrderID, nullDecimal(a.Qty), nullDecimal(a.Price)}, "|")))
-		return hex.EncodeToString(sum[:])
-	},
+	}),
+	validate: typed(validateAmend),
+	hash: typed(func(a messages.AmendOrderArgs) string {
+		return argsHash(toolAmendOrder, string(a.Category), a.Symbol, a.OrderID, nullDecimal(a.Qty), nullDecimal(a.Price))
+	}),
 	// A first gate: the allowlist is applied once the venue shows
 	// whether the change adds risk.
-	riskIncreasing: riskReducing,
-	plannedHash:    noPlannedHash,
-	needs:          needOrderAndMarket,
-	prepare:        keepArgs,
-	decide:         decideAmend,
+	riskIncreasing: riskReducing, plannedHash: noPlannedHash, needs: needOrderAndMarket, prepare: keepArgs,
+	decide: decideAmend,
 	shown: func(d *toolDecision) messages.ShownToUser {
 		return messages.ShownToUser{Amend: d.planned.(*messages.AmendAnswer), RiskIncreasing: d.risk}
 	},
-	carryOut: (*userActor).executeOnce,
-	complete: completeAmend,
-	stored: func(raw json.RawMessage, replay bool) any {
-		return decodeStored(raw, replay, func(a *messages.AmendAnswer) *string { return &a.ResultSource })
-	},
-	bound:         tradeBound,
-	heldOnRecheck: true,
+	carryOut: (*userActor).executeOnce, complete: completeAmend,
+	stored: storedAs(func(a *messages.AmendAnswer) *string { return &a.ResultSource }),
+	bound:  tradeBound, heldOnRecheck: true,
 })
 
 func validateAmend(a messages.AmendOrderArgs) *messages.Error {

@@ -1,11 +1,6 @@
 package actors
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
-	"strings"
-
 	"github.com/shopspring/decimal"
 
 	"github.com/guarded-exchange/guarded-exchange/messages"
@@ -24,36 +19,21 @@ import (
 const toolCancelOrder = "cancel_order"
 
 var cancelOrderTool = register(&toolDescriptor{
-	name: toolCancelOrder,
-	command: func(cmd messages.Command) (any, bool, bool) {
-		c, ok := cmd.(*messages.CancelOrderCommand)
-		if !ok {
-			return nil, false, false
-		}
-		return c.Args, c.ClientUI, true
-	},
+	name:       toolCancelOrder,
+	command:    commandOf(func(c *messages.CancelOrderCommand) (messages.CancelOrderArgs, bool) { return c.Args, c.ClientUI }),
 	decodeArgs: decodeArgsAs[messages.CancelOrderArgs],
-	base: func(args any) callBase {
-		a := args.(messages.CancelOrderArgs)
+	base: typed(func(a messages.CancelOrderArgs) callBase {
 		return callBase{category: a.Category, symbol: a.Symbol, idempotencyKey: a.IdempotencyKey, dryRun: a.DryRun}
-	},
-	validate:       func(args any) *messages.Error { return validateCancel(args.(messages.CancelOrderArgs)) },
-	hash:           func(args any) string { return cancelArgsHash(args.(messages.CancelOrderArgs)) },
-	riskIncreasing: riskReducing,
-	plannedHash:    noPlannedHash,
-	needs:          needOrder,
-	prepare:        keepArgs,
-	decide:         decideCancel,
+	}),
+	validate: typed(validateCancel), hash: typed(cancelArgsHash),
+	riskIncreasing: riskReducing, plannedHash: noPlannedHash, needs: needOrder, prepare: keepArgs,
+	decide: decideCancel,
 	shown: func(d *toolDecision) messages.ShownToUser {
 		return messages.ShownToUser{Cancel: d.planned.(*messages.CancelAnswer), RiskIncreasing: d.risk}
 	},
-	carryOut: (*userActor).executeOnce,
-	complete: completeCancel,
-	stored: func(raw json.RawMessage, replay bool) any {
-		return decodeStored(raw, replay, func(a *messages.CancelAnswer) *string { return &a.ResultSource })
-	},
-	bound:         tradeBound,
-	heldOnRecheck: true,
+	carryOut: (*userActor).executeOnce, complete: completeCancel,
+	stored: storedAs(func(a *messages.CancelAnswer) *string { return &a.ResultSource }),
+	bound:  tradeBound, heldOnRecheck: true,
 })
 
 func validateCancel(a messages.CancelOrderArgs) *messages.Error {
@@ -61,8 +41,7 @@ func validateCancel(a messages.CancelOrderArgs) *messages.Error {
 }
 
 func cancelArgsHash(a messages.CancelOrderArgs) string {
-	sum := sha256.Sum256([]byte(strings.Join([]string{toolCancelOrder, string(a.Category), a.Symbol, a.OrderID}, "|")))
-	return hex.EncodeToString(sum[:])
+	return argsHash(toolCancelOrder, string(a.Category), a.Symbol, a.OrderID)
 }
 
 // decideCancel decides the cancel of the order the venue showed. The gate

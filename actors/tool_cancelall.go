@@ -1,11 +1,7 @@
 package actors
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/shopspring/decimal"
@@ -22,40 +18,23 @@ import (
 const toolCancelAll = "cancel_all_orders"
 
 var cancelAllTool = register(&toolDescriptor{
-	name: toolCancelAll,
-	command: func(cmd messages.Command) (any, bool, bool) {
-		c, ok := cmd.(*messages.CancelAllCommand)
-		if !ok {
-			return nil, false, false
-		}
-		return c.Args, c.ClientUI, true
-	},
+	name:       toolCancelAll,
+	command:    commandOf(func(c *messages.CancelAllCommand) (messages.CancelAllArgs, bool) { return c.Args, c.ClientUI }),
 	decodeArgs: decodeArgsAs[messages.CancelAllArgs],
-	base: func(args any) callBase {
-		a := args.(messages.CancelAllArgs)
+	base: typed(func(a messages.CancelAllArgs) callBase {
 		return callBase{category: a.Category, symbol: a.Symbol, idempotencyKey: a.IdempotencyKey, dryRun: a.DryRun}
-	},
-	validate: func(args any) *messages.Error { return validateCancelAll(args.(messages.CancelAllArgs)) },
-	hash: func(args any) string {
-		a := args.(messages.CancelAllArgs)
-		sum := sha256.Sum256([]byte(strings.Join([]string{toolCancelAll, string(a.Category), a.Symbol}, "|")))
-		return hex.EncodeToString(sum[:])
-	},
-	riskIncreasing: riskReducing,
-	plannedHash:    noPlannedHash,
-	needs:          needOpenOrders,
-	prepare:        keepArgs,
-	decide:         decideCancelAll,
+	}),
+	validate:       typed(validateCancelAll),
+	hash:           typed(func(a messages.CancelAllArgs) string { return argsHash(toolCancelAll, string(a.Category), a.Symbol) }),
+	riskIncreasing: riskReducing, plannedHash: noPlannedHash, needs: needOpenOrders, prepare: keepArgs,
+	decide: decideCancelAll,
 	shown: func(d *toolDecision) messages.ShownToUser {
 		return messages.ShownToUser{CancelAll: d.planned.(*messages.CancelAllAnswer)}
 	},
-	carryOut: (*userActor).runCancelAll,
-	complete: cancelRowStatus,
-	stored: func(raw json.RawMessage, replay bool) any {
-		return decodeStored(raw, replay, func(a *messages.CancelAllAnswer) *string { return &a.ResultSource })
-	},
-	bound:         func(b stepBounds) time.Duration { return b.cancelAll() },
-	heldOnRecheck: true,
+	// The cancels run one by one, paced (cancelall.go).
+	carryOut: (*userActor).runCancelAll, complete: cancelRowStatus,
+	stored: storedAs(func(a *messages.CancelAllAnswer) *string { return &a.ResultSource }),
+	bound:  func(b stepBounds) time.Duration { return b.cancelAll() }, heldOnRecheck: true,
 })
 
 func validateCancelAll(a messages.CancelAllArgs) *messages.Error {

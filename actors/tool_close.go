@@ -13,34 +13,21 @@ import (
 const toolClosePosition = "close_position"
 
 var closePositionTool = register(&toolDescriptor{
-	name: toolClosePosition,
-	command: func(cmd messages.Command) (any, bool, bool) {
-		c, ok := cmd.(*messages.ClosePositionCommand)
-		if !ok {
-			return nil, false, false
-		}
-		return c.Args, c.ClientUI, true
-	},
+	name:       toolClosePosition,
+	command:    commandOf(func(c *messages.ClosePositionCommand) (messages.ClosePositionArgs, bool) { return c.Args, c.ClientUI }),
 	decodeArgs: decodeArgsAs[messages.ClosePositionArgs],
-	base: func(args any) callBase {
-		c := args.(messages.ClosePositionArgs)
+	base: typed(func(c messages.ClosePositionArgs) callBase {
 		return callBase{category: c.Category, symbol: c.Symbol, idempotencyKey: c.IdempotencyKey, dryRun: c.DryRun}
-	},
-	validate: func(args any) *messages.Error { return validateClose(args.(messages.ClosePositionArgs)) },
-	hash: func(args any) string {
-		return placeArgsHash(toolClosePosition, closeOrder(args.(messages.ClosePositionArgs)))
-	},
-	riskIncreasing: riskReducing,
-	plannedHash:    noPlannedHash,
-	needs:          needMarket,
-	prepare:        prepareClose,
-	decide:         decideOrder,
-	shown:          shownOrder,
-	carryOut:       (*userActor).executeOrder,
-	complete:       completeOrder,
-	stored:         storedOrder,
-	bound:          tradeBound,
-	heldOnRecheck:  true,
+	}),
+	validate: typed(validateClose),
+	hash: typed(func(c messages.ClosePositionArgs) string {
+		return placeArgsHash(toolClosePosition, closeOrder(c))
+	}),
+	riskIncreasing: riskReducing, plannedHash: noPlannedHash, needs: needMarket, prepare: prepareClose,
+	decide: decideOrder, shown: shownOrder,
+	// Planned and sent like place_order (tool_place.go).
+	carryOut: (*userActor).executeOrder, complete: completeOrder, stored: storedOrder,
+	bound: tradeBound, heldOnRecheck: true,
 })
 
 func validateClose(c messages.ClosePositionArgs) *messages.Error {

@@ -1,11 +1,6 @@
 package actors
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
-	"strings"
-
 	"github.com/shopspring/decimal"
 
 	"github.com/guarded-exchange/guarded-exchange/messages"
@@ -22,42 +17,26 @@ import (
 const toolLeverage = "set_leverage"
 
 var setLeverageTool = register(&toolDescriptor{
-	name: toolLeverage,
-	command: func(cmd messages.Command) (any, bool, bool) {
-		c, ok := cmd.(*messages.SetLeverageCommand)
-		if !ok {
-			return nil, false, false
-		}
-		return c.Args, c.ClientUI, true
-	},
+	name:       toolLeverage,
+	command:    commandOf(func(c *messages.SetLeverageCommand) (messages.SetLeverageArgs, bool) { return c.Args, c.ClientUI }),
 	decodeArgs: decodeArgsAs[messages.SetLeverageArgs],
-	base: func(args any) callBase {
-		a := args.(messages.SetLeverageArgs)
+	base: typed(func(a messages.SetLeverageArgs) callBase {
 		return callBase{category: a.Category, symbol: a.Symbol, idempotencyKey: a.IdempotencyKey, dryRun: a.DryRun}
-	},
-	validate: func(args any) *messages.Error { return validateLeverage(args.(messages.SetLeverageArgs)) },
-	hash: func(args any) string {
-		a := args.(messages.SetLeverageArgs)
-		sum := sha256.Sum256([]byte(strings.Join([]string{toolLeverage, string(a.Category), a.Symbol, a.Leverage.String()}, "|")))
-		return hex.EncodeToString(sum[:])
-	},
+	}),
+	validate: typed(validateLeverage),
+	hash: typed(func(a messages.SetLeverageArgs) string {
+		return argsHash(toolLeverage, string(a.Category), a.Symbol, a.Leverage.String())
+	}),
 	// A first gate: the allowlist is applied once the venue shows
 	// whether the change adds risk.
-	riskIncreasing: riskReducing,
-	plannedHash:    noPlannedHash,
-	needs:          needMarket,
-	prepare:        keepArgs,
-	decide:         decideLeverage,
+	riskIncreasing: riskReducing, plannedHash: noPlannedHash, needs: needMarket, prepare: keepArgs,
+	decide: decideLeverage,
 	shown: func(d *toolDecision) messages.ShownToUser {
 		return messages.ShownToUser{Leverage: d.planned.(*messages.LeverageAnswer), RiskIncreasing: d.risk}
 	},
-	carryOut: (*userActor).executeOnce,
-	complete: completePositionWrite[messages.LeverageAnswer],
-	stored: func(raw json.RawMessage, replay bool) any {
-		return decodeStored(raw, replay, func(a *messages.LeverageAnswer) *string { return &a.ResultSource })
-	},
-	bound:         tradeBound,
-	heldOnRecheck: true,
+	carryOut: (*userActor).executeOnce, complete: completePositionWrite[messages.LeverageAnswer],
+	stored: storedAs(func(a *messages.LeverageAnswer) *string { return &a.ResultSource }),
+	bound:  tradeBound, heldOnRecheck: true,
 })
 
 func validateLeverage(a messages.SetLeverageArgs) *messages.Error {

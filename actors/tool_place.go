@@ -1,7 +1,6 @@
 package actors
 
 import (
-	"encoding/json"
 	"time"
 
 	"github.com/shopspring/decimal"
@@ -19,22 +18,15 @@ import (
 const toolPlaceOrder = "place_order"
 
 var placeOrderTool = register(&toolDescriptor{
-	name: toolPlaceOrder,
-	command: func(cmd messages.Command) (any, bool, bool) {
-		c, ok := cmd.(*messages.PlaceOrderCommand)
-		if !ok {
-			return nil, false, false
-		}
-		return c.Args, c.ClientUI, true
-	},
+	name:       toolPlaceOrder,
+	command:    commandOf(func(c *messages.PlaceOrderCommand) (messages.PlaceOrderArgs, bool) { return c.Args, c.ClientUI }),
 	decodeArgs: decodeArgsAs[messages.PlaceOrderArgs],
-	base: func(args any) callBase {
-		a := args.(messages.PlaceOrderArgs)
+	base: typed(func(a messages.PlaceOrderArgs) callBase {
 		return callBase{category: a.Category, symbol: a.Symbol, idempotencyKey: a.IdempotencyKey, dryRun: a.DryRun}
-	},
-	validate:       func(args any) *messages.Error { return validatePlace(args.(messages.PlaceOrderArgs)) },
-	hash:           func(args any) string { return placeArgsHash(toolPlaceOrder, args.(messages.PlaceOrderArgs)) },
-	riskIncreasing: func(args any) bool { return !args.(messages.PlaceOrderArgs).ReduceOnly },
+	}),
+	validate:       typed(validatePlace),
+	hash:           typed(func(a messages.PlaceOrderArgs) string { return placeArgsHash(toolPlaceOrder, a) }),
+	riskIncreasing: typed(func(a messages.PlaceOrderArgs) bool { return !a.ReduceOnly }),
 	plannedHash: func(args any, qtyStep decimal.Decimal) string {
 		a := args.(messages.PlaceOrderArgs)
 		if a.IdempotencyKey != "" || a.ReduceOnly {
@@ -42,13 +34,8 @@ var placeOrderTool = register(&toolDescriptor{
 		}
 		return plannedHash(toolPlaceOrder, a, qtyStep)
 	},
-	needs:         needMarket,
-	prepare:       prepareOrder,
-	decide:        decideOrder,
-	shown:         shownOrder,
-	carryOut:      (*userActor).executeOrder,
-	complete:      completeOrder,
-	stored:        storedOrder,
+	needs: needMarket, prepare: prepareOrder, decide: decideOrder, shown: shownOrder,
+	carryOut: (*userActor).executeOrder, complete: completeOrder, stored: storedOrder,
 	bound:         func(b stepBounds) time.Duration { return b.trade(2) }, // the leverage step, then the order (D111)
 	heldOnRecheck: true,
 })
@@ -136,6 +123,4 @@ func completeOrder(d *toolDecision, r *orderResult, w *orderWritten) any {
 }
 
 // storedOrder decodes a stored order answer.
-func storedOrder(raw json.RawMessage, replay bool) any {
-	return decodeStored(raw, replay, func(a *messages.OrderAnswer) *string { return &a.ResultSource })
-}
+var storedOrder = storedAs(func(a *messages.OrderAnswer) *string { return &a.ResultSource })

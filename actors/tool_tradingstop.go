@@ -1,11 +1,6 @@
 package actors
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
-	"strings"
-
 	"github.com/shopspring/decimal"
 
 	"github.com/guarded-exchange/guarded-exchange/messages"
@@ -22,40 +17,24 @@ import (
 const toolTradingStop = "set_trading_stop"
 
 var tradingStopTool = register(&toolDescriptor{
-	name: toolTradingStop,
-	command: func(cmd messages.Command) (any, bool, bool) {
-		c, ok := cmd.(*messages.TradingStopCommand)
-		if !ok {
-			return nil, false, false
-		}
-		return c.Args, c.ClientUI, true
-	},
+	name:       toolTradingStop,
+	command:    commandOf(func(c *messages.TradingStopCommand) (messages.TradingStopArgs, bool) { return c.Args, c.ClientUI }),
 	decodeArgs: decodeArgsAs[messages.TradingStopArgs],
-	base: func(args any) callBase {
-		a := args.(messages.TradingStopArgs)
+	base: typed(func(a messages.TradingStopArgs) callBase {
 		return callBase{category: a.Category, symbol: a.Symbol, idempotencyKey: a.IdempotencyKey, dryRun: a.DryRun}
-	},
-	validate: func(args any) *messages.Error { return validateStop(args.(messages.TradingStopArgs)) },
-	hash: func(args any) string {
-		a := args.(messages.TradingStopArgs)
-		sum := sha256.Sum256([]byte(strings.Join([]string{toolTradingStop, string(a.Category), a.Symbol, nullDecimal(a.TakeProfit), nullDecimal(a.StopLoss)}, "|")))
-		return hex.EncodeToString(sum[:])
-	},
-	riskIncreasing: riskReducing,
-	plannedHash:    noPlannedHash,
-	needs:          needMarket,
-	prepare:        keepArgs,
-	decide:         decideStop,
+	}),
+	validate: typed(validateStop),
+	hash: typed(func(a messages.TradingStopArgs) string {
+		return argsHash(toolTradingStop, string(a.Category), a.Symbol, nullDecimal(a.TakeProfit), nullDecimal(a.StopLoss))
+	}),
+	riskIncreasing: riskReducing, plannedHash: noPlannedHash, needs: needMarket, prepare: keepArgs,
+	decide: decideStop,
 	shown: func(d *toolDecision) messages.ShownToUser {
 		return messages.ShownToUser{TradingStop: d.planned.(*messages.TradingStopAnswer), RiskIncreasing: d.risk}
 	},
-	carryOut: (*userActor).executeOnce,
-	complete: completePositionWrite[messages.TradingStopAnswer],
-	stored: func(raw json.RawMessage, replay bool) any {
-		return decodeStored(raw, replay, func(a *messages.TradingStopAnswer) *string { return &a.ResultSource })
-	},
-	bound:         tradeBound,
-	heldOnRecheck: true,
+	carryOut: (*userActor).executeOnce, complete: completePositionWrite[messages.TradingStopAnswer],
+	stored: storedAs(func(a *messages.TradingStopAnswer) *string { return &a.ResultSource }),
+	bound:  tradeBound, heldOnRecheck: true,
 })
 
 func validateStop(a messages.TradingStopArgs) *messages.Error {

@@ -2,7 +2,10 @@ package actors
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"strings"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -296,4 +299,42 @@ func checkIf(bad bool, field, reason string) *messages.Error {
 		return messages.InvalidParams(field, reason)
 	}
 	return nil
+}
+
+// Typed parts: a tool's functions are written on its own argument,
+// command and answer types; these adapt them to the descriptor's.
+
+// commandOf is a descriptor's command for command type C, whose call is
+// get's arguments and ClientUI.
+func commandOf[C messages.Command, A any](get func(C) (A, bool)) func(messages.Command) (any, bool, bool) {
+	return func(cmd messages.Command) (any, bool, bool) {
+		c, ok := cmd.(C)
+		if !ok {
+			return nil, false, false
+		}
+		args, clientUI := get(c)
+		return args, clientUI, true
+	}
+}
+
+// typed adapts f, written on the tool's argument type A, to the
+// descriptor's untyped arguments.
+func typed[A, R any](f func(A) R) func(any) R {
+	return func(args any) R { return f(args.(A)) }
+}
+
+// storedAs is a descriptor's stored for answers of type T (source is its
+// result source field).
+func storedAs[T any, P interface {
+	*T
+	messages.Fencer
+}](source func(P) *string) func(json.RawMessage, bool) any {
+	return func(raw json.RawMessage, replay bool) any { return decodeStored(raw, replay, source) }
+}
+
+// argsHash is the idempotency fingerprint of a call: the SHA-256 of its
+// tool name and fields, joined with "|".
+func argsHash(parts ...string) string {
+	sum := sha256.Sum256([]byte(strings.Join(parts, "|")))
+	return hex.EncodeToString(sum[:])
 }
