@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"fmt"
 	"slices"
 
 	"github.com/shopspring/decimal"
@@ -38,7 +39,9 @@ var amendOrderTool = register(&toolDescriptor{
 	riskIncreasing: riskReducing, plannedHash: noPlannedHash, needs: needOrderAndMarket, prepare: keepArgs,
 	decide: decideAmend,
 	shown: func(d *toolDecision) messages.ShownToUser {
-		return messages.ShownToUser{Amend: d.planned.(*messages.AmendAnswer), RiskIncreasing: d.risk}
+		a := d.planned.(*messages.AmendAnswer)
+		return messages.ShownToUser{Amend: a, RiskIncreasing: d.risk,
+			Summary: fmt.Sprintf("Amend order %s on %s to qty %s at %s, value up to %s USDT (origin %s)", a.OrderID, onInstrument(a.Category, a.Symbol), a.Qty, a.Price, a.NotionalUSDT.StringFixed(2), a.Origin)}
 	},
 	carryOut: (*userActor).executeOnce, complete: completeAmend,
 	stored: storedAs(func(a *messages.AmendAnswer) *string { return &a.ResultSource }),

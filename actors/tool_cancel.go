@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"fmt"
 	"github.com/shopspring/decimal"
 
 	"github.com/guarded-exchange/guarded-exchange/messages"
@@ -29,7 +30,9 @@ var cancelOrderTool = register(&toolDescriptor{
 	riskIncreasing: riskReducing, plannedHash: noPlannedHash, needs: needOrder, prepare: keepArgs,
 	decide: decideCancel,
 	shown: func(d *toolDecision) messages.ShownToUser {
-		return messages.ShownToUser{Cancel: d.planned.(*messages.CancelAnswer), RiskIncreasing: d.risk}
+		c := d.planned.(*messages.CancelAnswer)
+		return messages.ShownToUser{Cancel: c, RiskIncreasing: d.risk,
+			Summary: fmt.Sprintf("Cancel order %s on %s (origin %s)", c.OrderID, onInstrument(c.Category, c.Symbol), c.Origin)}
 	},
 	carryOut: (*userActor).executeOnce, complete: completeCancel,
 	stored: storedAs(func(a *messages.CancelAnswer) *string { return &a.ResultSource }),

@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"fmt"
 	"slices"
 	"time"
 
@@ -29,7 +30,9 @@ var cancelAllTool = register(&toolDescriptor{
 	riskIncreasing: riskReducing, plannedHash: noPlannedHash, needs: needOpenOrders, prepare: keepArgs,
 	decide: decideCancelAll,
 	shown: func(d *toolDecision) messages.ShownToUser {
-		return messages.ShownToUser{CancelAll: d.planned.(*messages.CancelAllAnswer)}
+		a := d.planned.(*messages.CancelAllAnswer)
+		return messages.ShownToUser{CancelAll: a,
+			Summary: fmt.Sprintf("Cancel %d open orders on %s, %d of them external (exactly the orders listed)", a.Count, onInstrument(a.Category, a.Symbol), a.ExternalCount)}
 	},
 	// The cancels run one by one, paced (cancelall.go).
 	carryOut: (*userActor).runCancelAll, complete: cancelRowStatus,

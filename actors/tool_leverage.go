@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"fmt"
 	"github.com/shopspring/decimal"
 
 	"github.com/guarded-exchange/guarded-exchange/messages"
@@ -32,7 +33,9 @@ var setLeverageTool = register(&toolDescriptor{
 	riskIncreasing: riskReducing, plannedHash: noPlannedHash, needs: needMarket, prepare: keepArgs,
 	decide: decideLeverage,
 	shown: func(d *toolDecision) messages.ShownToUser {
-		return messages.ShownToUser{Leverage: d.planned.(*messages.LeverageAnswer), RiskIncreasing: d.risk}
+		l := d.planned.(*messages.LeverageAnswer)
+		return messages.ShownToUser{Leverage: l, RiskIncreasing: d.risk,
+			Summary: fmt.Sprintf("Set the leverage of %s to %sx (now %sx)", onInstrument(l.Category, l.Symbol), l.Leverage, l.Previous)}
 	},
 	carryOut: (*userActor).executeOnce, complete: completePositionWrite[messages.LeverageAnswer],
 	stored: storedAs(func(a *messages.LeverageAnswer) *string { return &a.ResultSource }),

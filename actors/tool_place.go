@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/shopspring/decimal"
@@ -113,7 +114,21 @@ func orderPlanAsRun(plan orderPlan, mk placeMarket, approved bool, hash string) 
 
 // shownOrder is the plan a confirmation of a new order shows.
 func shownOrder(d *toolDecision) messages.ShownToUser {
-	return messages.ShownToUser{Order: d.planned.(*messages.OrderAnswer), RiskIncreasing: d.risk}
+	o := d.planned.(*messages.OrderAnswer)
+	price := "at " + o.Price.String()
+	if o.OrderType == "Market" {
+		price = "Market, worst price " + o.Price.String()
+	}
+	reduce := ""
+	if o.ReduceOnly {
+		reduce = " reduce-only"
+	}
+	first := ""
+	if l := o.LowersLeverage; l != nil {
+		first = fmt.Sprintf(", after lowering the leverage from %sx to %sx", l.From, l.To)
+	}
+	return messages.ShownToUser{Order: o, RiskIncreasing: d.risk,
+		Summary: fmt.Sprintf("%s %s %s%s %s, value up to %s USDT%s", o.Side, o.Qty, onInstrument(o.Category, o.Symbol), reduce, price, o.NotionalUSDT.StringFixed(2), first)}
 }
 
 // completeOrder completes the planned order answer with the write's

@@ -1,7 +1,9 @@
 package actors
 
 import (
+	"fmt"
 	"github.com/shopspring/decimal"
+	"strings"
 
 	"github.com/guarded-exchange/guarded-exchange/messages"
 )
@@ -28,10 +30,8 @@ var tradingStopTool = register(&toolDescriptor{
 		return argsHash(toolTradingStop, string(a.Category), a.Symbol, nullDecimal(a.TakeProfit), nullDecimal(a.StopLoss))
 	}),
 	riskIncreasing: riskReducing, plannedHash: noPlannedHash, needs: needMarket, prepare: keepArgs,
-	decide: decideStop,
-	shown: func(d *toolDecision) messages.ShownToUser {
-		return messages.ShownToUser{TradingStop: d.planned.(*messages.TradingStopAnswer), RiskIncreasing: d.risk}
-	},
+	decide:   decideStop,
+	shown:    shownStop,
 	carryOut: (*userActor).executeOnce, complete: completePositionWrite[messages.TradingStopAnswer],
 	stored: storedAs(func(a *messages.TradingStopAnswer) *string { return &a.ResultSource }),
 	bound:  tradeBound, heldOnRecheck: true,
@@ -94,6 +94,20 @@ func decideStop(in *decideIn) toolDecision {
 		confirmedBy:    confirmedBy(in.policy(), toolTradingStop, decimal.Zero),
 		stop:           &messages.TradingStopRequest{Category: a.Category, Symbol: a.Symbol, TakeProfit: a.TakeProfit, StopLoss: a.StopLoss},
 		idempotencyKey: a.IdempotencyKey, argsSHA256: in.hash}}
+}
+
+// shownStop is the plan a confirmation of set_trading_stop shows.
+func shownStop(d *toolDecision) messages.ShownToUser {
+	t := d.planned.(*messages.TradingStopAnswer)
+	parts := []string{}
+	if t.TakeProfit != nil {
+		parts = append(parts, "take-profit "+t.TakeProfit.String())
+	}
+	if t.StopLoss != nil {
+		parts = append(parts, "stop-loss "+t.StopLoss.String())
+	}
+	return messages.ShownToUser{TradingStop: t, RiskIncreasing: d.risk,
+		Summary: fmt.Sprintf("Set %s on the %s position of %s", strings.Join(parts, " and "), t.PositionSide, onInstrument(t.Category, t.Symbol))}
 }
 
 // stopLossLoosened says a new stop-loss moves the position's current one

@@ -332,6 +332,11 @@ func storedAs[T any, P interface {
 	return func(raw json.RawMessage, replay bool) any { return decodeStored(raw, replay, source) }
 }
 
+// onInstrument names an instrument in a plan's summary.
+func onInstrument(cat messages.Category, symbol string) string {
+	return symbol + " (" + string(cat) + ")"
+}
+
 // argsHash is the idempotency fingerprint of a call: the SHA-256 of its
 // tool name and fields, joined with "|".
 func argsHash(parts ...string) string {
