@@ -37,7 +37,7 @@ var setLeverageTool = register(&toolDescriptor{
 		return messages.ShownToUser{Leverage: l, RiskIncreasing: d.risk,
 			Summary: fmt.Sprintf("Set the leverage of %s to %sx (now %sx)", onInstrument(l.Category, l.Symbol), l.Leverage, l.Previous)}
 	},
-	carryOut: (*userActor).executeOnce, complete: completePositionWrite[messages.LeverageAnswer],
+	carryOut: (*userActor).executeOnce, complete: completePositionWrite(func(a *messages.LeverageAnswer, source, status string) { a.ResultSource, a.Status = source, status }),
 	stored: storedAs(func(a *messages.LeverageAnswer) *string { return &a.ResultSource }),
 	bound:  tradeBound, heldOnRecheck: true,
 })
@@ -93,41 +93,4 @@ func decideLeverage(in *decideIn) toolDecision {
 		leverage:       &messages.SetLeverageRequest{Category: a.Category, Symbol: a.Symbol, Leverage: a.Leverage},
 		idempotencyKey: a.IdempotencyKey, argsSHA256: in.hash}
 	return d
-}
-
-// positionAnswer is an answer of a position write (set_leverage,
-// set_trading_stop): its status and result source are the outcome's.
-type positionAnswer interface {
-	messages.LeverageAnswer | messages.TradingStopAnswer
-}
-
-// completePositionWrite is the answer of a position write: the planned
-// answer with the outcome's result source and status, or the outcome's
-// error.
-func completePositionWrite[T positionAnswer](d *toolDecision, r *orderResult, w *orderWritten) any {
-	if r.Err != nil {
-		return r.Err
-	}
-	ans := *d.planned.(*T)
-	switch a := any(&ans).(type) {
-	case *messages.LeverageAnswer:
-		a.ResultSource, a.Status = r.ResultSource, positionWriteStatus(w)
-	case *messages.TradingStopAnswer:
-		a.ResultSource, a.Status = r.ResultSource, positionWriteStatus(w)
-	}
-	return &ans
-}
-
-// positionWriteStatus is the answer's status of a position write
-// (set_leverage, set_trading_stop): "unchanged" when the venue said
-// nothing changed, "set" once the position shows it, else "requested"
-// (accepted is not applied).
-func positionWriteStatus(w *orderWritten) string {
-	switch {
-	case w.writeAck != nil && !w.writeAck.Modified:
-		return "unchanged"
-	case w.positionShows:
-		return "set"
-	}
-	return "requested"
 }

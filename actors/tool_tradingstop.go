@@ -32,7 +32,7 @@ var tradingStopTool = register(&toolDescriptor{
 	riskIncreasing: riskReducing, plannedHash: noPlannedHash, needs: needMarket, prepare: keepArgs,
 	decide:   decideStop,
 	shown:    shownStop,
-	carryOut: (*userActor).executeOnce, complete: completePositionWrite[messages.TradingStopAnswer],
+	carryOut: (*userActor).executeOnce, complete: completePositionWrite(func(a *messages.TradingStopAnswer, source, status string) { a.ResultSource, a.Status = source, status }),
 	stored: storedAs(func(a *messages.TradingStopAnswer) *string { return &a.ResultSource }),
 	bound:  tradeBound, heldOnRecheck: true,
 })

@@ -343,3 +343,32 @@ func argsHash(parts ...string) string {
 	sum := sha256.Sum256([]byte(strings.Join(parts, "|")))
 	return hex.EncodeToString(sum[:])
 }
+
+// completePositionWrite is the complete of a position write
+// (the leverage, a take-profit or stop-loss): the planned answer, of type T, with
+// the outcome's result source and status (set writes them), or the
+// outcome's error.
+func completePositionWrite[T any](set func(ans *T, source, status string)) func(*toolDecision, *orderResult, *orderWritten) any {
+	return func(d *toolDecision, r *orderResult, w *orderWritten) any {
+		if r.Err != nil {
+			return r.Err
+		}
+		ans := *d.planned.(*T)
+		set(&ans, r.ResultSource, positionWriteStatus(w))
+		return &ans
+	}
+}
+
+// positionWriteStatus is the answer's status of a position write
+// (the leverage, a take-profit or stop-loss): "unchanged" when the venue said
+// nothing changed, "set" once the position shows it, else "requested"
+// (accepted is not applied).
+func positionWriteStatus(w *orderWritten) string {
+	switch {
+	case w.writeAck != nil && !w.writeAck.Modified:
+		return "unchanged"
+	case w.positionShows:
+		return "set"
+	}
+	return "requested"
+}
