@@ -165,7 +165,7 @@ type userActor struct {
 	// qtySteps remembers the qty step of each instrument a place_order
 	// decision saw ("category:symbol"), so that the safety net can
 	// recognise another spelling of a keyless order before the gate
-	// (place.go). In memory only: unknown, the exact spelling still
+	// (driver.go). In memory only: unknown, the exact spelling still
 	// matches.
 	qtySteps map[string]decimal.Decimal
 	serial
