@@ -6,10 +6,12 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/shopspring/decimal"
 
 	"github.com/guarded-exchange/guarded-exchange/messages"
+	"github.com/guarded-exchange/guarded-exchange/venue"
 )
 
 // Every trading tool is a descriptor with every part: the driver and the
@@ -170,5 +172,80 @@ func TestToolValidationTable(t *testing.T) {
 		case e != nil && strings.Contains(c.want, "linear only") && e.Details["reason"] != "linear_only":
 			t.Errorf("%d %s: reason %v, want linear_only", i, c.tool, e.Details["reason"])
 		}
+	}
+}
+
+// The tools' decisions are pure: run here without actors, journal or
+// venue, on what a read would have shown. These are the refusals that
+// come from the read alone (the user's state is empty, so a decision
+// that reaches the gate is refused with not_found "no such user").
+func TestToolDecisionsWithoutActors(t *testing.T) {
+	d := decimal.RequireFromString
+	nd := func(s string) decimal.NullDecimal { return decimal.NewNullDecimal(d(s)) }
+	const lin = messages.CategoryLinear
+	inst := &messages.Instrument{Symbol: "BTCUSDT", Status: "Trading", HasLeverage: true, MinLeverage: d("1"), MaxLeverage: d("100"),
+		LeverageStep: d("0.5"), TickSize: d("0.1"), QtyStep: d("0.001"), MinOrderQty: d("0.001")}
+	long := &messages.Position{Symbol: "BTCUSDT", Side: "Buy", Size: d("0.5"), Leverage: d("5")}
+	order := &messages.Order{OrderID: "o-1", Symbol: "BTCUSDT", Side: "Buy", Qty: d("1"), Price: d("100"), Status: "New"}
+	odd := *order
+	odd.Side = "Sideways"
+	cases := []struct {
+		name   string
+		tool   string
+		args   any
+		read   toolRead
+		code   messages.Code
+		detail string // a details value the refusal carries ("" for none)
+	}{
+		{"leverage without instrument", toolLeverage, messages.SetLeverageArgs{Category: lin, Symbol: "BTCUSDT", Leverage: d("2")}, toolRead{}, messages.CodeInstrumentRuleViolation, "leverage"},
+		{"leverage out of range", toolLeverage, messages.SetLeverageArgs{Category: lin, Symbol: "BTCUSDT", Leverage: d("200")}, toolRead{market: placeMarket{instrument: inst}}, messages.CodeInstrumentRuleViolation, "leverage_range"},
+		{"leverage off step", toolLeverage, messages.SetLeverageArgs{Category: lin, Symbol: "BTCUSDT", Leverage: d("2.3")}, toolRead{market: placeMarket{instrument: inst}}, messages.CodeInstrumentRuleViolation, "leverage_step"},
+		{"leverage reaches the gate", toolLeverage, messages.SetLeverageArgs{Category: lin, Symbol: "BTCUSDT", Leverage: d("2")}, toolRead{market: placeMarket{instrument: inst, position: long}}, messages.CodeNotFound, ""},
+		{"stop on an unreadable position", toolTradingStop, messages.TradingStopArgs{Category: lin, Symbol: "BTCUSDT", StopLoss: nd("90")},
+			toolRead{market: placeMarket{instrument: inst, position: &messages.Position{Symbol: "BTCUSDT", Side: "Up", Size: d("1")}}}, messages.CodeExchangeUnavailable, string(venue.FailMalformedResult)},
+		{"amend of no open order", toolAmendOrder, messages.AmendOrderArgs{Category: lin, Symbol: "BTCUSDT", OrderID: "o-1", Qty: nd("2")}, toolRead{market: placeMarket{instrument: inst}}, messages.CodeNotFound, ""},
+		{"amend of an unreadable side", toolAmendOrder, messages.AmendOrderArgs{Category: lin, Symbol: "BTCUSDT", OrderID: "o-1", Qty: nd("2")}, toolRead{order: &odd, market: placeMarket{instrument: inst}}, messages.CodeExchangeUnavailable, string(venue.FailMalformedResult)},
+		{"amend off the tick", toolAmendOrder, messages.AmendOrderArgs{Category: lin, Symbol: "BTCUSDT", OrderID: "o-1", Price: nd("100.05")}, toolRead{order: order, market: placeMarket{instrument: inst}}, messages.CodeInstrumentRuleViolation, "tick_size"},
+		{"amend without rules", toolAmendOrder, messages.AmendOrderArgs{Category: lin, Symbol: "BTCUSDT", OrderID: "o-1", Price: nd("101")}, toolRead{order: order}, messages.CodeInstrumentRuleViolation, "status"},
+		{"cancel reaches the gate first", toolCancelOrder, messages.CancelOrderArgs{Category: lin, Symbol: "BTCUSDT", OrderID: "o-1"}, toolRead{}, messages.CodeNotFound, ""},
+		{"close without a position", toolClosePosition, messages.ClosePositionArgs{Category: lin, Symbol: "BTCUSDT"}, toolRead{market: placeMarket{instrument: inst}}, messages.CodeNotFound, "position_not_found"},
+	}
+	for _, c := range cases {
+		desc := toolOf(c.tool)
+		in := &decideIn{tool: c.tool, args: c.args, hash: desc.hash(c.args), state: &UserState{User: "pure"}, venue: messages.VenuePaper,
+			env: "paper", now: time.Unix(1_700_000_000, 0), read: c.read}
+		e := desc.prepare(in)
+		if e == nil {
+			e = desc.decide(in).refusal
+		}
+		if e == nil || e.Code != c.code {
+			t.Errorf("%s: refusal %v, want %s", c.name, e, c.code)
+			continue
+		}
+		if c.detail != "" && e.Details["rule"] != c.detail && e.Details["reason"] != c.detail {
+			t.Errorf("%s: details %v, want %s", c.name, e.Details, c.detail)
+		}
+	}
+}
+
+// close_position's order comes from the position: the opposite side, all
+// of it unless a qty is given; an approved order whose side changed since
+// the human saw it is refused.
+func TestPrepareOrderFromPositionAndPlanShown(t *testing.T) {
+	d := decimal.RequireFromString
+	short := &messages.Position{Symbol: "BTCUSDT", Side: "Sell", Size: d("0.3"), Leverage: d("5")}
+	in := &decideIn{tool: toolClosePosition, args: messages.ClosePositionArgs{Category: messages.CategoryLinear, Symbol: "BTCUSDT"},
+		state: &UserState{}, read: toolRead{market: placeMarket{position: short}}}
+	if e := prepareClose(in); e != nil {
+		t.Fatal(e)
+	}
+	if a := in.args.(messages.PlaceOrderArgs); a.Side != "Buy" || !a.Qty.Equal(d("0.3")) || !a.ReduceOnly || a.OrderType != "Market" {
+		t.Fatalf("close of a short planned %+v", a)
+	}
+	shown := &messages.ShownToUser{Order: &messages.OrderAnswer{Side: "Sell", Qty: d("0.3")}}
+	in = &decideIn{tool: toolClosePosition, args: messages.ClosePositionArgs{Category: messages.CategoryLinear, Symbol: "BTCUSDT"},
+		state: &UserState{}, shown: shown, approved: true, read: toolRead{market: placeMarket{position: short}}}
+	if e := prepareClose(in); e == nil || e.Details["reason"] != "risk_direction_changed" {
+		t.Fatalf("an approved close whose side changed: %v", e)
 	}
 }
