@@ -93,22 +93,10 @@ func (u *userActor) startTool(ctx actor.Context, m *tradingAsk, sender *actor.PI
 	case needMarket:
 		u.toVenue(ctx, &marketFetch{action: act.id, category: b.category, symbol: b.symbol}, ctx.Self())
 	case needOrder, needOrderAndMarket:
-		u.toVenue(ctx, &orderFetch{action: act.id, category: b.category, symbol: b.symbol, orderID: orderIDOf(args), withMarket: d.needs == needOrderAndMarket}, ctx.Self())
+		u.toVenue(ctx, &orderFetch{action: act.id, category: b.category, symbol: b.symbol, orderID: b.orderID, withMarket: d.needs == needOrderAndMarket}, ctx.Self())
 	case needOpenOrders:
 		u.toVenue(ctx, &openOrdersFetch{action: act.id, category: b.category, symbol: b.symbol}, ctx.Self())
 	}
-}
-
-// orderIDOf is the venue order id a call names (cancel_order,
-// amend_order).
-func orderIDOf(args any) string {
-	switch a := args.(type) {
-	case messages.CancelOrderArgs:
-		return a.OrderID
-	case messages.AmendOrderArgs:
-		return a.OrderID
-	}
-	return ""
 }
 
 // onToolRead decides a call with what the venue read, on the state as it

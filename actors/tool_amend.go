@@ -28,7 +28,7 @@ var amendOrderTool = register(&toolDescriptor{
 	command:    commandOf(func(c *messages.AmendOrderCommand) (messages.AmendOrderArgs, bool) { return c.Args, c.ClientUI }),
 	decodeArgs: decodeArgsAs[messages.AmendOrderArgs],
 	base: typed(func(a messages.AmendOrderArgs) callBase {
-		return callBase{category: a.Category, symbol: a.Symbol, idempotencyKey: a.IdempotencyKey, dryRun: a.DryRun}
+		return callBase{category: a.Category, symbol: a.Symbol, idempotencyKey: a.IdempotencyKey, dryRun: a.DryRun, orderID: a.OrderID}
 	}),
 	validate: typed(validateAmend),
 	hash: typed(func(a messages.AmendOrderArgs) string {

@@ -24,7 +24,7 @@ var cancelOrderTool = register(&toolDescriptor{
 	command:    commandOf(func(c *messages.CancelOrderCommand) (messages.CancelOrderArgs, bool) { return c.Args, c.ClientUI }),
 	decodeArgs: decodeArgsAs[messages.CancelOrderArgs],
 	base: typed(func(a messages.CancelOrderArgs) callBase {
-		return callBase{category: a.Category, symbol: a.Symbol, idempotencyKey: a.IdempotencyKey, dryRun: a.DryRun}
+		return callBase{category: a.Category, symbol: a.Symbol, idempotencyKey: a.IdempotencyKey, dryRun: a.DryRun, orderID: a.OrderID}
 	}),
 	validate: typed(validateCancel), hash: typed(cancelArgsHash),
 	riskIncreasing: riskReducing, plannedHash: noPlannedHash, needs: needOrder, prepare: keepArgs,

@@ -39,12 +39,14 @@ const (
 	needOpenOrders
 )
 
-// callBase is what every trading call has, whatever its tool.
+// callBase is what every trading call has, whatever its tool, and the
+// order it names (cancel_order, amend_order: what needOrder reads).
 type callBase struct {
 	category       messages.Category
 	symbol         string
 	idempotencyKey string
 	dryRun         bool
+	orderID        string
 }
 
 // toolRead is what the venue actor read for a decision.
