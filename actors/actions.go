@@ -46,16 +46,11 @@ type action struct {
 	// it runs ("": the attempt's own); a leverage step names the order
 	// that follows it.
 	ticket string
-	// claim is the idempotency claim of a trading call in flight; place
-	// and cancel carry the call between its steps (place.go, cancel.go);
-	// complete turns an order action's outcome into the tool's answer.
-	claim    *claim
-	place    *placeStep
-	cancel   *cancelStep
-	leverage *leverageStep
-	stop     *stopStep
-	amend    *amendStep
-	all      *cancelAllStep
+	// claim is the idempotency claim of a trading call in flight; call
+	// carries the call between the driver's steps (driver.go); complete
+	// turns an order action's outcome into the tool's answer.
+	claim *claim
+	call  *toolCall
 	// after runs once an order action's outcome is durable and answered
 	// (cancel_all_orders chains its cancels with it).
 	after    func()
@@ -89,6 +84,15 @@ const (
 	// credential_checked (at start, and before a trading decision when the
 	// last check is over an hour old).
 	actionKeyRecheck
+	// actionReconcile looks an open attempt up on the venue and journals
+	// its outcome (the recovery phase at start, recovery.go).
+	actionReconcile
+	// actionOrder is an order action: a write of the trading path
+	// (orderexec.go).
+	actionOrder
+	// actionDecide is a trading call's decision waiting for the venue's
+	// read (driver.go).
+	actionDecide
 )
 
 func (k actionKind) String() string {

@@ -57,11 +57,8 @@ func (b stepBounds) cancelAll() time.Duration {
 // execution is the bound of an approved action's run (the tool's own
 // path, as the agent's call of it would take).
 func (b stepBounds) execution(tool string) time.Duration {
-	switch tool {
-	case toolCancelAll:
-		return b.cancelAll()
-	case toolPlaceOrder:
-		return b.trade(2) // the leverage step, then the order (D111)
+	if d := toolOf(tool); d != nil {
+		return d.bound(b)
 	}
 	return b.trade(1)
 }
@@ -77,10 +74,8 @@ func (b stepBounds) askBound(msg any) time.Duration {
 	switch m := msg.(type) {
 	case *userCommand:
 		steps = b.commandSteps(m.cmd)
-	case *placeAsk:
-		steps = b.trade(2) // the leverage step, then the order (D111)
-	case *cancelAsk:
-		steps = b.trade(1)
+	case *tradingAsk:
+		steps = m.tool.bound(b)
 	case *accountAsk:
 		steps = b.request
 	case *decideAsk:
@@ -93,16 +88,10 @@ func (b stepBounds) askBound(msg any) time.Duration {
 
 // commandSteps is the bound of one command's steps in the user actor.
 func (b stepBounds) commandSteps(cmd messages.Command) time.Duration {
+	if d, _, _ := toolOfCommand(cmd); d != nil {
+		return d.bound(b) // the tool's own steps (its descriptor)
+	}
 	switch c := cmd.(type) {
-	case *messages.PlaceOrderCommand:
-		// A new order may lower the symbol's leverage first: two writes
-		// (leverage.go, D111).
-		return b.trade(2)
-	case *messages.ClosePositionCommand, *messages.AmendOrderCommand, *messages.CancelOrderCommand,
-		*messages.SetLeverageCommand, *messages.TradingStopCommand:
-		return b.trade(1)
-	case *messages.CancelAllCommand:
-		return b.cancelAll()
 	case *messages.DecideConfirmationCommand:
 		if c.Decision == messages.DecisionApprove {
 			// The approved action runs before the decision answers,
@@ -123,18 +112,12 @@ func sendsWrite(msg any) bool {
 	if approvalOf(msg) != "" {
 		return true
 	}
-	switch msg.(type) {
-	case *placeAsk, *cancelAsk:
+	switch m := msg.(type) {
+	case *tradingAsk:
 		return true
-	}
-	uc, ok := msg.(*userCommand)
-	if !ok {
-		return false
-	}
-	switch uc.cmd.(type) {
-	case *messages.PlaceOrderCommand, *messages.ClosePositionCommand, *messages.AmendOrderCommand, *messages.CancelOrderCommand,
-		*messages.SetLeverageCommand, *messages.TradingStopCommand, *messages.CancelAllCommand:
-		return true
+	case *userCommand:
+		d, _, _ := toolOfCommand(m.cmd)
+		return d != nil
 	}
 	return false
 }

@@ -11,7 +11,7 @@ import (
 
 func (te *tradeEnv) cancel(t testing.TB, a messages.CancelOrderArgs) (*messages.CancelAnswer, *messages.Error) {
 	t.Helper()
-	res, err := te.askUser(context.Background(), te.user, &cancelAsk{ctx: context.Background(), args: a, origin: agentOrigin})
+	res, err := te.askUser(context.Background(), te.user, &tradingAsk{ctx: context.Background(), tool: cancelOrderTool, args: a, origin: agentOrigin})
 	if err != nil {
 		e := messages.AsError(err)
 		if e.Code == messages.CodeInternalError {

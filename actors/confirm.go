@@ -219,7 +219,9 @@ func (u *userActor) park(ctx actor.Context, r parkRequest, origin messages.Origi
 	}
 	shown := r.shown
 	shown.Tool, shown.User, shown.Venue = r.tool, u.state.User, u.env
-	shown.Summary = summarize(&shown)
+	if shown.Summary == "" {
+		shown.Summary = r.tool // the tool's shown sets the line a human reads first
+	}
 	ttl := time.Duration(p.ConfirmationTTLS) * time.Second
 	ev := state.Event{Type: messages.RecordConfirmationRequested, Payload: messages.ConfirmationRequestedEvent{
 		ConfirmationID: newConfirmationID(), Tool: r.tool, Channel: channel, Environment: u.env,
@@ -292,50 +294,6 @@ func (u *userActor) pendingRepeat(tool, key, hash string) any {
 		return inProgress(c.ClientOrderID)
 	}
 	return nil
-}
-
-// summarize is the one line a human reads first, built from the plan.
-func summarize(s *messages.ShownToUser) string {
-	where := func(cat messages.Category, sym string) string { return sym + " (" + string(cat) + ")" }
-	switch {
-	case s.Order != nil:
-		o := s.Order
-		price := "at " + o.Price.String()
-		if o.OrderType == "Market" {
-			price = "Market, worst price " + o.Price.String()
-		}
-		reduce := ""
-		if o.ReduceOnly {
-			reduce = " reduce-only"
-		}
-		first := ""
-		if l := o.LowersLeverage; l != nil {
-			first = fmt.Sprintf(", after lowering the leverage from %sx to %sx", l.From, l.To)
-		}
-		return fmt.Sprintf("%s %s %s%s %s, value up to %s USDT%s", o.Side, o.Qty, where(o.Category, o.Symbol), reduce, price, o.NotionalUSDT.StringFixed(2), first)
-	case s.Cancel != nil:
-		return fmt.Sprintf("Cancel order %s on %s (origin %s)", s.Cancel.OrderID, where(s.Cancel.Category, s.Cancel.Symbol), s.Cancel.Origin)
-	case s.Amend != nil:
-		a := s.Amend
-		return fmt.Sprintf("Amend order %s on %s to qty %s at %s, value up to %s USDT (origin %s)", a.OrderID, where(a.Category, a.Symbol), a.Qty, a.Price, a.NotionalUSDT.StringFixed(2), a.Origin)
-	case s.CancelAll != nil:
-		a := s.CancelAll
-		return fmt.Sprintf("Cancel %d open orders on %s, %d of them external (exactly the orders listed)", a.Count, where(a.Category, a.Symbol), a.ExternalCount)
-	case s.Leverage != nil:
-		l := s.Leverage
-		return fmt.Sprintf("Set the leverage of %s to %sx (now %sx)", where(l.Category, l.Symbol), l.Leverage, l.Previous)
-	case s.TradingStop != nil:
-		t := s.TradingStop
-		parts := []string{}
-		if t.TakeProfit != nil {
-			parts = append(parts, "take-profit "+t.TakeProfit.String())
-		}
-		if t.StopLoss != nil {
-			parts = append(parts, "stop-loss "+t.StopLoss.String())
-		}
-		return fmt.Sprintf("Set %s on the %s position of %s", strings.Join(parts, " and "), t.PositionSide, where(t.Category, t.Symbol))
-	}
-	return s.Tool
 }
 
 // confirmCommand serves the confirmation commands.
@@ -632,61 +590,20 @@ func (u *userActor) writeLazy(ctx actor.Context, ev state.Event, o messages.Orig
 	return nil
 }
 
-// rerun sends the confirmation's typed arguments through the tool's own
-// path.
+// rerun sends the confirmation's typed arguments through the driver,
+// as the tool's own call (its descriptor decodes them).
 func (u *userActor) rerun(ctx actor.Context, c state.Confirmation, origin messages.Origin, to *actor.PID) *messages.Error {
-	decode := func(v any) *messages.Error {
-		if err := json.Unmarshal(c.Args, v); err != nil {
-			return messages.Internal(fmt.Errorf("confirmation %s: arguments: %w", c.ID, err))
-		}
-		return nil
-	}
-	switch c.Tool {
-	case toolPlaceOrder:
-		var a messages.PlaceOrderArgs
-		if e := decode(&a); e != nil {
-			return e
-		}
-		u.place(ctx, &placeAsk{ctx: context.Background(), args: a, origin: origin}, to)
-	case toolClosePosition:
-		var a messages.ClosePositionArgs
-		if e := decode(&a); e != nil {
-			return e
-		}
-		u.closePosition(ctx, a, origin, to)
-	case "cancel_order":
-		var a messages.CancelOrderArgs
-		if e := decode(&a); e != nil {
-			return e
-		}
-		u.cancelOrder(ctx, &cancelAsk{ctx: context.Background(), args: a, origin: origin}, to)
-	case toolAmendOrder:
-		var a messages.AmendOrderArgs
-		if e := decode(&a); e != nil {
-			return e
-		}
-		u.amendOrder(ctx, a, origin, to)
-	case toolCancelAll:
-		var a messages.CancelAllArgs
-		if e := decode(&a); e != nil {
-			return e
-		}
-		u.cancelAll(ctx, a, origin, to)
-	case toolLeverage:
-		var a messages.SetLeverageArgs
-		if e := decode(&a); e != nil {
-			return e
-		}
-		u.setLeverage(ctx, a, origin, to)
-	case toolTradingStop:
-		var a messages.TradingStopArgs
-		if e := decode(&a); e != nil {
-			return e
-		}
-		u.setTradingStop(ctx, a, origin, to)
-	default:
+	d := toolOf(c.Tool)
+	if d == nil {
 		return messages.Internal(fmt.Errorf("confirmation %s: unknown tool", c.ID))
 	}
+	args, err := d.decodeArgs(c.Args)
+	if err != nil {
+		return messages.Internal(fmt.Errorf("confirmation %s: arguments: %w", c.ID, err))
+	}
+	// The arguments were validated when the call entered, before they
+	// were parked: the run trusts them.
+	u.startTool(ctx, &tradingAsk{ctx: context.Background(), tool: d, args: args, origin: origin}, to)
 	return nil
 }
 

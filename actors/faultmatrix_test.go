@@ -114,7 +114,7 @@ func TestFaultMatrixNoDuplicates(t *testing.T) {
 				default:
 					te.simPost(t, "/sim/faults", `{"kind":"`+s.fault+`","path":"/v5/order/create","count":1}`)
 				}
-				res, err := te.askUser(context.Background(), u, &placeAsk{ctx: context.Background(), args: s.args, origin: agentOrigin})
+				res, err := te.askUser(context.Background(), u, &tradingAsk{ctx: context.Background(), tool: placeOrderTool, args: s.args, origin: agentOrigin})
 				o := outcome{user: u, key: s.args.IdempotencyKey}
 				if err != nil {
 					o.err = messages.AsError(err)

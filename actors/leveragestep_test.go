@@ -286,7 +286,7 @@ func TestLeverageStepCrashNeverSendsTheOrder(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() {
-		_, err := te.askUser(ctx, te.user, &placeAsk{ctx: ctx, args: marketArgs("Buy", "0.001"), origin: agentOrigin})
+		_, err := te.askUser(ctx, te.user, &tradingAsk{ctx: ctx, tool: placeOrderTool, args: marketArgs("Buy", "0.001"), origin: agentOrigin})
 		done <- messages.AsError(err)
 	}()
 	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(5 * time.Millisecond) {

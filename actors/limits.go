@@ -42,30 +42,18 @@ var hundred = decimal.NewFromInt(100)
 // validatePlace is step 1: the arguments alone. Its refusals are
 // invalid_params, not journaled, and never echo a value.
 func validatePlace(a messages.PlaceOrderArgs) *messages.Error {
-	switch {
-	case a.Category != messages.CategoryLinear && a.Category != messages.CategorySpot:
-		return messages.InvalidParams("category", "must be spot or linear")
-	case !messages.SymbolRE.MatchString(a.Symbol):
-		return messages.InvalidParams("symbol", "must be 2-30 of A-Z and 0-9")
-	case a.Side != "Buy" && a.Side != "Sell":
-		return messages.InvalidParams("side", "must be Buy or Sell")
-	case a.OrderType != "Limit" && a.OrderType != "Market":
-		return messages.InvalidParams("order_type", "must be Limit or Market")
-	case !a.Qty.IsPositive():
-		return messages.InvalidParams("qty", "must be a positive decimal string")
-	case a.OrderType == "Limit" && (!a.Price.Valid || !a.Price.Decimal.IsPositive()):
-		return messages.InvalidParams("price", "a Limit order needs a positive price")
-	case a.OrderType == "Market" && a.Price.Valid:
-		return messages.InvalidParams("price", "a Market order takes no price; the server sets the worst price from slippage_pct")
-	case a.IdempotencyKey != "" && !messages.IdempotencyKeyRE.MatchString(a.IdempotencyKey):
-		return messages.InvalidParams("idempotency_key", "must be 1-64 of A-Z, a-z, 0-9, '_', '.', ':' and '-'")
-	}
-	if a.ReduceOnly && a.Category != messages.CategoryLinear {
-		e := messages.InvalidParams("reduce_only", "reduce-only orders exist on linear only")
+	e := firstError(checkCategory(a.Category), checkSymbol(a.Symbol),
+		checkIf(a.Side != "Buy" && a.Side != "Sell", "side", "must be Buy or Sell"),
+		checkIf(a.OrderType != "Limit" && a.OrderType != "Market", "order_type", "must be Limit or Market"),
+		checkIf(!a.Qty.IsPositive(), "qty", "must be a positive decimal string"),
+		checkIf(a.OrderType == "Limit" && (!a.Price.Valid || !a.Price.Decimal.IsPositive()), "price", "a Limit order needs a positive price"),
+		checkIf(a.OrderType == "Market" && a.Price.Valid, "price", "a Market order takes no price; the server sets the worst price from slippage_pct"),
+		checkKey(a.IdempotencyKey))
+	if e == nil && a.ReduceOnly && a.Category != messages.CategoryLinear {
+		e = messages.InvalidParams("reduce_only", "reduce-only orders exist on linear only")
 		e.Details["reason"] = "linear_only"
-		return e
 	}
-	return nil
+	return e
 }
 
 // placeArgsHash is the idempotency fingerprint of the arguments: decimals

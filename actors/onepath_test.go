@@ -28,7 +28,7 @@ var writePaths = []string{"/v5/order/create", "/v5/order/amend", "/v5/order/canc
 var allowedSites = map[string][]string{
 	"write call": {"actors/venuestream.go:(*venueActor).write"},
 	"orderWrite": {"actors/orderexec.go:(*userActor).execute"},
-	"execute call": {"actors/place.go:(*userActor).onMarketFetched", "actors/cancel.go:(*userActor).onOrderFetched", "actors/leverage.go:(*userActor).onLeverageMarket", "actors/tradingstop.go:(*userActor).onStopMarket", "actors/amend.go:(*userActor).onAmendFetched", "actors/cancelall.go:(*userActor).runCancelAll",
+	"execute call": {"actors/driver.go:(*userActor).executeOnce", "actors/leveragestep.go:(*userActor).executeOrder", "actors/cancelall.go:(*userActor).runCancelAll",
 		// the dead-man switch cancels the server's own orders through execute (D66)
 		"actors/deadman.go:(*userActor).cancelForDeadman"},
 	"write endpoint": {"venue/"},

@@ -25,9 +25,6 @@ import (
 // nothing else in the server asks the venue actor to write
 // (TestOnlyTheActionPathWrites).
 
-// actionOrder is an order action: a write of the trading path.
-const actionOrder actionKind = actionReconcile + 1
-
 // orderPlan is a decided write: the request to send and what its attempt
 // journals. Exactly one request is set. For a create, OrderLinkID is
 // filled in by execute.
@@ -133,7 +130,7 @@ func (u *userActor) reserveLinkID(origin messages.Origin) string {
 // isOrderMessage reports whether the user actor serves m in handleOrder.
 func isOrderMessage(m any) bool {
 	switch m.(type) {
-	case *orderWritten, *streamResync, *streamOrdersReady, *placeAsk, *marketFetched, *cancelAsk, *orderFetched, *openOrdersFetched, *cancelAllResume:
+	case *orderWritten, *streamResync, *streamOrdersReady, *tradingAsk, *marketFetched, *orderFetched, *openOrdersFetched, *cancelAllResume:
 		return true
 	}
 	return false
@@ -153,12 +150,10 @@ func (u *userActor) handleOrder(ctx actor.Context, msg any, sender *actor.PID) {
 		u.noteStreamDropped(ctx, m)
 	case *streamOrdersReady:
 		u.journalVenueUpdate(ctx, m)
-	case *placeAsk:
-		u.place(ctx, m, sender)
+	case *tradingAsk:
+		u.runTool(ctx, m, sender)
 	case *marketFetched:
 		u.onMarketFetched(ctx, m)
-	case *cancelAsk:
-		u.cancelOrder(ctx, m, sender)
 	case *orderFetched:
 		u.onOrderFetched(ctx, m)
 	case *openOrdersFetched:

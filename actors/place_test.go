@@ -25,7 +25,7 @@ func venueLevel(v messages.VenueLevel) *messages.VenueLevel { return &v }
 
 func (te *tradeEnv) place(t testing.TB, a messages.PlaceOrderArgs) (*messages.OrderAnswer, *messages.Error) {
 	t.Helper()
-	res, err := te.askUser(context.Background(), te.user, &placeAsk{ctx: context.Background(), args: a, origin: agentOrigin})
+	res, err := te.askUser(context.Background(), te.user, &tradingAsk{ctx: context.Background(), tool: placeOrderTool, args: a, origin: agentOrigin})
 	if err != nil {
 		e := messages.AsError(err)
 		if e.Code == messages.CodeInternalError {

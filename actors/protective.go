@@ -40,13 +40,13 @@ func protectiveOrder(o *messages.Order) bool {
 // and the rate limits apply; the value limits do not (no exposure is
 // added). A refusal that only the risk direction causes says that the
 // order protects a position.
-func (u *userActor) decideLoosening(tool string, cat messages.Category, symbol string) *messages.Error {
-	e := u.state.DecideAction(&messages.DecideActionRequest{Tool: tool, Category: cat, Symbol: symbol, RiskIncreasing: true}, u.venue, u.env)
+func decideLoosening(in *decideIn, cat messages.Category, symbol string) *messages.Error {
+	e := in.gate(cat, symbol, true)
 	if e == nil {
-		_, perMinute, unconfirmed := u.state.Counters.Window(u.now(), u.env)
-		e = rateLimits(u.state.Effective(u.venue, u.env), perMinute, unconfirmed, u.reserved())
+		_, perMinute, unconfirmed := in.state.Counters.Window(in.now, in.env)
+		e = rateLimits(in.policy(), perMinute, unconfirmed, in.reserved)
 	}
-	if e != nil && u.state.DecideAction(&messages.DecideActionRequest{Tool: tool, Category: cat, Symbol: symbol, RiskReducing: true}, u.venue, u.env) == nil {
+	if e != nil && in.gate(cat, symbol, false) == nil {
 		e = protectiveRefusal(e)
 	}
 	return e

@@ -36,10 +36,6 @@ type orderLookedUp struct {
 	reused *orderIDsReused
 }
 
-// actionReconcile looks an open attempt up on the venue and journals its
-// outcome (the recovery phase at start).
-const actionReconcile actionKind = actionKeyRecheck + 1
-
 // lookup runs on the venue actor.
 func (v *venueActor) lookup(ctx actor.Context, m *lookupOrderRequest) {
 	userPID := ctx.Sender()
@@ -151,17 +147,15 @@ func (u *userActor) held(msg any) bool {
 	return (u.recovering > 0 && holdsForRecovery(msg)) || (u.rechecking > 0 && isTradingCall(msg))
 }
 
-// isTradingCall reports whether msg is a trading tool's call.
+// isTradingCall reports whether msg is a trading tool's call that waits
+// for a key re-check (its descriptor's heldOnRecheck).
 func isTradingCall(msg any) bool {
 	switch m := msg.(type) {
-	case *placeAsk, *cancelAsk:
-		return true
+	case *tradingAsk:
+		return m.tool.heldOnRecheck
 	case *userCommand:
-		switch m.cmd.(type) {
-		case *messages.PlaceOrderCommand, *messages.CancelOrderCommand, *messages.AmendOrderCommand, *messages.CancelAllCommand,
-			*messages.SetLeverageCommand, *messages.ClosePositionCommand, *messages.TradingStopCommand:
-			return true
-		}
+		d, _, _ := toolOfCommand(m.cmd)
+		return d != nil && d.heldOnRecheck
 	}
 	return false
 }
@@ -222,7 +216,7 @@ func holdsForRecovery(msg any) bool {
 			return !c.On
 		}
 		return true
-	case *decideAsk, *placeAsk, *cancelAsk, *cancelAllResume, *confirmExecute, *confirmSweep:
+	case *decideAsk, *tradingAsk, *cancelAllResume, *confirmExecute, *confirmSweep:
 		return true
 	}
 	return false

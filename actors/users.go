@@ -172,7 +172,7 @@ type userActor struct {
 	// qtySteps remembers the qty step of each instrument a place_order
 	// decision saw ("category:symbol"), so that the safety net can
 	// recognise another spelling of a keyless order before the gate
-	// (place.go). In memory only: unknown, the exact spelling still
+	// (driver.go). In memory only: unknown, the exact spelling still
 	// matches.
 	qtySteps map[string]decimal.Decimal
 	serial
@@ -429,9 +429,7 @@ func (u *userActor) recheckThen(ctx actor.Context, msg any, sender *actor.PID) {
 // callContext is the caller's context of a trading call.
 func callContext(msg any) context.Context {
 	switch m := msg.(type) {
-	case *placeAsk:
-		return m.ctx
-	case *cancelAsk:
+	case *tradingAsk:
 		return m.ctx
 	case *userCommand:
 		return m.ctx

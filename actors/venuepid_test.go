@@ -38,7 +38,7 @@ func TestVenueCallsSkipTheUserSupervisor(t *testing.T) {
 	proc.SendSystemMessage(sup, &actor.SuspendMailbox{})
 	defer proc.SendSystemMessage(sup, &actor.ResumeMailbox{})
 
-	res, err := te.askUser(ctx, te.user, &placeAsk{ctx: ctx, args: limitArgs("0.001", "30000"), origin: agentOrigin})
+	res, err := te.askUser(ctx, te.user, &tradingAsk{ctx: ctx, tool: placeOrderTool, args: limitArgs("0.001", "30000"), origin: agentOrigin})
 	if err != nil {
 		t.Fatalf("place_order with the supervisor's mailbox suspended: %v", err)
 	}

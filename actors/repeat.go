@@ -1,12 +1,9 @@
 package actors
 
 import (
-	"context"
 	"encoding/json"
 
 	"github.com/asynkron/protoactor-go/actor"
-
-	"github.com/shopspring/decimal"
 
 	"github.com/guarded-exchange/guarded-exchange/actors/state"
 	"github.com/guarded-exchange/guarded-exchange/messages"
@@ -14,245 +11,13 @@ import (
 	"github.com/guarded-exchange/guarded-exchange/wal"
 )
 
-// place_order through the one action path, in the user actor:
-//
-//	validate (invalid_params, not journaled)
-//	→ repeat? (idempotency key, or the 30 s safety net): order_repeat, the first answer
-//	→ gate (kill switch, profile, arming, key, allowlist), before any venue call
-//	→ market read by the venue actor (an action step: the mailbox flows)
-//	→ decidePlace on the state as it is then (rules, notional, limits with
-//	  the reservations of the actions in flight, confirmation)
-//	→ refusal: order_refused, answered; dry_run: the plan, answered
-//	→ execute: order_attempt durable, send once, order_outcome durable, answer.
-//
-// Only the decision functions call execute
-// (TestOnlyTheActionPathWrites).
+// The answers the driver (driver.go) gives without deciding: a refusal,
+// a repeat of an earlier call (the idempotency key, the 30 s safety net),
+// a stored answer given again, and the answer an order write completes.
 
-// placeAsk is one place_order call with its structured origin.
-type placeAsk struct {
-	ctx    context.Context
-	args   messages.PlaceOrderArgs
-	origin messages.Origin
-}
-
-const toolPlaceOrder = "place_order"
-
-// actionDecide is a decision waiting for the market read.
-const actionDecide actionKind = actionOrder + 1
-
-func (u *userActor) place(ctx actor.Context, m *placeAsk, sender *actor.PID) {
-	a := m.args
-	if e := validatePlace(a); e != nil {
-		u.reply(ctx, sender, e)
-		return
-	}
-	hash := placeArgsHash(toolPlaceOrder, a)
-	if !a.DryRun {
-		// A repeat is answered before the gate: it sends nothing and
-		// re-states an earlier answer, kill switch or not (D88).
-		if done := u.repeat(ctx, toolPlaceOrder, a.IdempotencyKey, hash, !a.ReduceOnly, m.origin, sender); done {
-			return
-		}
-		if step, ok := u.qtySteps[string(a.Category)+":"+a.Symbol]; ok && a.IdempotencyKey == "" && !a.ReduceOnly {
-			if u.repeat(ctx, toolPlaceOrder, "", plannedHash(toolPlaceOrder, a, step), true, m.origin, sender) {
-				return
-			}
-		}
-	}
-	if e := u.state.DecideAction(&messages.DecideActionRequest{Tool: "place_order", Category: a.Category, Symbol: a.Symbol, RiskIncreasing: !a.ReduceOnly, RiskReducing: a.ReduceOnly}, u.venue, u.env); e != nil {
-		u.refuse(ctx, a, e, m.origin, sender)
-		return
-	}
-	act := u.begin(actionDecide, sender, m.origin, nil)
-	act.place = &placeStep{args: a, hash: hash, tool: toolPlaceOrder}
-	act.claim = &claim{key: a.IdempotencyKey, hash: hash, dryRun: a.DryRun}
-	u.toVenue(ctx, &marketFetch{action: act.id, category: a.Category, symbol: a.Symbol}, ctx.Self())
-}
-
-// placeStep is what a place_order action carries between its steps.
-type placeStep struct {
-	args messages.PlaceOrderArgs
-	hash string
-	tool string
-	// close: the side and qty come from the position (close_position).
-	close bool
-}
-
-// onMarketFetched decides with the market the venue showed, on the state
-// as it is now.
-func (u *userActor) onMarketFetched(ctx actor.Context, m *marketFetched) {
-	act, ok := u.actions[m.action]
-	if ok && act.leverage != nil {
-		u.onLeverageMarket(ctx, act, m)
-		return
-	}
-	if ok && act.stop != nil {
-		u.onStopMarket(ctx, act, m)
-		return
-	}
-	if !ok || act.place == nil {
-		return
-	}
-	delete(u.actions, act.id)
-	a, tool := act.place.args, act.place.tool
-	if m.err != nil {
-		u.reply(ctx, act.waiter, m.err)
-		return
-	}
-	// A same-key call that arrived while this one read the market is in
-	// progress, not a second order.
-	if !a.DryRun && u.repeat(ctx, tool, a.IdempotencyKey, act.place.hash, !a.ReduceOnly, act.origin, act.waiter) {
-		return
-	}
-	if act.place.close {
-		pos := m.market.position
-		if pos == nil || !pos.Size.IsPositive() {
-			u.refuseTool(ctx, tool, a.Category, a.Symbol, a.DryRun, &messages.Error{Code: messages.CodeNotFound, Message: "there is no open position on this symbol",
-				NextStep: "check get_positions", Details: map[string]any{"reason": "position_not_found"}}, act.origin, act.waiter)
-			return
-		}
-		if !knownSide(pos.Side) {
-			u.refuseTool(ctx, tool, a.Category, a.Symbol, a.DryRun, unreadablePosition(), act.origin, act.waiter)
-			return
-		}
-		a.Side = "Sell"
-		if pos.Side == "Sell" {
-			a.Side = "Buy"
-		}
-		if !a.Qty.IsPositive() {
-			a.Qty = pos.Size // all; a larger qty is cut by decidePlace
-		}
-	}
-	mk := m.market
-	if shown := u.shownOf(act.origin); shown != nil && shown.Order != nil {
-		// An approved order runs as shown: the same side, at most the
-		// qty shown (a close or reduce-only order is cut to what is
-		// left), a market order at the worst price shown.
-		if a.Side != shown.Order.Side {
-			u.refuseTool(ctx, tool, a.Category, a.Symbol, false, &messages.Error{Code: messages.CodePermissionDenied,
-				Message: "the position changed side since the human approved; nothing was sent", NextStep: "call the tool again; a new confirmation shows the plan as it is now",
-				Details: map[string]any{"reason": "risk_direction_changed"}}, act.origin, act.waiter)
-			return
-		}
-		if !a.Qty.IsPositive() || a.Qty.GreaterThan(shown.Order.Qty) {
-			a.Qty = shown.Order.Qty
-		}
-		mk.confirmed = true
-		if a.OrderType == "Market" {
-			mk.worst = shown.Order.Price
-		}
-	}
-	netHash := ""
-	if a.IdempotencyKey == "" && !a.ReduceOnly && !a.DryRun && mk.instrument != nil {
-		// The safety net compares the planned order, not the spelling
-		// of the request (D55), before the decision like any repeat
-		// (D88).
-		if u.qtySteps == nil {
-			u.qtySteps = map[string]decimal.Decimal{}
-		}
-		u.qtySteps[string(a.Category)+":"+a.Symbol] = mk.instrument.QtyStep
-		netHash = plannedHash(tool, a, mk.instrument.QtyStep)
-		if u.repeat(ctx, tool, "", netHash, true, act.origin, act.waiter) {
-			return
-		}
-	}
-	// A symbol without a position whose leverage is above max_leverage
-	// is lowered first, and the order planned at the lower leverage
-	// (leverage.go, D111).
-	mk.pushedOpen = u.cache != nil && u.cache.pushedOpen(a.Category, a.Symbol)
-	step := leverageStepOf(tool, a, u.state.Effective(u.venue, u.env), mk)
-	if shown := u.shownOf(act.origin); shown != nil && shown.Order != nil {
-		if e := leverageAsShown(shown.Order.LowersLeverage, step, mk.position); e != nil {
-			u.refuseTool(ctx, tool, a.Category, a.Symbol, false, e, act.origin, act.waiter)
-			return
-		}
-	}
-	unstepped := mk
-	if step != nil {
-		mk = mk.withLeverage(step.To)
-	}
-	plan, ans, e := decidePlace(u.state, tool, a, u.venue, u.env, mk, u.reserved(), u.now())
-	if e == nil && step != nil && plan.confirmedBy == "" && confirmedBy(u.state.Effective(u.venue, u.env), toolLeverage, decimal.Zero) != "" {
-		// A human confirms every set_leverage and none confirms this
-		// order: its step would skip that confirmation, so there is no
-		// step (the order is decided at the leverage shown, and refused
-		// naming set_leverage).
-		step, mk = nil, unstepped
-		plan, ans, e = decidePlace(u.state, tool, a, u.venue, u.env, mk, u.reserved(), u.now())
-	}
-	if e != nil {
-		u.refuseTool(ctx, tool, a.Category, a.Symbol, a.DryRun, e, act.origin, act.waiter)
-		return
-	}
-	ans.LowersLeverage = step
-	if a.DryRun {
-		u.reply(ctx, act.waiter, ans)
-		return
-	}
-	adjust := func(plan orderPlan) orderPlan {
-		// What an order found for it must match (decisions D95).
-		plan.expect = createExpectation(plan.create, mk.instrument, mk.band)
-		if act.origin.ConfirmationID != "" {
-			// The key's claim is the parked call's arguments, whatever
-			// the run cut.
-			plan.argsSHA256 = act.place.hash
-		}
-		return plan
-	}
-	plan = adjust(plan)
-	var parked any = act.place.args
-	if tool == toolClosePosition {
-		o := act.place.args
-		parked = messages.ClosePositionArgs{Category: o.Category, Symbol: o.Symbol, Qty: o.Qty, IdempotencyKey: o.IdempotencyKey}
-	}
-	if u.confirmGate(ctx, act, parkRequest{tool: tool, category: a.Category, symbol: a.Symbol, args: parked,
-		hash: act.place.hash, key: a.IdempotencyKey, shown: messages.ShownToUser{Order: ans, RiskIncreasing: plan.riskIncreasing}, confirmedBy: plan.confirmedBy}) {
-		return
-	}
-	if netHash != "" && plan.riskIncreasing {
-		// The attempt is remembered under the planned order's hash.
-		act.claim.hash = netHash
-	}
-	send := func(plan orderPlan, ans *messages.OrderAnswer) {
-		if netHash != "" && plan.riskIncreasing {
-			plan.argsSHA256 = netHash
-		}
-		ex := u.execute(ctx, plan, act.origin, act.waiter)
-		ex.claim = act.claim
-		ex.complete = func(r *orderResult, w *orderWritten) any { return orderAnswerOf(ans, r, w) }
-	}
-	if step == nil {
-		send(plan, ans)
-		return
-	}
-	orderLinkID := u.reserveLinkID(act.origin)
-	lower := u.execute(ctx, leverageStepPlan(act, step, orderLinkID), act.origin, act.waiter)
-	u.afterLeverageStep(ctx, act, lower, step, func(stepID string, pos *messages.Position) {
-		// Decided again on the position read after the step and the
-		// state as it is now (the kill switch, the limits with what is
-		// in flight), at the market the plan was shown with.
-		after := mk
-		after.position, after.positionRead = pos, true
-		plan, ans, e := decidePlace(u.state, tool, a, u.venue, u.env, after, u.reserved(), u.now())
-		if e != nil {
-			u.refuseTool(ctx, tool, a.Category, a.Symbol, false, e, act.origin, act.waiter)
-			return
-		}
-		ans.LowersLeverage = step
-		plan = adjust(plan)
-		plan.linkID, plan.afterStep = orderLinkID, stepID
-		send(plan, ans)
-	})
-}
-
-// refuse journals order_refused (the tool, the instrument, the code and
-// its details; never the model's words) and answers the refusal. A dry
-// run's refusal is answered, not journaled.
-func (u *userActor) refuse(ctx actor.Context, a messages.PlaceOrderArgs, e *messages.Error, origin messages.Origin, to *actor.PID) {
-	u.refuseTool(ctx, toolPlaceOrder, a.Category, a.Symbol, a.DryRun, e, origin, to)
-}
-
-// refuseTool is refuse for any trading tool.
+// refuseTool journals order_refused (the tool, the instrument, the code
+// and its details; never the model's words) and answers the refusal. A
+// dry run's refusal is answered, not journaled.
 func (u *userActor) refuseTool(ctx actor.Context, tool string, cat messages.Category, symbol string, dryRun bool, e *messages.Error, origin messages.Origin, to *actor.PID) {
 	if dryRun {
 		u.reply(ctx, to, e)
@@ -293,14 +58,7 @@ func (u *userActor) repeat(ctx actor.Context, tool, idemKey, hash string, net bo
 		if e, ok := ans.(*messages.Error); ok && e.Code == messages.CodeIdempotencyConflict {
 			rep.Reason = "conflict"
 		}
-		ev := state.Event{Type: messages.RecordOrderRepeat, Payload: rep}
-		u.write(ctx, ev, origin, func(_ wal.Record, err error) {
-			if err != nil {
-				u.reply(ctx, to, messages.AsError(err))
-				return
-			}
-			u.reply(ctx, to, answer)
-		})
+		u.answerRepeat(ctx, rep, answer, origin, to)
 		return true
 	}
 	inFlight := func(match func(*action) bool) *action {
@@ -371,15 +129,19 @@ func (u *userActor) repeat(ctx actor.Context, tool, idemKey, hash string, net bo
 	default:
 		return false
 	}
-	ev := state.Event{Type: messages.RecordOrderRepeat, Payload: rep}
-	u.write(ctx, ev, origin, func(_ wal.Record, err error) {
+	u.answerRepeat(ctx, rep, answer, origin, to)
+	return true
+}
+
+// answerRepeat journals order_repeat, then gives the repeat its answer.
+func (u *userActor) answerRepeat(ctx actor.Context, rep messages.OrderRepeatEvent, answer any, origin messages.Origin, to *actor.PID) {
+	u.write(ctx, state.Event{Type: messages.RecordOrderRepeat, Payload: rep}, origin, func(_ wal.Record, err error) {
 		if err != nil {
 			u.reply(ctx, to, messages.AsError(err))
 			return
 		}
 		u.reply(ctx, to, answer)
 	})
-	return true
 }
 
 // keyOf and hashOf are the idempotency key and argument hash of an order
@@ -474,17 +236,8 @@ func replayed(tool string, raw json.RawMessage) any {
 // answer stored before a check existed is checked now); replay marks it
 // result_source "replay".
 func storedAnswer(tool string, raw json.RawMessage, replay bool) any {
-	switch tool {
-	case toolCancelAll:
-		return decodeStored(raw, replay, func(a *messages.CancelAllAnswer) *string { return &a.ResultSource })
-	case toolAmendOrder:
-		return decodeStored(raw, replay, func(a *messages.AmendAnswer) *string { return &a.ResultSource })
-	case toolTradingStop:
-		return decodeStored(raw, replay, func(a *messages.TradingStopAnswer) *string { return &a.ResultSource })
-	case toolLeverage:
-		return decodeStored(raw, replay, func(a *messages.LeverageAnswer) *string { return &a.ResultSource })
-	case "cancel_order":
-		return decodeStored(raw, replay, func(a *messages.CancelAnswer) *string { return &a.ResultSource })
+	if d := toolOf(tool); d != nil {
+		return d.stored(raw, replay)
 	}
 	return decodeStored(raw, replay, func(a *messages.OrderAnswer) *string { return &a.ResultSource })
 }
@@ -601,56 +354,4 @@ func orderIDMismatch(clientOrderID, want string) *messages.Error {
 		Message:  "the exchange accepted the write, then named another order than this one (another order id or client order id); which order is this one is not known",
 		NextStep: "do not send it again; compare get_open_orders and get_order_history with client_order_id, and tell the human",
 		Details:  d}
-}
-
-// tradingCommand runs a trading tool's command through the action path;
-// false for other commands.
-func (u *userActor) tradingCommand(ctx actor.Context, m *userCommand, sender *actor.PID) bool {
-	switch m.cmd.(type) {
-	case *messages.ConfirmationStatusCommand, *messages.ListConfirmationsCommand, *messages.CancelConfirmationCommand, *messages.DecideConfirmationCommand:
-		u.confirmCommand(ctx, m, sender)
-		return true
-	}
-	// Only the MCP layer sets ClientUI, from the session, for the agent.
-	m.origin.FormElicitation = m.origin.Role == messages.RoleAgent && clientUI(m.cmd)
-	switch c := m.cmd.(type) {
-	case *messages.PlaceOrderCommand:
-		u.place(ctx, &placeAsk{ctx: m.ctx, args: c.Args, origin: m.origin}, sender)
-	case *messages.CancelOrderCommand:
-		u.cancelOrder(ctx, &cancelAsk{ctx: m.ctx, args: c.Args, origin: m.origin}, sender)
-	case *messages.SetLeverageCommand:
-		u.setLeverage(ctx, c.Args, m.origin, sender)
-	case *messages.ClosePositionCommand:
-		u.closePosition(ctx, c.Args, m.origin, sender)
-	case *messages.TradingStopCommand:
-		u.setTradingStop(ctx, c.Args, m.origin, sender)
-	case *messages.AmendOrderCommand:
-		u.amendOrder(ctx, c.Args, m.origin, sender)
-	case *messages.CancelAllCommand:
-		u.cancelAll(ctx, c.Args, m.origin, sender)
-	default:
-		return false
-	}
-	return true
-}
-
-// clientUI is a trading command's ClientUI.
-func clientUI(cmd messages.Command) bool {
-	switch c := cmd.(type) {
-	case *messages.PlaceOrderCommand:
-		return c.ClientUI
-	case *messages.CancelOrderCommand:
-		return c.ClientUI
-	case *messages.SetLeverageCommand:
-		return c.ClientUI
-	case *messages.ClosePositionCommand:
-		return c.ClientUI
-	case *messages.TradingStopCommand:
-		return c.ClientUI
-	case *messages.AmendOrderCommand:
-		return c.ClientUI
-	case *messages.CancelAllCommand:
-		return c.ClientUI
-	}
-	return false
 }
