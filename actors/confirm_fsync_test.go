@@ -1,0 +1,58 @@
+package actors
+
+import (
+	"testing"
+
+	"github.com/guarded-exchange/guarded-exchange/messages"
+	"github.com/guarded-exchange/guarded-exchange/wal"
+)
+
+// An approval of a single order costs two journal fsyncs, counted on the
+// writer: the order_attempt, which carries the approval and the start of
+// the execution (both NoSync), and the order_outcome, which carries the
+// run's end. Every record is durable when the decider is answered, in the
+// order approval, start, attempt, outcome, end.
+func TestApprovalCostsTwoFsyncs(t *testing.T) {
+	dir := t.TempDir()
+	te := newTradeEnvWith(t, dir, func(c *Config) {
+		c.ConfirmCLI = true
+		c.PostureEvery = -1 // no posture record of its own in between
+	})
+	te.tradeReady(t, messages.PolicySettings{ConfirmActions: strs("place_order"), ConfirmationTTLS: intp(60), MaxPending: intp(3)})
+	ce := &confirmEnv{tradeEnv: te, dir: dir}
+	for i, key := range []string{"fs-1", "fs-2"} {
+		p := ce.park(t, cfMarketArgs("0.001", key))
+		before := ce.Flushes()
+		res, e := ce.decide(p.ConfirmationID, messages.DecisionApprove, cliOrigin)
+		if e != nil {
+			t.Fatal(e)
+		}
+		if ans, ok := res.(*messages.OrderAnswer); !ok || ans.Status != messages.AnswerAccepted {
+			t.Fatalf("approval %d answered %+v", i, res)
+		}
+		if n := ce.Flushes() - before; n != 2 {
+			t.Fatalf("approval %d took %d fsyncs, want 2", i, n)
+		}
+		var got []messages.RecordType
+		err := wal.Scan(dir, func(r wal.Record) error {
+			switch typ := messages.RecordType(r.Type); typ {
+			case messages.RecordConfirmationDecided, messages.RecordConfirmationExecuted, messages.RecordOrderAttempt, messages.RecordOrderOutcome:
+				got = append(got, typ)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []messages.RecordType{messages.RecordConfirmationDecided, messages.RecordConfirmationExecuted,
+			messages.RecordOrderAttempt, messages.RecordOrderOutcome, messages.RecordConfirmationExecuted}
+		if len(got) != 5*(i+1) {
+			t.Fatalf("approval %d: journal holds %v", i, got)
+		}
+		for j, typ := range got[5*i:] {
+			if typ != want[j] {
+				t.Fatalf("approval %d: records %v, want %v", i, got[5*i:], want)
+			}
+		}
+	}
+}
