@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"sync"
 	"time"
 
@@ -266,6 +267,7 @@ func (w *Writer) flushLoop() {
 			}
 		}
 
+		w.gather(len(batch))
 		w.mu.Lock()
 		w.flushing = false
 		var refused []pending
@@ -375,4 +377,24 @@ func (w *Writer) write(batch []pending) (recs []wal.Record, err error) {
 		err = errors.New("journal: append returned a short batch")
 	}
 	return recs, err
+}
+
+// gather lets the writers just answered come back with their next record
+// before the next batch is taken, so that they go out together instead of
+// the first alone and the others in the batch after (writers that take
+// turns halve the records per fsync). It yields to them, and again while
+// each yield brought more records, up to as many as the last batch held:
+// no timer, no guess of how long they take.
+func (w *Writer) gather(last int) {
+	prev := -1
+	for {
+		runtime.Gosched()
+		w.mu.Lock()
+		n := len(w.queue)
+		w.mu.Unlock()
+		if n >= last || n == prev {
+			return
+		}
+		prev = n
+	}
 }

@@ -181,9 +181,14 @@ func TestWriterNoSyncRidesTheNextSync(t *testing.T) {
 	if f := w.Flushes(); f != 1 {
 		t.Fatalf("%d syncs, want 1", f)
 	}
-	// A lone NoSync record waits for a Flush.
+	// A lone NoSync record waits for a Flush. (Give a wrong writer time to
+	// start a sync of its own; a right one passes however long this is.)
 	lazy2 := make(chan Result, 1)
 	w.Append(entry("u", 3), NoSync, func(r Result) { lazy2 <- r })
+	time.Sleep(100 * time.Millisecond)
+	if len(lazy2) != 0 {
+		t.Fatal("a lone NoSync record was answered before any sync")
+	}
 	if f := w.Flushes(); f != 1 {
 		t.Fatalf("a NoSync record started a sync (%d)", f)
 	}
