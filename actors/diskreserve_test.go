@@ -169,7 +169,7 @@ func TestDeadmanJournalsItsTriggerInTheLastReserve(t *testing.T) {
 }
 
 // In the last reserve the counts of refused calls and refused sessions
-// are not written: the journal actor refuses every record that is not
+// are not written: the journal writer refuses every record that is not
 // essential, whichever path queued it (both are queued without waiting).
 func TestDiskReserveDropsRefusalCounts(t *testing.T) {
 	ts := reserveUser(t, func(dir string) uint64 { return freeOf(t, dir) + 1<<30 })

@@ -1,11 +1,11 @@
 // Package actors hosts the server's state owners on protoactor-go: a root
-// supervisor; the journal actor (the single writer of the WAL, with group
-// commit); the users supervisor with, per user, a supervisor of two
+// supervisor; the users supervisor with, per user, a supervisor of two
 // siblings: the user actor (policy, kill switch, sealed exchange keys, order
 // state, pending confirmations (confirm.go) and the actions in flight;
 // spawned on first use) and the venue
 // actor (the user's venue session); and the market-data actor (the one
-// path to the venue's public endpoints).
+// path to the venue's public endpoints). Every record goes through the one
+// journal writer, package actors/journal, which is not an actor.
 //
 // Every input is a typed message from package messages; System is the
 // façade the MCP server, the control socket and the in-process CLI call.

@@ -20,7 +20,7 @@ import (
 // Config configures the actor system. Zero values mean the documented
 // defaults.
 type Config struct {
-	// Journal is the opened WAL; the journal actor becomes its only user.
+	// Journal is the opened WAL; the journal writer becomes its only user.
 	// Required.
 	Journal *wal.Log
 	// Market serves the public market endpoints. Nil means no market-data
@@ -101,7 +101,7 @@ type System struct {
 	// tokens finds the user of a bearer token (tokens.go).
 	tokens *tokenIndex
 	// index keeps each user's recent records for get_my_journal
-	// (journalindex.go).
+	// (actors/journal/index.go).
 	index *journal.Index
 	// disk watches the journal's free space (nil: not watched).
 	disk *journal.DiskWatch
@@ -110,8 +110,8 @@ type System struct {
 	readsNotJournaled atomic.Uint64
 }
 
-// Start builds the actor system: the root supervisor and, under it, the
-// journal actor and the market-data actor.
+// Start starts the journal writer and builds the actor system: the root
+// supervisor and, under it, the users and the market-data actor.
 func Start(cfg Config) (*System, error) {
 	if cfg.Journal == nil {
 		return nil, errors.New("actors: Config.Journal is required")
