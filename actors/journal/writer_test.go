@@ -47,6 +47,15 @@ func appendWait(t *testing.T, w *Writer, e wal.Entry, d Durability) Result {
 	}
 }
 
+// closeAndRead closes the writer and its log, and reads back what the
+// journal holds.
+func closeAndRead(t *testing.T, w *Writer, l *wal.Log, dir string) []wal.Record {
+	t.Helper()
+	w.Close()
+	_ = l.Close()
+	return onDisk(t, dir)
+}
+
 // onDisk reads back what the journal holds.
 func onDisk(t *testing.T, dir string) []wal.Record {
 	t.Helper()
@@ -104,9 +113,7 @@ func TestWriterOrdersAndChainsConcurrentAppends(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	w.Close()
-	_ = l.Close()
-	recs := onDisk(t, dir)
+	recs := closeAndRead(t, w, l, dir)
 	if len(recs) != writers*each || len(got) != writers*each {
 		t.Fatalf("%d records on disk, %d answered, want %d", len(recs), len(got), writers*each)
 	}
@@ -153,9 +160,7 @@ func TestWriterGroupCommitsWhatQueuedDuringASync(t *testing.T) {
 	if f := w.Flushes(); f != 2 {
 		t.Fatalf("%d records took %d syncs, want 2 (the first, then all that queued during it)", n+1, f)
 	}
-	w.Close()
-	_ = l.Close()
-	if got := len(onDisk(t, dir)); got != n+1 {
+	if got := len(closeAndRead(t, w, l, dir)); got != n+1 {
 		t.Fatalf("%d records on disk, want %d", got, n+1)
 	}
 }
@@ -247,9 +252,7 @@ func TestWriterFailedWriteIsStickyAndDown(t *testing.T) {
 			t.Fatalf("append after a failure answered %+v", r)
 		}
 	}
-	w.Close()
-	_ = l.Close()
-	if n := len(onDisk(t, dir)); n != 1 {
+	if n := len(closeAndRead(t, w, l, dir)); n != 1 {
 		t.Fatalf("%d records on disk, want 1", n)
 	}
 }
@@ -296,9 +299,7 @@ func TestWriterInvalidEntryIsRefusedAlone(t *testing.T) {
 	if r := appendWait(t, w, entry("u", 99), Sync); r.Err != nil {
 		t.Fatalf("a later append: %v", r.Err)
 	}
-	w.Close()
-	_ = l.Close()
-	if n := len(onDisk(t, dir)); n != 11 {
+	if n := len(closeAndRead(t, w, l, dir)); n != 11 {
 		t.Fatalf("%d records on disk, want 11", n)
 	}
 }
