@@ -30,12 +30,17 @@ func TestApprovalCostsTwoFsyncs(t *testing.T) {
 		if ans, ok := res.(*messages.OrderAnswer); !ok || ans.Status != messages.AnswerAccepted {
 			t.Fatalf("approval %d answered %+v", i, res)
 		}
-		if n := ce.Flushes() - before; n != 2 {
-			t.Fatalf("approval %d took %d fsyncs, want 2", i, n)
-		}
+		n := ce.Flushes() - before
 		var got []messages.RecordType
+		// The private stream's venue_update may come in between (at most
+		// one every 200 ms): it may take an fsync of its own.
+		pushed := 0
 		err := wal.Scan(dir, func(r wal.Record) error {
 			switch typ := messages.RecordType(r.Type); typ {
+			case messages.RecordVenueUpdate:
+				if len(got) > 5*i {
+					pushed++
+				}
 			case messages.RecordConfirmationDecided, messages.RecordConfirmationExecuted, messages.RecordOrderAttempt, messages.RecordOrderOutcome:
 				got = append(got, typ)
 			}
@@ -43,6 +48,9 @@ func TestApprovalCostsTwoFsyncs(t *testing.T) {
 		})
 		if err != nil {
 			t.Fatal(err)
+		}
+		if n < 2 || n > uint64(2+pushed) {
+			t.Fatalf("approval %d took %d fsyncs (%d of them may be the stream's), want 2", i, n, pushed)
 		}
 		want := []messages.RecordType{messages.RecordConfirmationDecided, messages.RecordConfirmationExecuted,
 			messages.RecordOrderAttempt, messages.RecordOrderOutcome, messages.RecordConfirmationExecuted}
