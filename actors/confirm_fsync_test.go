@@ -64,3 +64,55 @@ func TestApprovalCostsTwoFsyncs(t *testing.T) {
 		}
 	}
 }
+
+// A crash after an approved order's outcome and before the run's end
+// (they share an fsync, but the outcome may go in the batch before) leaves
+// the outcome alone: replay settles the confirmation from it, executed
+// with the order's answer, and nothing is sent again.
+func TestApprovedOutcomeWithoutItsEndReplays(t *testing.T) {
+	ce := newConfirmEnv(t, true, "place_order")
+	p := ce.park(t, cfMarketArgs("0.001", "k-cut"))
+	if _, e := ce.decide(p.ConfirmationID, messages.DecisionApprove, cliOrigin); e != nil {
+		t.Fatal(e)
+	}
+	ce.stop()
+	var recs []wal.Record
+	if err := wal.Scan(ce.dir, func(r wal.Record) error { recs = append(recs, r); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	end := -1
+	for i, r := range recs {
+		if messages.RecordType(r.Type) == messages.RecordConfirmationExecuted {
+			end = i // the last one: the run's end
+		}
+	}
+	if end < 1 || messages.RecordType(recs[end-1].Type) != messages.RecordOrderOutcome {
+		t.Fatalf("the run's end is not right behind its outcome (at %d)", end)
+	}
+	cut := t.TempDir()
+	l, _, err := wal.Open(cut, wal.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var entries []wal.Entry
+	for i, r := range recs {
+		if i != end {
+			entries = append(entries, wal.Entry{Time: r.Time, Type: r.Type, User: r.User, Actor: r.Actor, Channel: r.Channel, Payload: r.Payload})
+		}
+	}
+	if _, err := l.Append(entries); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	ce.dir = cut
+	ce.testSystem = ce.start(t, cut)
+	st := ce.status(t, p.ConfirmationID)
+	if st.Status != messages.ConfirmStatusExecuted || len(st.Result) == 0 {
+		t.Fatalf("replayed without the end: %+v", st)
+	}
+	if n := ce.simCount(t, confirmClientOrderID(p.ConfirmationID, 1)); n != 1 {
+		t.Fatalf("%d orders on the venue, want 1", n)
+	}
+}
