@@ -161,6 +161,12 @@ func Start(cfg Config) (*System, error) {
 		s.index = cfg.Users.index
 	}
 	s.journal = journal.New(cfg.Journal, journal.Options{Logger: logger, Disk: disk, Index: s.index})
+	started := false
+	defer func() {
+		if !started {
+			s.journal.Close() // the caller gets no System to stop
+		}
+	}()
 	if cfg.Users != nil {
 		level := cfg.Venue
 		if level == "" {
@@ -237,6 +243,7 @@ func Start(cfg Config) (*System, error) {
 			return nil, err
 		}
 	}
+	started = true
 	return s, nil
 }
 
