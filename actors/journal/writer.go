@@ -231,8 +231,12 @@ func (w *Writer) Flushes() uint64 { return w.flushes.Load() }
 // idle reports whether nothing is queued or being written. w.mu is held.
 func (w *Writer) idle() bool { return !w.flushing && len(w.queue) == 0 }
 
-// due reports whether the flusher has a batch to write. w.mu is held.
-func (w *Writer) due() bool { return len(w.queue) > 0 && (w.syncs > 0 || w.forced) }
+// due reports whether the flusher has a batch to write: a Sync record is
+// queued, or the NoSync ones must go out (a Flush, a Drain still waiting,
+// Close). w.mu is held.
+func (w *Writer) due() bool {
+	return len(w.queue) > 0 && (w.syncs > 0 || w.forced || w.closing || len(w.drains) > 0)
+}
 
 // flushLoop is the flusher: the only goroutine that touches the log.
 func (w *Writer) flushLoop() {
