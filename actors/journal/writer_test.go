@@ -374,3 +374,22 @@ func TestHungFlushMarksTheJournalDown(t *testing.T) {
 		t.Fatal("a flush in time marked the journal down")
 	}
 }
+
+// A Drain waits for the NoSync records appended while it waits, and makes
+// them durable too, without a Sync record.
+func TestWriterDrainTakesNoSyncRecordsAppendedMeanwhile(t *testing.T) {
+	w, l, dir := openWriter(t, Options{})
+	g := hold(w, l)
+	w.Append(entry("u", 1), NoSync, nil)
+	drained := make(chan bool, 1)
+	go func() { drained <- w.Drain(5 * time.Second) }()
+	<-g.started // the drain forced the first record out; its write is held
+	w.Append(entry("u", 2), NoSync, nil)
+	close(g.open)
+	if !<-drained {
+		t.Fatal("the drain did not finish: the record appended meanwhile was left waiting for a sync")
+	}
+	if n := len(closeAndRead(t, w, l, dir)); n != 2 {
+		t.Fatalf("%d records on disk, want 2", n)
+	}
+}
