@@ -214,6 +214,9 @@ func TestWriterFlushWithNothingQueuedForcesNothing(t *testing.T) {
 	w.Flush()
 	lazy := make(chan Result, 1)
 	w.Append(entry("u", 1), NoSync, func(r Result) { lazy <- r })
+	// Give a wrong writer time to flush the NoSync record alone; a right
+	// one passes however long this is.
+	time.Sleep(50 * time.Millisecond)
 	if r := appendWait(t, w, entry("u", 2), Sync); r.Err != nil {
 		t.Fatal(r.Err)
 	}
