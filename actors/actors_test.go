@@ -241,16 +241,21 @@ func TestPanicInAMarketReadAnswersInternalError(t *testing.T) {
 	}
 }
 
-// The journal is stopped, not restarted, after a panic: every later append
-// fails closed with internal_error.
+// The journal is stopped, not restarted, after a failed write: every later
+// append fails closed with internal_error. (The writer has no actor to
+// panic: a panic in its write is a failed write, TestWriterPanicInWriteFailsClosed
+// in actors/journal; here the log fails under it.)
 func TestJournalPanicFailsClosed(t *testing.T) {
 	ts := startTest(t, nil)
 	if _, err := ts.journalJSON(context.Background(), messages.RecordToolCall, "u", messages.ActorAgent, map[string]int{}); err != nil {
 		t.Fatal(err)
 	}
-	_, err := ask[*AppendResponse](context.Background(), ts.System, ts.journal, &crashRequest{})
+	// The log is closed under the writer (it is idle: the record above
+	// was answered): its next write fails.
+	_ = ts.log.Close()
+	_, err := ts.journalJSON(context.Background(), messages.RecordToolCall, "u", messages.ActorAgent, map[string]int{})
 	if messages.CodeOf(err) != messages.CodeInternalError {
-		t.Fatalf("crashing request got %v", err)
+		t.Fatalf("failing write got %v", err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
@@ -337,35 +342,6 @@ func TestInvalidEntryIsRefusedAlone(t *testing.T) {
 	}
 	if n := len(ts.records(t)); n != 20 {
 		t.Fatalf("%d records on disk, want 20", n)
-	}
-}
-
-// A flush that has run longer than journalTimeout marks the journal down,
-// and every waiter wakes.
-func TestHungFlushMarksTheJournalDown(t *testing.T) {
-	h := newJournalHealth()
-	stop := make(chan struct{})
-	defer close(stop)
-	waiters := []<-chan struct{}{h.Down(), h.Down(), h.Down()}
-	h.flushStart.Store(time.Now().Add(-journalTimeout - time.Second).UnixNano())
-	go h.watch(stop, time.Now, slog.New(slog.DiscardHandler))
-	for _, w := range waiters {
-		select {
-		case <-w:
-		case <-time.After(5 * time.Second):
-			t.Fatal("a hung flush did not mark the journal down")
-		}
-	}
-	if !h.isDown() {
-		t.Fatal("isDown is false")
-	}
-	// A flush in time does not.
-	ok := newJournalHealth()
-	ok.flushStart.Store(time.Now().UnixNano())
-	go ok.watch(stop, time.Now, slog.New(slog.DiscardHandler))
-	time.Sleep(1500 * time.Millisecond)
-	if ok.isDown() {
-		t.Fatal("a flush in time marked the journal down")
 	}
 }
 

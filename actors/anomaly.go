@@ -6,6 +6,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/guarded-exchange/guarded-exchange/actors/journal"
 	"github.com/guarded-exchange/guarded-exchange/actors/state"
 	"github.com/guarded-exchange/guarded-exchange/messages"
 	"github.com/guarded-exchange/guarded-exchange/venue"
@@ -72,13 +73,14 @@ func (u *userActor) noteAnomaly(ctx actor.Context, ev messages.VenueAnomalyEvent
 	u.logger.Warn("the venue showed something that disagrees with the server", "user", u.state.User, "kind", ev.Kind, "source", ev.Source, "field", ev.Field, "count", n)
 	ev.At, ev.Count = now.UTC(), n
 	e := state.Event{Type: messages.RecordVenueAnomaly, Payload: ev}
-	if !state.OriginAllowed(e, systemOrigin.Actor()) || u.health.isDown() {
+	if !state.OriginAllowed(e, systemOrigin.Actor()) || u.journal.IsDown() {
 		return
 	}
 	payload, err := json.Marshal(ev)
 	if err != nil {
 		return
 	}
-	ctx.Send(u.journal, &AppendRequest{Entry: wal.Entry{Time: now.UTC(), Type: uint16(e.Type), User: u.state.User,
-		Actor: systemOrigin.Actor(), Channel: systemOrigin.ChannelText(), Payload: payload}})
+	// Sync, not waited for: nothing waits on an anomaly record.
+	u.journal.Append(wal.Entry{Time: now.UTC(), Type: uint16(e.Type), User: u.state.User,
+		Actor: systemOrigin.Actor(), Channel: systemOrigin.ChannelText(), Payload: payload}, journal.Sync, nil)
 }

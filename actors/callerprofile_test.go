@@ -14,24 +14,18 @@ import (
 // started after the call is held, and release lets it go on.
 func holdJournal(t *testing.T, ts *testSystem, start func()) (release func()) {
 	t.Helper()
-	ts.index.mu.Lock()
+	unhold := ts.index.Hold()
 	before := ts.Flushes()
 	start()
 	deadline := time.Now().Add(30 * time.Second)
 	for ts.Flushes() == before {
 		if time.Now().After(deadline) {
-			ts.index.mu.Unlock()
+			unhold()
 			t.Fatal("no journal write started")
 		}
 		time.Sleep(time.Millisecond)
 	}
-	released := false
-	return func() {
-		if !released {
-			released = true
-			ts.index.mu.Unlock()
-		}
-	}
+	return unhold
 }
 
 // profileNow reads the caller's profile as the MCP guard does, and fails

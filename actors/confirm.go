@@ -14,6 +14,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/shopspring/decimal"
 
+	"github.com/guarded-exchange/guarded-exchange/actors/journal"
 	"github.com/guarded-exchange/guarded-exchange/actors/state"
 	"github.com/guarded-exchange/guarded-exchange/messages"
 	"github.com/guarded-exchange/guarded-exchange/wal"
@@ -541,52 +542,38 @@ func (u *userActor) onConfirmExecute(ctx actor.Context, m *confirmExecute) {
 	}()
 }
 
-// lazyFlushAfter is how long a lazy confirmation record may wait for a
-// record that flushes before it asks the journal to flush.
-const lazyFlushAfter = time.Second
-
-// writeLazy journals ev without waiting for its fsync, and applies it at
-// once: it goes out with the next record that flushes (the journal is
-// ordered, so when that one is durable, ev is too), or within
-// lazyFlushAfter. It is used for an approval and the start of its
-// execution only: nothing is sent before the execution's order_attempt,
-// which is durable first and carries them to disk in the same fsync. If
-// the process dies before, nothing was sent, and the confirmation is
-// pending or approved again after the restart. A failed write marks the
-// journal down: every later write, and so every send, is refused.
+// writeLazy journals ev NoSync and applies it at once, before it is
+// durable: the one exception to "durable, then applied" (decisions D71,
+// D19Wa). It is used for an approval and the start of its execution only:
+// the run that follows needs the approved state, and nothing is sent
+// before the run's first Sync record (its order_attempt, or the refusal or
+// end that stops it), which is durable only with them, so they cost no
+// fsync of their own. If the process dies before, nothing was sent, and
+// the confirmation is pending or approved again after the restart. A run
+// that ends without a record of its own flushes them (onConfirmDone). A
+// failed write marks the journal down: every later write, and so every
+// send, is refused.
 func (u *userActor) writeLazy(ctx actor.Context, ev state.Event, o messages.Origin) *messages.Error {
 	origin := o.Actor()
 	if !state.OriginAllowed(ev, origin) {
 		return state.RefuseOrigin(ev, origin)
 	}
-	if u.health.isDown() {
-		return messages.Internal(fmt.Errorf("journal: the journal has failed; refusing"))
+	if u.journal.IsDown() {
+		return errJournalDown()
 	}
 	payload, err := json.Marshal(ev.Payload)
 	if err != nil {
 		return messages.Internal(err)
 	}
-	reply := make(chan *AppendResponse, 1)
-	ctx.Send(u.journal, &AppendRequest{Entry: wal.Entry{Time: u.now().UTC(), Type: uint16(ev.Type), User: u.state.User, Actor: origin,
-		Channel: o.ChannelText(), Payload: payload}, Reply: reply, Lazy: true})
-	u.commit(ev)
-	root, journal, health, logger := ctx.ActorSystem().Root, u.journal, u.health, u.logger
-	go func() {
-		var res *AppendResponse
-		select {
-		case res = <-reply:
-		case <-time.After(lazyFlushAfter):
-			root.Send(journal, &flushRequest{})
-			select {
-			case res = <-reply:
-			case <-time.After(journalTimeout):
-			}
-		}
-		if res == nil || res.Err != nil {
-			health.markDown()
+	w, logger := u.journal, u.logger
+	w.Append(wal.Entry{Time: u.now().UTC(), Type: uint16(ev.Type), User: u.state.User, Actor: origin,
+		Channel: o.ChannelText(), Payload: payload}, journal.NoSync, func(r journal.Result) {
+		if r.Err != nil {
+			w.MarkDown()
 			logger.Error("journal: a confirmation record did not become durable; refusing all further writes", "type", ev.Type.String())
 		}
-	}()
+	})
+	u.commit(ev)
 	return nil
 }
 
@@ -627,17 +614,20 @@ func (u *userActor) onConfirmDone(ctx actor.Context, m *confirmDone) {
 	// The order's outcome may already have settled the status
 	// (applyConfirm); the run's end is journaled all the same.
 	ran := conf.Status == messages.ConfirmStatusExecuting || conf.Status == messages.ConfirmStatusExecuted || conf.Status == messages.ConfirmStatusFailed
-	if !ok || !ran || failed && e.Code == messages.CodeOutcomeUnknown {
+	if u.runEnded[m.id] {
+		// The run's end went out with its last order_outcome (runEnd).
+		delete(u.runEnded, m.id)
 		u.reply(ctx, m.waiter, answer)
 		return
 	}
-	out := messages.ConfirmationExecutedEvent{ConfirmationID: m.id, Status: messages.ConfirmStatusExecuted, At: u.now().UTC()}
-	if failed {
-		out.Status, out.Error = messages.ConfirmStatusFailed, e
-	} else if raw, err := json.Marshal(answer); err == nil {
-		out.Result = raw
+	if !ok || !ran || failed && e.Code == messages.CodeOutcomeUnknown {
+		// The approval and the start were journaled NoSync (writeLazy):
+		// if no record of the run carried them yet, they go out now.
+		u.journal.Flush()
+		u.reply(ctx, m.waiter, answer)
+		return
 	}
-	ev := state.Event{Type: messages.RecordConfirmationExecuted, Payload: out}
+	ev := runEndEvent(m.id, answer, u.now())
 	u.write(ctx, ev, executorOrigin(m.id), func(_ wal.Record, err error) {
 		if err != nil {
 			u.reply(ctx, m.waiter, messages.AsError(err))
@@ -646,6 +636,46 @@ func (u *userActor) onConfirmDone(ctx actor.Context, m *confirmDone) {
 		u.commit(ev)
 		u.reply(ctx, m.waiter, answer)
 	})
+}
+
+// runEndEvent is the confirmation_executed that ends an approved action's
+// run with its answer: executed with the answer, or failed with its error.
+func runEndEvent(id string, answer any, at time.Time) state.Event {
+	out := messages.ConfirmationExecutedEvent{ConfirmationID: id, Status: messages.ConfirmStatusExecuted, At: at.UTC()}
+	if e, failed := answer.(*messages.Error); failed {
+		out.Status, out.Error = messages.ConfirmStatusFailed, e
+	} else if raw, err := json.Marshal(answer); err == nil {
+		out.Result = raw
+	}
+	return state.Event{Type: messages.RecordConfirmationExecuted, Payload: out}
+}
+
+// runEnd is the end record of an approved action's run that an order's
+// outcome completes: the run's last write (no step after it) whose client
+// order id is the one the executing confirmation waits for, so that the
+// outcome settles it (applyConfirm). The two are journaled in one sync
+// (onOrderWritten, writeTwo), and an approval costs two fsyncs: the
+// order_attempt, which carries the approval and the start, and the
+// order_outcome with the end. ok is false for every other write; a run
+// that ends otherwise journals its end in onConfirmDone.
+func (u *userActor) runEnd(a *action, clientOrderID string, answer any) (ev state.Event, ok bool) {
+	id := a.origin.ConfirmationID
+	if id == "" || a.after != nil || clientOrderID == "" {
+		return state.Event{}, false
+	}
+	if c, found := u.state.Confirmations[id]; !found || c.Status != messages.ConfirmStatusExecuting || c.ClientOrderID != clientOrderID {
+		return state.Event{}, false
+	}
+	return runEndEvent(id, answer, u.now()), true
+}
+
+// endedRun notes that a run's end is journaled: onConfirmDone only
+// answers the decider.
+func (u *userActor) endedRun(id string) {
+	if u.runEnded == nil {
+		u.runEnded = map[string]bool{}
+	}
+	u.runEnded[id] = true
 }
 
 // nextConfirmLinkID is the client order id of a confirmed action's next

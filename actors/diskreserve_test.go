@@ -111,18 +111,18 @@ func TestDiskInnerReserveKeepsTheKillSwitchAndRefusesTheAgent(t *testing.T) {
 		t.Fatalf("the kill switch in the inner reserve: %v", err)
 	}
 	for _, typ := range []messages.RecordType{messages.RecordDeadmanTriggered, messages.RecordOrderAttempt, messages.RecordOrderOutcome} {
-		if ts.System.disk.refuses(typ) {
+		if ts.System.disk.Refuses(typ) {
 			t.Errorf("the inner reserve refuses %s", typ)
 		}
 	}
 	// The private stream's audit trail stays out of the inner reserve: a
 	// flood of pushes cannot use it up.
 	for _, typ := range []messages.RecordType{messages.RecordVenueUpdate, messages.RecordStreamDropped} {
-		if !ts.System.disk.refuses(typ) {
+		if !ts.System.disk.Refuses(typ) {
 			t.Errorf("the inner reserve takes %s", typ)
 		}
 	}
-	if !ts.System.disk.refuses(messages.RecordToolCall) {
+	if !ts.System.disk.Refuses(messages.RecordToolCall) {
 		t.Error("the inner reserve takes a tool_call")
 	}
 	var kill bool
@@ -169,7 +169,7 @@ func TestDeadmanJournalsItsTriggerInTheLastReserve(t *testing.T) {
 }
 
 // In the last reserve the counts of refused calls and refused sessions
-// are not written: the journal actor refuses every record that is not
+// are not written: the journal writer refuses every record that is not
 // essential, whichever path queued it (both are queued without waiting).
 func TestDiskReserveDropsRefusalCounts(t *testing.T) {
 	ts := reserveUser(t, func(dir string) uint64 { return freeOf(t, dir) + 1<<30 })

@@ -1,12 +1,13 @@
 // Package actors hosts the server's state owners on protoactor-go: a root
-// supervisor; the journal actor (the single writer of the WAL, with group
-// commit); the users supervisor with, per user, a supervisor of two
+// supervisor; the users supervisor with, per user, a supervisor of two
 // siblings: the user actor (policy, kill switch, sealed exchange keys, order
 // state, pending confirmations (confirm.go) and the actions in flight;
 // spawned on first use) and the venue
 // actor (the user's venue session, every signed venue call). Public
 // market reads hold no state and go through no actor: System makes them
 // through the MarketSource it is given (market.go, decisions D19Hb).
+// Every record goes through the one journal writer, package actors/journal,
+// which is not an actor.
 //
 // Every input is a typed message from package messages; System is the
 // façade the MCP server, the control socket and the in-process CLI call.

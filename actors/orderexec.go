@@ -299,7 +299,7 @@ func (u *userActor) onOrderWritten(ctx actor.Context, m *orderWritten) {
 	// limit refused it: the idempotency key is free again.
 	out.ReleaseKey = m.class == venue.WriteNotSent || (m.class == venue.WriteRefused && messages.CodeOf(m.err) == messages.CodeRateLimited)
 	ev := state.Event{Type: messages.RecordOrderOutcome, Payload: out}
-	u.write(ctx, ev, a.origin, func(_ wal.Record, err error) {
+	settle := func(err error, end *state.Event) {
 		if err != nil {
 			// The outcome is not durable: the attempt stays open and is
 			// reconciled at the next start; the caller learns the write
@@ -311,11 +311,27 @@ func (u *userActor) onOrderWritten(ctx actor.Context, m *orderWritten) {
 			return
 		}
 		u.commit(ev)
+		if end != nil {
+			u.commit(*end)
+			u.endedRun(a.origin.ConfirmationID)
+		}
 		u.finish(ctx, a, answer)
 		if a.after != nil {
 			a.after()
 		}
-	})
+	}
+	if end, ok := u.runEnd(a, out.ClientOrderID, answer); ok {
+		// An approved action's last write: its end goes in the same sync.
+		u.writeTwo(ctx, ev, end, a.origin, func(_ wal.Record, err, endErr error) {
+			if endErr != nil {
+				settle(err, nil) // onConfirmDone journals the end
+				return
+			}
+			settle(err, &end)
+		})
+		return
+	}
+	u.write(ctx, ev, a.origin, func(_ wal.Record, err error) { settle(err, nil) })
 }
 
 // ownsAttempt reports whether an action in flight owns the attempt (its

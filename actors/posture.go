@@ -2,14 +2,13 @@ package actors
 
 import (
 	"encoding/json"
-	"errors"
-	"fmt"
 	"slices"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/shopspring/decimal"
 
+	"github.com/guarded-exchange/guarded-exchange/actors/journal"
 	"github.com/guarded-exchange/guarded-exchange/actors/state"
 	"github.com/guarded-exchange/guarded-exchange/messages"
 	"github.com/guarded-exchange/guarded-exchange/wal"
@@ -95,7 +94,7 @@ func (u *userActor) liveAutoCauses(now time.Time) messages.PostureCauses {
 			out = out.With(messages.CauseDailyLoss)
 		}
 	}
-	if u.disk.low() {
+	if u.disk.Low() {
 		out = out.With(messages.CauseDiskLow)
 	}
 	return out
@@ -242,8 +241,8 @@ func sameCauses(a, b messages.PostureCauses) bool {
 
 // writeCommand journals a command's event. A kill switch change is
 // journaled together with the posture transition it makes (to or from
-// HALTED), under the same actor and in the same flush: the switch record
-// is lazy and the posture record sent right behind it flushes both (the
+// HALTED), under the same actor and in the same flush (writeTwo: the
+// switch record NoSync, the posture record Sync right behind it; the
 // journal is ordered, so one fsync covers the two). then sees the switch
 // record's outcome; the posture is committed only when both are durable
 // (a posture record alone is corrected by the next evaluation).
@@ -271,71 +270,29 @@ func (u *userActor) writeCommand(ctx actor.Context, ev state.Event, o messages.O
 		Before: before, After: after, Reason: reason, Actor: o.Actor(), CausesBefore: causes, Causes: causes,
 	}}
 
-	origin := o.Actor()
 	for _, e := range []state.Event{ev, pev} {
-		if !state.OriginAllowed(e, origin) {
+		if origin := o.Actor(); !state.OriginAllowed(e, origin) {
 			then(wal.Record{}, state.RefuseOrigin(e, origin))
 			return
 		}
 	}
-	if u.health.isDown() {
-		then(wal.Record{}, messages.Internal(fmt.Errorf("journal: the journal has failed; refusing")))
+	if u.journal.IsDown() {
+		then(wal.Record{}, errJournalDown())
 		return
 	}
-	if u.disk.refuses(ev.Type) {
+	if u.disk.Refuses(ev.Type) {
 		// The journal would refuse the switch record (turning it off
 		// waits for space) and write the posture record alone.
-		then(wal.Record{}, diskReserveRefusal())
+		then(wal.Record{}, journal.ReserveRefusal())
 		return
 	}
-	entry := func(e state.Event) (wal.Entry, error) {
-		payload, err := json.Marshal(e.Payload)
-		return wal.Entry{Time: u.now().UTC(), Type: uint16(e.Type), User: u.state.User, Actor: origin, Channel: o.ChannelText(), Payload: payload}, err
-	}
-	e1, err1 := entry(ev)
-	e2, err2 := entry(pev)
-	if err := errors.Join(err1, err2); err != nil {
-		then(wal.Record{}, messages.Internal(err))
-		return
-	}
-	u.busy = true
-	f1 := ctx.RequestFuture(u.journal, &AppendRequest{Entry: e1, Lazy: true}, journalTimeout)
-	f2 := ctx.RequestFuture(u.journal, &AppendRequest{Entry: e2}, journalTimeout)
-	outcome := func(res any, ferr error) (wal.Record, error) {
-		switch {
-		case ferr != nil:
-			u.health.markDown()
-			u.logger.Error("journal did not answer; refusing all further writes", "err", ferr.Error())
-			return wal.Record{}, messages.Internal(fmt.Errorf("journal: %w", ferr))
-		case res.(*AppendResponse).Err != nil:
-			return wal.Record{}, res.(*AppendResponse).Err
+	u.writeTwo(ctx, ev, pev, o, func(rec1 wal.Record, err1, err2 error) {
+		if err1 == nil && err2 == nil {
+			u.commit(pev)
+		} else if err2 != nil {
+			u.logger.Warn("could not journal a posture change", "user", u.state.User, "code", string(messages.CodeOf(err2)))
 		}
-		return res.(*AppendResponse).Record, nil
-	}
-	ctx.ReenterAfter(f1, func(r1 any, ferr1 error) {
-		rec1, err1 := outcome(r1, ferr1)
-		ctx.ReenterAfter(f2, func(r2 any, ferr2 error) {
-			rec2, err2 := outcome(r2, ferr2)
-			if u.replaced {
-				for _, r := range []struct {
-					rec wal.Record
-					err error
-				}{{rec1, err1}, {rec2, err2}} {
-					if r.err == nil {
-						ctx.Send(ctx.Self(), &lateRecord{rec: r.rec})
-					}
-				}
-				return
-			}
-			u.busy = false
-			if err1 == nil && err2 == nil {
-				u.commit(pev)
-			} else if err2 != nil {
-				u.logger.Warn("could not journal a posture change", "user", u.state.User, "code", string(messages.CodeOf(err2)))
-			}
-			then(rec1, err1)
-			u.drain(ctx)
-		})
+		then(rec1, err1)
 	})
 }
 
@@ -427,7 +384,7 @@ func (u *userActor) postureView(now time.Time) *messages.PostureView {
 		v.Exposure.Note = "the stream cache has nothing yet; read get_open_orders and get_positions"
 	}
 	if u.disk != nil {
-		v.Disk = &messages.DiskHealth{FreeBytes: u.disk.freeBytes(), MarginBytes: u.disk.margin + u.disk.floor}
+		v.Disk = &messages.DiskHealth{FreeBytes: u.disk.FreeBytes(), MarginBytes: u.disk.MarginBytes()}
 	}
 	boundPosture(v)
 	return v

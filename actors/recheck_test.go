@@ -23,7 +23,7 @@ func TestNothingIsSentWhenTheAttemptIsNotDurable(t *testing.T) {
 	te.tradeReady(t, messages.PolicySettings{})
 	// The journal fails: every later write, the attempt first, is
 	// refused.
-	te.health.markDown()
+	te.journal.MarkDown()
 	res, err := te.askUser(context.Background(), te.user, &tradingAsk{ctx: context.Background(), tool: placeOrderTool, args: limitArgs("0.01", "30000"), origin: agentOrigin})
 	if err == nil {
 		t.Fatalf("place_order answered %+v while the journal refused its attempt", res)

@@ -48,9 +48,8 @@ func restartStrategy() actor.SupervisorStrategy {
 	})
 }
 
-// stopStrategy stops a failing child at once. The journal uses it: a
-// journal that panicked may hold a half-flushed batch, and guessing is
-// worse than refusing every later append.
+// stopStrategy stops a failing child at once: the strategy of a child
+// registered without one of its own.
 func stopStrategy() actor.SupervisorStrategy {
 	return actor.NewOneForOneStrategy(0, time.Second, func(any) actor.Directive {
 		return actor.StopDirective

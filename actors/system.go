@@ -11,6 +11,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/guarded-exchange/guarded-exchange/actors/journal"
 	"github.com/guarded-exchange/guarded-exchange/messages"
 	"github.com/guarded-exchange/guarded-exchange/venue"
 	"github.com/guarded-exchange/guarded-exchange/wal"
@@ -19,7 +20,7 @@ import (
 // Config configures the actor system. Zero values mean the documented
 // defaults.
 type Config struct {
-	// Journal is the opened WAL; the journal actor becomes its only user.
+	// Journal is the opened WAL; the journal writer becomes its only user.
 	// Required.
 	Journal *wal.Log
 	// Market serves the public market reads System makes on its callers'
@@ -85,7 +86,7 @@ type Config struct {
 type System struct {
 	sys     *actor.ActorSystem
 	root    *actor.PID
-	journal *actor.PID
+	journal *journal.Writer
 	// market serves the public market reads (market.go); nil: none.
 	market  MarketSource
 	users   *actor.PID
@@ -96,11 +97,6 @@ type System struct {
 	bounds  stepBounds
 	tickets *sendTickets
 	now     func() time.Time
-	// journal health: down when the journal actor has stopped, a write
-	// failed or a flush hung; every later write fails at once instead of
-	// waiting for a reply that cannot come.
-	health      *journalHealth
-	stopWatcher chan struct{}
 	// registry names the running user actors and every user's committed
 	// state.
 	registry *userRegistry
@@ -111,17 +107,17 @@ type System struct {
 	// tokens finds the user of a bearer token (tokens.go).
 	tokens *tokenIndex
 	// index keeps each user's recent records for get_my_journal
-	// (journalindex.go).
-	index *journalIndex
+	// (actors/journal/index.go).
+	index *journal.Index
 	// disk watches the journal's free space (nil: not watched).
-	disk *diskWatch
+	disk *journal.DiskWatch
 	// readsNotJournaled counts the read tools' tool_call records skipped
 	// in the disk's last reserve (ToolCalled).
 	readsNotJournaled atomic.Uint64
 }
 
-// Start builds the actor system: the root supervisor and, under it, the
-// journal actor and the users supervisor.
+// Start starts the journal writer and builds the actor system: the root
+// supervisor and, under it, the users supervisor.
 func Start(cfg Config) (*System, error) {
 	if cfg.Journal == nil {
 		return nil, errors.New("actors: Config.Journal is required")
@@ -130,13 +126,13 @@ func Start(cfg Config) (*System, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	s := &System{logger: logger, timeout: cfg.RequestTimeout, now: cfg.Now, health: newJournalHealth(), stopWatcher: make(chan struct{}), registry: newUserRegistry(),
+	s := &System{logger: logger, timeout: cfg.RequestTimeout, now: cfg.Now, registry: newUserRegistry(),
 		tickets: newSendTickets(), market: cfg.Market}
 	floor := cfg.DiskFloorBytes
 	if floor == 0 {
 		floor = DefaultDiskFloor
 	}
-	disk := newDiskWatch(cfg.JournalDir, cfg.DiskMarginBytes, floor)
+	disk := journal.NewDiskWatch(cfg.JournalDir, cfg.DiskMarginBytes, floor)
 	s.disk = disk
 	if s.timeout <= 0 {
 		s.timeout = 10 * time.Second
@@ -166,22 +162,17 @@ func Start(cfg Config) (*System, error) {
 	}
 	s.root = root
 
-	s.index = newJournalIndex()
+	s.index = journal.NewIndex()
 	if cfg.Users != nil {
 		s.index = cfg.Users.index
 	}
-	journal, index := cfg.Journal, s.index
-	s.journal, err = s.spawnChild(childSpec{
-		name: "journal",
-		props: actor.PropsFromProducer(func() actor.Actor {
-			return &journalActor{log: journal, logger: logger, health: s.health, disk: disk, index: index}
-		}, mw),
-		strategy: stopStrategy(),
-	})
-	if err != nil {
-		return nil, err
-	}
-	go s.health.watch(s.stopWatcher, time.Now, logger)
+	s.journal = journal.New(cfg.Journal, journal.Options{Logger: logger, Disk: disk, Index: s.index})
+	started := false
+	defer func() {
+		if !started {
+			s.journal.Close() // the caller gets no System to stop
+		}
+	}()
 	if cfg.Users != nil {
 		level := cfg.Venue
 		if level == "" {
@@ -197,7 +188,7 @@ func Start(cfg Config) (*System, error) {
 		}
 		deps := &userDeps{
 			venue: level, env: cfg.Environment, journal: s.journal, logger: logger, masterKey: cfg.MasterKey,
-			factory: cfg.Clients, timeout: s.timeout, now: s.now, mw: mw, health: s.health, registry: s.registry,
+			factory: cfg.Clients, timeout: s.timeout, now: s.now, mw: mw, registry: s.registry,
 			tokens: s.tokens, streams: cfg.Streams, settleWait: cfg.SettleWait, recoveryWait: cfg.RecoveryWait,
 			disk: disk, postureEvery: cfg.PostureEvery, positionPoll: cfg.PositionPoll, confirmCLI: cfg.ConfirmCLI,
 			tickets: s.tickets,
@@ -249,6 +240,7 @@ func Start(cfg Config) (*System, error) {
 			}
 		}
 	}
+	started = true
 	return s, nil
 }
 
@@ -267,13 +259,12 @@ func (s *System) spawnChild(spec childSpec) (*actor.PID, error) {
 // Stop drains the journal (everything queued is made durable) and stops
 // every actor. It does not close the WAL; the caller owns it.
 func (s *System) Stop() {
-	defer close(s.stopWatcher)
-	_, _ = s.sys.Root.RequestFuture(s.journal, &drainRequest{}, 30*time.Second).Result()
+	s.journal.Drain(journal.Timeout)
 	_, _ = s.sys.Root.PoisonFuture(s.root).Result()
 	s.sys.Shutdown()
-	// A write that began between the drain and the stop finishes before
-	// the caller may close the log.
-	s.health.writing.Wait()
+	// What was appended between the drain and the stop is written, and
+	// the flusher has returned, before the caller may close the log.
+	s.journal.Close()
 }
 
 // journalEntry appends one record and returns it once it is durable.
@@ -281,19 +272,16 @@ func (s *System) journalEntry(ctx context.Context, e wal.Entry) (wal.Record, err
 	if e.Time.IsZero() {
 		e.Time = s.now().UTC()
 	}
-	if s.health.isDown() {
-		return wal.Record{}, messages.Internal(errors.New("journal: the journal has failed; refusing writes"))
-	}
 	// A channel reply, not a protoactor future, and no timer per write:
 	// this is the hot path of every durable write from outside the actors.
-	// A hung journal is caught by one watcher (journalHealth.watch).
-	reply := make(chan *AppendResponse, 1)
-	s.sys.Root.Send(s.journal, &AppendRequest{Entry: e, Reply: reply})
+	// A hung journal is caught by the writer's one watcher.
+	reply := make(chan journal.Result, 1)
+	s.journal.Append(e, journal.Sync, func(r journal.Result) { reply <- r })
 	return s.awaitAppend(ctx, reply)
 }
 
 // awaitAppend waits for the journal's answer to one append.
-func (s *System) awaitAppend(ctx context.Context, reply <-chan *AppendResponse) (wal.Record, error) {
+func (s *System) awaitAppend(ctx context.Context, reply <-chan journal.Result) (wal.Record, error) {
 	select {
 	case res := <-reply:
 		if res.Err != nil {
@@ -302,27 +290,27 @@ func (s *System) awaitAppend(ctx context.Context, reply <-chan *AppendResponse) 
 		return res.Record, nil
 	case <-ctx.Done():
 		return wal.Record{}, messages.Internal(fmt.Errorf("journal: %w", ctx.Err()))
-	case <-s.health.Down():
+	case <-s.journal.Down():
 		return wal.Record{}, messages.Internal(errors.New("journal: the journal failed before answering; the record may or may not be durable"))
 	}
 }
 
 // Flushes returns how many batches the journal has written so far, each
 // one fsync: what tests and benchmarks count to prove a call costs one.
-func (s *System) Flushes() uint64 { return s.health.flushes.Load() }
+func (s *System) Flushes() uint64 { return s.journal.Flushes() }
 
 // journalAsync queues one record without waiting for it to be durable. It
 // is for records whose loss in a crash acknowledges nothing (the tool_call
 // record of a read-only tool); state changes use Journal. Once the journal
 // has failed it refuses, so nothing is served unjournaled.
 func (s *System) journalAsync(e wal.Entry) error {
-	if s.health.isDown() {
+	if s.journal.IsDown() {
 		return messages.Internal(errors.New("journal: the journal has failed; refusing"))
 	}
 	if e.Time.IsZero() {
 		e.Time = s.now().UTC()
 	}
-	s.sys.Root.Send(s.journal, &AppendRequest{Entry: e})
+	s.journal.Append(e, journal.Sync, nil)
 	return nil
 }
 
@@ -585,14 +573,14 @@ func ask[T any](ctx context.Context, s *System, pid *actor.PID, msg any) (T, err
 // without its tool_call, and its kill_switch_on record (written only when
 // the switch changes, by mcp:agent) is its trace.
 func (s *System) ToolCalled(ctx context.Context, call *messages.ToolCalled, durable bool) (wait func(context.Context) error, err error) {
-	inner := durable && s.disk.belowInnerFloor()
+	inner := durable && s.disk.BelowInnerFloor()
 	if inner && !(call.Admitted && call.Tool == killSwitchTool) {
 		return nil, agentReserveRefusal()
 	}
 	// In the last reserve a read, and a call refused before its handler
 	// (an unknown, withheld or hidden tool), is answered without its
 	// tool_call record: neither changes anything (D74, D86).
-	if inner || ((!durable || !call.Admitted) && s.disk.belowFloor()) {
+	if inner || ((!durable || !call.Admitted) && s.disk.BelowFloor()) {
 		if n := s.readsNotJournaled.Add(1); n&(n-1) == 0 {
 			s.logger.Warn("journal disk in its last reserve: read and refused tool calls are answered but not journaled", "not_journaled", n)
 		}
@@ -606,20 +594,27 @@ func (s *System) ToolCalled(ctx context.Context, call *messages.ToolCalled, dura
 	if !durable {
 		return nil, s.journalAsync(e)
 	}
-	if s.health.isDown() {
+	if s.journal.IsDown() {
 		return nil, messages.Internal(errors.New("journal: the journal has failed; refusing"))
 	}
 	e.Time = s.now().UTC()
-	reply := make(chan *AppendResponse, 1)
-	s.sys.Root.Send(s.journal, &AppendRequest{Entry: e, Reply: reply, Lazy: true})
+	reply := make(chan journal.Result, 1)
+	s.journal.Append(e, journal.NoSync, func(r journal.Result) { reply <- r })
 	return func(ctx context.Context) error {
 		select {
 		case res := <-reply:
 			return errOrNil(res.Err)
 		default:
 		}
-		s.sys.Root.Send(s.journal, &flushRequest{})
+		s.journal.Flush()
 		_, err := s.awaitAppend(ctx, reply)
 		return err
 	}, nil
+}
+
+// MyJournal returns a page of the user's own recent records, newest
+// first, with a seq below before (0: from the newest). It reads the
+// in-memory index only: no actor, no disk.
+func (s *System) MyJournal(user string, before uint64, limit int) messages.JournalPage {
+	return s.index.Page(user, before, limit)
 }

@@ -98,7 +98,7 @@ func BenchmarkDurableOrders1000Users(b *testing.B) {
 	var lat []time.Duration
 	var mu sync.Mutex
 	var done atomic.Int64
-	flushes0, cpu0 := ts.health.flushes.Load(), processCPU()
+	flushes0, cpu0 := ts.Flushes(), processCPU()
 	elapsed := time.Duration(0)
 	for b.Loop() {
 		// One round: every user places one order, all at once.
@@ -138,7 +138,7 @@ func BenchmarkDurableOrders1000Users(b *testing.B) {
 	b.ReportMetric(float64(n)/elapsed.Seconds(), "orders/s")
 	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
 	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
-	b.ReportMetric(float64(ts.health.flushes.Load()-flushes0)/float64(n), "fsyncs/order")
+	b.ReportMetric(float64(ts.Flushes()-flushes0)/float64(n), "fsyncs/order")
 	// The process's CPU time per order (server and simulator together,
 	// the untimed pauses included, which are idle): steadier than the
 	// wall time on a shared machine.

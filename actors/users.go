@@ -14,6 +14,7 @@ import (
 
 	"github.com/shopspring/decimal"
 
+	"github.com/guarded-exchange/guarded-exchange/actors/journal"
 	"github.com/guarded-exchange/guarded-exchange/actors/state"
 	"github.com/guarded-exchange/guarded-exchange/messages"
 	"github.com/guarded-exchange/guarded-exchange/wal"
@@ -71,9 +72,6 @@ func (c *committed) load() *state.User { return c.p.Load().WithoutOrderPart() }
 // last durable state with a private copy of the order part.
 func (c *committed) resume() *state.User { return c.p.Load().OwnOrderPart() }
 
-// journalTimeout bounds one wait for the journal.
-const journalTimeout = 30 * time.Second
-
 // queued is a message that arrived while a journal write was in flight.
 type queued struct {
 	msg    any
@@ -95,7 +93,7 @@ type serial struct {
 type userDeps struct {
 	venue     messages.VenueLevel // arming level of this process's venue
 	env       string              // this process's venue: paper, bybit-demo, ...
-	journal   *actor.PID
+	journal   *journal.Writer     // also the journal's health: refuses once down
 	logger    *slog.Logger
 	masterKey []byte        // opens the sealed keys; never logged
 	factory   ClientFactory // builds the user's venue client
@@ -107,18 +105,13 @@ type userDeps struct {
 	timeout      time.Duration // one venue call
 	now          func() time.Time
 	mw           actor.PropsOption
-	// health is the system's journal health: a journal that does not
-	// answer within journalTimeout is treated as failed for everyone, since
-	// the write may still become durable and the state could no longer be
-	// trusted to match the journal.
-	health *journalHealth
 	// registry maps each running user to its user actor (written by the
 	// users supervisor, read by System).
 	registry *userRegistry
 	// tokens finds the user of a bearer token (tokens.go).
 	tokens *tokenIndex
 	// disk watches the journal's free space (posture; nil: not watched).
-	disk *diskWatch
+	disk *journal.DiskWatch
 	// postureEvery is how often the automatic posture causes are
 	// evaluated; positionPoll how often an open position's mark is read.
 	postureEvery, positionPoll time.Duration
@@ -169,6 +162,9 @@ type userActor struct {
 	// executing counts the writes of each approved confirmation this
 	// incarnation runs (confirm.go).
 	executing map[string]int
+	// runEnded names the runs whose end record went out with their last
+	// order_outcome (runEnd).
+	runEnded map[string]bool
 	// qtySteps remembers the qty step of each instrument a place_order
 	// decision saw ("category:symbol"), so that the safety net can
 	// recognise another spelling of a keyless order before the gate
@@ -491,8 +487,8 @@ func (u *userActor) write(ctx actor.Context, ev state.Event, o messages.Origin, 
 		then(wal.Record{}, state.RefuseOrigin(ev, origin))
 		return
 	}
-	if u.health.isDown() {
-		then(wal.Record{}, messages.Internal(fmt.Errorf("journal: the journal has failed; refusing")))
+	if u.journal.IsDown() {
+		then(wal.Record{}, errJournalDown())
 		return
 	}
 	payload, err := json.Marshal(ev.Payload)
@@ -501,21 +497,11 @@ func (u *userActor) write(ctx actor.Context, ev state.Event, o messages.Origin, 
 		return
 	}
 	u.busy = true
-	f := ctx.RequestFuture(u.journal, &AppendRequest{Entry: wal.Entry{
+	f := appendFuture(ctx, u.journal, wal.Entry{
 		Time: u.now().UTC(), Type: uint16(ev.Type), User: u.state.User, Actor: origin, Channel: o.ChannelText(), Payload: payload,
-	}}, journalTimeout)
+	}, journal.Sync)
 	ctx.ReenterAfter(f, func(res any, ferr error) {
-		var rec wal.Record
-		switch {
-		case ferr != nil:
-			u.health.markDown()
-			u.logger.Error("journal did not answer; refusing all further writes", "err", ferr.Error())
-			err = messages.Internal(fmt.Errorf("journal: %w", ferr))
-		case res.(*AppendResponse).Err != nil:
-			err = res.(*AppendResponse).Err
-		default:
-			rec = res.(*AppendResponse).Record
-		}
+		rec, err := journalAnswer(u.journal, u.logger, res, ferr)
 		if u.replaced {
 			// This incarnation crashed while the write was in flight; its
 			// waiters were answered. A durable record still changes the
@@ -685,17 +671,13 @@ func (us *usersActor) handle(ctx actor.Context, m *userCommand, sender *actor.PI
 		}
 		payload, _ := json.Marshal(ev.Payload)
 		us.busy = true
-		f := ctx.RequestFuture(us.journal, &AppendRequest{Entry: wal.Entry{
+		f := appendFuture(ctx, us.journal, wal.Entry{
 			Time: us.now().UTC(), Type: uint16(ev.Type), User: c.User, Actor: m.origin.Actor(), Channel: m.origin.ChannelText(), Payload: payload,
-		}}, journalTimeout)
-		ctx.ReenterAfter(f, func(res any, err error) {
+		}, journal.Sync)
+		ctx.ReenterAfter(f, func(res any, ferr error) {
 			us.busy = false
 			defer us.drainUsers(ctx)
-			if err != nil {
-				us.health.markDown()
-			} else if res.(*AppendResponse).Err != nil {
-				err = res.(*AppendResponse).Err
-			}
+			_, err := journalAnswer(us.journal, us.logger, res, ferr)
 			if err != nil {
 				reply(messages.AsError(err))
 				return
@@ -731,12 +713,12 @@ type UserReplay struct {
 	users *state.Replay
 	// index remembers each user's recent records for get_my_journal; the
 	// system started from this replay keeps it up to date.
-	index *journalIndex
+	index *journal.Index
 }
 
 // NewUserReplay returns an empty replay.
 func NewUserReplay() *UserReplay {
-	return &UserReplay{users: state.NewReplay(), index: newJournalIndex()}
+	return &UserReplay{users: state.NewReplay(), index: journal.NewIndex()}
 }
 
 // OnRecord notes one journal record (state.Replay.OnRecord): a record the
@@ -745,7 +727,7 @@ func (r *UserReplay) OnRecord(rec wal.Record) error {
 	if err := r.users.OnRecord(state.Record{Seq: rec.Seq, Time: rec.Time, Type: messages.RecordType(rec.Type), User: rec.User, Actor: rec.Actor, Payload: rec.Payload}); err != nil {
 		return err
 	}
-	r.index.add([]wal.Record{rec}, true)
+	r.index.Add([]wal.Record{rec}, true)
 	return nil
 }
 

@@ -1,4 +1,4 @@
-package actors
+package journal
 
 import (
 	"fmt"
@@ -18,7 +18,7 @@ func indexRec(seq uint64, user string, typ messages.RecordType, payload string) 
 // below a seq, leaves out tool_call and system records, and says when it
 // dropped older ones.
 func TestJournalIndexBoundsAndPages(t *testing.T) {
-	x := newJournalIndex()
+	x := NewIndex()
 	var recs []wal.Record
 	for i := uint64(1); i <= 3*journalIndexRecords; i++ {
 		user := "a"
@@ -32,13 +32,13 @@ func TestJournalIndexBoundsAndPages(t *testing.T) {
 		recs = append(recs, indexRec(i, user, typ, `{}`))
 	}
 	recs = append(recs, indexRec(uint64(len(recs)+1), "", messages.RecordServerStarted, `{}`))
-	x.add(recs[:100], false)
-	x.add(recs[100:], false)
+	x.Add(recs[:100], false)
+	x.Add(recs[100:], false)
 
 	var seen []uint64
 	before := uint64(0)
 	for {
-		p := x.page("a", before, 37)
+		p := x.Page("a", before, 37)
 		for _, e := range p.Entries {
 			if e.Type == messages.RecordToolCall {
 				t.Fatal("a tool_call is indexed")
@@ -59,25 +59,25 @@ func TestJournalIndexBoundsAndPages(t *testing.T) {
 	if len(seen) != journalIndexRecords || seen[0] != uint64(3*journalIndexRecords-1) {
 		t.Fatalf("kept %d records of a, newest %d", len(seen), seen[0])
 	}
-	if p := x.page("b", 0, 1000); len(p.Entries) == 0 || len(p.Entries) > journalIndexRecords || p.Entries[0].Seq%3 != 0 {
+	if p := x.Page("b", 0, 1000); len(p.Entries) == 0 || len(p.Entries) > journalIndexRecords || p.Entries[0].Seq%3 != 0 {
 		t.Fatalf("b: %d records", len(p.Entries))
 	}
-	if p := x.page("nobody", 0, 10); len(p.Entries) != 0 || p.More {
+	if p := x.Page("nobody", 0, 10); len(p.Entries) != 0 || p.More {
 		t.Fatal("records for a user with none")
 	}
 
 	// The byte bound: big payloads keep fewer records, never none.
 	big := `"` + strings.Repeat("x", journalIndexBytes/4) + `"`
-	y := newJournalIndex()
+	y := NewIndex()
 	for i := uint64(1); i <= 20; i++ {
-		y.add([]wal.Record{indexRec(i, "c", messages.RecordOrderRefused, big)}, true)
+		y.Add([]wal.Record{indexRec(i, "c", messages.RecordOrderRefused, big)}, true)
 	}
-	if p := y.page("c", 0, 100); len(p.Entries) < 3 || len(p.Entries) > 4 || p.Entries[0].Seq != 20 {
+	if p := y.Page("c", 0, 100); len(p.Entries) < 3 || len(p.Entries) > 4 || p.Entries[0].Seq != 20 {
 		t.Fatalf("byte bound kept %d records", len(p.Entries))
 	}
 	huge := `"` + strings.Repeat("y", 2*journalIndexBytes) + `"`
-	y.add([]wal.Record{indexRec(21, "c", messages.RecordOrderRefused, huge)}, true)
-	if p := y.page("c", 0, 100); len(p.Entries) != 1 || p.Entries[0].Seq != 21 {
+	y.Add([]wal.Record{indexRec(21, "c", messages.RecordOrderRefused, huge)}, true)
+	if p := y.Page("c", 0, 100); len(p.Entries) != 1 || p.Entries[0].Seq != 21 {
 		t.Fatalf("a record above the byte bound alone: %d records", len(p.Entries))
 	}
 }
@@ -90,18 +90,18 @@ func BenchmarkJournalIndex(b *testing.B) {
 		batch[i] = indexRec(uint64(i+1), fmt.Sprintf("u%d", i), messages.RecordOrderOutcome, `{"status":"accepted"}`)
 	}
 	b.Run("add_batch_1000", func(b *testing.B) {
-		x := newJournalIndex()
+		x := NewIndex()
 		for b.Loop() {
-			x.add(batch, false)
+			x.Add(batch, false)
 		}
 	})
 	b.Run("page_100", func(b *testing.B) {
-		x := newJournalIndex()
+		x := NewIndex()
 		for i := uint64(1); i <= journalIndexRecords; i++ {
-			x.add([]wal.Record{indexRec(i, "u", messages.RecordOrderOutcome, `{}`)}, false)
+			x.Add([]wal.Record{indexRec(i, "u", messages.RecordOrderOutcome, `{}`)}, false)
 		}
 		for b.Loop() {
-			_ = x.page("u", 300, 100)
+			_ = x.Page("u", 300, 100)
 		}
 	})
 }
@@ -110,7 +110,7 @@ func BenchmarkJournalIndex(b *testing.B) {
 // whatever the mix of payload sizes (seeded).
 func TestJournalIndexMatchesAPlainList(t *testing.T) {
 	rng := rand.New(rand.NewPCG(10, 57))
-	x := newJournalIndex()
+	x := NewIndex()
 	var model []wal.Record
 	modelBytes := 0
 	for seq := uint64(1); seq <= 5000; seq++ {
@@ -119,7 +119,7 @@ func TestJournalIndexMatchesAPlainList(t *testing.T) {
 			size = journalIndexBytes / (1 + rng.IntN(8))
 		}
 		r := indexRec(seq, "u", messages.RecordOrderOutcome, strings.Repeat("z", size))
-		x.add([]wal.Record{r}, false)
+		x.Add([]wal.Record{r}, false)
 		model = append(model, r)
 		modelBytes += size
 		for len(model) > journalIndexRecords || (modelBytes > journalIndexBytes && len(model) > 1) {
@@ -127,7 +127,7 @@ func TestJournalIndexMatchesAPlainList(t *testing.T) {
 			model = model[1:]
 		}
 		if seq%97 == 0 || seq == 5000 {
-			p := x.page("u", 0, journalIndexRecords+1)
+			p := x.Page("u", 0, journalIndexRecords+1)
 			if len(p.Entries) != len(model) {
 				t.Fatalf("seq %d: ring keeps %d, list %d", seq, len(p.Entries), len(model))
 			}
@@ -147,11 +147,11 @@ func TestJournalIndexMatchesAPlainList(t *testing.T) {
 // dropping the oldest records of all users first, and its bookkeeping
 // stays proportional to what it keeps.
 func TestJournalIndexTotalBound(t *testing.T) {
-	x := newJournalIndex()
+	x := NewIndex()
 	x.budget = 100 * (journalIndexEntryCost + 10)
 	const users = 50
 	for seq := uint64(1); seq <= 10_000; seq++ {
-		x.add([]wal.Record{indexRec(seq, fmt.Sprintf("u%d", seq%users), messages.RecordOrderOutcome, "0123456789")}, false)
+		x.Add([]wal.Record{indexRec(seq, fmt.Sprintf("u%d", seq%users), messages.RecordOrderOutcome, "0123456789")}, false)
 		if x.total > x.budget {
 			t.Fatalf("seq %d: total %d over the budget %d", seq, x.total, x.budget)
 		}
@@ -162,7 +162,7 @@ func TestJournalIndexTotalBound(t *testing.T) {
 	kept := 0
 	oldest := uint64(10_000)
 	for u := range users {
-		p := x.page(fmt.Sprintf("u%d", u), 0, 1000)
+		p := x.Page(fmt.Sprintf("u%d", u), 0, 1000)
 		kept += len(p.Entries)
 		for _, e := range p.Entries {
 			oldest = min(oldest, e.Seq)

@@ -1,4 +1,4 @@
-package actors
+package journal
 
 import (
 	"sync"
@@ -11,8 +11,8 @@ import (
 // memory, for get_my_journal (D61). The WAL has no live read API (a
 // tidwall/wal handle read while the writer appends panics, and a Snapshot
 // copies the whole journal), so the records are remembered as they pass:
-// every record at start through UserReplay.OnRecord, then every record the
-// journal actor makes durable, added by its flusher before the writers are
+// every record at start through the replay's OnRecord, then every record the
+// Writer makes durable, added by its flusher before the writers are
 // answered (an answer is never followed by a read that misses its record).
 //
 // The flusher only appends references (the payloads Append returns are
@@ -33,9 +33,9 @@ const (
 	journalIndexEntryCost = 128
 )
 
-// journalIndex is the per-user memory of recent records. Safe for
-// concurrent use.
-type journalIndex struct {
+// Index is the per-user memory of recent records (get_my_journal). Safe
+// for concurrent use; a nil *Index adds nothing.
+type Index struct {
 	mu    sync.Mutex
 	users map[string]*userJournal
 	// order lists the records in seq order across users (from head), to
@@ -113,8 +113,9 @@ func (u *userJournal) push(e messages.JournalEntry) (dropped int) {
 	return dropped
 }
 
-func newJournalIndex() *journalIndex {
-	return &journalIndex{users: map[string]*userJournal{}, budget: journalIndexTotal}
+// NewIndex returns an empty index.
+func NewIndex() *Index {
+	return &Index{users: map[string]*userJournal{}, budget: journalIndexTotal}
 }
 
 // indexed reports whether get_my_journal shows records of type t: every
@@ -125,9 +126,9 @@ func indexed(rec *wal.Record) bool {
 	return rec.User != "" && messages.RecordType(rec.Type) != messages.RecordToolCall
 }
 
-// add remembers recs (in seq order). copyPayload is true when the payloads
+// Add remembers recs (in seq order). copyPayload is true when the payloads
 // alias a buffer the caller reuses (replay at start).
-func (x *journalIndex) add(recs []wal.Record, copyPayload bool) {
+func (x *Index) Add(recs []wal.Record, copyPayload bool) {
 	if x == nil {
 		return
 	}
@@ -159,7 +160,7 @@ func (x *journalIndex) add(recs []wal.Record, copyPayload bool) {
 
 // trim drops the oldest records of all users while the total bound is
 // passed, and compacts the order when most of it is stale.
-func (x *journalIndex) trim() {
+func (x *Index) trim() {
 	for x.total > x.budget && x.head < len(x.order) {
 		r := x.order[x.head]
 		x.order[x.head] = indexRef{}
@@ -182,9 +183,9 @@ func (x *journalIndex) trim() {
 	}
 }
 
-// page returns up to limit of user's records with a seq below before (0:
+// Page returns up to limit of user's records with a seq below before (0:
 // the newest), newest first.
-func (x *journalIndex) page(user string, before uint64, limit int) messages.JournalPage {
+func (x *Index) Page(user string, before uint64, limit int) messages.JournalPage {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	u := x.users[user]
@@ -213,9 +214,12 @@ func (x *journalIndex) page(user string, before uint64, limit int) messages.Jour
 	return out
 }
 
-// MyJournal returns a page of the user's own recent records, newest
-// first, with a seq below before (0: from the newest). It reads the
-// in-memory index only: no actor, no disk.
-func (s *System) MyJournal(user string, before uint64, limit int) messages.JournalPage {
-	return s.index.page(user, before, limit)
+// Hold takes the index's lock until release is called. The flusher adds a
+// durable batch to the index before it answers the batch's writers, so
+// while the index is held every write stays unanswered after its fsync;
+// tests use it to keep a user's write in flight.
+func (ix *Index) Hold() (release func()) {
+	ix.mu.Lock()
+	var once sync.Once
+	return func() { once.Do(ix.mu.Unlock) }
 }
