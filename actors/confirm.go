@@ -544,7 +544,7 @@ func (u *userActor) onConfirmExecute(ctx actor.Context, m *confirmExecute) {
 
 // writeLazy journals ev NoSync and applies it at once, before it is
 // durable: the one exception to "durable, then applied" (decisions D71,
-// D19Wa). It is used for an approval and the start of its execution only:
+// D136). It is used for an approval and the start of its execution only:
 // the run that follows needs the approved state, and nothing is sent
 // before the run's first Sync record (its order_attempt, or the refusal or
 // end that stops it), which is durable only with them, so they cost no

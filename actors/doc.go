@@ -5,7 +5,7 @@
 // spawned on first use) and the venue
 // actor (the user's venue session, every signed venue call). Public
 // market reads hold no state and go through no actor: System makes them
-// through the MarketSource it is given (market.go, decisions D19Hb).
+// through the MarketSource it is given (market.go, decisions D131).
 // Every record goes through the one journal writer, package actors/journal,
 // which is not an actor.
 //

@@ -8,7 +8,7 @@ import (
 )
 
 // MarketSource is the venue's public endpoints, the one path for public
-// market reads (decisions D19Hb). The composition root serves it from a
+// market reads (decisions D131). The composition root serves it from a
 // *venue.Client with instrument rules from a *venue.InstrumentCache.
 //
 // Implementations must be safe for concurrent use (each read runs on its
