@@ -561,6 +561,11 @@ func (u *userActor) writeLazy(ctx actor.Context, ev state.Event, o messages.Orig
 	if u.journal.IsDown() {
 		return errJournalDown()
 	}
+	if u.disk.Refuses(ev.Type) {
+		// Refused here, not by the writer: its refusal of a lazy record
+		// would take the journal down for everyone (the kill switch too).
+		return journal.ReserveRefusal()
+	}
 	payload, err := json.Marshal(ev.Payload)
 	if err != nil {
 		return messages.Internal(err)
