@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/guarded-exchange/guarded-exchange/messages"
+	"github.com/guarded-exchange/guarded-exchange/venue"
 )
 
 // An approval in the journal's last reserve is refused as the reserve
@@ -32,5 +33,27 @@ func TestApprovalInDiskReserveKeepsTheJournal(t *testing.T) {
 	}
 	if ce.simCount(t, "gx-cf-") != 0 {
 		t.Fatal("an approval refused by the reserve was sent")
+	}
+}
+
+// An approved order whose outcome is unknown (the venue answered 5xx and
+// the order was not found by its client order id) is settled by its
+// order_outcome alone, as before the run's end rode that outcome: no end
+// record claims the run failed with outcome_unknown; the decider gets
+// outcome_unknown.
+func TestApprovedUnknownOutcomeJournalsNoEnd(t *testing.T) {
+	ce := newConfirmEnv(t, true, "place_order")
+	p := ce.park(t, limitArgs("0.01", "30000"))
+	ce.fault(t, "http_5xx", venue.PathOrderCreate)
+	_, e := ce.decide(p.ConfirmationID, messages.DecisionApprove, cliOrigin)
+	if e == nil || e.Code != messages.CodeOutcomeUnknown || e.Details["reconnaissance"] != "not_found" {
+		t.Fatalf("approval of an order the venue never placed: %v", e)
+	}
+	exe, _ := recordsOf[messages.ConfirmationExecutedEvent](t, ce.dir, messages.RecordConfirmationExecuted)
+	if len(exe) != 1 || exe[0].Status != messages.ConfirmStatusExecuting {
+		t.Fatalf("confirmation_executed records %+v, want the executing one alone", exe)
+	}
+	if st := ce.status(t, p.ConfirmationID); st.Status != messages.ConfirmStatusFailed || st.Error != nil {
+		t.Fatalf("status %s error %v, want failed as the outcome settled it", st.Status, st.Error)
 	}
 }
