@@ -561,6 +561,11 @@ func (u *userActor) writeLazy(ctx actor.Context, ev state.Event, o messages.Orig
 	if u.journal.IsDown() {
 		return errJournalDown()
 	}
+	if u.disk.Refuses(ev.Type) {
+		// Refused here, not by the writer: its refusal of a lazy record
+		// would take the journal down for everyone (the kill switch too).
+		return journal.ReserveRefusal()
+	}
 	payload, err := json.Marshal(ev.Payload)
 	if err != nil {
 		return messages.Internal(err)
@@ -656,11 +661,17 @@ func runEndEvent(id string, answer any, at time.Time) state.Event {
 // outcome settles it (applyConfirm). The two are journaled in one sync
 // (onOrderWritten, writeTwo), and an approval costs two fsyncs: the
 // order_attempt, which carries the approval and the start, and the
-// order_outcome with the end. ok is false for every other write; a run
-// that ends otherwise journals its end in onConfirmDone.
+// order_outcome with the end. ok is false for every other write, and for
+// an outcome_unknown answer, which journals no end; a run that ends
+// otherwise journals its end in onConfirmDone.
 func (u *userActor) runEnd(a *action, clientOrderID string, answer any) (ev state.Event, ok bool) {
 	id := a.origin.ConfirmationID
 	if id == "" || a.after != nil || clientOrderID == "" {
+		return state.Event{}, false
+	}
+	if e, failed := answer.(*messages.Error); failed && e.Code == messages.CodeOutcomeUnknown {
+		// Its outcome settles the run; no end is journaled
+		// (onConfirmDone).
 		return state.Event{}, false
 	}
 	if c, found := u.state.Confirmations[id]; !found || c.Status != messages.ConfirmStatusExecuting || c.ClientOrderID != clientOrderID {

@@ -116,19 +116,38 @@ var _ ServerConn = (*ControlClient)(nil)
 // server's idle limit (control.DefaultIdle, 5 s).
 const holdEvery = time.Second
 
-// Hold writes a blank line every holdEvery until release is called. The
+// holdMax bounds how long Hold keeps the connection for a human: an open
+// prompt must not keep one of the uid's few connection slots (which a
+// `kill-switch on` from another terminal needs) for as long as the
+// terminal stays open. A human slower than this costs a second
+// connection (decisions D133).
+var holdMax = 20 * time.Second
+
+// errHoldEnded is what release reports when Hold gave the connection up
+// after holdMax: nothing was sent on it, so the caller dials again.
+var errHoldEnded = errors.New("control socket: the connection was released while the human read the plan")
+
+// Hold writes a blank line every holdEvery until release is called, for at
+// most holdMax; then it closes the connection, and release reports it. The
 // server ignores blank lines but counts them as activity, so a
-// connection whose human takes a minute to read the plan is not closed as
-// idle. release stops the writes before it returns, so Send may follow.
+// connection whose human takes a few seconds to read the plan is not
+// closed as idle. release stops the writes before it returns, so Send may
+// follow.
 func (c *ControlClient) Hold() (release func() error) {
 	stop, done := make(chan struct{}), make(chan error, 1)
 	go func() {
 		t := time.NewTicker(holdEvery)
 		defer t.Stop()
+		expire := time.NewTimer(holdMax)
+		defer expire.Stop()
 		for {
 			select {
 			case <-stop:
 				done <- nil
+				return
+			case <-expire.C:
+				c.conn.Close()
+				done <- errHoldEnded
 				return
 			case <-t.C:
 				_ = c.conn.SetWriteDeadline(time.Now().Add(holdEvery))

@@ -5,11 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/guarded-exchange/guarded-exchange/messages"
 )
@@ -101,5 +103,44 @@ func TestSendKeepsKeyCommandsForTheOwnUID(t *testing.T) {
 	}
 	if line := <-got; !strings.Contains(string(line), `"type":"policy.show"`) {
 		t.Fatalf("the first bytes written were %q", line)
+	}
+}
+
+// A prompt left open does not keep its connection: after holdMax, Hold
+// closes it (the server sees it end, and the uid's slot is free again for
+// a `kill-switch on` from another terminal), and release says so, so the
+// caller dials again for the decision.
+func TestHoldGivesTheConnectionUpAfterHoldMax(t *testing.T) {
+	defer func(d time.Duration) { holdMax = d }(holdMax)
+	holdMax = 200 * time.Millisecond
+	sock := filepath.Join(t.TempDir(), "control.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	ended := make(chan struct{})
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		io.Copy(io.Discard, c) // blank lines until the client closes
+		close(ended)
+	}()
+	client, err := DialControl(context.Background(), sock, uint32(os.Getuid()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	release := client.Hold()
+	select {
+	case <-ended:
+	case <-time.After(15 * time.Second):
+		t.Fatal("the held connection was still open long after holdMax")
+	}
+	if err := release(); !errors.Is(err, errHoldEnded) {
+		t.Fatalf("release after holdMax = %v, want errHoldEnded", err)
 	}
 }

@@ -2,6 +2,7 @@ package venue
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
@@ -71,7 +72,16 @@ func (ic *InstrumentCache) Get(ctx context.Context, cat messages.Category, symbo
 	// DoChan runs the fetch on a goroutine of its own, so the caller can
 	// stop waiting on its ctx while the fetch goes on for the others.
 	fetchCtx := context.WithoutCancel(ctx)
-	call := ic.fetches.DoChan(string(cat)+"\x00"+symbol, func() (any, error) {
+	call := ic.fetches.DoChan(string(cat)+"\x00"+symbol, func() (v any, err error) {
+		// DoChan re-raises a panic of the fetch on a goroutine of its
+		// own, where no caller's recover reaches it and the process
+		// dies; the fetch's panic is its error instead (answered
+		// internal_error, like a panic of any read).
+		defer func() {
+			if r := recover(); r != nil {
+				v, err = nil, messages.Internal(fmt.Errorf("instrument fetch panicked: %v", r))
+			}
+		}()
 		return ic.fetch(fetchCtx, key)
 	})
 	var res singleflight.Result

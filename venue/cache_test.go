@@ -219,3 +219,25 @@ func BenchmarkInstrumentCacheHit(b *testing.B) {
 		}
 	}
 }
+
+// panickingTransport panics on every request, as a bug under the fetch
+// would.
+type panickingTransport struct{}
+
+func (panickingTransport) RoundTrip(*http.Request) (*http.Response, error) {
+	panic("transport: a bug")
+}
+
+// A panic under the instrument fetch is the fetch's error: singleflight
+// would re-raise it on a goroutine no caller's recover reaches, and the
+// whole server would die of one public read.
+func TestInstrumentCacheFetchPanicIsAnError(t *testing.T) {
+	c, _ := newTestClient(t, "http://paper.invalid", func(cfg *Config) {
+		cfg.HTTPClient = &http.Client{Transport: panickingTransport{}}
+		cfg.ReadRetries = -1
+	})
+	ic := NewInstrumentCache(c, time.Minute, func() time.Time { return fixedNow })
+	if _, err := ic.Get(context.Background(), messages.CategoryLinear, "BTCUSDT"); messages.CodeOf(err) != messages.CodeInternalError {
+		t.Fatalf("Get under a panicking fetch: %v, want internal_error", err)
+	}
+}
