@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"reflect"
 	"strings"
 	"time"
 
@@ -195,60 +194,40 @@ type argParts struct {
 	hash func(args any) string
 }
 
-// argsOf builds a tool's argParts from its command type C and its
-// argument type A, with validate and hash written on A. Every trading
-// command carries its arguments in Args and the client's form support in
-// ClientUI, and every trading call's arguments have Category, Symbol,
-// IdempotencyKey and DryRun (OrderID too when the call names an order):
-// argsOf finds those fields once, here, so that no tool writes the same
-// two adapters again (Go generics cannot name a field). A command or
-// argument type that lacks one panics at registration, which every test
-// run does.
-func argsOf[C messages.Command, A any](validate func(A) *messages.Error, hash func(A) string) argParts {
-	command := reflect.TypeFor[C]().Elem()
-	argsField := fieldIndex(command, "Args", reflect.TypeFor[A]())
-	clientUI := fieldIndex(command, "ClientUI", reflect.TypeFor[bool]())
-	args := reflect.TypeFor[A]()
-	category := fieldIndex(args, "Category", reflect.TypeFor[messages.Category]())
-	symbol := fieldIndex(args, "Symbol", reflect.TypeFor[string]())
-	key := fieldIndex(args, "IdempotencyKey", reflect.TypeFor[string]())
-	dryRun := fieldIndex(args, "DryRun", reflect.TypeFor[bool]())
-	orderID := -1
-	if _, named := args.FieldByName("OrderID"); named {
-		orderID = fieldIndex(args, "OrderID", reflect.TypeFor[string]())
-	}
+// tradingArgs is a trading tool's argument type: it names its target
+// (messages.TradingTarget).
+type tradingArgs interface {
+	Target() messages.TradingTarget
+}
+
+// tradingCommand is a trading tool's command, whose arguments are of
+// type A.
+type tradingCommand[A tradingArgs] interface {
+	messages.Command
+	Call() (A, bool)
+}
+
+// argsOf builds a tool's argParts from its command type C (its
+// arguments' type A follows from validate and hash, which are written on
+// A), so that no tool writes the same adapters again.
+func argsOf[C tradingCommand[A], A tradingArgs](validate func(A) *messages.Error, hash func(A) string) argParts {
 	return argParts{
 		command: func(cmd messages.Command) (any, bool, bool) {
 			c, ok := cmd.(C)
 			if !ok {
 				return nil, false, false
 			}
-			v := reflect.ValueOf(c).Elem()
-			return v.Field(argsField).Interface(), v.Field(clientUI).Bool(), true
+			args, clientUI := c.Call()
+			return args, clientUI, true
 		},
 		decodeArgs: decodeArgsAs[A],
 		base: func(a any) callBase {
-			v := reflect.ValueOf(a.(A))
-			b := callBase{category: messages.Category(v.Field(category).String()), symbol: v.Field(symbol).String(),
-				idempotencyKey: v.Field(key).String(), dryRun: v.Field(dryRun).Bool()}
-			if orderID >= 0 {
-				b.orderID = v.Field(orderID).String()
-			}
-			return b
+			t := a.(A).Target()
+			return callBase{category: t.Category, symbol: t.Symbol, idempotencyKey: t.IdempotencyKey, dryRun: t.DryRun, orderID: t.OrderID}
 		},
 		validate: typed(validate),
 		hash:     typed(hash),
 	}
-}
-
-// fieldIndex is the index of t's field name, which must have type want
-// (argsOf); it panics otherwise.
-func fieldIndex(t reflect.Type, name string, want reflect.Type) int {
-	f, ok := t.FieldByName(name)
-	if !ok || f.Type != want || len(f.Index) != 1 {
-		panic("actors: trading tool type " + t.String() + " has no field " + name + " of type " + want.String())
-	}
-	return f.Index[0]
 }
 
 // register adds d to the registry once, with the defaults of the
