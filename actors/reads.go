@@ -50,42 +50,25 @@ type openOrdersFetched struct {
 	err     *messages.Error
 }
 
+// fetchOpenOrders reads the symbol's open orders (one page), off the
+// mailbox.
 func (v *venueActor) fetchOpenOrders(ctx actor.Context, m *openOrdersFetch) {
-	userPID := ctx.Sender()
-	if userPID == nil {
-		return
-	}
-	if v.session == nil {
-		err := v.noSessionError()
-		ctx.Send(userPID, &openOrdersFetched{action: m.action, err: err})
-		return
-	}
-	s := v.session
-	offMailbox(ctx, v.logger, nil, v.timeout, userPID, func(c context.Context) any {
+	failed := func(err *messages.Error) any { return &openOrdersFetched{action: m.action, err: err} }
+	v.readForUser(ctx, failed, func(c context.Context, s venue.Session) any {
 		page, err := s.OpenOrders(c, venue.OrderQuery{Category: m.category, Symbol: m.symbol, Limit: 50})
 		if err != nil {
-			return &openOrdersFetched{action: m.action, err: messages.AsError(err)}
+			return failed(messages.AsError(err))
 		}
 		return &openOrdersFetched{action: m.action, orders: page.Items, hasMore: page.NextCursor != ""}
-	}, func(err *messages.Error) any { return &openOrdersFetched{action: m.action, err: err} })
+	})
 }
 
 // fetchOrder looks one open order up by its venue id, off the mailbox.
 func (v *venueActor) fetchOrder(ctx actor.Context, m *orderFetch) {
-	userPID := ctx.Sender()
-	if userPID == nil {
-		return
-	}
-	if v.session == nil {
-		err := v.noSessionError()
-		ctx.Send(userPID, &orderFetched{action: m.action, err: err})
-		return
-	}
-	s := v.session
-	r, _ := v.session.(marketReader)
-	offMailbox(ctx, v.logger, nil, v.timeout, userPID, func(c context.Context) any {
+	v.readForUser(ctx, func(err *messages.Error) any { return &orderFetched{action: m.action, err: err} }, func(c context.Context, s venue.Session) any {
 		out := &orderFetched{action: m.action}
 		if m.withMarket {
+			r, _ := s.(marketReader)
 			if r == nil {
 				out.err = messages.Internal(errors.New("venue actor: the session cannot read the market"))
 				return out
@@ -109,5 +92,22 @@ func (v *venueActor) fetchOrder(ctx actor.Context, m *orderFetch) {
 			}
 		}
 		return out
-	}, func(err *messages.Error) any { return &orderFetched{action: m.action, err: err} })
+	})
+}
+
+// readForUser runs read on the session, off the mailbox, and sends its
+// answer to the user actor that asked. failed makes the answer of a read
+// that cannot run or did not end: no session (the key's error), a
+// timeout or a panic (offMailbox).
+func (v *venueActor) readForUser(ctx actor.Context, failed func(*messages.Error) any, read func(c context.Context, s venue.Session) any) {
+	userPID := ctx.Sender()
+	if userPID == nil {
+		return
+	}
+	if v.session == nil {
+		ctx.Send(userPID, failed(v.noSessionError()))
+		return
+	}
+	s := v.session
+	offMailbox(ctx, v.logger, nil, v.timeout, userPID, func(c context.Context) any { return read(c, s) }, failed)
 }

@@ -24,37 +24,27 @@ import (
 
 const toolAmendOrder = "amend_order"
 
-var amendOrderTool = register(&toolDescriptor{
-	name:       toolAmendOrder,
-	command:    commandOf(func(c *messages.AmendOrderCommand) (messages.AmendOrderArgs, bool) { return c.Args, c.ClientUI }),
-	decodeArgs: decodeArgsAs[messages.AmendOrderArgs],
-	base: typed(func(a messages.AmendOrderArgs) callBase {
-		return callBase{category: a.Category, symbol: a.Symbol, idempotencyKey: a.IdempotencyKey, dryRun: a.DryRun, orderID: a.OrderID}
-	}),
-	validate: typed(validateAmend),
-	hash: typed(func(a messages.AmendOrderArgs) string {
-		return argsHash(toolAmendOrder, string(a.Category), a.Symbol, a.OrderID, nullDecimal(a.Qty), nullDecimal(a.Price))
-	}),
-	// A first gate: the allowlist is applied once the venue shows
-	// whether the change adds risk.
-	riskIncreasing: riskReducing, plannedHash: noPlannedHash, needs: needOrderAndMarket, prepare: keepArgs,
-	decide: decideAmend,
-	shown: func(d *toolDecision) messages.ShownToUser {
-		a := d.planned.(*messages.AmendAnswer)
-		return messages.ShownToUser{Amend: a, RiskIncreasing: d.risk,
-			Summary: fmt.Sprintf("Amend order %s on %s to qty %s at %s, value up to %s USDT (origin %s)", a.OrderID, onInstrument(a.Category, a.Symbol), a.Qty, a.Price, a.NotionalUSDT.StringFixed(2), a.Origin)}
-	},
-	carryOut: (*userActor).executeOnce, complete: completeAmend,
-	stored: storedAs(func(a *messages.AmendAnswer) *string { return &a.ResultSource }),
-	bound:  tradeBound, heldOnRecheck: true,
-})
+// amendOrderHash is the hash an amend_order's idempotency key is claimed
+// with.
+func amendOrderHash(a messages.AmendOrderArgs) string {
+	return argsHash(toolAmendOrder, string(a.Category), a.Symbol, a.OrderID, nullDecimal(a.Qty), nullDecimal(a.Price))
+}
 
+// shownAmend is the plan a confirmation of an amend shows.
+func shownAmend(d *toolDecision) messages.ShownToUser {
+	a := d.planned.(*messages.AmendAnswer)
+	return messages.ShownToUser{Amend: a, RiskIncreasing: d.risk,
+		Summary: fmt.Sprintf("Amend order %s on %s to qty %s at %s, value up to %s USDT (origin %s)", a.OrderID, onInstrument(a.Category, a.Symbol), a.Qty, a.Price, a.NotionalUSDT.StringFixed(2), a.Origin)}
+}
+
+// storedAmend decodes a stored amend answer.
+var storedAmend = storedAs(func(a *messages.AmendAnswer) *string { return &a.ResultSource })
+
+// validateAmend checks an amend's arguments alone: a new qty, price or
+// both, each positive.
 func validateAmend(a messages.AmendOrderArgs) *messages.Error {
 	return firstError(checkCategory(a.Category), checkSymbol(a.Symbol), checkOrderID(a.OrderID),
-		checkIf(!a.Qty.Valid && !a.Price.Valid, "qty", "give qty, price or both"),
-		checkIf(a.Qty.Valid && !a.Qty.Decimal.IsPositive(), "qty", "must be a positive decimal string"),
-		checkIf(a.Price.Valid && !a.Price.Decimal.IsPositive(), "price", "must be a positive decimal string"),
-		checkKey(a.IdempotencyKey))
+		checkOneOrBoth("qty", a.Qty, "price", a.Price, "must be a positive decimal string"), checkKey(a.IdempotencyKey))
 }
 
 // decideAmend decides the amend with the order and the market as the
@@ -234,3 +224,10 @@ func riskLimits(in *decideIn, p messages.Policy, cat messages.Category, symbol s
 	}
 	return rateLimits(p, perMinute, unconfirmed, reserved)
 }
+
+// amendOrderTool is amend_order's descriptor: the parts above,
+// registered once. Its first gate reduces risk; the allowlist is applied
+// once the venue shows whether the change adds risk (decideAmend).
+var amendOrderTool = register(&toolDescriptor{name: toolAmendOrder, argParts: argsOf[*messages.AmendOrderCommand](validateAmend, amendOrderHash),
+	riskIncreasing: riskReducing, needs: needOrderAndMarket, decide: decideAmend, shown: shownAmend,
+	carryOut: (*userActor).executeOnce, complete: completeAmend, stored: storedAmend, heldOnRecheck: true})

@@ -19,30 +19,23 @@ import (
 
 const toolCancelOrder = "cancel_order"
 
-var cancelOrderTool = register(&toolDescriptor{
-	name:       toolCancelOrder,
-	command:    commandOf(func(c *messages.CancelOrderCommand) (messages.CancelOrderArgs, bool) { return c.Args, c.ClientUI }),
-	decodeArgs: decodeArgsAs[messages.CancelOrderArgs],
-	base: typed(func(a messages.CancelOrderArgs) callBase {
-		return callBase{category: a.Category, symbol: a.Symbol, idempotencyKey: a.IdempotencyKey, dryRun: a.DryRun, orderID: a.OrderID}
-	}),
-	validate: typed(validateCancel), hash: typed(cancelArgsHash),
-	riskIncreasing: riskReducing, plannedHash: noPlannedHash, needs: needOrder, prepare: keepArgs,
-	decide: decideCancel,
-	shown: func(d *toolDecision) messages.ShownToUser {
-		c := d.planned.(*messages.CancelAnswer)
-		return messages.ShownToUser{Cancel: c, RiskIncreasing: d.risk,
-			Summary: fmt.Sprintf("Cancel order %s on %s (origin %s)", c.OrderID, onInstrument(c.Category, c.Symbol), c.Origin)}
-	},
-	carryOut: (*userActor).executeOnce, complete: completeCancel,
-	stored: storedAs(func(a *messages.CancelAnswer) *string { return &a.ResultSource }),
-	bound:  tradeBound, heldOnRecheck: true,
-})
+// shownCancel is the plan a confirmation of a cancel shows.
+func shownCancel(d *toolDecision) messages.ShownToUser {
+	c := d.planned.(*messages.CancelAnswer)
+	return messages.ShownToUser{Cancel: c, RiskIncreasing: d.risk,
+		Summary: fmt.Sprintf("Cancel order %s on %s (origin %s)", c.OrderID, onInstrument(c.Category, c.Symbol), c.Origin)}
+}
 
+// storedCancel decodes a stored cancel answer.
+var storedCancel = storedAs(func(a *messages.CancelAnswer) *string { return &a.ResultSource })
+
+// validateCancel checks a cancel's arguments alone.
 func validateCancel(a messages.CancelOrderArgs) *messages.Error {
 	return firstError(checkCategory(a.Category), checkSymbol(a.Symbol), checkOrderID(a.OrderID), checkKey(a.IdempotencyKey))
 }
 
+// cancelArgsHash is the hash a cancel_order's idempotency key is claimed
+// with.
 func cancelArgsHash(a messages.CancelOrderArgs) string {
 	return argsHash(toolCancelOrder, string(a.Category), a.Symbol, a.OrderID)
 }
@@ -112,3 +105,9 @@ func withOrderID(err *messages.Error, orderID string) *messages.Error {
 	e.Details = d
 	return &e
 }
+
+// cancelOrderTool is cancel_order's descriptor: the parts above,
+// registered once.
+var cancelOrderTool = register(&toolDescriptor{name: toolCancelOrder, argParts: argsOf[*messages.CancelOrderCommand](validateCancel, cancelArgsHash),
+	riskIncreasing: riskReducing, needs: needOrder, decide: decideCancel, shown: shownCancel,
+	carryOut: (*userActor).executeOnce, complete: completeCancel, stored: storedCancel, heldOnRecheck: true})

@@ -3,7 +3,6 @@ package actors
 import (
 	"fmt"
 	"slices"
-	"time"
 
 	"github.com/shopspring/decimal"
 
@@ -18,28 +17,24 @@ import (
 
 const toolCancelAll = "cancel_all_orders"
 
-var cancelAllTool = register(&toolDescriptor{
-	name:       toolCancelAll,
-	command:    commandOf(func(c *messages.CancelAllCommand) (messages.CancelAllArgs, bool) { return c.Args, c.ClientUI }),
-	decodeArgs: decodeArgsAs[messages.CancelAllArgs],
-	base: typed(func(a messages.CancelAllArgs) callBase {
-		return callBase{category: a.Category, symbol: a.Symbol, idempotencyKey: a.IdempotencyKey, dryRun: a.DryRun}
-	}),
-	validate:       typed(validateCancelAll),
-	hash:           typed(func(a messages.CancelAllArgs) string { return argsHash(toolCancelAll, string(a.Category), a.Symbol) }),
-	riskIncreasing: riskReducing, plannedHash: noPlannedHash, needs: needOpenOrders, prepare: keepArgs,
-	decide: decideCancelAll,
-	shown: func(d *toolDecision) messages.ShownToUser {
-		a := d.planned.(*messages.CancelAllAnswer)
-		return messages.ShownToUser{CancelAll: a,
-			Summary: fmt.Sprintf("Cancel %d open orders on %s, %d of them external (exactly the orders listed)", a.Count, onInstrument(a.Category, a.Symbol), a.ExternalCount)}
-	},
-	// The cancels run one by one, paced (cancelall.go).
-	carryOut: (*userActor).runCancelAll, complete: cancelRowStatus,
-	stored: storedAs(func(a *messages.CancelAllAnswer) *string { return &a.ResultSource }),
-	bound:  func(b stepBounds) time.Duration { return b.cancelAll() }, heldOnRecheck: true,
-})
+// cancelAllHash is the hash a cancel_all_orders' idempotency key is
+// claimed with.
+func cancelAllHash(a messages.CancelAllArgs) string {
+	return argsHash(toolCancelAll, string(a.Category), a.Symbol)
+}
 
+// shownCancelAll is the plan a confirmation of cancel_all_orders shows:
+// exactly the orders listed.
+func shownCancelAll(d *toolDecision) messages.ShownToUser {
+	a := d.planned.(*messages.CancelAllAnswer)
+	return messages.ShownToUser{CancelAll: a,
+		Summary: fmt.Sprintf("Cancel %d open orders on %s, %d of them external (exactly the orders listed)", a.Count, onInstrument(a.Category, a.Symbol), a.ExternalCount)}
+}
+
+// storedCancelAll decodes a stored cancel_all_orders answer.
+var storedCancelAll = storedAs(func(a *messages.CancelAllAnswer) *string { return &a.ResultSource })
+
+// validateCancelAll checks a cancel_all_orders' arguments alone.
 func validateCancelAll(a messages.CancelAllArgs) *messages.Error {
 	return firstError(checkCategory(a.Category), checkSymbol(a.Symbol), checkKey(a.IdempotencyKey))
 }
@@ -115,3 +110,9 @@ func cancelAllCandidates(orders []messages.Order, symbol string, shown *messages
 	}
 	return plain, malformed, protective
 }
+
+// cancelAllTool is cancel_all_orders' descriptor: the parts above,
+// registered once. The cancels run one by one, paced (cancelall.go).
+var cancelAllTool = register(&toolDescriptor{name: toolCancelAll, argParts: argsOf[*messages.CancelAllCommand](validateCancelAll, cancelAllHash),
+	riskIncreasing: riskReducing, needs: needOpenOrders, decide: decideCancelAll, shown: shownCancelAll, bound: stepBounds.cancelAll,
+	carryOut: (*userActor).runCancelAll, complete: cancelRowStatus, stored: storedCancelAll, heldOnRecheck: true})

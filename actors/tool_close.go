@@ -12,24 +12,14 @@ import (
 
 const toolClosePosition = "close_position"
 
-var closePositionTool = register(&toolDescriptor{
-	name:       toolClosePosition,
-	command:    commandOf(func(c *messages.ClosePositionCommand) (messages.ClosePositionArgs, bool) { return c.Args, c.ClientUI }),
-	decodeArgs: decodeArgsAs[messages.ClosePositionArgs],
-	base: typed(func(c messages.ClosePositionArgs) callBase {
-		return callBase{category: c.Category, symbol: c.Symbol, idempotencyKey: c.IdempotencyKey, dryRun: c.DryRun}
-	}),
-	validate: typed(validateClose),
-	hash: typed(func(c messages.ClosePositionArgs) string {
-		return placeArgsHash(toolClosePosition, closeOrder(c))
-	}),
-	riskIncreasing: riskReducing, plannedHash: noPlannedHash, needs: needMarket, prepare: prepareClose,
-	decide: decideOrder, shown: shownOrder,
-	// Planned and sent like place_order (tool_place.go).
-	carryOut: (*userActor).executeOrder, complete: completeOrder, stored: storedOrder,
-	bound: tradeBound, heldOnRecheck: true,
-})
+// closePositionHash is the hash a close_position's idempotency key is
+// claimed with: that of the order it places.
+func closePositionHash(c messages.ClosePositionArgs) string {
+	return placeArgsHash(toolClosePosition, closeOrder(c))
+}
 
+// validateClose checks a close_position's arguments alone: linear only,
+// and a qty, when given, not negative.
 func validateClose(c messages.ClosePositionArgs) *messages.Error {
 	return firstError(checkLinear(c.Category, "positions exist on linear only"), checkSymbol(c.Symbol),
 		checkIf(c.Qty.IsNegative(), "qty", "must be a positive decimal string"), checkKey(c.IdempotencyKey))
@@ -65,3 +55,9 @@ func prepareClose(in *decideIn) *messages.Error {
 	in.args = a
 	return prepareOrder(in)
 }
+
+// closePositionTool is close_position's descriptor: the parts above,
+// registered once. A close is planned and sent like place_order (tool_place.go).
+var closePositionTool = register(&toolDescriptor{name: toolClosePosition, argParts: argsOf[*messages.ClosePositionCommand](validateClose, closePositionHash),
+	riskIncreasing: riskReducing, needs: needMarket, prepare: prepareClose, decide: decideOrder, shown: shownOrder,
+	carryOut: (*userActor).executeOrder, complete: completeOrder, stored: storedOrder, heldOnRecheck: true})

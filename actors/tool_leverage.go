@@ -17,31 +17,28 @@ import (
 // toolLeverage is set_leverage's tool name.
 const toolLeverage = "set_leverage"
 
-var setLeverageTool = register(&toolDescriptor{
-	name:       toolLeverage,
-	command:    commandOf(func(c *messages.SetLeverageCommand) (messages.SetLeverageArgs, bool) { return c.Args, c.ClientUI }),
-	decodeArgs: decodeArgsAs[messages.SetLeverageArgs],
-	base: typed(func(a messages.SetLeverageArgs) callBase {
-		return callBase{category: a.Category, symbol: a.Symbol, idempotencyKey: a.IdempotencyKey, dryRun: a.DryRun}
-	}),
-	validate: typed(validateLeverage),
-	hash: typed(func(a messages.SetLeverageArgs) string {
-		return argsHash(toolLeverage, string(a.Category), a.Symbol, a.Leverage.String())
-	}),
-	// A first gate: the allowlist is applied once the venue shows
-	// whether the change adds risk.
-	riskIncreasing: riskReducing, plannedHash: noPlannedHash, needs: needMarket, prepare: keepArgs,
-	decide: decideLeverage,
-	shown: func(d *toolDecision) messages.ShownToUser {
-		l := d.planned.(*messages.LeverageAnswer)
-		return messages.ShownToUser{Leverage: l, RiskIncreasing: d.risk,
-			Summary: fmt.Sprintf("Set the leverage of %s to %sx (now %sx)", onInstrument(l.Category, l.Symbol), l.Leverage, l.Previous)}
-	},
-	carryOut: (*userActor).executeOnce, complete: completePositionWrite(func(a *messages.LeverageAnswer, source, status string) { a.ResultSource, a.Status = source, status }),
-	stored: storedAs(func(a *messages.LeverageAnswer) *string { return &a.ResultSource }),
-	bound:  tradeBound, heldOnRecheck: true,
+// setLeverageHash is the hash a set_leverage's idempotency key is claimed
+// with.
+func setLeverageHash(a messages.SetLeverageArgs) string {
+	return argsHash(toolLeverage, string(a.Category), a.Symbol, a.Leverage.String())
+}
+
+// shownLeverage is the plan a confirmation of set_leverage shows.
+func shownLeverage(d *toolDecision) messages.ShownToUser {
+	l := d.planned.(*messages.LeverageAnswer)
+	return messages.ShownToUser{Leverage: l, RiskIncreasing: d.risk,
+		Summary: fmt.Sprintf("Set the leverage of %s to %sx (now %sx)", onInstrument(l.Category, l.Symbol), l.Leverage, l.Previous)}
+}
+
+// completeLeverage is set_leverage's answer of its outcome.
+var completeLeverage = completePositionWrite(func(a *messages.LeverageAnswer, source, status string) {
+	a.ResultSource, a.Status = source, status
 })
 
+// storedLeverage decodes a stored set_leverage answer.
+var storedLeverage = storedAs(func(a *messages.LeverageAnswer) *string { return &a.ResultSource })
+
+// validateLeverage checks a set_leverage's arguments alone.
 func validateLeverage(a messages.SetLeverageArgs) *messages.Error {
 	return firstError(checkLinear(a.Category, "leverage exists on linear only"), checkSymbol(a.Symbol),
 		checkIf(!a.Leverage.IsPositive(), "leverage", "must be a positive decimal string"), checkKey(a.IdempotencyKey))
@@ -94,3 +91,10 @@ func decideLeverage(in *decideIn) toolDecision {
 		idempotencyKey: a.IdempotencyKey, argsSHA256: in.hash}
 	return d
 }
+
+// setLeverageTool is set_leverage's descriptor: the parts above,
+// registered once. Its first gate reduces risk; the allowlist is applied
+// once the venue shows whether the change adds risk (decideLeverage).
+var setLeverageTool = register(&toolDescriptor{name: toolLeverage, argParts: argsOf[*messages.SetLeverageCommand](validateLeverage, setLeverageHash),
+	riskIncreasing: riskReducing, needs: needMarket, decide: decideLeverage, shown: shownLeverage,
+	carryOut: (*userActor).executeOnce, complete: completeLeverage, stored: storedLeverage, heldOnRecheck: true})

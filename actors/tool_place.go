@@ -18,28 +18,27 @@ import (
 
 const toolPlaceOrder = "place_order"
 
-var placeOrderTool = register(&toolDescriptor{
-	name:       toolPlaceOrder,
-	command:    commandOf(func(c *messages.PlaceOrderCommand) (messages.PlaceOrderArgs, bool) { return c.Args, c.ClientUI }),
-	decodeArgs: decodeArgsAs[messages.PlaceOrderArgs],
-	base: typed(func(a messages.PlaceOrderArgs) callBase {
-		return callBase{category: a.Category, symbol: a.Symbol, idempotencyKey: a.IdempotencyKey, dryRun: a.DryRun}
-	}),
-	validate:       typed(validatePlace),
-	hash:           typed(func(a messages.PlaceOrderArgs) string { return placeArgsHash(toolPlaceOrder, a) }),
-	riskIncreasing: typed(func(a messages.PlaceOrderArgs) bool { return !a.ReduceOnly }),
-	plannedHash: func(args any, qtyStep decimal.Decimal) string {
-		a := args.(messages.PlaceOrderArgs)
-		if a.IdempotencyKey != "" || a.ReduceOnly {
-			return "" // a key decides repeats; reduce-only is never deduplicated
-		}
-		return plannedHash(toolPlaceOrder, a, qtyStep)
-	},
-	needs: needMarket, prepare: prepareOrder, decide: decideOrder, shown: shownOrder,
-	carryOut: (*userActor).executeOrder, complete: completeOrder, stored: storedOrder,
-	bound:         func(b stepBounds) time.Duration { return b.trade(2) }, // the leverage step, then the order (D111)
-	heldOnRecheck: true,
-})
+// placeOrderHash is the hash a place_order's idempotency key is claimed
+// with.
+func placeOrderHash(a messages.PlaceOrderArgs) string { return placeArgsHash(toolPlaceOrder, a) }
+
+// placeRiskIncreasing: a new order adds risk unless it is reduce-only.
+var placeRiskIncreasing = typed(func(a messages.PlaceOrderArgs) bool { return !a.ReduceOnly })
+
+// placePlannedHash is the safety net's hash of a new order without a key
+// (D55): a key decides repeats, and a reduce-only order is never
+// deduplicated.
+func placePlannedHash(args any, qtyStep decimal.Decimal) string {
+	a := args.(messages.PlaceOrderArgs)
+	if a.IdempotencyKey != "" || a.ReduceOnly {
+		return ""
+	}
+	return plannedHash(toolPlaceOrder, a, qtyStep)
+}
+
+// placeBound is a place_order's bound: the leverage step, then the order
+// (D111).
+func placeBound(b stepBounds) time.Duration { return b.trade(2) }
 
 // prepareOrder makes an approved order the one the human was shown: the
 // same side, at most the qty shown (a close or reduce-only order is cut
@@ -139,3 +138,9 @@ func completeOrder(d *toolDecision, r *orderResult, w *orderWritten) any {
 
 // storedOrder decodes a stored order answer.
 var storedOrder = storedAs(func(a *messages.OrderAnswer) *string { return &a.ResultSource })
+
+// placeOrderTool is place_order's descriptor: the parts above and in
+// limits.go, registered once.
+var placeOrderTool = register(&toolDescriptor{name: toolPlaceOrder, argParts: argsOf[*messages.PlaceOrderCommand](validatePlace, placeOrderHash),
+	riskIncreasing: placeRiskIncreasing, plannedHash: placePlannedHash, needs: needMarket, prepare: prepareOrder, decide: decideOrder,
+	shown: shownOrder, carryOut: (*userActor).executeOrder, complete: completeOrder, stored: storedOrder, bound: placeBound, heldOnRecheck: true})

@@ -18,31 +18,25 @@ import (
 
 const toolTradingStop = "set_trading_stop"
 
-var tradingStopTool = register(&toolDescriptor{
-	name:       toolTradingStop,
-	command:    commandOf(func(c *messages.TradingStopCommand) (messages.TradingStopArgs, bool) { return c.Args, c.ClientUI }),
-	decodeArgs: decodeArgsAs[messages.TradingStopArgs],
-	base: typed(func(a messages.TradingStopArgs) callBase {
-		return callBase{category: a.Category, symbol: a.Symbol, idempotencyKey: a.IdempotencyKey, dryRun: a.DryRun}
-	}),
-	validate: typed(validateStop),
-	hash: typed(func(a messages.TradingStopArgs) string {
-		return argsHash(toolTradingStop, string(a.Category), a.Symbol, nullDecimal(a.TakeProfit), nullDecimal(a.StopLoss))
-	}),
-	riskIncreasing: riskReducing, plannedHash: noPlannedHash, needs: needMarket, prepare: keepArgs,
-	decide:   decideStop,
-	shown:    shownStop,
-	carryOut: (*userActor).executeOnce, complete: completePositionWrite(func(a *messages.TradingStopAnswer, source, status string) { a.ResultSource, a.Status = source, status }),
-	stored: storedAs(func(a *messages.TradingStopAnswer) *string { return &a.ResultSource }),
-	bound:  tradeBound, heldOnRecheck: true,
+// tradingStopHash is the hash a set_trading_stop's idempotency key is
+// claimed with.
+func tradingStopHash(a messages.TradingStopArgs) string {
+	return argsHash(toolTradingStop, string(a.Category), a.Symbol, nullDecimal(a.TakeProfit), nullDecimal(a.StopLoss))
+}
+
+// completeStop is set_trading_stop's answer of its outcome.
+var completeStop = completePositionWrite(func(a *messages.TradingStopAnswer, source, status string) {
+	a.ResultSource, a.Status = source, status
 })
 
+// storedStop decodes a stored set_trading_stop answer.
+var storedStop = storedAs(func(a *messages.TradingStopAnswer) *string { return &a.ResultSource })
+
+// validateStop checks a set_trading_stop's arguments alone: a
+// take-profit, a stop-loss or both, each a positive price.
 func validateStop(a messages.TradingStopArgs) *messages.Error {
 	return firstError(checkLinear(a.Category, "positions exist on linear only"), checkSymbol(a.Symbol),
-		checkIf(!a.TakeProfit.Valid && !a.StopLoss.Valid, "take_profit", "give take_profit, stop_loss or both"),
-		checkIf(a.TakeProfit.Valid && !a.TakeProfit.Decimal.IsPositive(), "take_profit", "must be a positive price"),
-		checkIf(a.StopLoss.Valid && !a.StopLoss.Decimal.IsPositive(), "stop_loss", "must be a positive price"),
-		checkKey(a.IdempotencyKey))
+		checkOneOrBoth("take_profit", a.TakeProfit, "stop_loss", a.StopLoss, "must be a positive price"), checkKey(a.IdempotencyKey))
 }
 
 // decideStop decides with the instrument and the position the venue
@@ -125,3 +119,9 @@ func stopLossLoosened(pos *messages.Position, sl decimal.NullDecimal) bool {
 	}
 	return sl.Decimal.LessThan(pos.StopLoss)
 }
+
+// tradingStopTool is set_trading_stop's descriptor: the parts above,
+// registered once.
+var tradingStopTool = register(&toolDescriptor{name: toolTradingStop, argParts: argsOf[*messages.TradingStopCommand](validateStop, tradingStopHash),
+	riskIncreasing: riskReducing, needs: needMarket, decide: decideStop, shown: shownStop,
+	carryOut: (*userActor).executeOnce, complete: completeStop, stored: storedStop, heldOnRecheck: true})

@@ -126,31 +126,28 @@ func refused(e *messages.Error) toolDecision { return toolDecision{refusal: e} }
 // toolDescriptor is one trading tool: every part the driver and the rest
 // of the user actor need, registered once (tradingTools). A descriptor
 // that lacks a part fails TestEveryToolDescriptorIsComplete.
+//
+// A descriptor is written in a few lines: its parts typed on the tool's
+// arguments come from argsOf, its other parts are named functions next
+// to the tool's other pure parts, and the parts most tools share
+// (plannedHash, prepare, bound) may be left out: register fills in their
+// defaults. Every other part is required.
 type toolDescriptor struct {
 	name string
-	// command returns the call's arguments and ClientUI when cmd is this
-	// tool's command.
-	command func(cmd messages.Command) (args any, clientUI bool, ok bool)
-	// decodeArgs decodes the arguments a confirmation parked.
-	decodeArgs func(raw json.RawMessage) (any, error)
-	// base is what every call has (instrument, key, dry run).
-	base func(args any) callBase
-	// validate checks the arguments alone (invalid_params, not
-	// journaled); the driver calls it once, where the call enters.
-	validate func(args any) *messages.Error
-	// hash is the arguments' hash the idempotency key is claimed with.
-	hash func(args any) string
+	// argParts are the parts typed on the tool's arguments (argsOf).
+	argParts
 	// riskIncreasing is the call's risk direction before the venue is
 	// read: the first gate decides with it, and a risk-increasing call
 	// is deduplicated without a key (the 30 s safety net).
 	riskIncreasing func(args any) bool
 	// plannedHash is the safety net's hash of the order a call plans
 	// with the instrument's qty step ("" when the safety net does not
-	// apply: D55).
+	// apply: D55). Optional: noPlannedHash when left out.
 	plannedHash func(args any, qtyStep decimal.Decimal) string
 	// prepare makes the call ready to decide from what the venue read
 	// (close_position: the side and qty from the position; an approved
 	// order: as the human was shown), before the safety net compares it.
+	// Optional: keepArgs when left out.
 	prepare func(in *decideIn) *messages.Error
 	// needs is what the venue actor reads before the decision.
 	needs readNeed
@@ -169,6 +166,7 @@ type toolDescriptor struct {
 	// stored decodes a journaled answer of the tool, fenced.
 	stored func(raw json.RawMessage, replay bool) any
 	// bound is how long the call's steps may take (askbound.go).
+	// Optional: tradeBound (one write) when left out.
 	bound func(b stepBounds) time.Duration
 	// heldOnRecheck says the call waits for a key re-check in flight
 	// (the check at start may block trading, D63).
@@ -179,11 +177,75 @@ type toolDescriptor struct {
 // messages.TradingTools.
 var tradingTools = map[string]*toolDescriptor{}
 
-// register adds d to the registry once; the files of the tools call it
-// from init.
+// argParts are a tool's parts typed on its arguments, adapted to the
+// descriptor's untyped arguments (argsOf builds them).
+type argParts struct {
+	// command returns the call's arguments and ClientUI when cmd is this
+	// tool's command.
+	command func(cmd messages.Command) (args any, clientUI bool, ok bool)
+	// decodeArgs decodes the arguments a confirmation parked.
+	decodeArgs func(raw json.RawMessage) (any, error)
+	// base is what every call has (instrument, key, dry run).
+	base func(args any) callBase
+	// validate checks the arguments alone (invalid_params, not
+	// journaled); the driver calls it once, where the call enters.
+	validate func(args any) *messages.Error
+	// hash is the arguments' hash the idempotency key is claimed with.
+	hash func(args any) string
+}
+
+// tradingArgs is a trading tool's argument type: it names its target
+// (messages.TradingTarget).
+type tradingArgs interface {
+	Target() messages.TradingTarget
+}
+
+// tradingCommand is a trading tool's command, whose arguments are of
+// type A.
+type tradingCommand[A tradingArgs] interface {
+	messages.Command
+	Call() (A, bool)
+}
+
+// argsOf builds a tool's argParts from its command type C (its
+// arguments' type A follows from validate and hash, which are written on
+// A), so that no tool writes the same adapters again.
+func argsOf[C tradingCommand[A], A tradingArgs](validate func(A) *messages.Error, hash func(A) string) argParts {
+	return argParts{
+		command: func(cmd messages.Command) (any, bool, bool) {
+			c, ok := cmd.(C)
+			if !ok {
+				return nil, false, false
+			}
+			args, clientUI := c.Call()
+			return args, clientUI, true
+		},
+		decodeArgs: decodeArgsAs[A],
+		base: func(a any) callBase {
+			t := a.(A).Target()
+			return callBase{category: t.Category, symbol: t.Symbol, idempotencyKey: t.IdempotencyKey, dryRun: t.DryRun, orderID: t.OrderID}
+		},
+		validate: typed(validate),
+		hash:     typed(hash),
+	}
+}
+
+// register adds d to the registry once, with the defaults of the
+// optional parts it leaves out (plannedHash, prepare, bound); the files
+// of the tools call it from init. A required part left out stays nil,
+// and TestEveryToolDescriptorIsComplete names it.
 func register(d *toolDescriptor) *toolDescriptor {
 	if _, dup := tradingTools[d.name]; dup {
 		panic("actors: trading tool registered twice: " + d.name)
+	}
+	if d.plannedHash == nil {
+		d.plannedHash = noPlannedHash
+	}
+	if d.prepare == nil {
+		d.prepare = keepArgs
+	}
+	if d.bound == nil {
+		d.bound = tradeBound
 	}
 	tradingTools[d.name] = d
 	return d
@@ -296,6 +358,15 @@ func checkKey(k string) *messages.Error {
 	return nil
 }
 
+// checkOneOrBoth: at least one of two optional values is given (the
+// first field is named when neither is), and each one given is positive
+// (positive is the reason when it is not).
+func checkOneOrBoth(first string, a decimal.NullDecimal, second string, b decimal.NullDecimal, positive string) *messages.Error {
+	return firstError(checkIf(!a.Valid && !b.Valid, first, "give "+first+", "+second+" or both"),
+		checkIf(a.Valid && !a.Decimal.IsPositive(), first, positive),
+		checkIf(b.Valid && !b.Decimal.IsPositive(), second, positive))
+}
+
 // checkIf is an invalid_params of field when bad holds.
 func checkIf(bad bool, field, reason string) *messages.Error {
 	if bad {
@@ -306,19 +377,6 @@ func checkIf(bad bool, field, reason string) *messages.Error {
 
 // Typed parts: a tool's functions are written on its own argument,
 // command and answer types; these adapt them to the descriptor's.
-
-// commandOf is a descriptor's command for command type C, whose call is
-// get's arguments and ClientUI.
-func commandOf[C messages.Command, A any](get func(C) (A, bool)) func(messages.Command) (any, bool, bool) {
-	return func(cmd messages.Command) (any, bool, bool) {
-		c, ok := cmd.(C)
-		if !ok {
-			return nil, false, false
-		}
-		args, clientUI := get(c)
-		return args, clientUI, true
-	}
-}
 
 // typed adapts f, written on the tool's argument type A, to the
 // descriptor's untyped arguments.

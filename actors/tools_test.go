@@ -41,23 +41,37 @@ func TestEveryToolDescriptorIsComplete(t *testing.T) {
 
 // missingParts names the fields of d that are not set: a nil function,
 // an empty name, no read, or a tool a key re-check does not hold (every
-// trading call waits for it, D63).
+// trading call waits for it, D63). The parts typed on the arguments
+// (argParts) are checked one by one. It runs on the registered
+// descriptors: the optional parts have their defaults by then
+// (register), so only a required part can be missing.
 func missingParts(d *toolDescriptor) []string {
+	return unsetFields(reflect.ValueOf(d).Elem())
+}
+
+// unsetFields names the fields of the struct v that are not set, the
+// fields of an embedded struct included.
+func unsetFields(v reflect.Value) []string {
 	var missing []string
-	v := reflect.ValueOf(d).Elem()
 	for i := range v.NumField() {
-		f, name := v.Field(i), v.Type().Field(i).Name
+		f, field := v.Field(i), v.Type().Field(i)
 		switch f.Kind() {
 		case reflect.Func:
 			if f.IsNil() {
-				missing = append(missing, name)
+				missing = append(missing, field.Name)
 			}
 		case reflect.String, reflect.Uint8, reflect.Bool:
 			if f.IsZero() {
-				missing = append(missing, name)
+				missing = append(missing, field.Name)
 			}
+		case reflect.Struct:
+			if field.Anonymous {
+				missing = append(missing, unsetFields(f)...)
+				continue
+			}
+			fallthrough
 		default:
-			missing = append(missing, name+" (a kind of part this test does not check)")
+			missing = append(missing, field.Name+" (a kind of part this test does not check)")
 		}
 	}
 	return missing
@@ -90,6 +104,34 @@ func TestToolDescriptorsKnowTheirCommands(t *testing.T) {
 	}
 	if d, _, _ := toolOfCommand(&messages.ShowPolicyRequest{}); d != nil {
 		t.Errorf("a command of no trading tool found descriptor %s", d.name)
+	}
+}
+
+// Each descriptor's base (argsOf) gives back what every trading call has:
+// the instrument, the key and the dry run, and the order id of the tools
+// that name an order.
+func TestToolBaseOfEveryTool(t *testing.T) {
+	const lin = messages.CategoryLinear
+	cases := map[string]struct {
+		args    any
+		orderID string
+	}{
+		toolPlaceOrder:    {args: messages.PlaceOrderArgs{Category: lin, Symbol: "BTCUSDT", IdempotencyKey: "k", DryRun: true}},
+		toolCancelOrder:   {args: messages.CancelOrderArgs{Category: lin, Symbol: "BTCUSDT", IdempotencyKey: "k", DryRun: true, OrderID: "o-1"}, orderID: "o-1"},
+		toolAmendOrder:    {args: messages.AmendOrderArgs{Category: lin, Symbol: "BTCUSDT", IdempotencyKey: "k", DryRun: true, OrderID: "o-2"}, orderID: "o-2"},
+		toolCancelAll:     {args: messages.CancelAllArgs{Category: lin, Symbol: "BTCUSDT", IdempotencyKey: "k", DryRun: true}},
+		toolClosePosition: {args: messages.ClosePositionArgs{Category: lin, Symbol: "BTCUSDT", IdempotencyKey: "k", DryRun: true}},
+		toolLeverage:      {args: messages.SetLeverageArgs{Category: lin, Symbol: "BTCUSDT", IdempotencyKey: "k", DryRun: true}},
+		toolTradingStop:   {args: messages.TradingStopArgs{Category: lin, Symbol: "BTCUSDT", IdempotencyKey: "k", DryRun: true}},
+	}
+	if len(cases) != len(tradingTools) {
+		t.Fatalf("the test knows %d tools, the registry %d", len(cases), len(tradingTools))
+	}
+	for name, c := range cases {
+		want := callBase{category: lin, symbol: "BTCUSDT", idempotencyKey: "k", dryRun: true, orderID: c.orderID}
+		if got := toolOf(name).base(c.args); got != want {
+			t.Errorf("%s: base %+v, want %+v", name, got, want)
+		}
 	}
 }
 
