@@ -44,7 +44,7 @@ type User struct {
 	Idempotency map[string]IdempotencyEntry
 	Counters    RollingCounters
 	// Recent are the answered risk-increasing orders without a key of the
-	// last 10 minutes: the 30 s safety net (actors/place.go).
+	// last 10 minutes: the 30 s safety net (actors/repeat.go).
 	Recent []RecentOrder
 	// keyExpiry orders the idempotency keys by claim time, for prune.
 	keyExpiry keyExpiry
