@@ -106,9 +106,7 @@ func (s *Stack) Stop() {
 func (s *Stack) Restart(t testing.TB) *Stack {
 	t.Helper()
 	s.Stop()
-	o := s.opts
-	o.Users = nil
-	return Start(t, o)
+	return Start(t, s.opts.Again())
 }
 
 // Records stops the stack and returns every record of its journal.

@@ -67,6 +67,13 @@ type Options[C any] struct {
 	Configure func(*C)
 }
 
+// Again is o for a restart once Open has filled in its defaults: the same
+// journal, simulator and key, and no users to create (they exist).
+func (o Options[C]) Again() Options[C] {
+	o.Users = nil
+	return o
+}
+
 // SimOptions say what simulator StartSim starts.
 type SimOptions struct {
 	// Seed is its seed (0: 3).
