@@ -5,39 +5,22 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/guarded-exchange/guarded-exchange/internal/testkit/rig"
 	"github.com/guarded-exchange/guarded-exchange/messages"
-	"github.com/guarded-exchange/guarded-exchange/venue"
-	"github.com/guarded-exchange/guarded-exchange/venue/sim"
 	"github.com/guarded-exchange/guarded-exchange/wal"
 )
 
-// simMarket serves the public endpoints from a real simulator on loopback.
-type simMarket struct {
-	*venue.Client
-	cache *venue.InstrumentCache
-}
-
-func (m simMarket) Instrument(ctx context.Context, cat messages.Category, s string) (*messages.Instrument, error) {
-	return m.cache.Get(ctx, cat, s)
-}
-
-func newSimMarket(t testing.TB) simMarket {
+// newSimMarket serves the public endpoints from a real simulator (seed 7)
+// on loopback.
+func newSimMarket(t testing.TB) rig.Market {
 	t.Helper()
-	srv := httptest.NewServer(sim.New(sim.Config{Seed: 7}).Handler())
-	t.Cleanup(srv.Close)
-	c, err := venue.NewClient(venue.Config{BaseURL: srv.URL})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return simMarket{Client: c, cache: venue.NewInstrumentCache(c, time.Minute, nil)}
+	return rig.NewMarket(t, rig.StartSim(t, rig.SimOptions{Seed: 7, PublicRateLimit: true}).URL, nil)
 }
 
 type testSystem struct {
@@ -45,6 +28,11 @@ type testSystem struct {
 	log *wal.Log
 	dir string
 	buf *syncBuffer
+	// sim is the venue's simulator (nil: none).
+	sim *rig.Sim
+	// opts start the system again on the same journal, simulator and
+	// master key (restart).
+	opts stack
 }
 
 type syncBuffer struct {
@@ -64,21 +52,11 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
+// startTest starts a system over a fresh journal, serving public reads
+// from market (nil: none), with a venue call bounded to 5 s.
 func startTest(t testing.TB, market MarketSource) *testSystem {
 	t.Helper()
-	dir := t.TempDir()
-	l, _, err := wal.Open(dir, wal.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	buf := &syncBuffer{}
-	sys, err := Start(Config{Journal: l, Market: market, Logger: slog.New(slog.NewJSONHandler(buf, nil)), RequestTimeout: 5 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := &testSystem{System: sys, log: l, dir: dir, buf: buf}
-	t.Cleanup(func() { ts.stop() })
-	return ts
+	return startStack(t, stack{NoVenue: true, Configure: func(c *Config) { c.Market, c.RequestTimeout = market, 5*time.Second }})
 }
 
 func (ts *testSystem) stop() {
@@ -96,11 +74,7 @@ func (ts *testSystem) stop() {
 func (ts *testSystem) records(t *testing.T) []wal.Record {
 	t.Helper()
 	ts.stop()
-	var out []wal.Record
-	if err := wal.Scan(ts.dir, func(r wal.Record) error { out = append(out, r); return nil }); err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return rig.Records(t, ts.dir)
 }
 
 func TestJournalGroupCommitConcurrentWriters(t *testing.T) {
@@ -218,7 +192,7 @@ func TestPanicInReceiveAnswersAndRestarts(t *testing.T) {
 }
 
 // panickyMarket is a market source whose ticker panics.
-type panickyMarket struct{ simMarket }
+type panickyMarket struct{ rig.Market }
 
 func (panickyMarket) Ticker(context.Context, messages.Category, string) (*messages.Ticker, error) {
 	panic("market: ticker panicked")

@@ -3,12 +3,10 @@ package actors
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,18 +16,16 @@ import (
 
 	"github.com/shopspring/decimal"
 
+	"github.com/guarded-exchange/guarded-exchange/internal/testkit/rig"
 	"github.com/guarded-exchange/guarded-exchange/messages"
-	"github.com/guarded-exchange/guarded-exchange/venue"
 	"github.com/guarded-exchange/guarded-exchange/venue/sim"
 	"github.com/guarded-exchange/guarded-exchange/wal"
 )
 
-// keyEnv is a user system wired to a real simulator, with a master key and
-// a settable clock.
+// keyEnv is a user system wired to a real simulator (funded), with a
+// master key and a settable clock.
 type keyEnv struct {
 	*testSystem
-	sim       *sim.Sim
-	url       string
 	masterKey []byte
 	mu        sync.Mutex
 	now       time.Time
@@ -50,34 +46,19 @@ func (k *keyEnv) advance(d time.Duration) {
 func newKeyEnv(t *testing.T, dir string, master []byte) *keyEnv {
 	t.Helper()
 	ke := &keyEnv{now: time.Now().UTC(), masterKey: master}
-	ke.sim = sim.New(sim.Config{Seed: 9, StartingBalances: map[string]decimal.Decimal{"USDT": decimal.NewFromInt(10000)}})
-	srv := httptest.NewServer(ke.sim.Handler())
-	t.Cleanup(srv.Close)
-	ke.url = srv.URL
-	ke.testSystem = startUsersWith(t, dir, func(c *Config) {
-		c.Environment = "paper"
-		c.MasterKey = master
-		c.Now = ke.clock
-		c.Clients = func(k, s string) (*venue.Client, error) {
-			return venue.NewClient(venue.Config{BaseURL: srv.URL, APIKey: k, APISecret: s})
-		}
-	})
+	ke.testSystem = startStack(t, stack{Dir: dir, MasterKey: master, SimOptions: funded, Configure: func(c *Config) { c.Now = ke.clock }})
 	return ke
 }
 
 func randomKey(t *testing.T) []byte {
-	k := make([]byte, 32)
-	if _, err := rand.Read(k); err != nil {
-		t.Fatal(err)
-	}
-	return k
+	return rig.NewKey(t)
 }
 
 // simKey creates a key on the simulator with the given permissions.
 func (k *keyEnv) simKey(t *testing.T, readOnly bool, perms map[string][]string) sim.Key {
 	t.Helper()
 	body, _ := json.Marshal(map[string]any{"read_only": readOnly, "permissions": perms})
-	resp, err := http.Post(k.url+"/sim/keys", "application/json", bytes.NewReader(body))
+	resp, err := http.Post(k.sim.URL+"/sim/keys", "application/json", bytes.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,7 +173,7 @@ func TestGrownPermissionsBlockTrading(t *testing.T) {
 	// Someone ticks "Withdraw" on the exchange; within the hour nothing is
 	// asked, after it the key is checked again before the next decision.
 	body := `{"permissions":{"ContractTrade":["Order","Position"],"Spot":["SpotTrade"],"Wallet":["Withdraw"]}}`
-	resp, err := http.Post(ke.url+"/sim/keys/"+key.APIKey+"/permissions", "application/json", strings.NewReader(body))
+	resp, err := http.Post(ke.sim.URL+"/sim/keys/"+key.APIKey+"/permissions", "application/json", strings.NewReader(body))
 	if err != nil || resp.StatusCode != 200 {
 		t.Fatalf("set permissions: %v %v", err, resp.Status)
 	}
@@ -267,7 +248,7 @@ func TestUnverifiableKeyAndAttestation(t *testing.T) {
 	ke := newKeyEnv(t, t.TempDir(), randomKey(t))
 	ke.must(t, &messages.CreateUserRequest{User: "pam"}, messages.ActorCLIAdmin)
 	fault := `{"kind":"http_5xx","path":"/v5/user/query-api","every":1,"count":0}`
-	if _, err := http.Post(ke.url+"/sim/faults", "application/json", strings.NewReader(fault)); err != nil {
+	if _, err := http.Post(ke.sim.URL+"/sim/faults", "application/json", strings.NewReader(fault)); err != nil {
 		t.Fatal(err)
 	}
 	key := ke.sim.DefaultKey()
@@ -374,7 +355,7 @@ func TestGrownPermissionsBlockATradingCall(t *testing.T) {
 		t.Fatal(err)
 	}
 	body := `{"permissions":{"ContractTrade":["Order","Position"],"Spot":["SpotTrade"],"Wallet":["Withdraw"]}}`
-	resp, err := http.Post(ke.url+"/sim/keys/"+key.APIKey+"/permissions", "application/json", strings.NewReader(body))
+	resp, err := http.Post(ke.sim.URL+"/sim/keys/"+key.APIKey+"/permissions", "application/json", strings.NewReader(body))
 	if err != nil || resp.StatusCode != 200 {
 		t.Fatalf("set permissions: %v %v", err, resp.Status)
 	}

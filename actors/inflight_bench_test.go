@@ -5,15 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"net/http/httptest"
 	"testing"
 	"time"
 
-	"github.com/shopspring/decimal"
-
 	"github.com/guarded-exchange/guarded-exchange/messages"
 	"github.com/guarded-exchange/guarded-exchange/venue"
-	"github.com/guarded-exchange/guarded-exchange/venue/sim"
 )
 
 // slowVenue is a user system over a real simulator whose key check
@@ -25,29 +21,12 @@ type slowVenue struct {
 
 func newSlowVenue(tb testing.TB, delay time.Duration) *slowVenue {
 	tb.Helper()
-	s := sim.New(sim.Config{Seed: 9, StartingBalances: map[string]decimal.Decimal{"USDT": decimal.NewFromInt(10000)}})
-	srv := httptest.NewServer(s.Handler())
-	tb.Cleanup(srv.Close)
-	master := make([]byte, 32)
-	ts := startUsersWith(tb, tb.TempDir(), func(c *Config) {
-		c.Environment = "paper"
-		c.MasterKey = master
-		c.RequestTimeout = 4 * delay
-		c.Clients = func(k, sec string) (*venue.Client, error) {
-			return venue.NewClient(venue.Config{BaseURL: srv.URL, APIKey: k, APISecret: sec})
-		}
-	})
-	sv := &slowVenue{testSystem: ts, url: srv.URL}
-	ctx := context.Background()
-	if _, err := ts.Handle(ctx, &messages.CreateUserRequest{User: "kim"}, messages.ActorCLIAdmin); err != nil {
-		tb.Fatal(err)
-	}
-	key := s.DefaultKey()
-	if _, err := ts.Handle(ctx, &messages.AddCredentialRequest{User: "kim", Environment: "paper", APIKey: key.APIKey, APISecret: messages.NewSecret(key.APISecret)}, messages.ActorCLIUser); err != nil {
-		tb.Fatal(err)
-	}
+	ts := startStack(tb, stack{SimOptions: funded, MasterKey: make([]byte, 32), Users: []string{"kim"},
+		Configure: func(c *Config) { c.RequestTimeout = 4 * delay }})
+	sv := &slowVenue{testSystem: ts, url: ts.sim.URL}
+	ts.addDefaultKey(tb, "kim")
 	body, _ := json.Marshal(map[string]any{"kind": "delay", "path": venue.PathQueryAPI, "delay_ms": delay.Milliseconds()})
-	resp, err := http.Post(srv.URL+"/sim/faults", "application/json", bytes.NewReader(body))
+	resp, err := http.Post(sv.url+"/sim/faults", "application/json", bytes.NewReader(body))
 	if err != nil {
 		tb.Fatal(err)
 	}

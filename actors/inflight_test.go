@@ -3,7 +3,6 @@ package actors
 import (
 	"context"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -11,9 +10,8 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/guarded-exchange/guarded-exchange/internal/testkit/rig"
 	"github.com/guarded-exchange/guarded-exchange/messages"
-	"github.com/guarded-exchange/guarded-exchange/venue"
-	"github.com/guarded-exchange/guarded-exchange/venue/sim"
 )
 
 // While one action of a user waits 5 s on the venue (a simulator delay
@@ -120,29 +118,21 @@ func TestVenueActorCrashKeepsUserState(t *testing.T) {
 // The caller's context reaches the venue call: a read whose caller gives
 // up is cancelled at the venue, long before the request timeout.
 func TestCallerCancellationReachesTheVenue(t *testing.T) {
-	s := sim.New(sim.Config{Seed: 9})
 	var hang atomic.Bool
 	ended := make(chan struct{}, 1)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if hang.Load() && r.URL.Path == "/v5/account/wallet-balance" {
-			<-r.Context().Done()
-			ended <- struct{}{}
-			return
-		}
-		s.Handler().ServeHTTP(w, r)
-	}))
-	defer srv.Close()
-	ts := startUsersWith(t, t.TempDir(), func(c *Config) {
-		c.Environment, c.MasterKey, c.RequestTimeout = "paper", randomKey(t), time.Minute
-		c.Clients = func(k, sec string) (*venue.Client, error) {
-			return venue.NewClient(venue.Config{BaseURL: srv.URL, APIKey: k, APISecret: sec})
-		}
-	})
-	ts.must(t, &messages.CreateUserRequest{User: "cal"}, messages.ActorCLIAdmin)
-	key := s.DefaultKey()
-	if _, err := ts.Handle(context.Background(), &messages.AddCredentialRequest{User: "cal", Environment: "paper", APIKey: key.APIKey, APISecret: messages.NewSecret(key.APISecret)}, messages.ActorCLIUser); err != nil {
-		t.Fatal(err)
+	wrap := func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if hang.Load() && r.URL.Path == "/v5/account/wallet-balance" {
+				<-r.Context().Done()
+				ended <- struct{}{}
+				return
+			}
+			h.ServeHTTP(w, r)
+		})
 	}
+	ts := startStack(t, stack{SimOptions: rig.SimOptions{Seed: 9, PublicRateLimit: true, Wrap: wrap}, Users: []string{"cal"},
+		Configure: func(c *Config) { c.RequestTimeout = time.Minute }})
+	ts.addDefaultKey(t, "cal")
 	hang.Store(true)
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()

@@ -78,11 +78,7 @@ func extraRowProxy(t *testing.T, target string, swallow bool, extra func(row map
 // behindProxy restarts te's system with its REST calls going to rest.
 func (te *tradeEnv) behindProxy(t *testing.T, rest string) {
 	t.Helper()
-	te.configure = func(c *Config) {
-		c.Clients = func(k, s string) (*venue.Client, error) {
-			return venue.NewClient(venue.Config{BaseURL: rest, APIKey: k, APISecret: s, Backoff: func(int) time.Duration { return 0 }})
-		}
-	}
+	te.client = func(c *venue.Config) { c.BaseURL = rest }
 	te.stop()
 	te.testSystem = te.start(t, te.dir)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/guarded-exchange/guarded-exchange/actors/state"
+	"github.com/guarded-exchange/guarded-exchange/internal/testkit/rig"
 	"github.com/guarded-exchange/guarded-exchange/messages"
 	"github.com/guarded-exchange/guarded-exchange/venue"
 	"github.com/guarded-exchange/guarded-exchange/venue/sim"
@@ -23,12 +24,16 @@ import (
 // /sim/ test API), and a system whose venue actors own a private stream.
 type tradeEnv struct {
 	*testSystem
-	srv  *sim.Server
+	sim *rig.Sim
+	// ann is where the simulator serves and its default key.
 	ann  sim.Announcement
 	user string
 	t    testing.TB
 	// configure changes the system's config at every start (nil: none).
 	configure func(*Config)
+	// client changes each user's REST client config at every start (nil:
+	// none), e.g. a proxy in front of the simulator.
+	client func(*venue.Config)
 	// streamURL is the private stream the system opens (empty: the
 	// simulator's own; a hostile proxy in front of it in some tests).
 	streamURL string
@@ -50,12 +55,10 @@ func newTradeEnvWith(t testing.TB, dir string, configure func(*Config)) *tradeEn
 // simulator's stream URL.
 func newTradeEnvStreaming(t testing.TB, dir string, configure func(*Config), stream func(simURL string) string) *tradeEnv {
 	t.Helper()
-	srv, err := sim.Start(sim.Config{Seed: 7, NoPublicRateLimit: true}, "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = srv.Close() })
-	te := &tradeEnv{srv: srv, ann: srv.Announcement(), user: "tess", t: t, configure: configure}
+	s := rig.StartSim(t, rig.SimOptions{Seed: 7})
+	key := s.DefaultKey()
+	te := &tradeEnv{sim: s, ann: sim.Announcement{REST: s.URL, WSPrivate: s.PrivateWS(), APIKey: key.APIKey, APISecret: key.APISecret},
+		user: "tess", t: t, configure: configure}
 	if stream != nil {
 		te.streamURL = stream(te.ann.WSPrivate)
 	}
@@ -107,24 +110,24 @@ func (te *tradeEnv) outside(t testing.TB) *venue.Client {
 var tradeMaster = make([]byte, 32)
 
 func (te *tradeEnv) start(t testing.TB, dir string) *testSystem {
-	return startUsersWith(t, dir, func(c *Config) {
-		c.Environment, c.MasterKey = "paper", tradeMaster
-		c.RequestTimeout, c.SettleWait = 2*time.Second, 500*time.Millisecond
-		c.Clients = func(k, s string) (*venue.Client, error) {
-			return venue.NewClient(venue.Config{BaseURL: te.ann.REST, APIKey: k, APISecret: s, Backoff: func(int) time.Duration { return 0 }})
-		}
-		url := te.ann.WSPrivate
-		if te.streamURL != "" {
-			url = te.streamURL
-		}
-		c.Streams = func(k, s string) (*venue.Stream, error) {
-			return venue.NewStream(venue.StreamConfig{URL: url, APIKey: k, APISecret: s,
-				Dialer: &websocket.Dialer{HandshakeTimeout: 2 * time.Second}, Backoff: func(int) time.Duration { return 20 * time.Millisecond }})
-		}
-		if te.configure != nil {
-			te.configure(c)
-		}
-	})
+	o := stack{Sim: te.sim, Dir: dir, MasterKey: tradeMaster, Stream: true,
+		Client: func(c *venue.Config) {
+			c.Backoff = func(int) time.Duration { return 0 }
+			if te.client != nil {
+				te.client(c)
+			}
+		},
+		StreamConfig: func(c *venue.StreamConfig) { c.Dialer = &websocket.Dialer{HandshakeTimeout: 2 * time.Second} },
+		Configure: func(c *Config) {
+			c.RequestTimeout, c.SettleWait = 2*time.Second, 500*time.Millisecond
+			if te.configure != nil {
+				te.configure(c)
+			}
+		}}
+	if te.streamURL != "" {
+		o.StreamVia = func(string) string { return te.streamURL }
+	}
+	return startStack(t, o)
 }
 
 func (te *tradeEnv) simPost(t testing.TB, path, body string) {
@@ -399,11 +402,7 @@ func scanAll(t testing.TB, dir string) []wal.Record {
 		t.Fatal(err)
 	}
 	defer cleanup()
-	var out []wal.Record
-	if err := wal.Scan(cp, func(r wal.Record) error { out = append(out, r); return nil }); err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return rig.Records(t, cp)
 }
 
 // UserState rebuilds the user's state from what the journal holds now,

@@ -219,13 +219,7 @@ func TestReusedOrderIDInARESTAnswerIsNotApplied(t *testing.T) {
 	te.tradeReady(t, messages.PolicySettings{})
 	rw := &orderIDRewriter{}
 	te.stop()
-	base := te.ann.REST
-	te.configure = func(c *Config) {
-		c.Clients = func(k, s string) (*venue.Client, error) {
-			return venue.NewClient(venue.Config{BaseURL: base, APIKey: k, APISecret: s, Backoff: func(int) time.Duration { return 0 },
-				HTTPClient: &http.Client{Transport: rw, Timeout: 10 * time.Second}})
-		}
-	}
+	te.client = func(c *venue.Config) { c.HTTPClient = &http.Client{Transport: rw, Timeout: 10 * time.Second} }
 	te.testSystem = te.start(t, dir)
 
 	a := te.exec(t, limitArgs("0.01", "25000"))

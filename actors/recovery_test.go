@@ -2,10 +2,8 @@ package actors
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -13,8 +11,6 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/guarded-exchange/guarded-exchange/messages"
-	"github.com/guarded-exchange/guarded-exchange/venue"
-	"github.com/guarded-exchange/guarded-exchange/venue/sim"
 	"github.com/guarded-exchange/guarded-exchange/wal"
 )
 
@@ -24,23 +20,9 @@ import (
 // a command sent meanwhile is journaled after them, and no attempt stays
 // open.
 func TestRecoveryReconcilesOpenAttemptsBeforeNewWrites(t *testing.T) {
-	s := sim.New(sim.Config{Seed: 9, StartingBalances: map[string]decimal.Decimal{"USDT": decimal.NewFromInt(10000)}})
-	srv := httptest.NewServer(s.Handler())
-	defer srv.Close()
-	master := randomKey(t)
-	clients := func(c *Config) {
-		c.Environment, c.MasterKey = "paper", master
-		c.Clients = func(k, sec string) (*venue.Client, error) {
-			return venue.NewClient(venue.Config{BaseURL: srv.URL, APIKey: k, APISecret: sec})
-		}
-	}
-	dir := t.TempDir()
-	ts := startUsersWith(t, dir, clients)
-	ts.must(t, &messages.CreateUserRequest{User: "rae"}, messages.ActorCLIAdmin)
-	key := s.DefaultKey()
-	if _, err := ts.Handle(context.Background(), &messages.AddCredentialRequest{User: "rae", Environment: "paper", APIKey: key.APIKey, APISecret: messages.NewSecret(key.APISecret)}, messages.ActorCLIUser); err != nil {
-		t.Fatal(err)
-	}
+	ts := startStack(t, stack{SimOptions: funded, Users: []string{"rae"}})
+	dir, srv, key := ts.dir, ts.sim, ts.sim.DefaultKey()
+	ts.addDefaultKey(t, "rae")
 	// Three attempts were journaled, then the process died: one order
 	// reached the venue, one never left, and one went to another venue
 	// (a server started with another GX_VENUE): this process must not
@@ -72,7 +54,7 @@ func TestRecoveryReconcilesOpenAttemptsBeforeNewWrites(t *testing.T) {
 		resp.Body.Close()
 	}
 
-	ts2 := startUsersWith(t, dir, clients)
+	ts2 := ts.restart(t)
 	pol := ts2.must(t, &messages.ShowPolicyRequest{User: "rae"}, messages.ActorCLIUser) // a read is not held
 	if pol.User != "rae" {
 		t.Fatalf("policy %+v", pol)

@@ -4,16 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"net/http/httptest"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/shopspring/decimal"
 
+	"github.com/guarded-exchange/guarded-exchange/internal/testkit/rig"
 	"github.com/guarded-exchange/guarded-exchange/messages"
-	"github.com/guarded-exchange/guarded-exchange/venue"
-	"github.com/guarded-exchange/guarded-exchange/venue/sim"
 	"github.com/guarded-exchange/guarded-exchange/wal"
 )
 
@@ -24,20 +22,12 @@ import (
 // (exchange_unavailable, reason "reconciling", retry_after_s) with nothing
 // journaled or sent. Once the lookup ends, calls go through again.
 func TestTradingCallWaitsBoundedForRecovery(t *testing.T) {
-	s := sim.New(sim.Config{Seed: 9, StartingBalances: map[string]decimal.Decimal{"USDT": decimal.NewFromInt(10000)}})
 	var hang atomic.Bool
 	release := make(chan struct{})
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if hang.Load() {
-			select {
-			case <-release:
-			case <-r.Context().Done():
-				return
-			}
-		}
-		s.Handler().ServeHTTP(w, r)
-	}))
-	defer srv.Close()
+	const wait = 300 * time.Millisecond
+	ts := startStack(t, stack{SimOptions: hanging(funded, &hang, release), Users: []string{"rae"}, Configure: func(c *Config) {
+		c.RequestTimeout, c.RecoveryWait = 20*time.Second, wait
+	}})
 	defer func() {
 		select {
 		case <-release:
@@ -45,22 +35,8 @@ func TestTradingCallWaitsBoundedForRecovery(t *testing.T) {
 			close(release)
 		}
 	}()
-	master := randomKey(t)
-	const wait = 300 * time.Millisecond
-	configure := func(c *Config) {
-		c.Environment, c.MasterKey = "paper", master
-		c.RequestTimeout, c.RecoveryWait = 20*time.Second, wait
-		c.Clients = func(k, sec string) (*venue.Client, error) {
-			return venue.NewClient(venue.Config{BaseURL: srv.URL, APIKey: k, APISecret: sec})
-		}
-	}
-	dir := t.TempDir()
-	ts := startUsersWith(t, dir, configure)
-	ts.must(t, &messages.CreateUserRequest{User: "rae"}, messages.ActorCLIAdmin)
-	key := s.DefaultKey()
-	if _, err := ts.Handle(context.Background(), &messages.AddCredentialRequest{User: "rae", Environment: "paper", APIKey: key.APIKey, APISecret: messages.NewSecret(key.APISecret)}, messages.ActorCLIUser); err != nil {
-		t.Fatal(err)
-	}
+	dir := ts.dir
+	ts.addDefaultKey(t, "rae")
 	ts.must(t, &messages.SetCeilingRequest{User: "rae", Settings: messages.PolicySettings{Profile: prof(messages.ProfileTrade), Allow: strs("linear:BTCUSDT"),
 		ConfirmActions: strs(), VenueCeiling: venueLevel(messages.VenuePaper)}}, messages.ActorCLIAdmin)
 	now := time.Now().UTC()
@@ -72,7 +48,7 @@ func TestTradingCallWaitsBoundedForRecovery(t *testing.T) {
 	ts.stop()
 
 	hang.Store(true)
-	ts2 := startUsersWith(t, dir, configure)
+	ts2 := ts.restart(t)
 	// A read is served while the lookup hangs.
 	if v := ts2.must(t, &messages.ShowPolicyRequest{User: "rae"}, messages.ActorCLIUser); v.User != "rae" {
 		t.Fatalf("policy %+v", v)
@@ -114,34 +90,13 @@ func TestTradingCallWaitsBoundedForRecovery(t *testing.T) {
 // "checking_key", nothing sent; reads are served meanwhile; once the check
 // is done, trading goes on.
 func TestTradingCallWaitsBoundedForTheKeyCheck(t *testing.T) {
-	s := sim.New(sim.Config{Seed: 9, StartingBalances: map[string]decimal.Decimal{"USDT": decimal.NewFromInt(10000)}})
 	var hang atomic.Bool
 	release := make(chan struct{})
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if hang.Load() {
-			select {
-			case <-release:
-			case <-r.Context().Done():
-				return
-			}
-		}
-		s.Handler().ServeHTTP(w, r)
-	}))
-	defer srv.Close()
 	const wait = 300 * time.Millisecond
-	master := randomKey(t)
-	ts := startUsersWith(t, t.TempDir(), func(c *Config) {
-		c.Environment, c.MasterKey = "paper", master
+	ts := startStack(t, stack{SimOptions: hanging(funded, &hang, release), Users: []string{"kit"}, Configure: func(c *Config) {
 		c.RequestTimeout, c.RecoveryWait = 20*time.Second, wait
-		c.Clients = func(k, sec string) (*venue.Client, error) {
-			return venue.NewClient(venue.Config{BaseURL: srv.URL, APIKey: k, APISecret: sec})
-		}
-	})
-	ts.must(t, &messages.CreateUserRequest{User: "kit"}, messages.ActorCLIAdmin)
-	key := s.DefaultKey()
-	if _, err := ts.Handle(context.Background(), &messages.AddCredentialRequest{User: "kit", Environment: "paper", APIKey: key.APIKey, APISecret: messages.NewSecret(key.APISecret)}, messages.ActorCLIUser); err != nil {
-		t.Fatal(err)
-	}
+	}})
+	ts.addDefaultKey(t, "kit")
 	ts.must(t, &messages.SetCeilingRequest{User: "kit", Settings: messages.PolicySettings{Profile: prof(messages.ProfileTrade), Allow: strs("linear:BTCUSDT"),
 		ConfirmActions: strs(), VenueCeiling: venueLevel(messages.VenuePaper)}}, messages.ActorCLIAdmin)
 
@@ -175,4 +130,22 @@ func TestTradingCallWaitsBoundedForTheKeyCheck(t *testing.T) {
 	if a, ok := res.(*messages.OrderAnswer); !ok || a.ClientOrderID == "" {
 		t.Fatalf("answer %+v", res)
 	}
+}
+
+// hanging is the simulator o with every request held, while hang is set,
+// until release is closed or its caller gives up.
+func hanging(o rig.SimOptions, hang *atomic.Bool, release <-chan struct{}) rig.SimOptions {
+	o.Wrap = func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if hang.Load() {
+				select {
+				case <-release:
+				case <-r.Context().Done():
+					return
+				}
+			}
+			h.ServeHTTP(w, r)
+		})
+	}
+	return o
 }

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -15,8 +14,6 @@ import (
 
 	"github.com/guarded-exchange/guarded-exchange/actors/state"
 	"github.com/guarded-exchange/guarded-exchange/messages"
-	"github.com/guarded-exchange/guarded-exchange/venue"
-	"github.com/guarded-exchange/guarded-exchange/venue/sim"
 	"github.com/guarded-exchange/guarded-exchange/wal"
 )
 
@@ -288,23 +285,9 @@ func TestReplayRefusesBadUsersAndUnknownTypes(t *testing.T) {
 // deadline passed, and it was told the command failed) is never applied
 // once recovery ends.
 func TestHeldCommandWhoseCallerGaveUpIsNotApplied(t *testing.T) {
-	s := sim.New(sim.Config{Seed: 9, StartingBalances: map[string]decimal.Decimal{"USDT": decimal.NewFromInt(10000)}})
-	srv := httptest.NewServer(s.Handler())
-	defer srv.Close()
-	master := randomKey(t)
-	clients := func(c *Config) {
-		c.Environment, c.MasterKey = "paper", master
-		c.Clients = func(k, sec string) (*venue.Client, error) {
-			return venue.NewClient(venue.Config{BaseURL: srv.URL, APIKey: k, APISecret: sec})
-		}
-	}
-	dir := t.TempDir()
-	ts := startUsersWith(t, dir, clients)
-	ts.must(t, &messages.CreateUserRequest{User: "rae"}, messages.ActorCLIAdmin)
-	key := s.DefaultKey()
-	if _, err := ts.Handle(context.Background(), &messages.AddCredentialRequest{User: "rae", Environment: "paper", APIKey: key.APIKey, APISecret: messages.NewSecret(key.APISecret)}, messages.ActorCLIUser); err != nil {
-		t.Fatal(err)
-	}
+	ts := startStack(t, stack{SimOptions: funded, Users: []string{"rae"}})
+	srv := ts.sim
+	ts.addDefaultKey(t, "rae")
 	// An open attempt: the next start reconciles it, holding writes.
 	forge(t, ts.log, messages.RecordOrderAttempt, "rae", messages.ActorAgent, messages.OrderAttemptEvent{
 		ClientOrderID: "gx-1", At: time.Now().UTC(), Category: messages.CategoryLinear, Symbol: "BTCUSDT"})
@@ -319,7 +302,7 @@ func TestHeldCommandWhoseCallerGaveUpIsNotApplied(t *testing.T) {
 		t.Fatalf("sim fault: %s", resp.Status)
 	}
 
-	ts = startUsersWith(t, dir, clients)
+	ts = ts.restart(t)
 	// Turning the switch on is not held.
 	ts.must(t, &messages.SetKillSwitchRequest{User: "rae", On: true, Level: messages.KillSwitchAdmin}, messages.ActorCLIAdmin)
 	short, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -31,23 +30,7 @@ func startUsers(t testing.TB, dir string) *testSystem {
 // startUsersWith is startUsers with a hook to change the config.
 func startUsersWith(t testing.TB, dir string, configure func(*Config)) *testSystem {
 	t.Helper()
-	replay := NewUserReplay()
-	l, _, err := wal.Open(dir, wal.Options{OnRecord: replay.OnRecord})
-	if err != nil {
-		t.Fatal(err)
-	}
-	buf := &syncBuffer{}
-	cfg := Config{Journal: l, Users: replay, Venue: messages.VenuePaper, Logger: slog.New(slog.NewJSONHandler(buf, nil))}
-	if configure != nil {
-		configure(&cfg)
-	}
-	sys, err := Start(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := &testSystem{System: sys, log: l, dir: dir, buf: buf}
-	t.Cleanup(ts.stop)
-	return ts
+	return startStack(t, stack{NoVenue: true, Dir: dir, Configure: configure})
 }
 
 func view(t testing.TB, res any, err error) *messages.PolicyView {

@@ -115,12 +115,8 @@ func postureBehindProxy(t *testing.T, old, repl []byte) (*env, *hostile.Proxy) {
 	e := envOf(testkit.Start(t, testkit.Options{
 		Sim: simSrv, StreamVia: func(string) string { return stream.URL() }, StreamBackoff: 50 * time.Millisecond,
 		WatchDisk: true, Users: []string{"alice"},
-		Configure: func(c *actors.Config) {
-			c.Clients = func(k, s string) (*venue.Client, error) {
-				return venue.NewClient(venue.Config{BaseURL: front.URL, APIKey: k, APISecret: s})
-			}
-			c.PostureEvery = 50 * time.Millisecond
-		},
+		Client:    func(c *venue.Config) { c.BaseURL = front.URL },
+		Configure: func(c *actors.Config) { c.PostureEvery = 50 * time.Millisecond },
 	}))
 	return e, stream
 }

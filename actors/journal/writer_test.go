@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/guarded-exchange/guarded-exchange/internal/testkit/rig"
 	"github.com/guarded-exchange/guarded-exchange/messages"
 	"github.com/guarded-exchange/guarded-exchange/wal"
 )
@@ -59,11 +60,7 @@ func closeAndRead(t *testing.T, w *Writer, l *wal.Log, dir string) []wal.Record 
 // onDisk reads back what the journal holds.
 func onDisk(t *testing.T, dir string) []wal.Record {
 	t.Helper()
-	var out []wal.Record
-	if err := wal.Scan(dir, func(r wal.Record) error { out = append(out, r); return nil }); err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return rig.Records(t, dir)
 }
 
 // gate makes the writer's first write wait until it is opened, so that
