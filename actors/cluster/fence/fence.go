@@ -70,6 +70,7 @@ type Lock struct {
 	lost     chan struct{}
 	stop     chan struct{} // closed to end the renewal and the watchdog
 	wg       sync.WaitGroup
+	release  sync.Once
 }
 
 // Acquire takes the lock under prefix (one prefix per shard, e.g.
@@ -192,17 +193,14 @@ func (l *Lock) lose(err error) {
 // nothing more.
 func (l *Lock) Release() {
 	l.lose(ErrReleased)
-	select {
-	case <-l.stop:
-		return
-	default:
+	l.release.Do(func() {
 		close(l.stop)
-	}
-	l.wg.Wait()
-	if l.session != nil {
-		l.session.Orphan()
-	}
-	l.revoke()
+		l.wg.Wait()
+		if l.session != nil {
+			l.session.Orphan()
+		}
+		l.revoke()
+	})
 }
 
 func (l *Lock) revoke() {
