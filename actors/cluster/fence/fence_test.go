@@ -191,3 +191,32 @@ func TestLeaseGoneIsLost(t *testing.T) {
 		t.Fatalf("lost with %v, want ErrLeaseGone", a.Err())
 	}
 }
+
+// etcd stopping for everyone: the holder loses its lock within TTL -
+// Margin of its last renewal, so within the TTL of the stop.
+func TestEtcdStoppedIsLost(t *testing.T) {
+	srv := etcdtest.Start(t)
+	o := fence.Options{TTL: 2 * time.Second}
+	a, err := acquire(t, client(t, srv.Endpoint()), o, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second) // a renewal or two
+	stopAt := time.Now()
+	stopped := make(chan time.Time, 1)
+	go func() { srv.Stop(); stopped <- time.Now() }()
+	select {
+	case <-a.Lost():
+	case <-time.After(20 * time.Second):
+		t.Fatal("Lost did not close after etcd stopped")
+	}
+	lostAt := time.Now()
+	stopEnd := <-stopped
+	t.Logf("stop began at 0, Lost at %v, stop returned at %v", lostAt.Sub(stopAt), stopEnd.Sub(stopAt))
+	if d := lostAt.Sub(stopAt); d > o.TTL {
+		t.Fatalf("Lost closed %v after etcd began to stop, later than the TTL", d)
+	}
+	if a.Held() || !errors.Is(a.Err(), fence.ErrExpired) {
+		t.Fatalf("after etcd stopped: held %v err %v", a.Held(), a.Err())
+	}
+}
