@@ -106,6 +106,11 @@ const (
 	// was dropped and the opening wallet. Nothing else resets a paper
 	// account.
 	RecordPaperReset RecordType = 60
+	// A shard_owner record is written by a cluster member as the first
+	// record it appends to a shard's journal after taking the shard's
+	// lock: the shard, the lock's epoch and the member. Every record after
+	// it carries that epoch in its frame (docs/cluster.md).
+	RecordShardOwner RecordType = 70
 )
 
 // RecordTypeInfo is one entry of the record type table: its docs/journal-format.md name,
@@ -186,6 +191,7 @@ var RecordTypes = []RecordTypeInfo{
 	{RecordStreamDropped, "stream_dropped", WriterUser, ReplayNone},
 	{RecordSessionsRefused, "sessions_refused", WriterGuard, ReplayNone},
 	{RecordPaperReset, "paper_reset", WriterSystem, ReplayNone},
+	{RecordShardOwner, "shard_owner", WriterSystem, ReplayNone},
 }
 
 // RecordInfo returns the table entry of t.

@@ -336,7 +336,7 @@ func TestCorruption(t *testing.T) {
 				p, _ := f.lastSeg(t)
 				f.rewrite(t, p, func(fr [][]byte) [][]byte {
 					last := fr[len(fr)-1]
-					last[0] = 2
+					last[0] = VersionEpoch + 1
 					binary.BigEndian.PutUint32(last[len(last)-4:], crc32c(last[:len(last)-4]))
 					return fr
 				})

@@ -127,6 +127,7 @@ type jsonRecord struct {
 	Payload  json.RawMessage `json:"payload"`
 	PrevHash string          `json:"prev_hash"`
 	Hash     string          `json:"hash"`
+	Epoch    uint64          `json:"epoch,omitempty"`
 }
 
 // MarshalRecordJSON returns r as one line of JSON (no trailing newline)
@@ -157,6 +158,7 @@ func appendRecordJSON(dst []byte, r *Record, name func(uint16) string) ([]byte, 
 		Payload:  payload,
 		PrevHash: hexHash(r.PrevHash),
 		Hash:     hexHash(r.Hash),
+		Epoch:    r.Epoch,
 	})
 	if err != nil {
 		return dst, fmt.Errorf("wal: seq %d: %w", r.Seq, err)

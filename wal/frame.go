@@ -16,6 +16,13 @@ import (
 // from a damaged one.
 const Version = 1
 
+// VersionEpoch is the frame version of a fenced journal (a shard of a
+// cluster, docs/cluster.md): a version 1 frame with the writer's epoch, a
+// uint64, between prev_hash and the fields. A Log opened with an Epoch
+// writes it; a Log without one writes Version frames, byte for byte as
+// before. Readers take both.
+const VersionEpoch = 2
+
 // Limits on the variable-length fields. A writer refuses an Entry that
 // exceeds them and a reader treats a frame that exceeds them as corrupt, so a
 // damaged length can never make the reader look far or allocate much.
@@ -26,7 +33,7 @@ const (
 	MaxPayloadLen = 4 << 20
 	// maxFrameLen bounds a whole frame: fixed part, four fields with
 	// their uvarint lengths, hash and CRC.
-	maxFrameLen = fixedLen + 3*(binary.MaxVarintLen64+MaxFieldLen) + binary.MaxVarintLen64 + MaxPayloadLen + trailerLen
+	maxFrameLen = fixedLen + epochLen + 3*(binary.MaxVarintLen64+MaxFieldLen) + binary.MaxVarintLen64 + MaxPayloadLen + trailerLen
 )
 
 // Offsets of the fixed part of a version 1 frame (see doc.go).
@@ -37,6 +44,7 @@ const (
 	offSeq     = 11
 	offPrev    = 19
 	fixedLen   = 51 // version + type + time + seq + prev_hash
+	epochLen   = 8  // a VersionEpoch frame's epoch, after prev_hash
 	hashLen    = 32
 	crcLen     = 4
 	trailerLen = hashLen + crcLen
@@ -73,6 +81,7 @@ var (
 	errHash         = fmt.Errorf("%w: hash mismatch", ErrCorrupt)
 	errZeroVersion  = fmt.Errorf("%w: version 0", ErrCorrupt)
 	errBadVersion   = fmt.Errorf("%w: unknown version with intact crc", ErrVersion)
+	errZeroEpoch    = fmt.Errorf("%w: epoch frame with epoch 0", ErrCorrupt)
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -90,6 +99,14 @@ var genesis = sha256.Sum256([]byte(genesisText))
 // is a function, not a variable, so no caller can change it.
 func GenesisHash() [32]byte { return genesis }
 
+// fieldsAt returns where the fields start in a frame of version v.
+func fieldsAt(v byte) int {
+	if v == VersionEpoch {
+		return fixedLen + epochLen
+	}
+	return fixedLen
+}
+
 // Record is one journal record as stored. Seq is the tidwall/wal index:
 // 1-based and contiguous. Time is UTC with nanosecond precision. Payload is
 // JSON (an empty payload stands for "{}"). Hash = SHA-256(PrevHash || the
@@ -104,6 +121,9 @@ type Record struct {
 	Payload  []byte
 	PrevHash [32]byte
 	Hash     [32]byte
+	// Epoch is the fencing epoch of the writer that wrote the record (a
+	// VersionEpoch frame), 0 for a Version frame (a local journal).
+	Epoch uint64
 }
 
 // Entry is what a writer gives Append: the record without its sequence
@@ -125,6 +145,7 @@ type frameView struct {
 	ts      int64
 	seq     uint64
 	prev    []byte // 32 bytes
+	epoch   uint64 // 0 in a Version frame
 	user    []byte
 	actor   []byte
 	channel []byte
@@ -162,13 +183,23 @@ func (h *hasher) sum(prev, body []byte) [32]byte {
 //
 // Lengths are minimal uvarints, so every record has exactly one encoding.
 // Callers check the field limits first.
-func appendFrame(dst []byte, h *hasher, seq uint64, typ uint16, ts int64, prev *[32]byte, user, actor, channel string, payload []byte) ([]byte, [32]byte) {
+//
+// A non-zero epoch makes it a VersionEpoch frame: the same, with the epoch
+// (uint64) between prev_hash and the user's length, hashed like the rest.
+func appendFrame(dst []byte, h *hasher, seq uint64, typ uint16, ts int64, prev *[32]byte, epoch uint64, user, actor, channel string, payload []byte) ([]byte, [32]byte) {
 	start := len(dst)
-	dst = append(dst, Version)
+	if epoch != 0 {
+		dst = append(dst, VersionEpoch)
+	} else {
+		dst = append(dst, Version)
+	}
 	dst = binary.BigEndian.AppendUint16(dst, typ)
 	dst = binary.BigEndian.AppendUint64(dst, uint64(ts))
 	dst = binary.BigEndian.AppendUint64(dst, seq)
 	dst = append(dst, prev[:]...)
+	if epoch != 0 {
+		dst = binary.BigEndian.AppendUint64(dst, epoch)
+	}
 	dst = binary.AppendUvarint(dst, uint64(len(user)))
 	dst = append(dst, user...)
 	dst = binary.AppendUvarint(dst, uint64(len(actor)))
@@ -184,8 +215,12 @@ func appendFrame(dst []byte, h *hasher, seq uint64, typ uint16, ts int64, prev *
 }
 
 // frameLen returns the length of the frame appendFrame would write.
-func frameLen(user, actor, channel string, payload []byte) int {
-	return fixedLen + uvarintLen(uint64(len(user))) + len(user) +
+func frameLen(epoch uint64, user, actor, channel string, payload []byte) int {
+	n := 0
+	if epoch != 0 {
+		n = epochLen
+	}
+	return n + fixedLen + uvarintLen(uint64(len(user))) + len(user) +
 		uvarintLen(uint64(len(actor))) + len(actor) +
 		uvarintLen(uint64(len(channel))) + len(channel) +
 		uvarintLen(uint64(len(payload))) + len(payload) + trailerLen
@@ -231,7 +266,8 @@ func parseFrame(b []byte) (frameView, error) {
 	if len(b) == 0 {
 		return f, errEmpty
 	}
-	if v := b[offVersion]; v != Version {
+	v := b[offVersion]
+	if v != Version && v != VersionEpoch {
 		if v == 0 {
 			return f, errZeroVersion
 		}
@@ -242,14 +278,25 @@ func parseFrame(b []byte) (frameView, error) {
 		}
 		return f, errCRC
 	}
-	if len(b) < fixedLen {
+	off := fieldsAt(v)
+	if len(b) < off {
 		return f, errShort
 	}
 	f.typ = binary.BigEndian.Uint16(b[offType:])
 	f.ts = int64(binary.BigEndian.Uint64(b[offTime:]))
 	f.seq = binary.BigEndian.Uint64(b[offSeq:])
 	f.prev = b[offPrev : offPrev+hashLen]
-	off := fixedLen
+	if v == VersionEpoch {
+		f.epoch = binary.BigEndian.Uint64(b[fixedLen:])
+		if f.epoch == 0 {
+			// A writer with no epoch writes a Version frame: epoch 0
+			// has one encoding only.
+			if crc32.Checksum(b[:len(b)-crcLen], castagnoli) != binary.BigEndian.Uint32(b[len(b)-crcLen:]) {
+				return f, errCRC
+			}
+			return f, errZeroEpoch
+		}
+	}
 	var err error
 	if f.user, off, err = readField(b, off, MaxFieldLen); err != nil {
 		return f, err
@@ -303,6 +350,7 @@ func (f *frameView) record(in *interner) Record {
 		Payload:  f.payload,
 		PrevHash: [32]byte(f.prev),
 		Hash:     [32]byte(f.hash),
+		Epoch:    f.epoch,
 	}
 	return r
 }
@@ -327,7 +375,7 @@ func decodeRecord(b []byte) (Record, error) {
 // the one its fields produce; it returns the frame and that hash.
 func encodeRecord(r Record) ([]byte, [32]byte) {
 	var h hasher
-	return appendFrame(nil, &h, r.Seq, r.Type, r.Time.UnixNano(), &r.PrevHash, r.User, r.Actor, r.Channel, r.Payload)
+	return appendFrame(nil, &h, r.Seq, r.Type, r.Time.UnixNano(), &r.PrevHash, r.Epoch, r.User, r.Actor, r.Channel, r.Payload)
 }
 
 // interner returns one string per distinct small byte sequence, so that a

@@ -78,7 +78,7 @@ func TestFrameGolden(t *testing.T) {
 	if binary.BigEndian.Uint32(frame[n+32:]) != crc32c(frame[:n+32]) {
 		t.Fatal("crc is not CRC-32C of everything before it")
 	}
-	if len(frame) != frameLen(r.User, r.Actor, r.Channel, r.Payload) {
+	if len(frame) != frameLen(r.Epoch, r.User, r.Actor, r.Channel, r.Payload) {
 		t.Fatal("frameLen disagrees with appendFrame")
 	}
 
@@ -117,7 +117,7 @@ func TestDecodeErrors(t *testing.T) {
 		{"version 0", mod(func(b []byte) []byte { b[0] = 0; return b }), ErrCorrupt},
 		{"flipped version", mod(func(b []byte) []byte { b[0] = 7; return b }), ErrCorrupt},
 		{"newer version with intact crc", func() []byte {
-			b := []byte{2, 'x', 'y'}
+			b := []byte{VersionEpoch + 1, 'x', 'y'}
 			return binary.BigEndian.AppendUint32(b, crc32c(b))
 		}(), ErrVersion},
 		{"flipped payload byte", mod(func(b []byte) []byte { b[len(b)-45] ^= 0x20; return b }), ErrCorrupt},

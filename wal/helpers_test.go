@@ -251,7 +251,7 @@ func buildRaw(t testing.TB, dir string, n, payloadLen, segSize int) Head {
 	var lenBuf [binary.MaxVarintLen64]byte
 	for i := 1; i <= n; i++ {
 		var sum [32]byte
-		frame, sum = appendFrame(frame[:0], &h, uint64(i), 1, t0.UnixNano()+int64(i), &prev, "local", "mcp:agent", "", payload)
+		frame, sum = appendFrame(frame[:0], &h, uint64(i), 1, t0.UnixNano()+int64(i), &prev, 0, "local", "mcp:agent", "", payload)
 		k := binary.PutUvarint(lenBuf[:], uint64(len(frame)))
 		bw.Write(lenBuf[:k])
 		bw.Write(frame)

@@ -36,6 +36,10 @@ var (
 	// when an Entry breaks a limit (field length, UTF-8, JSON payload, a
 	// time outside the int64-nanosecond range). It is not sticky.
 	ErrInvalidEntry = errors.New("wal: invalid entry")
+	// ErrStaleEpoch is returned by Open when Options.Epoch is lower than
+	// the epoch of a record already in the journal: a newer owner has
+	// written to it, and this one must not (docs/cluster.md).
+	ErrStaleEpoch = errors.New("wal: the journal holds records of a newer epoch")
 )
 
 // Options configures Open. The zero value is valid.
@@ -55,6 +59,12 @@ type Options struct {
 	// Now gives the time for entries whose Time is zero. Nil means
 	// time.Now.
 	Now func() time.Time
+	// Epoch, when not zero, is the fencing epoch of the writer (a shard
+	// owner's lock revision, docs/cluster.md): every record it appends is
+	// a VersionEpoch frame carrying it, and Open refuses (ErrStaleEpoch)
+	// a journal that already holds a record of a greater epoch. Zero (a
+	// local journal) writes Version frames, as before.
+	Epoch uint64
 }
 
 // Recovery says what Open found and did. The caller journals a
@@ -91,6 +101,7 @@ type Log struct {
 	dir     string
 	segSize int
 	now     func() time.Time
+	epoch   uint64
 
 	// Owned by the single writer goroutine.
 	w         *twal.Log
@@ -136,7 +147,7 @@ func Open(dir string, opts Options) (*Log, *Recovery, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	l := &Log{dir: dir, segSize: opts.SegmentSize, now: opts.Now}
+	l := &Log{dir: dir, segSize: opts.SegmentSize, now: opts.Now, epoch: opts.Epoch}
 	if err := l.makeDir(); err != nil {
 		return nil, nil, err
 	}
@@ -144,6 +155,9 @@ func Open(dir string, opts Options) (*Log, *Recovery, error) {
 	w := newWalker(modeOpen, opts.OnRecord)
 	if err := w.walkDir(dir); err != nil {
 		return nil, nil, err
+	}
+	if opts.Epoch != 0 && w.maxEpoch > opts.Epoch {
+		return nil, nil, fmt.Errorf("%w: %d, this writer's is %d", ErrStaleEpoch, w.maxEpoch, opts.Epoch)
 	}
 	rec := &Recovery{}
 	if t := w.tail; t != nil {
@@ -383,9 +397,9 @@ func (l *Log) Append(entries []Entry) ([]Record, error) {
 		var sum [32]byte
 		// The bytes written (big-endian integers; see appendFrame):
 		// version(1) | type(2) | time ns(8) | seq(8) | prev_hash(32) |
-		// uvarint+user | uvarint+actor | uvarint+channel | uvarint+payload |
+		// [epoch(8), VersionEpoch only] | uvarint+user | uvarint+actor | uvarint+channel | uvarint+payload |
 		// hash(32) = SHA-256(prev_hash || all before) | CRC-32C(4) of all before.
-		l.frames, sum = appendFrame(l.frames, &l.h, seq, e.Type, ts.UnixNano(), &prev, e.User, e.Actor, e.Channel, payload)
+		l.frames, sum = appendFrame(l.frames, &l.h, seq, e.Type, ts.UnixNano(), &prev, l.epoch, e.User, e.Actor, e.Channel, payload)
 		frame := l.frames[start:]
 		l.batch.Write(seq, frame) // tidwall/wal adds: uvarint(len(frame)) | frame
 		sizes = append(sizes, uvarintLen(uint64(len(frame)))+len(frame))
@@ -401,6 +415,7 @@ func (l *Log) Append(entries []Entry) ([]Record, error) {
 			Payload:  payloads[p0:len(payloads):len(payloads)],
 			PrevHash: prev,
 			Hash:     sum,
+			Epoch:    l.epoch,
 		}
 		prev = sum
 	}

@@ -349,7 +349,7 @@ func TestRotationSyncsDir(t *testing.T) {
 // fsync the directory.
 func TestRotationAtExactBoundary(t *testing.T) {
 	entrySize := func(e Entry) int {
-		n := frameLen(e.User, e.Actor, e.Channel, e.Payload)
+		n := frameLen(0, e.User, e.Actor, e.Channel, e.Payload)
 		return uvarintLen(uint64(n)) + n
 	}
 	for _, k := range []int{1, 2, 3} {

@@ -61,6 +61,15 @@ const (
 	// ReasonHeadMismatch prefixes the problem Verify reports when the
 	// expected head is absent or differs: "head mismatch: expected SEQ:HASH, ...".
 	ReasonHeadMismatch = "head mismatch"
+	// ReasonEpochDown: a record's fencing epoch is lower than that of a
+	// record before it: a writer of an older epoch appended after a newer
+	// owner had (two owners wrote the chain at once), or a record with no
+	// epoch follows fenced ones (docs/cluster.md).
+	ReasonEpochDown = "epoch went down"
+	// ReasonEpochUnowned: a record carries an epoch that no owner record
+	// before it opened (VerifyOptions.OwnerType): a writer appended
+	// without announcing its ownership.
+	ReasonEpochUnowned = "epoch without owner record"
 )
 
 // maxProblems bounds what Verify lists; a wrecked journal would otherwise
@@ -213,6 +222,12 @@ type walker struct {
 	expect     *Head
 	expectSeen bool
 	tail       *tailDamage
+
+	// Fencing epochs (VersionEpoch frames): the greatest seen, and the
+	// epoch of the last owner record (ownerType, 0: not checked).
+	maxEpoch   uint64
+	ownerType  uint16
+	ownerEpoch uint64
 }
 
 func newWalker(mode walkMode, fn func(Record) error) *walker {
@@ -436,9 +451,18 @@ func (w *walker) continuesChain(b []byte) bool {
 	fr := b[k:]
 	size := int(n)
 
+	if len(fr) == 0 {
+		return true
+	}
+	// The version: a fenced journal (an epoch seen) is written on with
+	// VersionEpoch frames only.
+	v := fr[offVersion]
+	if v != VersionEpoch && (v != Version || w.maxEpoch != 0) {
+		return false
+	}
 	// The fixed part: type and time can be anything.
 	var want [fixedLen]byte
-	want[offVersion] = Version
+	want[offVersion] = v
 	binary.BigEndian.PutUint64(want[offSeq:], w.next)
 	copy(want[offPrev:], w.prev[:])
 	for i := range min(len(fr), fixedLen) {
@@ -446,12 +470,13 @@ func (w *walker) continuesChain(b []byte) bool {
 			return false
 		}
 	}
-	if len(fr) <= fixedLen {
+	// The epoch, if any, can be anything.
+	off := fieldsAt(v)
+	if len(fr) <= off {
 		return true
 	}
 
 	// The four fields, as far as they go.
-	off := fixedLen
 	for i := 0; i < 4; i++ {
 		limit := MaxFieldLen
 		if i == 3 {
@@ -498,10 +523,10 @@ func (w *walker) continuesChain(b []byte) bool {
 // (its own field lengths say where it ends) whose CRC is intact,
 // regardless of what follows it.
 func intactFrameAt(b []byte) bool {
-	if len(b) < minFrameLen || b[offVersion] != Version {
+	if len(b) < minFrameLen || (b[offVersion] != Version && b[offVersion] != VersionEpoch) {
 		return false
 	}
-	off := fixedLen
+	off := fieldsAt(b[offVersion])
 	for i := 0; i < 4; i++ {
 		limit := MaxFieldLen
 		if i == 3 {
@@ -532,7 +557,7 @@ func (w *walker) resync(data []byte, from int) int {
 			continue
 		}
 		b := data[q+k : q+k+int(n)]
-		if b[offVersion] != Version {
+		if b[offVersion] != Version && b[offVersion] != VersionEpoch {
 			continue
 		}
 		if seq := binary.BigEndian.Uint64(b[offSeq:]); seq == 0 || seq > maxSeq {
@@ -597,6 +622,9 @@ func (w *walker) accept(s segFile, f *frameView, off int, first bool) error {
 			return err
 		}
 	}
+	if err := w.checkEpoch(s, f, off); err != nil {
+		return err
+	}
 	if f.seq >= w.next {
 		w.next = f.seq + 1
 	}
@@ -617,6 +645,32 @@ func (w *walker) accept(s segFile, f *frameView, off int, first bool) error {
 		}
 	}
 	return nil
+}
+
+// checkEpoch checks a record's fencing epoch against the records before
+// it (Verify only; Open and Scan only note the greatest epoch): epochs
+// never go down along the chain, and with an owner type, every epoch is
+// opened by its owner record before any other record carries it.
+func (w *walker) checkEpoch(s segFile, f *frameView, off int) error {
+	e := f.epoch
+	defer func() { w.maxEpoch = max(w.maxEpoch, e) }()
+	if w.mode != modeVerify {
+		return nil
+	}
+	reason := ""
+	switch {
+	case e < w.maxEpoch:
+		reason = ReasonEpochDown
+	case w.ownerType == 0 || e == 0:
+	case f.typ == w.ownerType:
+		w.ownerEpoch = e
+	case e != w.ownerEpoch:
+		reason = ReasonEpochUnowned
+	}
+	if reason == "" {
+		return nil
+	}
+	return w.problem(Problem{Seq: f.seq, Segment: s.name, Offset: int64(off), Reason: reason}, nil)
 }
 
 // Scan reads every record of the journal in dir, in order, read-only, and

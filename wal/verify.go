@@ -74,7 +74,29 @@ func (r VerifyResult) OK() bool { return len(r.Problems) == 0 }
 //
 // Verify never writes. Run it on a Snapshot when a server may be writing.
 func Verify(dir string, expectHead string) (VerifyResult, error) {
+	return VerifyWith(dir, VerifyOptions{ExpectHead: expectHead})
+}
+
+// VerifyOptions configures VerifyWith. The zero value is Verify's.
+type VerifyOptions struct {
+	// ExpectHead is Verify's expectHead.
+	ExpectHead string
+	// OwnerType, when not zero, is the record type with which a fenced
+	// writer opens its epoch (a shard's owner record, docs/cluster.md):
+	// a record carrying an epoch that no owner record before it opened
+	// is reported (ReasonEpochUnowned). Epochs going down along the
+	// chain are reported whatever it is (ReasonEpochDown).
+	OwnerType uint16
+}
+
+// VerifyWith is Verify with options. Beyond what Verify checks on any
+// journal, it reports a chain written by two fenced owners at once: a
+// record whose epoch is lower than an earlier record's (ReasonEpochDown)
+// and, with OwnerType, an epoch no owner record opened.
+func VerifyWith(dir string, o VerifyOptions) (VerifyResult, error) {
+	expectHead := o.ExpectHead
 	w := newWalker(modeVerify, nil)
+	w.ownerType = o.OwnerType
 	if expectHead != "" {
 		h, err := ParseHead(expectHead)
 		if err != nil {

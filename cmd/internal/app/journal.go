@@ -68,7 +68,7 @@ func (r *Runtime) JournalVerify(_ context.Context, g *cli.Globals, dir, expectHe
 		return err
 	}
 	defer cleanup()
-	res, err := wal.Verify(cp, expectHead)
+	res, err := wal.VerifyWith(cp, wal.VerifyOptions{ExpectHead: expectHead, OwnerType: uint16(messages.RecordShardOwner)})
 	if err != nil {
 		return &cli.ExitError{Code: cli.ExitCannot, Err: fmt.Errorf("journal verify: %w", err)}
 	}

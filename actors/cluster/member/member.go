@@ -1,0 +1,145 @@
+package member
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/cluster"
+	"github.com/asynkron/protoactor-go/cluster/clusterproviders/etcd"
+	"github.com/asynkron/protoactor-go/cluster/identitylookup/disthash"
+	"github.com/asynkron/protoactor-go/remote"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+)
+
+// KeyPrefix is where the cluster's keys live in etcd: members under
+// KeyPrefix+"members/NAME/", shard locks under KeyPrefix+"NAME/shards/".
+const KeyPrefix = "/guarded-exchange/"
+
+// Config says which cluster to join and how others reach this member.
+type Config struct {
+	// Name is the cluster's name; members with the same name and etcd
+	// form one cluster.
+	Name string
+	// Etcd lists etcd's client endpoints (HOST:PORT or URLs).
+	Etcd []string
+	// Advertise is HOST:PORT the other members reach this one at; the
+	// member's gRPC listener binds it.
+	Advertise string
+	// Kinds are the virtual actor kinds this member can host.
+	Kinds []*cluster.Kind
+	// Logger receives the actor system's logs (nil: discarded). stdout
+	// is never written.
+	Logger *slog.Logger
+}
+
+// Member is a running cluster member.
+type Member struct {
+	sys     *actor.ActorSystem
+	cluster *cluster.Cluster
+
+	// members is the last topology the cluster published (protoactor's
+	// MemberList is not safe to read from outside its actors).
+	mu      sync.Mutex
+	members []string
+}
+
+// Check validates cfg without starting anything: the name, at least one
+// etcd endpoint, and HOST:PORT with a port in 1..65535.
+func (cfg Config) Check() error {
+	if cfg.Name == "" {
+		return errors.New("member: the cluster name is empty")
+	}
+	if len(cfg.Etcd) == 0 {
+		return errors.New("member: no etcd endpoint")
+	}
+	_, _, err := hostPort(cfg.Advertise)
+	return err
+}
+
+func hostPort(addr string) (string, int, error) {
+	host, p, err := net.SplitHostPort(addr)
+	if err != nil || host == "" {
+		return "", 0, fmt.Errorf("member: the advertised address must be HOST:PORT")
+	}
+	port, err := strconv.Atoi(p)
+	if err != nil || port < 1 || port > 65535 {
+		return "", 0, fmt.Errorf("member: the advertised port must be 1..65535")
+	}
+	return host, port, nil
+}
+
+// Start joins the cluster: it starts remoting on cfg.Advertise, registers
+// the member in etcd and waits for the cluster's first topology. It
+// returns an error instead of protoactor's panics.
+func Start(cfg Config) (m *Member, err error) {
+	if err := cfg.Check(); err != nil {
+		return nil, err
+	}
+	host, port, _ := hostPort(cfg.Advertise)
+	logger := cfg.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	sys := actor.NewActorSystem(actor.WithLoggerFactory(func(s *actor.ActorSystem) *slog.Logger {
+		return logger.With("component", "cluster", "system", s.ID)
+	}))
+	provider, err := etcd.NewWithConfig(KeyPrefix+"members", clientv3.Config{
+		Endpoints: cfg.Etcd, DialTimeout: 5 * time.Second, Logger: zap.NewNop(),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("member: etcd: %w", err)
+	}
+	cc := cluster.Configure(cfg.Name, provider, disthash.New(), remote.Configure(host, port),
+		cluster.WithKinds(cfg.Kinds...))
+	c := cluster.New(sys, cc)
+	m = &Member{sys: sys, cluster: c}
+	sys.EventStream.Subscribe(func(ev any) {
+		if t, ok := ev.(*cluster.ClusterTopology); ok {
+			m.setMembers(t.Members)
+		}
+	})
+	defer func() {
+		if r := recover(); r != nil {
+			m, err = nil, fmt.Errorf("member: start: %v", r)
+		}
+	}()
+	c.StartMember()
+	return m, nil
+}
+
+func (m *Member) setMembers(ms []*cluster.Member) {
+	out := make([]string, 0, len(ms))
+	for _, mem := range ms {
+		out = append(out, net.JoinHostPort(mem.Host, strconv.Itoa(int(mem.Port))))
+	}
+	slices.Sort(out)
+	m.mu.Lock()
+	m.members = out
+	m.mu.Unlock()
+}
+
+// Address returns the member's address, HOST:PORT.
+func (m *Member) Address() string { return m.sys.Address() }
+
+// Cluster returns the protoactor cluster, to call virtual actors.
+func (m *Member) Cluster() *cluster.Cluster { return m.cluster }
+
+// Members returns the addresses (HOST:PORT) of the members in the last
+// topology this member saw, itself included, sorted.
+func (m *Member) Members() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Clone(m.members)
+}
+
+// Stop leaves the cluster gracefully: the member deregisters from etcd and
+// hands its activations over, then remoting stops.
+func (m *Member) Stop() { m.cluster.Shutdown(true) }
