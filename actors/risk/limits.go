@@ -21,18 +21,18 @@ import (
 type Market struct {
 	Instrument *messages.Instrument
 	Ticker     *messages.Ticker
-	// band is the venue's price band for new orders; nil when the venue
+	// Band is the venue's price band for new orders; nil when the venue
 	// gave none.
 	Band *messages.PriceLimit
-	// position is the linear symbol's position row (nil when the venue
-	// shows none); positionRead says it was read.
+	// Position is the linear symbol's position row (nil when the venue
+	// shows none); PositionRead says it was read.
 	Position     *messages.Position
 	PositionRead bool
-	// pushedOpen: the private stream showed a position open on the
+	// PushedOpen: the private stream showed a position open on the
 	// symbol since its last REST read (no leverage step then).
 	PushedOpen bool
-	// confirmed: an approved action's run (it counts as confirmed);
-	// worst is then a market order's worst price as shown to the human.
+	// Confirmed: an approved action's run (it counts as confirmed);
+	// Worst is then a market order's worst price as shown to the human.
 	Confirmed bool
 	Worst     decimal.Decimal
 }

@@ -76,9 +76,9 @@ type Plan struct {
 	SettleLinkID string
 	// Expect is what an order found for a create must match (the client
 	// order id is filled in by execute); nil for other writes, whose
-	// expectation is the order they change (orderExpectation).
+	// expectation is the order they change (OrderExpectation).
 	Expect *messages.OrderExpectation
-	// Changes is the order an amend or cancel Changes, as the server read
+	// Changes is the order an amend or cancel changes, as the server read
 	// it before the change: what the venue shows for the write must be
 	// that order (its side, at most its quantity).
 	Changes *messages.Order
@@ -98,15 +98,15 @@ type Plan struct {
 	// confirmation.
 	ConfirmedBy string
 
-	// linkID is the write's client order id when it was named before
+	// LinkID is the write's client order id when it was named before
 	// execute ("": execute names it from the action). A place_order that
 	// lowers the leverage first names its order before that step.
 	LinkID string
-	// ticketID is the client order id the caller is told when its wait
+	// TicketID is the client order id the caller is told when its wait
 	// ends after this write committed ("": the write's own): the
 	// leverage step of a place_order names the order that follows it.
 	TicketID string
-	// stepOf and afterStep chain the writes of one call in the journal
+	// StepOf and AfterStep chain the writes of one call in the journal
 	// (OrderAttemptEvent): the tool this write is a first step of, and
 	// the client order id of the step this write followed.
 	StepOf, AfterStep string

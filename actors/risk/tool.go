@@ -108,8 +108,8 @@ type CallBase struct {
 // VenueRead is what the venue actor read for a decision.
 type VenueRead struct {
 	Market Market
-	// order is the open order read (nil: not open); orders are the
-	// symbol's open orders, hasMore when the venue has more.
+	// Order is the open order read (nil: not open); Orders are the
+	// symbol's open orders, HasMore when the venue has more.
 	Order   *messages.Order
 	Orders  []messages.Order
 	HasMore bool
@@ -125,12 +125,12 @@ type Input struct {
 	Venue messages.VenueLevel
 	Env   string
 	Now   time.Time
-	// reserved is what the actions in flight hold against the limits.
+	// Reserved is what the actions in flight hold against the limits.
 	Reserved Reservation
-	// shown is the plan a human approved, for an approved run (nil
+	// Shown is the plan a human approved, for an approved run (nil
 	// otherwise).
 	Shown *messages.ShownToUser
-	// approved says the call is an approved confirmation's run.
+	// Approved says the call is an approved confirmation's run.
 	Approved bool
 	Read     VenueRead
 }
@@ -146,31 +146,31 @@ func (in *Input) gate(cat messages.Category, symbol string, risk bool) *messages
 // Decision is a decided call: a refusal, or the planned answer and
 // the write that carries it out.
 type Decision struct {
-	// refusal is the call's refusal (journaled as order_refused, except
+	// Refusal is the call's refusal (journaled as order_refused, except
 	// for a dry run).
 	Refusal *messages.Error
-	// planned is the preview answer: a dry run's answer and the plan a
+	// Planned is the preview answer: a dry run's answer and the plan a
 	// confirmation shows.
 	Planned any
-	// unchanged, when set, is the answer of a call that changes nothing:
+	// Unchanged, when set, is the answer of a call that changes nothing:
 	// nothing is sent and nothing journaled.
 	Unchanged any
-	// risk says the call adds risk (shown with the plan).
+	// Risk says the call adds risk (shown with the plan).
 	Risk bool
-	// plan is the write to send; its ConfirmedBy names the setting that
+	// Plan is the write to send; its ConfirmedBy names the setting that
 	// wants a human to confirm it ("" when none does).
 	Plan Plan
-	// step is a place_order's leverage step (D111); market the market
+	// Step is a place_order's leverage step (D111); Market the market
 	// the order was planned on, decided again after the step.
 	Step   *messages.LeverageChange
 	Market Market
-	// args is the call as decided (close_position: the order it places).
+	// Args is the call as decided (close_position: the order it places).
 	Args any
-	// orders are the orders cancel_all_orders cancels; malformed counts
+	// Orders are the orders cancel_all_orders cancels; Malformed counts
 	// the open orders left out for an id of the wrong shape (logged).
 	Orders    []messages.Order
 	Malformed int
-	// netHash is the safety net's hash the write is remembered under
+	// NetHash is the safety net's hash the write is remembered under
 	// (set by the driver, D55).
 	NetHash string
 }
@@ -182,16 +182,17 @@ func refused(e *messages.Error) Decision { return Decision{Refusal: e} }
 // descriptor's untyped arguments (argsOf builds them).
 type ArgParts struct {
 	// Command returns the call's arguments and ClientUI when cmd is this
-	// tool's Command.
+	// tool's command.
 	Command func(cmd messages.Command) (args any, clientUI bool, ok bool)
 	// DecodeArgs decodes the arguments a confirmation parked.
 	DecodeArgs func(raw json.RawMessage) (any, error)
 	// Base is what every call has (instrument, key, dry run).
 	Base func(args any) CallBase
 	// Validate checks the arguments alone (invalid_params, not
-	// journaled); the driver calls it once, where the call enters.
+	// journaled); System.Submit calls it once, where the call enters
+	// (D139).
 	Validate func(args any) *messages.Error
-	// Hash is the arguments' Hash the idempotency key is claimed with.
+	// Hash is the arguments' hash the idempotency key is claimed with.
 	Hash func(args any) string
 }
 
