@@ -90,7 +90,7 @@ func (u *userActor) startTool(ctx actor.Context, m *tradingAsk, sender *actor.PI
 			}
 		}
 	}
-	if e := u.state.DecideAction(&messages.DecideActionRequest{Tool: d.Name, Category: b.Category, Symbol: b.Symbol, RiskIncreasing: net, RiskReducing: !net}, u.venue, u.env); e != nil {
+	if e := d.Gate(u.state, u.venue, u.env, args); e != nil {
 		u.refuseTool(ctx, d.Name, b.Category, b.Symbol, b.DryRun, e, m.origin, sender)
 		return
 	}

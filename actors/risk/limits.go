@@ -102,7 +102,7 @@ func DecidePlace(s *state.User, tool string, a messages.PlaceOrderArgs, venue me
 	risk := !a.ReduceOnly
 	// Kill switch, profile, arming, key and allowlist first: they need
 	// no market data and must refuse whatever the instrument says.
-	if e := s.DecideAction(&messages.DecideActionRequest{Tool: tool, Category: a.Category, Symbol: a.Symbol, RiskIncreasing: risk, RiskReducing: !risk}, venue, env); e != nil {
+	if e := gateOn(s, venue, env, tool, a.Category, a.Symbol, risk); e != nil {
 		return none, nil, e
 	}
 	p := s.Effective(venue, env)

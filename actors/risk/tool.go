@@ -138,9 +138,25 @@ type Input struct {
 // policy is the user's effective policy in this venue and environment.
 func (in *Input) policy() messages.Policy { return in.State.Effective(in.Venue, in.Env) }
 
-// gate is DecideAction for the call's tool on its instrument.
+// gate is the risk gate for the call's tool on its instrument.
 func (in *Input) gate(cat messages.Category, symbol string, risk bool) *messages.Error {
-	return in.State.DecideAction(&messages.DecideActionRequest{Tool: in.Tool, Category: cat, Symbol: symbol, RiskIncreasing: risk, RiskReducing: !risk}, in.Venue, in.Env)
+	return gateOn(in.State, in.Venue, in.Env, in.Tool, cat, symbol, risk)
+}
+
+// Gate is a call's first risk gate, before anything is read from the
+// venue: the kill switch, the profile, arming, the key and the allowlist
+// on the user's state (state.User.DecideAction), in the risk direction
+// the tool knows from its arguments alone (RiskIncreasing). A decision
+// gates again once the venue showed which way the call moves risk.
+func (t *Tool) Gate(s *state.User, venue messages.VenueLevel, env string, args any) *messages.Error {
+	b := t.Base(args)
+	return gateOn(s, venue, env, t.Name, b.Category, b.Symbol, t.RiskIncreasing(args))
+}
+
+// gateOn is the risk gate: DecideAction for tool on an instrument, adding
+// risk or reducing it.
+func gateOn(s *state.User, venue messages.VenueLevel, env, tool string, cat messages.Category, symbol string, increasing bool) *messages.Error {
+	return s.DecideAction(&messages.DecideActionRequest{Tool: tool, Category: cat, Symbol: symbol, RiskIncreasing: increasing, RiskReducing: !increasing}, venue, env)
 }
 
 // Decision is a decided call: a refusal, or the planned answer and

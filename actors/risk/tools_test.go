@@ -262,3 +262,43 @@ func TestLeverageStepOfOnlyLowers(t *testing.T) {
 		}
 	}
 }
+
+// The first risk gate decides on the user's state alone, in the risk
+// direction the tool knows from its arguments: the kill switch stops a
+// new order and lets a reduce-only one, a cancel and a close through; an
+// instrument off the allowlist is refused either way.
+func TestGateUsesTheToolsRiskDirection(t *testing.T) {
+	const lin = messages.CategoryLinear
+	open := state.NewFixture("ada").Trading("linear:BTCUSDT").WithKey("paper").Build()
+	killed := state.NewFixture("ada").Trading("linear:BTCUSDT").WithKey("paper").WithKillSwitch(messages.KillSwitchUser).Build()
+	buy := messages.PlaceOrderArgs{Category: lin, Symbol: "BTCUSDT", Side: "Buy", OrderType: "Market", Qty: decimal.RequireFromString("0.01")}
+	reduce := buy
+	reduce.ReduceOnly = true
+	other := buy
+	other.Symbol = "ETHUSDT"
+	cancel := messages.CancelOrderArgs{Category: lin, Symbol: "BTCUSDT", OrderID: "o-1"}
+	closeAll := messages.ClosePositionArgs{Category: lin, Symbol: "BTCUSDT"}
+	cases := []struct {
+		name string
+		s    *state.User
+		tool *Tool
+		args any
+		code messages.Code // "" when the gate lets it through
+	}{
+		{"a new order", open, PlaceOrder, buy, ""},
+		{"a new order under the kill switch", killed, PlaceOrder, buy, messages.CodeKillSwitchActive},
+		{"a reduce-only order under the kill switch", killed, PlaceOrder, reduce, ""},
+		{"a cancel under the kill switch", killed, CancelOrder, cancel, ""},
+		{"a close under the kill switch", killed, ClosePosition, closeAll, ""},
+		{"a new order off the allowlist", open, PlaceOrder, other, messages.CodePermissionDenied},
+	}
+	for _, c := range cases {
+		e := c.tool.Gate(c.s, messages.VenuePaper, "paper", c.args)
+		switch {
+		case c.code == "" && e != nil:
+			t.Errorf("%s: refused %v", c.name, e)
+		case c.code != "" && (e == nil || e.Code != c.code):
+			t.Errorf("%s: %v, want %s", c.name, e, c.code)
+		}
+	}
+}
