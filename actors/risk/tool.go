@@ -95,6 +95,19 @@ func OfCommand(cmd messages.Command) (*Tool, any, bool) {
 // Need is what a tool's decision needs the venue actor to read first.
 type Need uint8
 
+const (
+	// NeedMarket: the instrument, ticker, price band and position
+	// (marketFetch).
+	NeedMarket Need = iota + 1
+	// NeedOrder: one open order by its venue id (orderFetch).
+	NeedOrder
+	// NeedOrderAndMarket: one open order and the market around it
+	// (orderFetch with withMarket).
+	NeedOrderAndMarket
+	// NeedOpenOrders: the symbol's open orders (openOrdersFetch).
+	NeedOpenOrders
+)
+
 // CallBase is what every trading call has, whatever its tool, and the
 // order it names (cancel_order, amend_order: what NeedOrder reads).
 type CallBase struct {
@@ -263,10 +276,10 @@ func nullDecimal(n decimal.NullDecimal) string {
 	return n.Decimal.String()
 }
 
-// noPlannedHash is plannedHash for tools the safety net does not cover.
+// noPlannedHash is PlannedHash for tools the safety net does not cover.
 func noPlannedHash(any, decimal.Decimal) string { return "" }
 
-// riskReducing is riskIncreasing for tools whose first gate reduces risk
+// riskReducing is RiskIncreasing for tools whose first gate reduces risk
 // (the venue's read decides whether the call adds risk).
 func riskReducing(any) bool { return false }
 
@@ -288,21 +301,8 @@ func argsHash(parts ...string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// keepArgs is prepare for tools whose decision takes the call as it is.
+// keepArgs is Prepare for tools whose decision takes the call as it is.
 func keepArgs(*Input) *messages.Error { return nil }
-
-const (
-	// NeedMarket: the instrument, ticker, price band and position
-	// (marketFetch).
-	NeedMarket Need = iota + 1
-	// NeedOrder: one open order by its venue id (orderFetch).
-	NeedOrder
-	// NeedOrderAndMarket: one open order and the market around it
-	// (orderFetch with withMarket).
-	NeedOrderAndMarket
-	// NeedOpenOrders: the symbol's open orders (openOrdersFetch).
-	NeedOpenOrders
-)
 
 // MissingParts names the fields of the struct *v that are not set: a nil
 // function, an empty name, no read (a zero Need), a false flag; the
