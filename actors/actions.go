@@ -5,8 +5,8 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
-	"github.com/shopspring/decimal"
 
+	"github.com/guarded-exchange/guarded-exchange/actors/risk"
 	"github.com/guarded-exchange/guarded-exchange/actors/state"
 	"github.com/guarded-exchange/guarded-exchange/messages"
 )
@@ -31,7 +31,7 @@ type action struct {
 	step actionStep
 	// reserve is what the action holds against the user's limits while it
 	// is in flight (zero for key checks).
-	reserve Reservation
+	reserve risk.Reservation
 	// waiter is who waits for the answer (nil: nobody, e.g. a re-check at
 	// start whose caller went away).
 	waiter  *actor.PID
@@ -117,22 +117,6 @@ const (
 	stepJournal
 )
 
-// Reservation is what an action in flight holds against the user's limits,
-// so that two actions in flight cannot together pass a limit each passes
-// alone. The decision for a new action counts the reservations of every
-// action in flight.
-type Reservation struct {
-	// NotionalUSDT counts against daily_notional_cap_usdt.
-	NotionalUSDT decimal.Decimal
-	// Orders counts against max_orders_per_minute.
-	Orders int
-}
-
-// Add returns the sum of r and o.
-func (r Reservation) Add(o Reservation) Reservation {
-	return Reservation{NotionalUSDT: r.NotionalUSDT.Add(o.NotionalUSDT), Orders: r.Orders + o.Orders}
-}
-
 // actionIDs numbers actions within the process; unique across restarts of
 // a user actor, so a late outcome for an action of an earlier incarnation
 // never matches a new one.
@@ -155,8 +139,8 @@ func (u *userActor) finish(ctx actor.Context, a *action, answer any) {
 }
 
 // reserved is the sum of the reservations of every action in flight.
-func (u *userActor) reserved() Reservation {
-	var r Reservation
+func (u *userActor) reserved() risk.Reservation {
+	var r risk.Reservation
 	for _, a := range u.actions {
 		r = r.Add(a.reserve)
 	}

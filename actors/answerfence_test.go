@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/guarded-exchange/guarded-exchange/actors/risk"
 	"github.com/guarded-exchange/guarded-exchange/actors/state"
 	"github.com/guarded-exchange/guarded-exchange/messages"
 )
@@ -20,13 +21,13 @@ func TestReplayedAnswerIsFenced(t *testing.T) {
 		tool   string
 		stored any
 	}{
-		{toolPlaceOrder, messages.OrderAnswer{Status: "accepted", Symbol: "BTCUSDT", Side: "Buy", OrderID: crafted, OrderStatus: evil}},
-		{toolClosePosition, messages.OrderAnswer{Status: "accepted", Symbol: "BTCUSDT", Side: "Sell", OrderID: crafted, OrderStatus: evil}},
+		{risk.ToolPlaceOrder, messages.OrderAnswer{Status: "accepted", Symbol: "BTCUSDT", Side: "Buy", OrderID: crafted, OrderStatus: evil}},
+		{risk.ToolClosePosition, messages.OrderAnswer{Status: "accepted", Symbol: "BTCUSDT", Side: "Sell", OrderID: crafted, OrderStatus: evil}},
 		{"cancel_order", messages.CancelAnswer{Status: "cancelled", Symbol: "BTCUSDT", OrderID: crafted, OrderStatus: evil}},
-		{toolAmendOrder, messages.AmendAnswer{Status: "amended", Symbol: "BTCUSDT", OrderID: crafted, OrderStatus: evil}},
-		{toolCancelAll, messages.CancelAllAnswer{Status: "done", Symbol: "BTCUSDT", Orders: []messages.CancelAllRow{{OrderID: crafted, ClientOrderID: evil, Status: "cancelled"}}}},
-		{toolTradingStop, messages.TradingStopAnswer{Status: "set", Symbol: "BTCUSDT", PositionSide: evil}},
-		{toolLeverage, messages.LeverageAnswer{Status: "set", Symbol: "BTCUSDT\n" + evil}},
+		{risk.ToolAmendOrder, messages.AmendAnswer{Status: "amended", Symbol: "BTCUSDT", OrderID: crafted, OrderStatus: evil}},
+		{risk.ToolCancelAll, messages.CancelAllAnswer{Status: "done", Symbol: "BTCUSDT", Orders: []messages.CancelAllRow{{OrderID: crafted, ClientOrderID: evil, Status: "cancelled"}}}},
+		{risk.ToolTradingStop, messages.TradingStopAnswer{Status: "set", Symbol: "BTCUSDT", PositionSide: evil}},
+		{risk.ToolLeverage, messages.LeverageAnswer{Status: "set", Symbol: "BTCUSDT\n" + evil}},
 	} {
 		raw, err := json.Marshal(c.stored)
 		if err != nil {
@@ -60,8 +61,8 @@ func TestConfirmationViewIsFenced(t *testing.T) {
 	for _, c := range []state.Confirmation{
 		{ID: "cf_1", Tool: "cancel_order", Status: messages.ConfirmStatusExecuted, Result: result,
 			Shown: &messages.ShownToUser{Tool: "cancel_order", Cancel: &messages.CancelAnswer{Status: "preview", Symbol: "BTCUSDT", OrderStatus: evil}}},
-		{ID: "cf_2", Tool: toolCancelAll, Status: messages.ConfirmStatusPending,
-			Shown: &messages.ShownToUser{Tool: toolCancelAll, CancelAll: &messages.CancelAllAnswer{Status: "preview", Symbol: "BTCUSDT", Orders: rows}}},
+		{ID: "cf_2", Tool: risk.ToolCancelAll, Status: messages.ConfirmStatusPending,
+			Shown: &messages.ShownToUser{Tool: risk.ToolCancelAll, CancelAll: &messages.CancelAllAnswer{Status: "preview", Symbol: "BTCUSDT", Orders: rows}}},
 	} {
 		for name, view := range map[string]any{"status": statusOf("u", c), "pending": pendingOf("paper", c)} {
 			out, _ := json.Marshal(view)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/guarded-exchange/guarded-exchange/actors/risk"
 	"github.com/guarded-exchange/guarded-exchange/messages"
 )
 
@@ -47,11 +48,11 @@ func (b stepBounds) trade(writes int) time.Duration {
 	return b.hold + b.request + time.Duration(writes)*b.venueWrite() + journalTimeout
 }
 
-// cancelAll is cancel_all_orders: up to cancelAllMax cancels one after
+// cancelAll is cancel_all_orders: up to risk.CancelAllMax cancels one after
 // another, paced (D64), with their retries on the venue's rate limit.
 func (b stepBounds) cancelAll() time.Duration {
-	pacing := time.Duration((cancelAllMax+cancelPaceCount-1)/cancelPaceCount) * cancelPaceWindow
-	return b.trade(cancelAllMax) + pacing + cancelRetryBudget + cancelRetries*cancelRetryMaxWait
+	pacing := time.Duration((risk.CancelAllMax+cancelPaceCount-1)/cancelPaceCount) * cancelPaceWindow
+	return b.trade(risk.CancelAllMax) + pacing + cancelRetryBudget + cancelRetries*cancelRetryMaxWait
 }
 
 // execution is the bound of an approved action's run (the tool's own

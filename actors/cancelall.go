@@ -7,6 +7,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/guarded-exchange/guarded-exchange/actors/risk"
 	"github.com/guarded-exchange/guarded-exchange/actors/state"
 	"github.com/guarded-exchange/guarded-exchange/messages"
 	"github.com/guarded-exchange/guarded-exchange/venue"
@@ -21,9 +22,6 @@ import (
 // kill switch lets it through. The call is one parent attempt (which claims the
 // idempotency key and, in its outcome, keeps the whole answer) around one
 // cancel attempt per order.
-
-// cancelAllMax is how many orders one call cancels.
-const cancelAllMax = 20
 
 // Pacing (D64). The venue limits cancels per key: Bybit's default is 10 a
 // second on linear (20 on spot), in a rolling window; the 11th is refused
@@ -99,9 +97,9 @@ func (u *userActor) onCancelAllResume(m *cancelAllResume) {
 // runCancelAll journals the parent attempt (it claims the key), cancels
 // each order with its own attempt, then journals the parent's outcome with
 // the whole answer and answers.
-func (u *userActor) runCancelAll(ctx actor.Context, act *action, d *toolDecision) {
+func (u *userActor) runCancelAll(ctx actor.Context, act *action, d *risk.Decision) {
 	a := act.call.args.(messages.CancelAllArgs)
-	plain, ans := d.orders, d.planned.(*messages.CancelAllAnswer)
+	plain, ans := d.Orders, d.Planned.(*messages.CancelAllAnswer)
 	complete := act.call.tool.complete
 	parent := u.begin(actionOrder, act.waiter, act.origin, nil)
 	parent.claim = act.claim
@@ -113,7 +111,7 @@ func (u *userActor) runCancelAll(ctx actor.Context, act *action, d *toolDecision
 		u.finish(ctx, parent, callerGone())
 		return
 	}
-	att := messages.OrderAttemptEvent{ActionID: strconv.FormatUint(parent.id, 36), ClientOrderID: id, Environment: u.env, Tool: toolCancelAll,
+	att := messages.OrderAttemptEvent{ActionID: strconv.FormatUint(parent.id, 36), ClientOrderID: id, Environment: u.env, Tool: risk.ToolCancelAll,
 		Category: a.Category, Symbol: a.Symbol, At: u.now().UTC(), IdempotencyKey: a.IdempotencyKey, ArgsSHA256: act.call.hash}
 	ev := state.Event{Type: messages.RecordOrderAttempt, Payload: att}
 	u.write(ctx, ev, act.origin, func(_ wal.Record, err error) {
@@ -139,8 +137,8 @@ func (u *userActor) runCancelAll(ctx actor.Context, act *action, d *toolDecision
 			sentAt := time.Now()
 			u.cancelPace.note(sentAt)
 			o := plain[i]
-			plan := orderPlan{tool: toolCancelAll, category: a.Category, symbol: a.Symbol, settleLinkID: o.OrderLinkID, changes: &o,
-				cancel: &messages.CancelOrderRequest{Category: a.Category, Symbol: a.Symbol, OrderID: o.OrderID}}
+			plan := risk.Plan{Tool: risk.ToolCancelAll, Category: a.Category, Symbol: a.Symbol, SettleLinkID: o.OrderLinkID, Changes: &o,
+				Cancel: &messages.CancelOrderRequest{Category: a.Category, Symbol: a.Symbol, OrderID: o.OrderID}}
 			child := u.execute(ctx, plan, act.origin, nil)
 			var retryAfter time.Duration
 			child.complete = func(r *orderResult, w *orderWritten) any {
@@ -149,7 +147,7 @@ func (u *userActor) runCancelAll(ctx actor.Context, act *action, d *toolDecision
 					// Refused by the venue's rate limit: nothing applied.
 					retryAfter = min(max(time.Duration(r.Err.RetryAfterS)*time.Second, cancelPaceWindow), cancelRetryMaxWait)
 				}
-				ans.Orders[i].Status = complete(&toolDecision{plan: plan}, r, w).(string)
+				ans.Orders[i].Status = complete(&risk.Decision{Plan: plan}, r, w).(string)
 				return nil
 			}
 			child.after = func() {

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
-	"github.com/shopspring/decimal"
 
 	"github.com/guarded-exchange/guarded-exchange/actors/journal"
 	"github.com/guarded-exchange/guarded-exchange/actors/state"
@@ -112,21 +111,6 @@ func pendingOf(env string, c state.Confirmation) *messages.ConfirmationPending {
 		ShownToUser: c.Shown.Fenced(), ArgsSHA256: c.ArgsSHA256, ConfirmedBy: c.ConfirmedBy}
 }
 
-// confirmedBy is step 5 of the trading path (README, "Trading tools"):
-// the policy setting that asks a human to confirm the action, or "" when
-// none does. A tool in confirm_actions is always confirmed
-// (messages.ConfirmByActions); otherwise an action whose value reaches
-// confirm_above_notional_usdt is (messages.ConfirmByNotional).
-func confirmedBy(p messages.Policy, tool string, notional decimal.Decimal) string {
-	switch {
-	case slices.Contains(p.ConfirmActions, tool):
-		return messages.ConfirmByActions
-	case p.ConfirmAboveNotionalUSDT.IsPositive() && notional.GreaterThanOrEqual(p.ConfirmAboveNotionalUSDT):
-		return messages.ConfirmByNotional
-	}
-	return ""
-}
-
 // parkRequest is a decided action that needs a human.
 type parkRequest struct {
 	tool     string
@@ -206,7 +190,7 @@ func (u *userActor) park(ctx actor.Context, r parkRequest, origin messages.Origi
 		u.refuseTool(ctx, r.tool, r.category, r.symbol, false, &messages.Error{Code: messages.CodePendingLimitReached,
 			Message:  "too many confirmations are already waiting for a human; nothing was parked or sent",
 			NextStep: "wait for a human to decide, or withdraw one with cancel_confirmation",
-			Details:  map[string]any{"limit": "max_pending", "allowed": itoa(p.MaxPending), "confirmed_by": r.confirmedBy}}, origin, to)
+			Details:  map[string]any{"limit": "max_pending", "allowed": strconv.Itoa(p.MaxPending), "confirmed_by": r.confirmedBy}}, origin, to)
 		return
 	}
 	args, err := json.Marshal(r.args)
@@ -589,7 +573,7 @@ func (u *userActor) rerun(ctx actor.Context, c state.Confirmation, origin messag
 	if d == nil {
 		return messages.Internal(fmt.Errorf("confirmation %s: unknown tool", c.ID))
 	}
-	args, err := d.decodeArgs(c.Args)
+	args, err := d.DecodeArgs(c.Args)
 	if err != nil {
 		return messages.Internal(fmt.Errorf("confirmation %s: arguments: %w", c.ID, err))
 	}

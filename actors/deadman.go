@@ -7,6 +7,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/guarded-exchange/guarded-exchange/actors/risk"
 	"github.com/guarded-exchange/guarded-exchange/actors/state"
 	"github.com/guarded-exchange/guarded-exchange/messages"
 	"github.com/guarded-exchange/guarded-exchange/venue"
@@ -357,8 +358,8 @@ func (u *userActor) cancelForDeadman(ctx actor.Context, orders []messages.Order,
 		return
 	}
 	o := orders[i]
-	plan := orderPlan{tool: "cancel_order", category: o.Category, symbol: o.Symbol, settleLinkID: o.OrderLinkID, changes: &o,
-		cancel: &messages.CancelOrderRequest{Category: o.Category, Symbol: o.Symbol, OrderID: o.OrderID}}
+	plan := risk.Plan{Tool: "cancel_order", Category: o.Category, Symbol: o.Symbol, SettleLinkID: o.OrderLinkID, Changes: &o,
+		Cancel: &messages.CancelOrderRequest{Category: o.Category, Symbol: o.Symbol, OrderID: o.OrderID}}
 	a := u.execute(ctx, plan, deadmanOrigin, nil)
 	a.after = func() { u.cancelForDeadman(ctx, orders, i+1) }
 }

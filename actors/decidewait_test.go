@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/guarded-exchange/guarded-exchange/actors/risk"
 	"github.com/guarded-exchange/guarded-exchange/messages"
 )
 
@@ -17,7 +18,7 @@ func TestAskBoundCoversExecution(t *testing.T) {
 	b := stepBounds{request: 10 * time.Second, settle: DefaultSettleWait, hold: DefaultRecoveryWait}
 	approve := &userCommand{cmd: &messages.DecideConfirmationCommand{User: "alice", ConfirmationID: "cf_0123456789abcdef01234567",
 		Decision: messages.DecisionApprove, Channel: messages.ConfirmChannelCLI}}
-	run := b.execution(toolCancelAll) + askMargin // the run's own wait (onConfirmExecute)
+	run := b.execution(risk.ToolCancelAll) + askMargin // the run's own wait (onConfirmExecute)
 	if got := b.askBound(approve); got <= run || got < messages.DecisionAnswerWait {
 		t.Fatalf("an approval waits %v; the execution may take %v", got, run)
 	}

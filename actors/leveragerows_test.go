@@ -14,6 +14,7 @@ import (
 
 	"github.com/shopspring/decimal"
 
+	"github.com/guarded-exchange/guarded-exchange/actors/risk"
 	"github.com/guarded-exchange/guarded-exchange/messages"
 	"github.com/guarded-exchange/guarded-exchange/venue"
 	"github.com/guarded-exchange/guarded-exchange/venue/sim/hostile"
@@ -131,11 +132,11 @@ func TestLeverageStepTakesEffectOnlyWhenEveryRowShowsIt(t *testing.T) {
 	te.behindProxy(t, extraRowProxy(t, te.ann.REST, true, func(row map[string]any) { row["leverage"] = "5" }))
 	te.tradeReady(t, messages.PolicySettings{MaxLeverage: dec("5")})
 	_, e := te.place(t, marketArgs("Buy", "0.001"))
-	if e == nil || e.Details["step"] != toolLeverage || e.Details["order_sent"] != false {
+	if e == nil || e.Details["step"] != risk.ToolLeverage || e.Details["order_sent"] != false {
 		t.Fatalf("an order on a venue that shows a lower leverage it never set: %v", e)
 	}
 	for _, a := range attemptsOf(t, dir) {
-		if a.Tool != toolLeverage {
+		if a.Tool != risk.ToolLeverage {
 			t.Fatalf("the order was sent: %+v", a)
 		}
 	}
@@ -207,7 +208,7 @@ func TestRepeatDuringTheLeverageStepNamesTheOrder(t *testing.T) {
 func TestLeverageStepNeverSkipsTheConfirmationOfSetLeverage(t *testing.T) {
 	dir := t.TempDir()
 	te := newTradeEnvWith(t, dir, func(c *Config) { c.ConfirmCLI = true })
-	te.tradeReady(t, messages.PolicySettings{MaxLeverage: dec("5"), ConfirmActions: strs(toolLeverage), ConfirmationTTLS: intp(60), MaxPending: intp(3)})
+	te.tradeReady(t, messages.PolicySettings{MaxLeverage: dec("5"), ConfirmActions: strs(risk.ToolLeverage), ConfirmationTTLS: intp(60), MaxPending: intp(3)})
 	dry := marketArgs("Buy", "0.001")
 	dry.DryRun = true
 	if plan, e := te.place(t, dry); e == nil || e.Details["limit"] != "max_leverage" {

@@ -2,9 +2,8 @@ package actors
 
 import (
 	"github.com/asynkron/protoactor-go/actor"
-	"github.com/shopspring/decimal"
 
-	"github.com/guarded-exchange/guarded-exchange/actors/state"
+	"github.com/guarded-exchange/guarded-exchange/actors/risk"
 	"github.com/guarded-exchange/guarded-exchange/messages"
 )
 
@@ -24,101 +23,6 @@ import (
 // lower leverage; anything else answers the call without sending the
 // order. With a position open the leverage is never changed for the
 // agent: the order is refused naming set_leverage and the value to use.
-
-// leverageCap is the highest leverage at or below max_leverage that the
-// instrument accepts (on its step, within its range): the value the
-// leverage step sets and a refusal names. Zero when there is none.
-func leverageCap(maxLeverage decimal.Decimal, in *messages.Instrument) decimal.Decimal {
-	v := maxLeverage
-	if in == nil {
-		return v
-	}
-	if in.MaxLeverage.IsPositive() && v.GreaterThan(in.MaxLeverage) {
-		v = in.MaxLeverage
-	}
-	if in.LeverageStep.IsPositive() {
-		v = v.Div(in.LeverageStep).Floor().Mul(in.LeverageStep)
-	}
-	if !v.IsPositive() || in.MinLeverage.IsPositive() && v.LessThan(in.MinLeverage) {
-		return decimal.Zero
-	}
-	return v
-}
-
-// leverageStepOf is the leverage change a place_order takes first, or nil:
-// only for a new (not reduce-only) linear order, when the venue showed the
-// symbol's position row with no position open (and the stream showed none
-// since) and a leverage above max_leverage, and only to a lower value.
-func leverageStepOf(tool string, a messages.PlaceOrderArgs, p messages.Policy, m placeMarket) *messages.LeverageChange {
-	if tool != toolPlaceOrder || a.ReduceOnly || a.Category != messages.CategoryLinear || !m.positionRead || m.position == nil || m.pushedOpen {
-		return nil
-	}
-	pos := m.position
-	if !pos.Size.IsZero() || !pos.Leverage.GreaterThan(p.MaxLeverage) {
-		return nil
-	}
-	to := leverageCap(p.MaxLeverage, m.instrument)
-	if !to.IsPositive() || !to.LessThan(pos.Leverage) {
-		return nil // never raises
-	}
-	return &messages.LeverageChange{From: pos.Leverage, To: to}
-}
-
-// leverageAsShown refuses an approved run whose leverage is not the one
-// the human saw (D111): a step is taken only when the plan shown took
-// it, to the same value, and with no step the symbol's leverage is at
-// most the value the plan shown lowered it to. A ceiling raised, or the
-// leverage changed by hand, between the plan and the approval would
-// otherwise run the order at a leverage nobody approved.
-func leverageAsShown(shown, step *messages.LeverageChange, pos *messages.Position) *messages.Error {
-	switch {
-	case step != nil && (shown == nil || !shown.To.Equal(step.To)),
-		step == nil && shown != nil && pos != nil && pos.Leverage.GreaterThan(shown.To):
-		return &messages.Error{Code: messages.CodePermissionDenied,
-			Message:  "the symbol's leverage changed since the human approved, so the order would not run as shown; nothing was sent",
-			NextStep: "call the tool again; a new confirmation shows the plan as it is now",
-			Details:  map[string]any{"reason": "leverage_changed"}}
-	}
-	return nil
-}
-
-// withLeverage is the market as it will be once the step set the
-// symbol's leverage to v: what the order is planned on.
-func (m placeMarket) withLeverage(v decimal.Decimal) placeMarket {
-	p := *m.position
-	p.Leverage = v
-	m.position = &p
-	return m
-}
-
-// leverageAboveMax refuses a risk-increasing order (new, or amended up) on
-// a symbol whose leverage is above max_leverage when the call cannot lower
-// it first (a position is open, an amend, or the instrument has no
-// leverage at or below max_leverage): it names set_leverage and the value
-// to use; again is what to do after (e.g. "place the order again").
-func leverageAboveMax(p messages.Policy, pos *messages.Position, in *messages.Instrument, symbol, again string) *messages.Error {
-	maxLev, current := p.MaxLeverage.String(), pos.Leverage.String()
-	to := leverageCap(p.MaxLeverage, in)
-	if !to.IsPositive() {
-		return state.LimitExceeded("max_leverage", maxLev, "the symbol's current leverage ("+current+"x) exceeds max_leverage ("+maxLev+"x), and the instrument has no leverage at or below it",
-			"trade another symbol, or ask the human to raise max_leverage", map[string]any{"leverage": current})
-	}
-	why := "the symbol's current leverage (" + current + "x) exceeds max_leverage (" + maxLev + "x)"
-	if !pos.Size.IsZero() {
-		why += "; with a position open it is not lowered automatically"
-	}
-	return state.LimitExceeded("max_leverage", maxLev, why,
-		"lower it first with set_leverage to "+to.String()+", then "+again,
-		map[string]any{"leverage": current, "fix": `set_leverage {"category":"linear","symbol":"` + symbol + `","leverage":"` + to.String() + `"}`})
-}
-
-// leverageStepPlan is a place_order's leverage step: a set_leverage write
-// (not risk-increasing, no key of its own) whose attempt says which tool
-// it is a step of, and whose ticket names the order that follows it.
-func leverageStepPlan(tool string, a messages.PlaceOrderArgs, step *messages.LeverageChange, orderLinkID string) orderPlan {
-	return orderPlan{tool: toolLeverage, category: a.Category, symbol: a.Symbol, stepOf: tool, ticketID: orderLinkID,
-		leverage: &messages.SetLeverageRequest{Category: a.Category, Symbol: a.Symbol, Leverage: step.To}}
-}
 
 // afterLeverageStep follows the step's write ex (started by execute, with
 // the call's ticket; it holds the call's idempotency claim): next runs
@@ -176,7 +80,7 @@ func leverageStepFailed(e *messages.Error, step *messages.LeverageChange) *messa
 	for k, v := range e.Details {
 		out.Details[k] = v
 	}
-	out.Details["step"] = toolLeverage
+	out.Details["step"] = risk.ToolLeverage
 	out.Details["order_sent"] = false
 	out.Message = "the order was not sent: lowering the leverage from " + step.From.String() + "x to " + step.To.String() + "x first did not complete: " + e.Message
 	out.NextStep = "read get_positions; when the symbol's leverage shows " + step.To.String() + "x or less, place the order again (set_leverage lowers it too)"
@@ -188,35 +92,35 @@ func leverageStepFailed(e *messages.Error, step *messages.LeverageChange) *messa
 // decided again on the position read after the step and the state as it
 // is then (the kill switch, the limits with what is in flight), at the
 // market the plan was shown with.
-func (u *userActor) executeOrder(ctx actor.Context, act *action, d *toolDecision) {
-	tool := act.call.tool.name
-	a := d.args.(messages.PlaceOrderArgs)
-	send := func(plan orderPlan, ans *messages.OrderAnswer) {
-		if d.netHash != "" && plan.riskIncreasing {
-			plan.argsSHA256 = d.netHash
+func (u *userActor) executeOrder(ctx actor.Context, act *action, d *risk.Decision) {
+	tool := act.call.tool.Name
+	a := d.Args.(messages.PlaceOrderArgs)
+	send := func(plan risk.Plan, ans *messages.OrderAnswer) {
+		if d.NetHash != "" && plan.RiskIncreasing {
+			plan.ArgsSHA256 = d.NetHash
 		}
 		ex := u.execute(ctx, plan, act.origin, act.waiter)
 		ex.claim = act.claim
 		ex.complete = func(r *orderResult, w *orderWritten) any { return orderAnswerOf(ans, r, w) }
 	}
-	step := d.step
+	step := d.Step
 	if step == nil {
-		send(d.plan, d.planned.(*messages.OrderAnswer))
+		send(d.Plan, d.Planned.(*messages.OrderAnswer))
 		return
 	}
 	orderLinkID := u.reserveLinkID(act.origin)
-	lower := u.execute(ctx, leverageStepPlan(tool, a, step, orderLinkID), act.origin, act.waiter)
+	lower := u.execute(ctx, risk.LeverageStepPlan(tool, a, step, orderLinkID), act.origin, act.waiter)
 	u.afterLeverageStep(ctx, act, a, lower, step, func(stepID string, pos *messages.Position) {
-		after := d.market
-		after.position, after.positionRead = pos, true
-		plan, ans, e := decidePlace(u.state, tool, a, u.venue, u.env, after, u.reserved(), u.now())
+		after := d.Market
+		after.Position, after.PositionRead = pos, true
+		plan, ans, e := risk.DecidePlace(u.state, tool, a, u.venue, u.env, after, u.reserved(), u.now())
 		if e != nil {
 			u.refuseTool(ctx, tool, a.Category, a.Symbol, false, e, act.origin, act.waiter)
 			return
 		}
 		ans.LowersLeverage = step
-		plan = orderPlanAsRun(plan, d.market, act.origin.ConfirmationID != "", act.call.hash)
-		plan.linkID, plan.afterStep = orderLinkID, stepID
+		plan = risk.PlanAsRun(plan, d.Market, act.origin.ConfirmationID != "", act.call.hash)
+		plan.LinkID, plan.AfterStep = orderLinkID, stepID
 		send(plan, ans)
 	})
 }

@@ -2,13 +2,13 @@ package actors
 
 import (
 	"context"
-	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/shopspring/decimal"
 
+	"github.com/guarded-exchange/guarded-exchange/actors/risk"
 	"github.com/guarded-exchange/guarded-exchange/messages"
 	"github.com/guarded-exchange/guarded-exchange/venue"
 )
@@ -92,10 +92,10 @@ func TestFirstOrderLowersLeverageToThePolicy(t *testing.T) {
 		t.Fatalf("attempts %+v, want the step and the order", atts)
 	}
 	step, order := atts[0], atts[1]
-	if step.Tool != toolLeverage || step.StepOf != toolPlaceOrder || step.RiskIncreasing || step.IdempotencyKey != "" || step.AfterStep != "" {
+	if step.Tool != risk.ToolLeverage || step.StepOf != risk.ToolPlaceOrder || step.RiskIncreasing || step.IdempotencyKey != "" || step.AfterStep != "" {
 		t.Fatalf("the step's attempt %+v", step)
 	}
-	if order.Tool != toolPlaceOrder || order.AfterStep != step.ClientOrderID || order.StepOf != "" || !order.RiskIncreasing || order.ClientOrderID != ans.ClientOrderID {
+	if order.Tool != risk.ToolPlaceOrder || order.AfterStep != step.ClientOrderID || order.StepOf != "" || !order.RiskIncreasing || order.ClientOrderID != ans.ClientOrderID {
 		t.Fatalf("the order's attempt %+v (step %s)", order, step.ClientOrderID)
 	}
 	j := journalOf(t, dir)
@@ -153,7 +153,7 @@ func TestLeverageStepNeverWithAPositionOpen(t *testing.T) {
 		t.Fatalf("a close: %+v %v", ans, e)
 	}
 	for _, a := range attemptsOf(t, dir) {
-		if a.Tool == toolLeverage {
+		if a.Tool == risk.ToolLeverage {
 			t.Fatalf("the leverage was changed for the agent: %+v", a)
 		}
 	}
@@ -193,47 +193,6 @@ func TestLeverageStepNeverRaisesNorBypassesTheKillSwitch(t *testing.T) {
 	}
 }
 
-// The decision of the step over many shapes of the market and policy: a
-// step exists only for a new linear order with no position open and a
-// leverage above max_leverage, and it always sets a value below the one
-// shown, at or below max_leverage, on the instrument's step and within
-// its range.
-func TestLeverageStepOfOnlyLowers(t *testing.T) {
-	rng := rand.New(rand.NewPCG(21, 5))
-	pick := func(vals ...string) decimal.Decimal { return decimal.RequireFromString(vals[rng.IntN(len(vals))]) }
-	for i := range 20000 {
-		in := &messages.Instrument{LeverageStep: pick("0", "0.01", "0.5", "1", "3"), MinLeverage: pick("0", "1", "2", "6"), MaxLeverage: pick("0", "4", "25", "100")}
-		pos := &messages.Position{Symbol: "BTCUSDT", Leverage: pick("0", "1", "2.5", "5", "5.01", "10", "100"), Size: pick("0", "0", "0.001", "-0.001")}
-		p := messages.Policy{MaxLeverage: pick("1", "2.75", "5", "10", "150")}
-		a := marketArgs([]string{"Buy", "Sell"}[rng.IntN(2)], "0.001")
-		a.ReduceOnly = rng.IntN(4) == 0
-		a.Category = []messages.Category{messages.CategoryLinear, messages.CategoryLinear, messages.CategorySpot}[rng.IntN(3)]
-		tool := []string{toolPlaceOrder, toolPlaceOrder, toolClosePosition}[rng.IntN(3)]
-		m := placeMarket{instrument: in, position: pos, positionRead: rng.IntN(5) > 0, pushedOpen: rng.IntN(8) == 0}
-		if rng.IntN(10) == 0 {
-			m.position = nil
-		}
-		step := leverageStepOf(tool, a, p, m)
-		if step == nil {
-			continue
-		}
-		switch {
-		case tool != toolPlaceOrder || a.ReduceOnly || a.Category != messages.CategoryLinear || !m.positionRead:
-			t.Fatalf("case %d: a step for %s reduce_only=%v %s read=%v", i, tool, a.ReduceOnly, a.Category, m.positionRead)
-		case !pos.Size.IsZero() || m.pushedOpen:
-			t.Fatalf("case %d: a step with a position open (size %s, pushed %v)", i, pos.Size, m.pushedOpen)
-		case !step.From.Equal(pos.Leverage) || !step.To.LessThan(step.From) || !step.To.IsPositive():
-			t.Fatalf("case %d: the step %s -> %s does not lower", i, step.From, step.To)
-		case step.To.GreaterThan(p.MaxLeverage):
-			t.Fatalf("case %d: the step sets %s above max_leverage %s", i, step.To, p.MaxLeverage)
-		case in.LeverageStep.IsPositive() && !step.To.Mod(in.LeverageStep).IsZero(),
-			in.MinLeverage.IsPositive() && step.To.LessThan(in.MinLeverage),
-			in.MaxLeverage.IsPositive() && step.To.GreaterThan(in.MaxLeverage):
-			t.Fatalf("case %d: the step sets %s outside the instrument's rules %+v", i, step.To, in)
-		}
-	}
-}
-
 // A step whose outcome is not the lower leverage does not send the order:
 // a 5xx the venue did not apply answers outcome_unknown naming the step
 // (order_sent false) and nothing else is journaled or sent; an answer
@@ -245,12 +204,12 @@ func TestLeverageStepUnknownOutcomeSendsNoOrder(t *testing.T) {
 	te.tradeReady(t, messages.PolicySettings{MaxLeverage: dec("5")})
 	te.fault(t, "http_5xx", "/v5/position/set-leverage")
 	_, e := te.place(t, marketArgs("Buy", "0.001"))
-	if e == nil || e.Code != messages.CodeOutcomeUnknown || e.Details["step"] != toolLeverage || e.Details["order_sent"] != false ||
+	if e == nil || e.Code != messages.CodeOutcomeUnknown || e.Details["step"] != risk.ToolLeverage || e.Details["order_sent"] != false ||
 		e.Details["reconnaissance"] != "not_found" || !strings.HasPrefix(e.Message, "the order was not sent: lowering the leverage from 10x to 5x first did not complete") {
 		t.Fatalf("a step that failed: %v", e)
 	}
 	atts := attemptsOf(t, dir)
-	if len(atts) != 1 || atts[0].Tool != toolLeverage {
+	if len(atts) != 1 || atts[0].Tool != risk.ToolLeverage {
 		t.Fatalf("attempts %+v, want the step's only", atts)
 	}
 	if lev, size := te.venueLeverage(t); !lev.Equal(decimal.NewFromInt(10)) || !size.IsZero() {
@@ -303,7 +262,7 @@ func TestLeverageStepCrashNeverSendsTheOrder(t *testing.T) {
 		t.Fatal("a call whose server stopped answered success")
 	}
 	atts := attemptsOf(t, dir)
-	if len(atts) != 1 || atts[0].Tool != toolLeverage || atts[0].StepOf != toolPlaceOrder {
+	if len(atts) != 1 || atts[0].Tool != risk.ToolLeverage || atts[0].StepOf != risk.ToolPlaceOrder {
 		t.Fatalf("attempts at the stop %+v, want the step's only", atts)
 	}
 	te.testSystem = te.start(t, dir)
@@ -355,7 +314,7 @@ func TestLeverageStepShownAndApprovedWithTheOrder(t *testing.T) {
 		t.Fatalf("the approved run %+v, want the order under %s", ans, orderID)
 	}
 	atts := attemptsOf(t, ce.dir)
-	if len(atts) != 2 || atts[0].ClientOrderID != stepID || atts[0].StepOf != toolPlaceOrder || !atts[0].Confirmed ||
+	if len(atts) != 2 || atts[0].ClientOrderID != stepID || atts[0].StepOf != risk.ToolPlaceOrder || !atts[0].Confirmed ||
 		atts[1].ClientOrderID != orderID || atts[1].AfterStep != stepID || atts[1].IdempotencyKey != "first-trade" {
 		t.Fatalf("attempts %+v", atts)
 	}
@@ -392,7 +351,7 @@ func TestAmendAboveMaxLeverageNamesSetLeverage(t *testing.T) {
 		t.Fatalf("an amend up at 10x under a max of 5: %v %q %v", e, e.NextStep, e.Details)
 	}
 	for _, a := range attemptsOf(t, dir) {
-		if a.Tool == toolLeverage {
+		if a.Tool == risk.ToolLeverage {
 			t.Fatalf("an amend changed the leverage: %+v", a)
 		}
 	}
@@ -423,7 +382,7 @@ func TestLeverageStepThenKillSwitchSendsNoOrder(t *testing.T) {
 	if e := <-done; e == nil || e.Code != messages.CodeKillSwitchActive {
 		t.Fatalf("the order after the kill switch went on: %v", e)
 	}
-	if atts := attemptsOf(t, dir); len(atts) != 1 || atts[0].Tool != toolLeverage {
+	if atts := attemptsOf(t, dir); len(atts) != 1 || atts[0].Tool != risk.ToolLeverage {
 		t.Fatalf("attempts %+v, want the step's only", atts)
 	}
 	if lev, size := te.venueLeverage(t); !lev.Equal(decimal.NewFromInt(5)) || !size.IsZero() {

@@ -9,8 +9,8 @@ import (
 	"strings"
 
 	"github.com/asynkron/protoactor-go/actor"
-	"github.com/shopspring/decimal"
 
+	"github.com/guarded-exchange/guarded-exchange/actors/risk"
 	"github.com/guarded-exchange/guarded-exchange/actors/state"
 	"github.com/guarded-exchange/guarded-exchange/messages"
 	"github.com/guarded-exchange/guarded-exchange/venue"
@@ -24,54 +24,6 @@ import (
 // idempotency table) runs before execute and is the only caller of it;
 // nothing else in the server asks the venue actor to write
 // (TestOnlyTheActionPathWrites).
-
-// orderPlan is a decided write: the request to send and what its attempt
-// journals. Exactly one request is set. For a create, OrderLinkID is
-// filled in by execute.
-type orderPlan struct {
-	tool     string
-	category messages.Category
-	symbol   string
-	// settleLinkID names the order an amend or cancel changes (its client
-	// order id), to settle an unknown outcome; a create settles its own.
-	settleLinkID string
-	// expect is what an order found for a create must match (the client
-	// order id is filled in by execute); nil for other writes, whose
-	// expectation is the order they change (orderExpectation).
-	expect *messages.OrderExpectation
-	// changes is the order an amend or cancel changes, as the server read
-	// it before the change: what the venue shows for the write must be
-	// that order (its side, at most its quantity).
-	changes *messages.Order
-
-	create   *messages.CreateOrderRequest
-	amend    *messages.AmendOrderRequest
-	cancel   *messages.CancelOrderRequest
-	leverage *messages.SetLeverageRequest
-	stop     *messages.TradingStopRequest
-
-	notional       decimal.Decimal
-	riskIncreasing bool
-	idempotencyKey string
-	argsSHA256     string
-	// confirmedBy: the policy setting that wants a human to confirm it
-	// ("" when none does); execute refuses it unless it runs an approved
-	// confirmation.
-	confirmedBy string
-
-	// linkID is the write's client order id when it was named before
-	// execute ("": execute names it from the action). A place_order that
-	// lowers the leverage first names its order before that step.
-	linkID string
-	// ticketID is the client order id the caller is told when its wait
-	// ends after this write committed ("": the write's own): the
-	// leverage step of a place_order names the order that follows it.
-	ticketID string
-	// stepOf and afterStep chain the writes of one call in the journal
-	// (OrderAttemptEvent): the tool this write is a first step of, and
-	// the client order id of the step this write followed.
-	stepOf, afterStep string
-}
 
 // orderResult is what the action path knows once a write's outcome is
 // durable.
@@ -166,29 +118,29 @@ func (u *userActor) handleOrder(ctx actor.Context, msg any, sender *actor.PID) {
 // execute journals the attempt, then has the venue actor send the write.
 // The reservation holds the order against the limits until the attempt is
 // durable; from then on the attempt itself counts (RollingCounters).
-func (u *userActor) execute(ctx actor.Context, p orderPlan, origin messages.Origin, sender *actor.PID) *action {
+func (u *userActor) execute(ctx actor.Context, p risk.Plan, origin messages.Origin, sender *actor.PID) *action {
 	a := u.begin(actionOrder, sender, origin, nil)
 	a.step = stepJournal
-	if p.riskIncreasing {
+	if p.RiskIncreasing {
 		// Only a risk-increasing action counts against the limits (D51).
-		a.reserve.NotionalUSDT = p.notional
+		a.reserve.NotionalUSDT = p.Notional
 		a.reserve.Orders = 1
 	}
-	if p.confirmedBy != "" && origin.ConfirmationID == "" {
+	if p.ConfirmedBy != "" && origin.ConfirmationID == "" {
 		// Fail closed: a caller that skipped the confirmation step.
-		u.finish(ctx, a, messages.Internal(fmt.Errorf("execute: %s needs confirmation and was not confirmed", p.tool)))
+		u.finish(ctx, a, messages.Internal(fmt.Errorf("execute: %s needs confirmation and was not confirmed", p.Tool)))
 		if a.after != nil {
 			a.after()
 		}
 		return a
 	}
-	id := p.linkID
+	id := p.LinkID
 	if id == "" {
 		id = u.linkID(a, origin)
 	}
 	ticket := id
-	if p.ticketID != "" {
-		ticket, a.ticket = p.ticketID, p.ticketID
+	if p.TicketID != "" {
+		ticket, a.ticket = p.TicketID, p.TicketID
 	}
 	if !u.tickets.commit(sender, origin, ticket) {
 		// The caller stopped waiting before anything was sent and was
@@ -199,21 +151,21 @@ func (u *userActor) execute(ctx actor.Context, p orderPlan, origin messages.Orig
 		}
 		return a
 	}
-	settle := p.settleLinkID
-	if p.create != nil {
-		c := *p.create
+	settle := p.SettleLinkID
+	if p.Create != nil {
+		c := *p.Create
 		c.OrderLinkID = id
-		p.create = &c
+		p.Create = &c
 		settle = id
 	}
-	expect := p.orderExpectation(settle)
+	expect := p.OrderExpectation(settle)
 	att := messages.OrderAttemptEvent{
-		ActionID: strconv.FormatUint(a.id, 36), ClientOrderID: id, Environment: u.env, Tool: p.tool, Category: p.category, Symbol: p.symbol,
-		At: u.now().UTC(), NotionalUSDT: p.notional, RiskIncreasing: p.riskIncreasing,
-		IdempotencyKey: p.idempotencyKey, ArgsSHA256: p.argsSHA256, Confirmed: origin.ConfirmationID != "",
-		StepOf: p.stepOf, AfterStep: p.afterStep,
+		ActionID: strconv.FormatUint(a.id, 36), ClientOrderID: id, Environment: u.env, Tool: p.Tool, Category: p.Category, Symbol: p.Symbol,
+		At: u.now().UTC(), NotionalUSDT: p.Notional, RiskIncreasing: p.RiskIncreasing,
+		IdempotencyKey: p.IdempotencyKey, ArgsSHA256: p.ArgsSHA256, Confirmed: origin.ConfirmationID != "",
+		StepOf: p.StepOf, AfterStep: p.AfterStep,
 	}
-	if p.create != nil {
+	if p.Create != nil {
 		// A reconcile looks the attempt up by its own client order id:
 		// what it finds must match the create.
 		att.Expect = expect
@@ -230,12 +182,12 @@ func (u *userActor) execute(ctx actor.Context, p orderPlan, origin messages.Orig
 			return
 		}
 		u.commit(ev)
-		a.reserve = Reservation{}
+		a.reserve = risk.Reservation{}
 		a.attempt = u.state.Attempts[id]
 		a.step = stepVenue
 		u.toVenue(ctx, &orderWrite{
-			action: a.id, linkID: settle, expect: expect, category: p.category, symbol: p.symbol,
-			create: p.create, amend: p.amend, cancel: p.cancel, leverage: p.leverage, stop: p.stop,
+			action: a.id, linkID: settle, expect: expect, category: p.Category, symbol: p.Symbol,
+			create: p.Create, amend: p.Amend, cancel: p.Cancel, leverage: p.Leverage, stop: p.Stop,
 		}, ctx.Self())
 	})
 	return a

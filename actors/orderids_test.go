@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -37,7 +38,7 @@ func TestOrderIDBookAdmitsAnOrderIDUnderOneClientOrderID(t *testing.T) {
 		}
 	}
 	for i := range 2 * maxKnownOrderIDs {
-		b.admit("flood-"+itoa(i), "ext-"+itoa(i))
+		b.admit("flood-"+strconv.Itoa(i), "ext-"+strconv.Itoa(i))
 	}
 	if _, ok := b.admit("oid-1", "gx-b"); ok {
 		t.Fatal("a flood of external order ids pushed the server's own out")

@@ -9,6 +9,7 @@ import (
 
 	"github.com/shopspring/decimal"
 
+	"github.com/guarded-exchange/guarded-exchange/actors/risk"
 	"github.com/guarded-exchange/guarded-exchange/messages"
 )
 
@@ -453,8 +454,8 @@ func TestPlaceRefusesNonUSDTQuote(t *testing.T) {
 	none := []string{}
 	st.Ceiling.ConfirmActions = &none
 	decide := func(in *messages.Instrument, a messages.PlaceOrderArgs) *messages.Error {
-		m := placeMarket{instrument: in, ticker: tk, position: pos, positionRead: true}
-		_, _, e := decidePlace(st, toolPlaceOrder, a, messages.VenuePaper, "paper", m, Reservation{}, time.Now())
+		m := risk.Market{Instrument: in, Ticker: tk, Position: pos, PositionRead: true}
+		_, _, e := risk.DecidePlace(st, risk.ToolPlaceOrder, a, messages.VenuePaper, "paper", m, risk.Reservation{}, time.Now())
 		return e
 	}
 	buy := limitArgs("0.001", "30000")

@@ -3,6 +3,7 @@ package actors
 import (
 	"encoding/json"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -391,7 +392,7 @@ func (u *userActor) postureView(now time.Time) *messages.PostureView {
 }
 
 func intUse(used, max int) messages.LimitUse {
-	return messages.LimitUse{Used: itoa(used), Left: itoa(maxInt(0, max-used))}
+	return messages.LimitUse{Used: strconv.Itoa(used), Left: strconv.Itoa(maxInt(0, max-used))}
 }
 
 func maxInt(a, b int) int {

@@ -68,7 +68,7 @@ func TestReadMarketReadsAtOnceAndAnswersInOrder(t *testing.T) {
 
 	r := newStagedReader(4)
 	mk, err := readMarket(ctx, r, messages.CategoryLinear, "BTCUSDT")
-	if err != nil || mk.instrument == nil || mk.ticker == nil || mk.band == nil || !mk.positionRead || mk.position == nil {
+	if err != nil || mk.Instrument == nil || mk.Ticker == nil || mk.Band == nil || !mk.PositionRead || mk.Position == nil {
 		t.Fatalf("linear: %+v, %v", mk, err)
 	}
 

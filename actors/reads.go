@@ -6,6 +6,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/guarded-exchange/guarded-exchange/actors/risk"
 	"github.com/guarded-exchange/guarded-exchange/messages"
 	"github.com/guarded-exchange/guarded-exchange/venue"
 )
@@ -31,7 +32,7 @@ type orderFetch struct {
 type orderFetched struct {
 	action uint64
 	order  *messages.Order
-	market placeMarket
+	market risk.Market
 	err    *messages.Error
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/shopspring/decimal"
 
+	"github.com/guarded-exchange/guarded-exchange/actors/risk"
 	"github.com/guarded-exchange/guarded-exchange/messages"
 	"github.com/guarded-exchange/guarded-exchange/wal"
 )
@@ -28,9 +29,9 @@ func TestRepeatAfterRecoveryNamesTheClientOrderID(t *testing.T) {
 	for id, a := range args {
 		a.IdempotencyKey = "key-" + id
 		args[id] = a
-		payload, _ := json.Marshal(messages.OrderAttemptEvent{ActionID: id, ClientOrderID: id, Environment: "paper", Tool: toolPlaceOrder,
+		payload, _ := json.Marshal(messages.OrderAttemptEvent{ActionID: id, ClientOrderID: id, Environment: "paper", Tool: risk.ToolPlaceOrder,
 			Category: messages.CategoryLinear, Symbol: "BTCUSDT", At: now, NotionalUSDT: decimal.NewFromInt(300), RiskIncreasing: true,
-			IdempotencyKey: a.IdempotencyKey, ArgsSHA256: placeArgsHash(toolPlaceOrder, a)})
+			IdempotencyKey: a.IdempotencyKey, ArgsSHA256: risk.PlaceArgsHash(risk.ToolPlaceOrder, a)})
 		if _, err := te.log.Append([]wal.Entry{{Time: now, Type: uint16(messages.RecordOrderAttempt), User: te.user, Actor: messages.ActorAgent, Payload: payload}}); err != nil {
 			t.Fatal(err)
 		}

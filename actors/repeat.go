@@ -7,7 +7,6 @@ import (
 
 	"github.com/guarded-exchange/guarded-exchange/actors/state"
 	"github.com/guarded-exchange/guarded-exchange/messages"
-	"github.com/guarded-exchange/guarded-exchange/venue"
 	"github.com/guarded-exchange/guarded-exchange/wal"
 )
 
@@ -306,7 +305,7 @@ func orderAnswerOf(planned *messages.OrderAnswer, r *orderResult, w *orderWritte
 	if o != nil {
 		ans.OrderID, ans.OrderStatus = o.OrderID, o.Status
 	}
-	ans.FilledQty = venue.FilledOf(o)
+	ans.FilledQty = messages.FilledOf(o)
 	ans.Fence()
 	return &ans
 }

@@ -359,6 +359,16 @@ func (s *System) Submit(ctx context.Context, cmd messages.Command, origin messag
 		return nil, e
 	}
 	msg := &userCommand{ctx: ctx, cmd: cmd, origin: origin}
+	if d, args, _ := toolOfCommand(cmd); d != nil {
+		// A trading call's arguments are validated here, once, in the
+		// caller's goroutine, before any actor hop: an invalid call
+		// neither queues behind the user's writes nor waits for a key
+		// re-check. The driver trusts them (D139).
+		if e := d.Validate(args); e != nil {
+			return nil, e
+		}
+		msg.checked = true
+	}
 	if info.Users {
 		return ask[any](ctx, s, s.users, msg)
 	}

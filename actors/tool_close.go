@@ -1,63 +1,15 @@
 package actors
 
 import (
-	"github.com/guarded-exchange/guarded-exchange/messages"
+	"github.com/guarded-exchange/guarded-exchange/actors/risk"
 )
 
-// close_position: a reduce-only market order (Limit IOC at the worst
-// price within slippage_pct) against the position, cut to its size,
-// planned and executed exactly like place_order (tool_place.go,
-// limits.go). It reduces risk: the kill switch lets it through and it
-// counts against no notional limit.
+// close_position's carry-out half: sent and answered exactly like
+// place_order (executeOrder, tool_place.go). Its decision:
+// risk/tool_close.go.
 
-const toolClosePosition = "close_position"
-
-// closePositionHash is the hash a close_position's idempotency key is
-// claimed with: that of the order it places.
-func closePositionHash(c messages.ClosePositionArgs) string {
-	return placeArgsHash(toolClosePosition, closeOrder(c))
-}
-
-// validateClose checks a close_position's arguments alone: linear only,
-// and a qty, when given, not negative.
-func validateClose(c messages.ClosePositionArgs) *messages.Error {
-	return firstError(checkLinear(c.Category, "positions exist on linear only"), checkSymbol(c.Symbol),
-		checkIf(c.Qty.IsNegative(), "qty", "must be a positive decimal string"), checkKey(c.IdempotencyKey))
-}
-
-// closeOrder is the reduce-only market order a close_position places,
-// before the position gives it its side (and, without a qty, its qty).
-func closeOrder(c messages.ClosePositionArgs) messages.PlaceOrderArgs {
-	return messages.PlaceOrderArgs{Category: c.Category, Symbol: c.Symbol, OrderType: "Market", Qty: c.Qty, ReduceOnly: true,
-		IdempotencyKey: c.IdempotencyKey, DryRun: c.DryRun}
-}
-
-// prepareClose derives the order from the position: the opposite side,
-// and all of it unless a qty is given (a larger qty is cut by
-// decidePlace); then, for an approved run, the order as shown.
-func prepareClose(in *decideIn) *messages.Error {
-	a := closeOrder(in.args.(messages.ClosePositionArgs))
-	pos := in.read.market.position
-	if pos == nil || !pos.Size.IsPositive() {
-		return &messages.Error{Code: messages.CodeNotFound, Message: "there is no open position on this symbol",
-			NextStep: "check get_positions", Details: map[string]any{"reason": "position_not_found"}}
-	}
-	if !knownSide(pos.Side) {
-		return unreadablePosition()
-	}
-	a.Side = "Sell"
-	if pos.Side == "Sell" {
-		a.Side = "Buy"
-	}
-	if !a.Qty.IsPositive() {
-		a.Qty = pos.Size // all; a larger qty is cut by decidePlace
-	}
-	in.args = a
-	return prepareOrder(in)
-}
-
-// closePositionTool is close_position's descriptor: the parts above,
-// registered once. A close is planned and sent like place_order (tool_place.go).
-var closePositionTool = register(&toolDescriptor{name: toolClosePosition, argParts: argsOf[*messages.ClosePositionCommand](validateClose, closePositionHash),
-	riskIncreasing: riskReducing, needs: needMarket, prepare: prepareClose, decide: decideOrder, shown: shownOrder,
+// closePositionTool is close_position's descriptor: its pure half and the
+// parts above, registered once. A close is planned and sent like
+// place_order (tool_place.go).
+var closePositionTool = register(&toolDescriptor{Tool: risk.ClosePosition,
 	carryOut: (*userActor).executeOrder, complete: completeOrder, stored: storedOrder, heldOnRecheck: true})

@@ -1,28 +1,13 @@
 package actors
 
 import (
-	"fmt"
-	"github.com/shopspring/decimal"
-	"strings"
-
+	"github.com/guarded-exchange/guarded-exchange/actors/risk"
 	"github.com/guarded-exchange/guarded-exchange/messages"
 )
 
-// set_trading_stop. A first stop-loss, a stop-loss moved toward the price
-// and any take-profit reduce risk: the kill switch and the allowlist let
-// them through. Moving a stop-loss away from the price (lower for a long,
-// higher for a short) adds risk: the kill switch, the allowlist and the
-// rate limits apply (D53). Prices must be on the tick. There is no client
-// order id: the position is read back after the write and after an
-// unknown outcome; nothing is re-sent. Removing a level is not offered.
-
-const toolTradingStop = "set_trading_stop"
-
-// tradingStopHash is the hash a set_trading_stop's idempotency key is
-// claimed with.
-func tradingStopHash(a messages.TradingStopArgs) string {
-	return argsHash(toolTradingStop, string(a.Category), a.Symbol, nullDecimal(a.TakeProfit), nullDecimal(a.StopLoss))
-}
+// set_trading_stop's carry-out half: one write (executeOnce), answered
+// with the position as read back after it. Its decision:
+// risk/tool_tradingstop.go.
 
 // completeStop is set_trading_stop's answer of its outcome.
 var completeStop = completePositionWrite(func(a *messages.TradingStopAnswer, source, status string) {
@@ -32,96 +17,7 @@ var completeStop = completePositionWrite(func(a *messages.TradingStopAnswer, sou
 // storedStop decodes a stored set_trading_stop answer.
 var storedStop = storedAs(func(a *messages.TradingStopAnswer) *string { return &a.ResultSource })
 
-// validateStop checks a set_trading_stop's arguments alone: a
-// take-profit, a stop-loss or both, each a positive price.
-func validateStop(a messages.TradingStopArgs) *messages.Error {
-	return firstError(checkLinear(a.Category, "positions exist on linear only"), checkSymbol(a.Symbol),
-		checkOneOrBoth("take_profit", a.TakeProfit, "stop_loss", a.StopLoss, "must be a positive price"), checkKey(a.IdempotencyKey))
-}
-
-// decideStop decides with the instrument and the position the venue
-// showed.
-func decideStop(in *decideIn) toolDecision {
-	a := in.args.(messages.TradingStopArgs)
-	pos := in.read.market.position
-	if pos == nil || !pos.Size.IsPositive() {
-		if e := in.gate(a.Category, a.Symbol, false); e != nil {
-			return refused(e)
-		}
-		return refused(&messages.Error{Code: messages.CodeNotFound, Message: "there is no open position on this symbol",
-			NextStep: "check get_positions", Details: map[string]any{"reason": "position_not_found"}})
-	}
-	if !knownSide(pos.Side) {
-		return refused(unreadablePosition())
-	}
-	risk := stopLossLoosened(pos, a.StopLoss)
-	if e := in.gate(a.Category, a.Symbol, risk); e != nil {
-		return refused(e)
-	}
-	if risk {
-		_, perMinute, unconfirmed := in.state.Counters.Window(in.now, in.env)
-		if e := rateLimits(in.policy(), perMinute, unconfirmed, in.reserved); e != nil {
-			return refused(e)
-		}
-	}
-	inst := in.read.market.instrument
-	for _, lv := range []struct {
-		name string
-		v    decimal.NullDecimal
-	}{{"take_profit", a.TakeProfit}, {"stop_loss", a.StopLoss}} {
-		if lv.v.Valid && inst != nil && inst.TickSize.IsPositive() && !lv.v.Decimal.Mod(inst.TickSize).IsZero() {
-			lo, hi := roundToTick(lv.v.Decimal, inst.TickSize, false), roundToTick(lv.v.Decimal, inst.TickSize, true)
-			return refused(ruleViolation("the "+lv.name+" price is not on the instrument's tick", "use one of the nearest valid prices",
-				map[string]any{"rule": "tick_size", "field": lv.name, "tick_size": inst.TickSize.String(), "nearest_prices": []string{lo.String(), hi.String()}}))
-		}
-	}
-	planned := messages.TradingStopAnswer{Status: messages.AnswerPreview, Category: a.Category, Symbol: a.Symbol, PositionSide: pos.Side,
-		IdempotencyKey: a.IdempotencyKey}
-	if a.TakeProfit.Valid {
-		planned.TakeProfit = &a.TakeProfit.Decimal
-	}
-	if a.StopLoss.Valid {
-		planned.StopLoss = &a.StopLoss.Decimal
-	}
-	planned.Fence()
-	return toolDecision{planned: &planned, risk: risk, plan: orderPlan{tool: toolTradingStop, category: a.Category, symbol: a.Symbol, riskIncreasing: risk,
-		confirmedBy:    confirmedBy(in.policy(), toolTradingStop, decimal.Zero),
-		stop:           &messages.TradingStopRequest{Category: a.Category, Symbol: a.Symbol, TakeProfit: a.TakeProfit, StopLoss: a.StopLoss},
-		idempotencyKey: a.IdempotencyKey, argsSHA256: in.hash}}
-}
-
-// shownStop is the plan a confirmation of set_trading_stop shows.
-func shownStop(d *toolDecision) messages.ShownToUser {
-	t := d.planned.(*messages.TradingStopAnswer)
-	parts := []string{}
-	if t.TakeProfit != nil {
-		parts = append(parts, "take-profit "+t.TakeProfit.String())
-	}
-	if t.StopLoss != nil {
-		parts = append(parts, "stop-loss "+t.StopLoss.String())
-	}
-	return messages.ShownToUser{TradingStop: t, RiskIncreasing: d.risk,
-		Summary: fmt.Sprintf("Set %s on the %s position of %s", strings.Join(parts, " and "), t.PositionSide, onInstrument(t.Category, t.Symbol))}
-}
-
-// stopLossLoosened says a new stop-loss moves the position's current one
-// away from the price: lower for a long, higher for a short. That lets
-// the position lose more before it is closed, so it adds risk. A first
-// stop-loss, one moved toward the price, the same one, or no stop-loss in
-// the call does not. A take-profit only closes in profit and never adds
-// risk.
-func stopLossLoosened(pos *messages.Position, sl decimal.NullDecimal) bool {
-	if !sl.Valid || !pos.StopLoss.IsPositive() {
-		return false
-	}
-	if pos.Side == "Sell" {
-		return sl.Decimal.GreaterThan(pos.StopLoss)
-	}
-	return sl.Decimal.LessThan(pos.StopLoss)
-}
-
-// tradingStopTool is set_trading_stop's descriptor: the parts above,
+// tradingStopTool is set_trading_stop's descriptor: its pure half and the parts above,
 // registered once.
-var tradingStopTool = register(&toolDescriptor{name: toolTradingStop, argParts: argsOf[*messages.TradingStopCommand](validateStop, tradingStopHash),
-	riskIncreasing: riskReducing, needs: needMarket, decide: decideStop, shown: shownStop,
+var tradingStopTool = register(&toolDescriptor{Tool: risk.TradingStop,
 	carryOut: (*userActor).executeOnce, complete: completeStop, stored: storedStop, heldOnRecheck: true})

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/guarded-exchange/guarded-exchange/actors/risk"
 	"github.com/guarded-exchange/guarded-exchange/messages"
 	"github.com/guarded-exchange/guarded-exchange/venue"
 )
@@ -54,16 +55,16 @@ func TestReadBackWithAnyMismatchReportsNoFill(t *testing.T) {
 }
 
 // D95: a cancel's (and an amend's) expectation is the order as the server
-// read it before the change (orderPlan.changes): a read-back (or a
+// read it before the change (risk.Plan.changes): a read-back (or a
 // settling push) of the same order id showing another side and a filled
 // quantity 500x the order's does not match, and cancel_order does not
 // answer it as filled.
 func TestCancelReadBackIsBoundByTheOrderReadBefore(t *testing.T) {
 	o := messages.Order{Category: messages.CategoryLinear, Symbol: "BTCUSDT", OrderID: "1f2e3d4c-0000-4000-8000-000000000002", OrderLinkID: "gx-abc-2",
 		Side: "Buy", Status: "New", Qty: num("0.01"), Price: num("90000")}
-	plan := orderPlan{tool: "cancel_order", category: o.Category, symbol: o.Symbol, settleLinkID: o.OrderLinkID, changes: &o,
-		cancel: &messages.CancelOrderRequest{Category: o.Category, Symbol: o.Symbol, OrderID: o.OrderID}}
-	expect := plan.orderExpectation(o.OrderLinkID)
+	plan := risk.Plan{Tool: "cancel_order", Category: o.Category, Symbol: o.Symbol, SettleLinkID: o.OrderLinkID, Changes: &o,
+		Cancel: &messages.CancelOrderRequest{Category: o.Category, Symbol: o.Symbol, OrderID: o.OrderID}}
+	expect := plan.OrderExpectation(o.OrderLinkID)
 	rb := o
 	rb.Side, rb.Status, rb.Qty, rb.CumExecQty, rb.AvgPrice = "Sell", "Filled", num("5"), num("5"), num("1")
 	kept, mism := checkReadBack(&rb, *expect, &messages.OrderAck{OrderID: o.OrderID, OrderLinkID: o.OrderLinkID})

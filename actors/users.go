@@ -27,6 +27,9 @@ type userCommand struct {
 	ctx    context.Context // the caller's: bounds any venue step
 	cmd    messages.Command
 	origin messages.Origin
+	// checked says the boundary (Submit) validated a trading command's
+	// arguments: the driver trusts them (D139).
+	checked bool
 }
 
 // decideAsk carries a DecideActionRequest with the caller's context.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/guarded-exchange/guarded-exchange/actors/risk"
 	"github.com/guarded-exchange/guarded-exchange/messages"
 	"github.com/guarded-exchange/guarded-exchange/venue"
 )
@@ -385,7 +386,7 @@ type marketFetch struct {
 // marketFetched is the outcome of a marketFetch.
 type marketFetched struct {
 	action uint64
-	market placeMarket
+	market risk.Market
 	err    *messages.Error
 }
 
@@ -459,14 +460,14 @@ func symbolRow(rows []messages.Position, symbol string) *messages.Position {
 // are independent, so they run at once (one round trip of waiting, not
 // four); the first failure in that order is the answer, as if they had run
 // one after the other.
-func readMarket(c context.Context, r marketReader, cat messages.Category, symbol string) (placeMarket, error) {
-	var out placeMarket
+func readMarket(c context.Context, r marketReader, cat messages.Category, symbol string) (risk.Market, error) {
+	var out risk.Market
 	var errs [4]error
 	var pos messages.Page[messages.Position]
 	reads := []func() error{
-		func() (err error) { out.instrument, err = r.Instrument(c, cat, symbol); return err },
-		func() (err error) { out.ticker, err = r.Ticker(c, cat, symbol); return err },
-		func() (err error) { out.band, err = r.PriceLimit(c, cat, symbol); return err },
+		func() (err error) { out.Instrument, err = r.Instrument(c, cat, symbol); return err },
+		func() (err error) { out.Ticker, err = r.Ticker(c, cat, symbol); return err },
+		func() (err error) { out.Band, err = r.PriceLimit(c, cat, symbol); return err },
 	}
 	if cat == messages.CategoryLinear {
 		reads = append(reads, func() (err error) {
@@ -492,12 +493,12 @@ func readMarket(c context.Context, r marketReader, cat messages.Category, symbol
 	wg.Wait()
 	for _, err := range errs {
 		if err != nil {
-			return placeMarket{}, err
+			return risk.Market{}, err
 		}
 	}
 	if cat == messages.CategoryLinear {
-		out.positionRead = true
-		out.position = symbolRow(pos.Items, symbol)
+		out.PositionRead = true
+		out.Position = symbolRow(pos.Items, symbol)
 	}
 	return out, nil
 }

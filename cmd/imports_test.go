@@ -145,6 +145,9 @@ func TestImportDirection(t *testing.T) {
 // list: their tables run without actors too.
 var pure = map[string][]string{
 	"actors/state": {module + "/messages", "github.com/shopspring/decimal"},
+	// The pure half of the trading tools: the risk gate and each tool's
+	// checks and decision, on the user's state and what the venue read.
+	"actors/risk": {module + "/messages", module + "/actors/state", "github.com/shopspring/decimal"},
 }
 
 // pureImport reports whether a pure package may import path: one of

@@ -29,7 +29,7 @@ const (
 	// JSON envelope (3xx, 418 ...).
 	FailUnexpectedStatus Failure = "http_status"
 	// FailMalformedResult: retCode 0 but the result could not be decoded.
-	FailMalformedResult Failure = "malformed_result"
+	FailMalformedResult Failure = messages.ReasonMalformedResult
 	// FailNoKey: a signed call was attempted without an API key and secret.
 	FailNoKey Failure = "no_key"
 )

@@ -140,71 +140,18 @@ type wrapUnknown struct{ cause error }
 func (w *wrapUnknown) Error() string   { return ErrOutcomeUnknown.Error() + ": " + w.cause.Error() }
 func (w *wrapUnknown) Unwrap() []error { return []error{ErrOutcomeUnknown, w.cause} }
 
-// FilledOf is an order's filled quantity: unknown when the order could not
-// be read (nil), is not applied yet (status "Created" or empty) or shows a
-// status that is not one of Bybit's (what it says is not known), else its
-// cumExecQty.
-func FilledOf(o *messages.Order) messages.FilledQty {
-	if o == nil || o.Status == "" || o.Status == "Created" || !messages.KnownOrderStatus(o.Status) {
-		return messages.FilledQty{}
-	}
-	return messages.KnownFilled(o.CumExecQty)
-}
+// FilledOf is an order's filled quantity (messages.FilledOf).
+func FilledOf(o *messages.Order) messages.FilledQty { return messages.FilledOf(o) }
 
-// IsFinal reports whether an order status is closed (docs/bybit.md "Order statuses").
-func IsFinal(status string) bool {
-	switch status {
-	case "Filled", "Cancelled", "Rejected", "PartiallyFilledCanceled", "Deactivated":
-		return true
-	}
-	return false
-}
+// IsFinal reports whether an order status is closed (messages.FinalOrderStatus).
+func IsFinal(status string) bool { return messages.FinalOrderStatus(status) }
 
-// CancelResult says what an accepted cancel is known to have done, given
-// the order as read back after the ack (nil when it could not be read):
-// cancelled only when the order shows it; filled when it filled first;
-// otherwise cancel_requested (check again, never "failed").
-func CancelResult(o *messages.Order) messages.ChangeResult {
-	r := messages.ChangeResult{Status: messages.ChangeCancelRequested, Order: o, FilledQty: FilledOf(o)}
-	if o == nil {
-		return r
-	}
-	switch o.Status {
-	case "Cancelled", "PartiallyFilledCanceled", "Deactivated":
-		r.Status = messages.ChangeCancelled
-	case "Filled":
-		r.Status = messages.ChangeFilled
-	}
-	return r
-}
+// CancelResult says what an accepted cancel is known to have done
+// (messages.CancelResult).
+func CancelResult(o *messages.Order) messages.ChangeResult { return messages.CancelResult(o) }
 
-// AmendResult says what an accepted amend is known to have done, given the
-// request and the order as read back after the ack (nil when it could not
-// be read): amended only when the order shows every requested value
-// (qty, price; a TP/SL change is not visible on messages.Order);
-// filled or order_closed when the order closed without them; otherwise
-// amend_requested.
+// AmendResult says what an accepted amend is known to have done
+// (messages.AmendResult).
 func AmendResult(req messages.AmendOrderRequest, o *messages.Order) messages.ChangeResult {
-	r := messages.ChangeResult{Status: messages.ChangeAmendRequested, Order: o, FilledQty: FilledOf(o)}
-	if o == nil {
-		return r
-	}
-	// messages.Order does not carry an order's TP/SL, so an amend of
-	// them is never known to show: it stays amend_requested.
-	shows := (!req.Qty.Valid || o.Qty.Equal(req.Qty.Decimal)) &&
-		(!req.Price.Valid || o.Price.Equal(req.Price.Decimal)) &&
-		!req.TakeProfit.Valid && !req.StopLoss.Valid
-	switch {
-	case shows && (o.Status == "New" || o.Status == "PartiallyFilled" || o.Status == "Untriggered"):
-		r.Status = messages.ChangeAmended
-	case o.Status == "Filled":
-		r.Status = messages.ChangeFilled
-	case IsFinal(o.Status):
-		if shows {
-			r.Status = messages.ChangeAmended
-		} else {
-			r.Status = messages.ChangeOrderClosed
-		}
-	}
-	return r
+	return messages.AmendResult(req, o)
 }

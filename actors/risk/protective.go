@@ -1,4 +1,4 @@
-package actors
+package risk
 
 import "github.com/guarded-exchange/guarded-exchange/messages"
 
@@ -40,11 +40,11 @@ func protectiveOrder(o *messages.Order) bool {
 // and the rate limits apply; the value limits do not (no exposure is
 // added). A refusal that only the risk direction causes says that the
 // order protects a position.
-func decideLoosening(in *decideIn, cat messages.Category, symbol string) *messages.Error {
+func decideLoosening(in *Input, cat messages.Category, symbol string) *messages.Error {
 	e := in.gate(cat, symbol, true)
 	if e == nil {
-		_, perMinute, unconfirmed := in.state.Counters.Window(in.now, in.env)
-		e = rateLimits(in.policy(), perMinute, unconfirmed, in.reserved)
+		_, perMinute, unconfirmed := in.State.Counters.Window(in.Now, in.Env)
+		e = rateLimits(in.policy(), perMinute, unconfirmed, in.Reserved)
 	}
 	if e != nil && in.gate(cat, symbol, false) == nil {
 		e = protectiveRefusal(e)

@@ -1,4 +1,4 @@
-package actors
+package risk
 
 import (
 	"crypto/sha256"
@@ -17,24 +17,24 @@ import (
 // showed it, and what the actions in flight reserve. They change nothing;
 // the user actor journals what they decide.
 
-// placeMarket is what the decision needs from the venue.
-type placeMarket struct {
-	instrument *messages.Instrument
-	ticker     *messages.Ticker
-	// band is the venue's price band for new orders; nil when the venue
+// Market is what the decision needs from the venue.
+type Market struct {
+	Instrument *messages.Instrument
+	Ticker     *messages.Ticker
+	// Band is the venue's price band for new orders; nil when the venue
 	// gave none.
-	band *messages.PriceLimit
-	// position is the linear symbol's position row (nil when the venue
-	// shows none); positionRead says it was read.
-	position     *messages.Position
-	positionRead bool
-	// pushedOpen: the private stream showed a position open on the
+	Band *messages.PriceLimit
+	// Position is the linear symbol's position row (nil when the venue
+	// shows none); PositionRead says it was read.
+	Position     *messages.Position
+	PositionRead bool
+	// PushedOpen: the private stream showed a position open on the
 	// symbol since its last REST read (no leverage step then).
-	pushedOpen bool
-	// confirmed: an approved action's run (it counts as confirmed);
-	// worst is then a market order's worst price as shown to the human.
-	confirmed bool
-	worst     decimal.Decimal
+	PushedOpen bool
+	// Confirmed: an approved action's run (it counts as confirmed);
+	// Worst is then a market order's worst price as shown to the human.
+	Confirmed bool
+	Worst     decimal.Decimal
 }
 
 var hundred = decimal.NewFromInt(100)
@@ -56,10 +56,10 @@ func validatePlace(a messages.PlaceOrderArgs) *messages.Error {
 	return e
 }
 
-// placeArgsHash is the idempotency fingerprint of the arguments: decimals
+// PlaceArgsHash is the idempotency fingerprint of the arguments: decimals
 // in their shortest spelling ("0.10" = "0.1"), the key and dry_run left
 // out.
-func placeArgsHash(tool string, a messages.PlaceOrderArgs) string {
+func PlaceArgsHash(tool string, a messages.PlaceOrderArgs) string {
 	price := ""
 	if a.Price.Valid {
 		price = a.Price.Decimal.String()
@@ -89,24 +89,24 @@ func roundToTick(p, tick decimal.Decimal, up bool) decimal.Decimal {
 	return q.Floor().Mul(tick)
 }
 
-// decidePlace is steps 2 to 5 for a validated place_order: the plan to
+// DecidePlace is steps 2 to 5 for a validated place_order: the plan to
 // execute and the answer it will give, or the refusal (to journal as
 // order_refused). A market order is sent as Limit IOC at the best ask
 // (buy) or bid (sell) moved by slippage_pct, rounded to the tick on the
 // safe side (a buy never above, a sell never below that price) and kept
 // inside the venue's price band; the order is valued at that worst price.
-// Whether a human must confirm it is the plan's confirmedBy (execute
+// Whether a human must confirm it is the plan's ConfirmedBy (execute
 // refuses such a plan unless it runs an approved confirmation).
-func decidePlace(s *state.User, tool string, a messages.PlaceOrderArgs, venue messages.VenueLevel, env string, m placeMarket, reserved Reservation, now time.Time) (orderPlan, *messages.OrderAnswer, *messages.Error) {
-	var none orderPlan
+func DecidePlace(s *state.User, tool string, a messages.PlaceOrderArgs, venue messages.VenueLevel, env string, m Market, reserved Reservation, now time.Time) (Plan, *messages.OrderAnswer, *messages.Error) {
+	var none Plan
 	risk := !a.ReduceOnly
 	// Kill switch, profile, arming, key and allowlist first: they need
 	// no market data and must refuse whatever the instrument says.
-	if e := s.DecideAction(&messages.DecideActionRequest{Tool: tool, Category: a.Category, Symbol: a.Symbol, RiskIncreasing: risk, RiskReducing: !risk}, venue, env); e != nil {
+	if e := gateOn(s, venue, env, tool, a.Category, a.Symbol, risk); e != nil {
 		return none, nil, e
 	}
 	p := s.Effective(venue, env)
-	in := m.instrument
+	in := m.Instrument
 	if in == nil || in.Status != "Trading" {
 		return none, nil, ruleViolation("the instrument is not trading", "choose an instrument that trades (get_instrument)", map[string]any{"rule": "status"})
 	}
@@ -124,7 +124,7 @@ func decidePlace(s *state.User, tool string, a messages.PlaceOrderArgs, venue me
 	if a.ReduceOnly {
 		// A reduce-only order needs an opposite position and is cut to
 		// its size.
-		pos := m.position
+		pos := m.Position
 		if pos != nil && pos.Size.IsPositive() && !knownSide(pos.Side) {
 			return none, nil, unreadablePosition()
 		}
@@ -138,12 +138,12 @@ func decidePlace(s *state.User, tool string, a messages.PlaceOrderArgs, venue me
 	} else if a.Category == messages.CategoryLinear {
 		// The order takes the symbol's current leverage: it must not
 		// exceed max_leverage. Unknown leverage fails closed.
-		if !m.positionRead || m.position == nil || !m.position.Leverage.IsPositive() {
+		if !m.PositionRead || m.Position == nil || !m.Position.Leverage.IsPositive() {
 			return none, nil, state.LimitExceeded("max_leverage", p.MaxLeverage.String(), "the symbol's current leverage could not be read, so the order cannot be checked against max_leverage",
 				"set the leverage (set_leverage) and try again", map[string]any{"reason": "leverage_unknown"})
 		}
-		if m.position.Leverage.GreaterThan(p.MaxLeverage) {
-			return none, nil, leverageAboveMax(p, m.position, in, a.Symbol, "place the order again")
+		if m.Position.Leverage.GreaterThan(p.MaxLeverage) {
+			return none, nil, leverageAboveMax(p, m.Position, in, a.Symbol, "place the order again")
 		}
 	}
 	maxQty := in.MaxOrderQty
@@ -166,13 +166,13 @@ func decidePlace(s *state.User, tool string, a messages.PlaceOrderArgs, venue me
 	} else {
 		tif = "IOC"
 		best := decimal.Zero
-		if m.ticker != nil {
-			best = m.ticker.Bid1Price
+		if m.Ticker != nil {
+			best = m.Ticker.Bid1Price
 			if buy {
-				best = m.ticker.Ask1Price
+				best = m.Ticker.Ask1Price
 			}
 		}
-		if !best.IsPositive() && !m.worst.IsPositive() {
+		if !best.IsPositive() && !m.Worst.IsPositive() {
 			return none, nil, &messages.Error{Code: messages.CodeExchangeUnavailable, Message: "the venue shows no best price for this side; a market order cannot be bounded",
 				NextStep: "try again later, or place a Limit order", Details: map[string]any{"reason": "no_quote"}}
 		}
@@ -182,29 +182,29 @@ func decidePlace(s *state.User, tool string, a messages.PlaceOrderArgs, venue me
 		} else {
 			price = roundToTick(best.Mul(decimal.NewFromInt(1).Sub(slip)), in.TickSize, true)
 		}
-		if m.worst.IsPositive() {
+		if m.Worst.IsPositive() {
 			// An approved market order keeps the worst price the human
 			// was shown (the band below may only make it better).
-			price = m.worst
+			price = m.Worst
 		}
-		if m.band != nil {
+		if m.Band != nil {
 			// Capped inside the band with a margin: the band follows the
 			// mark, and a price right at its edge is refused (110003) when
 			// the mark moves before the order arrives. A tenth of the
 			// band's width still crosses a best price near the mark.
 			margin := decimal.Zero
-			if m.band.BuyLimit.GreaterThan(m.band.SellLimit) && m.band.SellLimit.IsPositive() {
-				margin = m.band.BuyLimit.Sub(m.band.SellLimit).Div(decimal.NewFromInt(10))
+			if m.Band.BuyLimit.GreaterThan(m.Band.SellLimit) && m.Band.SellLimit.IsPositive() {
+				margin = m.Band.BuyLimit.Sub(m.Band.SellLimit).Div(decimal.NewFromInt(10))
 			}
-			if cap := m.band.BuyLimit.Sub(margin); buy && m.band.BuyLimit.IsPositive() && price.GreaterThan(cap) {
+			if cap := m.Band.BuyLimit.Sub(margin); buy && m.Band.BuyLimit.IsPositive() && price.GreaterThan(cap) {
 				price = roundToTick(cap, in.TickSize, false)
 			}
-			if floor := m.band.SellLimit.Add(margin); !buy && m.band.SellLimit.IsPositive() && price.LessThan(floor) {
+			if floor := m.Band.SellLimit.Add(margin); !buy && m.Band.SellLimit.IsPositive() && price.LessThan(floor) {
 				price = roundToTick(floor, in.TickSize, true)
 			}
 		}
 	}
-	if e := priceBand(price, buy, in, m.band); e != nil {
+	if e := priceBand(price, buy, in, m.Band); e != nil {
 		return none, nil, e
 	}
 	// The most the order can be worth: the limit price or the worst
@@ -212,7 +212,7 @@ func decidePlace(s *state.User, tool string, a messages.PlaceOrderArgs, venue me
 	// whichever is higher (a marketable sell fills at the bid, above its
 	// limit). The venue's minimum value is checked on the order's own
 	// price.
-	notional := qty.Mul(sellPrice(price, buy, m.ticker))
+	notional := qty.Mul(sellPrice(price, buy, m.Ticker))
 	if in.MinNotional.IsPositive() && qty.Mul(price).LessThan(in.MinNotional) {
 		return none, nil, ruleViolation("the order value is below the instrument's minimum", "make the order larger",
 			map[string]any{"rule": "min_notional", "min_notional": in.MinNotional.String()})
@@ -222,7 +222,7 @@ func decidePlace(s *state.User, tool string, a messages.PlaceOrderArgs, venue me
 			"make the order smaller", map[string]any{"notional_usdt": notional.String()})
 	}
 	daily, perMinute, unconfirmed := s.Counters.Window(now, env)
-	if m.confirmed {
+	if m.Confirmed {
 		unconfirmed = 0 // a human confirmed this one
 	}
 	if risk {
@@ -242,8 +242,8 @@ func decidePlace(s *state.User, tool string, a messages.PlaceOrderArgs, venue me
 	}
 	req := &messages.CreateOrderRequest{Category: a.Category, Symbol: a.Symbol, Side: a.Side, OrderType: "Limit", Qty: qty, Price: price,
 		TimeInForce: tif, ReduceOnly: a.ReduceOnly}
-	plan := orderPlan{tool: tool, category: a.Category, symbol: a.Symbol, create: req, notional: notional, riskIncreasing: risk,
-		idempotencyKey: a.IdempotencyKey, argsSHA256: placeArgsHash(tool, a), confirmedBy: confirmedBy(p, tool, notional)}
+	plan := Plan{Tool: tool, Category: a.Category, Symbol: a.Symbol, Create: req, Notional: notional, RiskIncreasing: risk,
+		IdempotencyKey: a.IdempotencyKey, ArgsSHA256: PlaceArgsHash(tool, a), ConfirmedBy: ConfirmedBy(p, tool, notional)}
 	sentAs := "Limit " + tif
 	ans := &messages.OrderAnswer{Status: messages.AnswerPreview, Category: a.Category, Symbol: a.Symbol, Side: a.Side, OrderType: a.OrderType,
 		SentAs: sentAs, TimeInForce: tif, RequestedQty: a.Qty, Qty: qty, Price: price, NotionalUSDT: notional, ReduceOnly: a.ReduceOnly,
@@ -265,7 +265,7 @@ func plannedQty(qty, step decimal.Decimal) decimal.Decimal {
 // "0.001" are the same order on a step of 0.001 (D55).
 func plannedHash(tool string, a messages.PlaceOrderArgs, step decimal.Decimal) string {
 	a.Qty = plannedQty(a.Qty, step)
-	return placeArgsHash(tool, a)
+	return PlaceArgsHash(tool, a)
 }
 
 // sellPrice is the price an order is valued at: its own price, or for a
