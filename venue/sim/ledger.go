@@ -224,6 +224,57 @@ func (l *ledger) addOrderLocked(o *simOrder) {
 	if o.orderLinkID != "" {
 		l.byLink[linkKey(o.category, o.orderLinkID)] = o
 	}
+	if len(l.orders)%trimEvery == 0 {
+		l.trimUnfilledLocked()
+	}
+}
+
+// The history bound (D145): an account keeps its newest
+// maxUnfilledHistory final orders that filled nothing (cancelled,
+// rejected, deactivated with no fill); older ones leave the history, the
+// id and orderLinkId look-ups with it. Every open order and every order
+// with a fill stays (executions and closed PnL name them). An order that
+// filled nothing moved no money and no position: it only fills the
+// history, which a place-and-cancel loop would grow without end (memory,
+// and the state file rewritten on every change).
+const (
+	maxUnfilledHistory = 1000
+	trimEvery          = 256 // orders between trims: each trim walks the history once
+)
+
+// unfilledFinal reports whether o is final and filled nothing.
+func (o *simOrder) unfilledFinal() bool {
+	return !o.open() && o.status != statusCreated && !o.cumExecQty.IsPositive()
+}
+
+// trimUnfilledLocked drops the oldest unfilled final orders past
+// maxUnfilledHistory.
+func (l *ledger) trimUnfilledLocked() {
+	n := 0
+	for _, o := range l.orders {
+		if o.unfilledFinal() {
+			n++
+		}
+	}
+	drop := n - maxUnfilledHistory
+	if drop <= 0 {
+		return
+	}
+	kept := l.orders[:0]
+	for _, o := range l.orders {
+		if drop > 0 && o.unfilledFinal() {
+			drop--
+			delete(l.byID, o.orderID)
+			if k := linkKey(o.category, o.orderLinkID); o.orderLinkID != "" && l.byLink[k] == o {
+				delete(l.byLink, k)
+			}
+			continue
+		}
+		kept = append(kept, o)
+	}
+	clear(l.orders[len(kept):])
+	l.orders = kept
+	l.compactLiveLocked()
 }
 
 // addExecutionLocked stores a new execution (seq already set).

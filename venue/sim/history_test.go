@@ -1,0 +1,73 @@
+package sim
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/shopspring/decimal"
+)
+
+// An account keeps its newest maxUnfilledHistory final orders that filled
+// nothing; older ones leave the history and both look-ups. Open orders
+// and orders with a fill always stay, whatever their age.
+func TestHistoryDropsOldestUnfilledOrders(t *testing.T) {
+	a := &account{}
+	l := a.ledgerLocked()
+	const total = 3000
+	status := func(i int) (string, decimal.Decimal) {
+		switch {
+		case i%10 == 3:
+			return "Filled", decimal.NewFromInt(1)
+		case i%10 == 7:
+			return "New", decimal.Zero
+		case i%10 == 8:
+			return "PartiallyFilledCanceled", decimal.RequireFromString("0.5")
+		}
+		return "Cancelled", decimal.Zero
+	}
+	for i := range total {
+		st, filled := status(i)
+		l.addOrderLocked(&simOrder{seq: uint64(i + 1), orderID: fmt.Sprint("id-", i), orderLinkID: fmt.Sprint("link-", i), category: catLinear,
+			status: st, qty: decimal.NewFromInt(1), cumExecQty: filled})
+	}
+	l.trimUnfilledLocked()
+	unfilled, oldestUnfilled := 0, -1
+	kept := map[string]bool{}
+	for _, o := range l.orders {
+		kept[o.orderID] = true
+		if o.unfilledFinal() {
+			unfilled++
+			if oldestUnfilled < 0 {
+				oldestUnfilled = int(o.seq - 1)
+			}
+		}
+	}
+	if unfilled != maxUnfilledHistory {
+		t.Fatalf("%d unfilled final orders kept, want %d", unfilled, maxUnfilledHistory)
+	}
+	for i := range total {
+		id := fmt.Sprint("id-", i)
+		st, _ := status(i)
+		want := st != "Cancelled" || i >= oldestUnfilled
+		if kept[id] != want || (l.byID[id] != nil) != want || (l.orderByLinkLocked(catLinear, fmt.Sprint("link-", i)) != nil) != want {
+			t.Fatalf("order %d (%s): kept %v, by id %v, by link %v; want %v", i, st, kept[id], l.byID[id] != nil,
+				l.orderByLinkLocked(catLinear, fmt.Sprint("link-", i)) != nil, want)
+		}
+	}
+	// The unfilled ones kept are the newest: every one after the oldest kept.
+	for i := oldestUnfilled; i < total; i++ {
+		if st, _ := status(i); st == "Cancelled" && !kept[fmt.Sprint("id-", i)] {
+			t.Fatalf("unfilled order %d dropped while %d is kept", i, oldestUnfilled)
+		}
+	}
+	for i := 1; i < len(l.orders); i++ {
+		if l.orders[i-1].seq >= l.orders[i].seq {
+			t.Fatal("history out of order")
+		}
+	}
+	for _, o := range l.live {
+		if !o.open() && o.status != statusCreated {
+			t.Fatalf("a final order left in live: %s", o.orderID)
+		}
+	}
+}
