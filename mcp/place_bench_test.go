@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"slices"
@@ -154,6 +155,9 @@ func percentile(ds []time.Duration, p float64) time.Duration {
 // idempotency key; every 9 calls the shared venue clock moves 1.1 s
 // (timer stopped) to stay inside the venue's per-key create limit.
 //
+// Each order is cancelled again with the timer stopped, so the venue's
+// open orders stay few.
+//
 // Each b.N starts a new server and journal: the day's orders are the
 // run's own, 0 to b.N (with b.Loop one server took every round of the
 // ramp, so the day grew with the iteration count and so did p50 while the
@@ -181,7 +185,7 @@ func BenchmarkPlaceOrderDecisionOverhead(b *testing.B) {
 	}
 	cs := connect(b, Options{Backend: d.sys, Principal: fixedPrincipal("kim", ProfileTrade), CallsPerSecond: 1e9, CallBurst: 1e9}, "")
 	var raw, decision, fsyncs, before, reads, after []time.Duration
-	cpu0 := processCPU()
+	cpu0, cancelCPU := processCPU(), time.Duration(0)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		if i%9 == 8 {
@@ -206,10 +210,25 @@ func BenchmarkPlaceOrderDecisionOverhead(b *testing.B) {
 		before, reads, after = append(before, bf), append(reads, rd), append(after, af)
 		raw = append(raw, toWire)
 		decision = append(decision, toWire-busy)
+		// The order is cancelled again, timer stopped: resting orders
+		// piling up to b.N would load the venue (its funds check and
+		// sweep visit every open order), not the server (D147).
+		b.StopTimer()
+		c0 := processCPU()
+		var placed struct {
+			OrderID string `json:"order_id"`
+		}
+		if raw, err := json.Marshal(res.StructuredContent); err == nil && json.Unmarshal(raw, &placed) == nil && placed.OrderID != "" {
+			_, _ = cs.CallTool(ctx, &sdk.CallToolParams{Name: "cancel_order", Arguments: map[string]any{
+				"symbol": "BTCUSDT", "category": "linear", "order_id": placed.OrderID, "idempotency_key": fmt.Sprintf("bench-cancel-%d", i),
+			}})
+		}
+		cancelCPU += processCPU() - c0
+		b.StartTimer()
 	}
 	i := b.N
 	b.StopTimer()
-	cpu := processCPU() - cpu0
+	cpu := processCPU() - cpu0 - cancelCPU
 	for range 200 {
 		start := time.Now()
 		if _, err := d.sys.JournalJSON(ctx, messages.RecordServerStarted, "", messages.ActorSystem, map[string]any{"bench": true}); err != nil {
