@@ -64,18 +64,3 @@ func TestWindowDailyNotional(t *testing.T) {
 		t.Fatalf("daily %s, want %s", daily, want)
 	}
 }
-
-// BenchmarkWindow1000 is the rolling window over 1,000 orders of the last
-// 24 h: what every place_order and amend_order decision pays.
-func BenchmarkWindow1000(b *testing.B) {
-	now := time.Now()
-	var c RollingCounters
-	for i := range 1000 {
-		c.Orders = append(c.Orders, OrderMark{At: now.Add(-time.Duration(1000-i) * time.Second),
-			NotionalUSDT: decimal.RequireFromString("30.0001").Mul(decimal.NewFromInt(int64(i%7 + 1))), RiskIncreasing: true, Rated: true})
-	}
-	b.ReportAllocs()
-	for b.Loop() {
-		c.Window(now, "paper")
-	}
-}
