@@ -127,9 +127,9 @@ func (c *RollingCounters) Window(now time.Time, env string) (dailyNotional decim
 	return dailyNotional, perMinute, unconfirmedPerHour
 }
 
-// Resum is Window by a full pass over the marks, what the running sums
+// resum is Window by a full pass over the marks, what the running sums
 // must always equal (TestWindowSumsEqualFullResum).
-func (c *RollingCounters) Resum(now time.Time, env string) (dailyNotional decimal.Decimal, perMinute, unconfirmedPerHour int) {
+func (c *RollingCounters) resum(now time.Time, env string) (dailyNotional decimal.Decimal, perMinute, unconfirmedPerHour int) {
 	var daily decimalSum
 	for _, m := range c.Orders {
 		if m.Environment != env && m.Environment != "" {
@@ -167,9 +167,8 @@ func (s *User) applyOrder(ev Event) bool {
 			ActionID: p.ActionID, ClientOrderID: p.ClientOrderID, Environment: p.Environment, Category: p.Category, Symbol: p.Symbol, At: p.At,
 			NotionalUSDT: p.NotionalUSDT, RiskIncreasing: p.RiskIncreasing, IdempotencyKey: p.IdempotencyKey, ArgsSHA256: p.ArgsSHA256, Expect: p.Expect,
 		}
-		s.Counters.Orders = append(s.Counters.Orders, OrderMark{ClientOrderID: p.ClientOrderID, At: p.At, NotionalUSDT: p.NotionalUSDT, RiskIncreasing: p.RiskIncreasing,
+		s.Counters.add(OrderMark{ClientOrderID: p.ClientOrderID, At: p.At, NotionalUSDT: p.NotionalUSDT, RiskIncreasing: p.RiskIncreasing,
 			Confirmed: p.Confirmed, Environment: p.Environment, Rated: p.RiskIncreasing})
-		s.Counters.appended()
 		if p.IdempotencyKey != "" {
 			if s.Idempotency == nil {
 				s.Idempotency = map[string]IdempotencyEntry{}

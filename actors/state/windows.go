@@ -222,21 +222,24 @@ func (w *windowSums) live(k int, m *OrderMark) bool {
 	return w.started && counts(k, m) && w.at.Sub(m.At) < spanWidths[k]
 }
 
-// appended notes the mark just appended to c.Orders.
-func (c *RollingCounters) appended() {
+// add appends the mark m to c.Orders and to the windows it counts in.
+func (c *RollingCounters) add(m OrderMark) {
 	w := c.w
-	n := len(c.Orders)
-	if w == nil || w.n != n-1 || (w.n > 0 && &c.Orders[0] != w.first) {
-		c.w = nil // rebuilt when next asked
+	if !w.valid(c.Orders) {
+		w, c.w = nil, nil // re-summed when next asked
+	}
+	c.Orders = append(c.Orders, m)
+	if w == nil {
 		return
 	}
-	w.n, w.first = n, &c.Orders[0]
-	m := &c.Orders[n-1]
+	n := len(c.Orders)
+	w.n, w.first = n, &c.Orders[0] // the append may have moved the marks
+	added := &c.Orders[n-1]
 	if w.ids != nil {
-		w.ids[m.ClientOrderID]++
+		w.ids[added.ClientOrderID]++
 	}
 	if w.started {
-		c.enter(w, w.base+n-1, m)
+		c.enter(w, w.base+n-1, added)
 	}
 }
 

@@ -37,7 +37,7 @@ func TestWindowSumsEqualFullResum(t *testing.T) {
 			t.Helper()
 			for _, env := range envs {
 				wd, wm, wh := s.Counters.Window(at, env)
-				rd, rm, rh := s.Counters.Resum(at, env)
+				rd, rm, rh := s.Counters.resum(at, env)
 				if !wd.Equal(rd) || wm != rm || wh != rh {
 					t.Fatalf("round %d step %d (%s) at %s on %q: window %s %d %d, re-sum %s %d %d",
 						round, step, what, at, env, wd, wm, wh, rd, rm, rh)
@@ -161,5 +161,28 @@ func BenchmarkWindowAtOrdersInDay(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// The running sums are kept, never rebuilt, while orders come and go in
+// time order: appends that move the marks to a larger array, and prunes,
+// keep the same bookkeeping (a rebuild is a pass over the whole day).
+func TestWindowSumsKeptAcrossAppendsAndPrunes(t *testing.T) {
+	now := time.Date(2026, 4, 1, 0, 0, 0, 0, time.UTC)
+	s := New("kit")
+	s.Counters.Window(now, "paper")
+	w := s.Counters.w
+	for i := range 20000 {
+		now = now.Add(7 * time.Second)
+		s.Prune(now)
+		s.Apply(Event{Type: messages.RecordOrderAttempt, Payload: messages.OrderAttemptEvent{ClientOrderID: fmt.Sprint("gx-", i), Environment: "paper",
+			At: now, NotionalUSDT: decimal.NewFromInt(10), RiskIncreasing: true}})
+		d, _, _ := s.Counters.Window(now, "paper")
+		if s.Counters.w != w {
+			t.Fatalf("order %d: the running sums were rebuilt", i)
+		}
+		if want := decimal.NewFromInt(10 * int64(len(s.Counters.Orders))); !d.Equal(want) {
+			t.Fatalf("order %d: daily %s, want %s", i, d, want)
+		}
 	}
 }
