@@ -2,7 +2,9 @@ package sim
 
 import (
 	"fmt"
+	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/shopspring/decimal"
 )
@@ -69,5 +71,40 @@ func TestHistoryDropsOldestUnfilledOrders(t *testing.T) {
 		if !o.open() && o.status != statusCreated {
 			t.Fatalf("a final order left in live: %s", o.orderID)
 		}
+	}
+}
+
+// With the state file on, a place-and-cancel loop keeps the file and the
+// cache of encodings bounded: the orders the history drops leave both,
+// and a restart reads back only what was kept.
+func TestStateFileHistoryStaysBounded(t *testing.T) {
+	// Smaller bounds: every change rewrites the file (two fsyncs).
+	defer func(m, e int) { maxUnfilledHistory, trimEvery = m, e }(maxUnfilledHistory, trimEvery)
+	maxUnfilledHistory, trimEvery = 40, 16
+	path := filepath.Join(t.TempDir(), "state.json")
+	clock := newClock(testNow)
+	p, ts := startDurable(t, path, 1, clock)
+	rounds := maxUnfilledHistory + 2*trimEvery + 50
+	for i := range rounds {
+		if i%4 == 3 {
+			clock.Advance(time.Second) // inside the per-second order limits
+		}
+		id := ts.create(`{"category":"linear","symbol":"BTCUSDT","side":"Buy","orderType":"Limit","qty":"0.001","price":"` + restingBuyPrice(ts) + `"}`)
+		mustOK(t, ts.post("/v5/order/cancel", `{"category":"linear","symbol":"BTCUSDT","orderId":"`+id+`"}`))
+	}
+	s := p.Sim()
+	s.mu.Lock()
+	kept, encoded := len(s.keys[paperKey.APIKey].acct.ledger.orders), len(s.store.encoded)
+	s.mu.Unlock()
+	if kept > maxUnfilledHistory+trimEvery || encoded > maxUnfilledHistory+trimEvery {
+		t.Fatalf("after %d orders: %d kept, %d encodings; want at most %d", rounds, kept, encoded, maxUnfilledHistory+trimEvery)
+	}
+	p.Close()
+	p2, ts2 := startDurable(t, path, 2, clock)
+	p2.Sim().mu.Lock()
+	back := len(ts2.s.keys[paperKey.APIKey].acct.ledger.orders)
+	p2.Sim().mu.Unlock()
+	if back != kept {
+		t.Fatalf("restart read %d orders, the file had %d", back, kept)
 	}
 }

@@ -67,6 +67,11 @@ type ledger struct {
 	leverage  map[string]decimal.Decimal // symbol -> leverage set while flat (set-leverage)
 	live      []*simOrder                // orders that may still be working, in creation order (compacted by the engine)
 	resets    []*accountReset            // paper resets (paper.go), oldest first
+	// dropped are the orders the history bound removed (D145) since the
+	// state file last stored the account, kept only with trackDrops (a
+	// Sim with a state file): its cache of encodings forgets them.
+	dropped    []*simOrder
+	trackDrops bool
 }
 
 // posKey identifies a position: one per symbol in one-way mode (idx 0),
@@ -237,7 +242,7 @@ func (l *ledger) addOrderLocked(o *simOrder) {
 // filled nothing moved no money and no position: it only fills the
 // history, which a place-and-cancel loop would grow without end (memory,
 // and the state file rewritten on every change).
-const (
+var (
 	maxUnfilledHistory = 1000
 	trimEvery          = 256 // orders between trims: each trim walks the history once
 )
@@ -264,6 +269,9 @@ func (l *ledger) trimUnfilledLocked() {
 	for _, o := range l.orders {
 		if drop > 0 && o.unfilledFinal() {
 			drop--
+			if l.trackDrops {
+				l.dropped = append(l.dropped, o)
+			}
 			delete(l.byID, o.orderID)
 			if k := linkKey(o.category, o.orderLinkID); o.orderLinkID != "" && l.byLink[k] == o {
 				delete(l.byLink, k)
