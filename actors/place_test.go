@@ -3,6 +3,7 @@ package actors
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -387,26 +388,62 @@ func TestPlaceSafetyNetHoldsOpenUnknown(t *testing.T) {
 
 // BenchmarkPlaceOrder measures one place_order through the whole path
 // (market read, decision, attempt fsync, venue write and read-back over
-// loopback, outcome fsync) against the simulator.
+// loopback, outcome fsync) against the simulator. Each b.N starts a new
+// server and journal, so the day's orders are the run's own (0 to b.N);
+// the decision must not depend on them (D144): p50-late-over-early is the
+// p50 of the last quarter of calls over the first quarter's, about 1 when
+// flat. Each order is cancelled again with the timer stopped: the venue's
+// funds check visits every open order (as Bybit's 500 open orders per
+// symbol bound them), and resting orders piling up to b.N would make the
+// venue, not the server, grow with the iteration count (D147).
 func BenchmarkPlaceOrder(b *testing.B) {
 	te := newTradeEnv(b, b.TempDir())
 	te.tradeReady(b, messages.PolicySettings{MaxOrdersPerMinute: intp(100000), MaxUnconfirmedActionsPerHour: intp(100000),
 		DailyNotionalCapUSDT: dec("1000000000")})
+	ds := make([]time.Duration, 0, b.N)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		p := decimal.NewFromInt(20000).Add(decimal.New(int64(i%10000), -1))
-		placeUnlimited(b, te, limitArgs("0.001", p.String()))
+		d, ans := placeUnlimited(b, te, limitArgs("0.001", p.String()))
+		ds = append(ds, d)
+		b.StopTimer()
+		if _, e := te.cancel(b, cancelArgs(ans.OrderID)); e != nil && e.Code != messages.CodeRateLimited {
+			b.Fatal(e)
+		}
+		b.StartTimer()
+	}
+	b.StopTimer()
+	reportP50(b, ds)
+}
+
+// reportP50 reports the median of ds, and the median of its last quarter
+// over its first quarter's (p50-late-over-early): whether a call got
+// slower as the run went on.
+func reportP50(b *testing.B, ds []time.Duration) {
+	med := func(ds []time.Duration) time.Duration {
+		s := slices.Clone(ds)
+		slices.Sort(s)
+		return s[len(s)/2]
+	}
+	if len(ds) == 0 {
+		return
+	}
+	b.ReportMetric(float64(med(ds).Nanoseconds())/1000, "p50-µs")
+	if q := len(ds) / 4; q > 0 {
+		b.ReportMetric(float64(med(ds[len(ds)-q:]))/float64(max(med(ds[:q]), 1)), "p50-late-over-early")
 	}
 }
 
 // placeUnlimited places a, waiting out the simulator's per-key rate
 // limits (Bybit's) with the benchmark timer stopped, so that the number
-// measures the server's path, not the venue's limit.
-func placeUnlimited(b *testing.B, te *tradeEnv, a messages.PlaceOrderArgs) {
+// measures the server's path, not the venue's limit. It returns the time
+// the call that went through took, and its answer.
+func placeUnlimited(b *testing.B, te *tradeEnv, a messages.PlaceOrderArgs) (time.Duration, *messages.OrderAnswer) {
 	for {
-		_, e := te.place(b, a)
+		start := time.Now()
+		ans, e := te.place(b, a)
 		if e == nil {
-			return
+			return time.Since(start), ans
 		}
 		if e.Code != messages.CodeRateLimited {
 			b.Fatal(e)

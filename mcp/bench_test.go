@@ -68,6 +68,11 @@ func medianOf(ds []time.Duration) time.Duration {
 // (one fsync) measured on the same journal; overhead-µs is the difference;
 // server-µs subtracts the MCP floor (a tool call that does nothing) too.
 // Target: one fsync plus ≤ 100 µs.
+//
+// The call and the lone write are each measured right after an untimed
+// write has come back (barrier): the journal is idle, nothing queued ahead
+// of them (the human's untimed switch-off was, and a write measured right
+// behind it paid for the flusher finishing that one's turn).
 func BenchmarkStateChangingToolCall(b *testing.B) {
 	e := newEnv(b)
 	ctx := context.Background()
@@ -78,15 +83,22 @@ func BenchmarkStateChangingToolCall(b *testing.B) {
 		handle: func(context.Context, *call) (any, error) { return map[string]any{}, nil }}
 	cs := connect(b, Options{Backend: e.sys, Principal: fixedPrincipal("kim", ProfileReadOnly), extraTools: []*tool{noop}, CallsPerSecond: 1e9, CallBurst: 1e9}, "")
 	noopParams := &sdk.CallToolParams{Name: "test_noop", Arguments: map[string]any{}}
-	var ds, js, ns []time.Duration
-	for b.Loop() {
-		ds = append(ds, killSwitchRound(b, e, cs, "kim"))
-		b.StopTimer()
+	write := func() time.Duration {
 		start := time.Now()
 		if _, err := e.sys.JournalJSON(ctx, messages.RecordServerStarted, "", messages.ActorSystem, map[string]any{"bench": true}); err != nil {
 			b.Fatal(err)
 		}
-		js = append(js, time.Since(start))
+		return time.Since(start)
+	}
+	var ds, js, ns []time.Duration
+	for b.Loop() {
+		b.StopTimer()
+		write() // barrier: the last round's switch-off is behind us
+		b.StartTimer()
+		ds = append(ds, killSwitchRound(b, e, cs, "kim"))
+		b.StopTimer()
+		write() // barrier again, then the lone write as the call had it
+		js = append(js, write())
 		b.StartTimer()
 	}
 	// The floor is measured apart: a read's tool_call is flushed on its

@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"slices"
@@ -153,6 +154,16 @@ func percentile(ds []time.Duration, p float64) time.Duration {
 // Each call is a resting limit buy far below the market with its own
 // idempotency key; every 9 calls the shared venue clock moves 1.1 s
 // (timer stopped) to stay inside the venue's per-key create limit.
+//
+// Each order is cancelled again with the timer stopped, so the venue's
+// open orders stay few.
+//
+// Each b.N starts a new server and journal: the day's orders are the
+// run's own, 0 to b.N (with b.Loop one server took every round of the
+// ramp, so the day grew with the iteration count and so did p50 while the
+// daily sum was re-summed per order). The decision must not depend on
+// them (D144): p50-late-over-early is the p50 of the run's last quarter
+// of calls over its first quarter's, about 1 when flat.
 func BenchmarkPlaceOrderDecisionOverhead(b *testing.B) {
 	ww := &wireWatch{}
 	d := newDurableEnvWrapped(b, ww.wrap)
@@ -174,9 +185,9 @@ func BenchmarkPlaceOrderDecisionOverhead(b *testing.B) {
 	}
 	cs := connect(b, Options{Backend: d.sys, Principal: fixedPrincipal("kim", ProfileTrade), CallsPerSecond: 1e9, CallBurst: 1e9}, "")
 	var raw, decision, fsyncs, before, reads, after []time.Duration
-	i := 0
-	cpu0 := processCPU()
-	for b.Loop() {
+	cpu0, cancelCPU := processCPU(), time.Duration(0)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
 		if i%9 == 8 {
 			b.StopTimer()
 			d.clock.advance(1100 * time.Millisecond)
@@ -199,10 +210,25 @@ func BenchmarkPlaceOrderDecisionOverhead(b *testing.B) {
 		before, reads, after = append(before, bf), append(reads, rd), append(after, af)
 		raw = append(raw, toWire)
 		decision = append(decision, toWire-busy)
-		i++
+		// The order is cancelled again, timer stopped: resting orders
+		// piling up to b.N would load the venue (its funds check and
+		// sweep visit every open order), not the server (D147).
+		b.StopTimer()
+		c0 := processCPU()
+		var placed struct {
+			OrderID string `json:"order_id"`
+		}
+		if raw, err := json.Marshal(res.StructuredContent); err == nil && json.Unmarshal(raw, &placed) == nil && placed.OrderID != "" {
+			_, _ = cs.CallTool(ctx, &sdk.CallToolParams{Name: "cancel_order", Arguments: map[string]any{
+				"symbol": "BTCUSDT", "category": "linear", "order_id": placed.OrderID, "idempotency_key": fmt.Sprintf("bench-cancel-%d", i),
+			}})
+		}
+		cancelCPU += processCPU() - c0
+		b.StartTimer()
 	}
+	i := b.N
 	b.StopTimer()
-	cpu := processCPU() - cpu0
+	cpu := processCPU() - cpu0 - cancelCPU
 	for range 200 {
 		start := time.Now()
 		if _, err := d.sys.JournalJSON(ctx, messages.RecordServerStarted, "", messages.ActorSystem, map[string]any{"bench": true}); err != nil {
@@ -218,6 +244,9 @@ func BenchmarkPlaceOrderDecisionOverhead(b *testing.B) {
 	b.ReportMetric(us(percentile(raw, 0.99)), "wire-p99-µs")
 	b.ReportMetric(us(fsync), "fsync-µs")
 	b.ReportMetric(us(p50-fsync), "p50-over-fsync-µs")
+	if q := len(decision) / 4; q > 0 {
+		b.ReportMetric(float64(percentile(decision[len(decision)-q:], 0.5))/float64(max(percentile(decision[:q], 0.5), 1)), "p50-late-over-early")
+	}
 	// Where the time goes (medians): until the first market read reaches
 	// the simulator, the reads, and from the last read's answer to the
 	// create request (decision, order_attempt fsync, signing, sending).

@@ -13,8 +13,11 @@ import (
 	twal "github.com/tidwall/wal"
 )
 
-// DefaultSegmentSize is the segment size used when Options.SegmentSize is 0.
-const DefaultSegmentSize = 20 << 20
+// DefaultSegmentSize is the segment size used when Options.SegmentSize is
+// 0. tidwall/wal keeps the whole tail segment in memory (and Open reads
+// it in full), so it bounds what the journal holds in RAM: 4 MiB, about
+// 1,200 orders' records (D146).
+const DefaultSegmentSize = 4 << 20
 
 // File modes: the journal holds no secrets, but it is a user's trading
 // history, so it is private to the server's OS user.
@@ -46,7 +49,7 @@ var (
 type Options struct {
 	// SegmentSize is the target size of a segment file in bytes; a new
 	// segment starts once the current one reaches it. Zero means
-	// DefaultSegmentSize (20 MiB). It can change between opens.
+	// DefaultSegmentSize (4 MiB). It can change between opens.
 	SegmentSize int
 	// OnRecord, if not nil, is called with every record, in seq order,
 	// during Open's verification pass, so the caller can rebuild its state

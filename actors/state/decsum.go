@@ -6,9 +6,9 @@ import (
 	"github.com/shopspring/decimal"
 )
 
-// decimalSum adds decimals exactly, without an allocation per term. The
-// rolling daily window sums every risk-increasing order of the last 24 h
-// on each decision (thousands of terms for a busy user), and
+// decimalSum adds and subtracts decimals exactly, without an allocation
+// per term: the rolling daily window's running sum (windows.go) adds each
+// risk-increasing order once and takes it out once, and
 // decimal.Decimal.Add allocates twice per term. A term whose coefficient
 // has at most 18 digits is added as an int64 at the smaller of the two
 // exponents; any other term, or one that would overflow, is added with
@@ -20,19 +20,37 @@ type decimalSum struct {
 	rest  decimal.Decimal
 }
 
-func (s *decimalSum) add(d decimal.Decimal) {
+func (s *decimalSum) add(d decimal.Decimal) { s.addSigned(d, false) }
+
+// sub takes d out of the sum.
+func (s *decimalSum) sub(d decimal.Decimal) { s.addSigned(d, true) }
+
+func (s *decimalSum) addSigned(d decimal.Decimal, neg bool) {
 	if e := d.Exponent(); d.NumDigits() <= 18 && e >= -18 && e <= 18 {
-		c := d.CoefficientInt64()
+		c := d.CoefficientInt64() // |c| < 10^18: its negation fits
+		if neg {
+			c = -c
+		}
 		if !s.small {
 			s.coef, s.exp, s.small = c, e, true
 			return
 		}
 		if sum, exp, ok := addScaled(s.coef, s.exp, c, e); ok {
 			s.coef, s.exp = sum, exp
+			if sum == 0 {
+				// Back to nothing: the next term sets the exponent
+				// again, so a running sum does not drift to ever
+				// smaller exponents and out of the int64.
+				s.small = false
+			}
 			return
 		}
 	}
-	s.rest = s.rest.Add(d)
+	if neg {
+		s.rest = s.rest.Sub(d)
+	} else {
+		s.rest = s.rest.Add(d)
+	}
 }
 
 // value is the sum so far.

@@ -100,9 +100,12 @@ type OrderMark struct {
 
 // RollingCounters holds the orders of the last 24 h, oldest first: the
 // rolling daily notional and the per-minute and per-hour counts derive
-// from them, per venue (D100).
+// from them, per venue (D100), through running sums (windows.go, D144).
+// Orders changes only through the user state's Apply and Prune; a list
+// built or changed otherwise is re-summed on its next Window.
 type RollingCounters struct {
 	Orders []OrderMark
+	w      *windowSums
 }
 
 // Window sums the counters of the venue env as of now: the
@@ -112,7 +115,21 @@ type RollingCounters struct {
 // that name no venue count on every venue (D100). Risk-reducing
 // attempts (cancels, closes, reduce-only orders, stops, lower leverage)
 // are kept for the order origin but never count (D51).
-func (c RollingCounters) Window(now time.Time, env string) (dailyNotional decimal.Decimal, perMinute, unconfirmedPerHour int) {
+//
+// It costs O(1) amortized: the running sums are brought to now (D144).
+// Like the rest of the order part it is the owner's: it changes c's
+// bookkeeping, so it is never called on a state another goroutine uses.
+func (c *RollingCounters) Window(now time.Time, env string) (dailyNotional decimal.Decimal, perMinute, unconfirmedPerHour int) {
+	w := c.advance(now)
+	_, dailyNotional = w.spans[spanDay].total(env)
+	perMinute, _ = w.spans[spanMinute].total(env)
+	unconfirmedPerHour, _ = w.spans[spanHour].total(env)
+	return dailyNotional, perMinute, unconfirmedPerHour
+}
+
+// resum is Window by a full pass over the marks, what the running sums
+// must always equal (TestWindowSumsEqualFullResum).
+func (c *RollingCounters) resum(now time.Time, env string) (dailyNotional decimal.Decimal, perMinute, unconfirmedPerHour int) {
 	var daily decimalSum
 	for _, m := range c.Orders {
 		if m.Environment != env && m.Environment != "" {
@@ -150,7 +167,7 @@ func (s *User) applyOrder(ev Event) bool {
 			ActionID: p.ActionID, ClientOrderID: p.ClientOrderID, Environment: p.Environment, Category: p.Category, Symbol: p.Symbol, At: p.At,
 			NotionalUSDT: p.NotionalUSDT, RiskIncreasing: p.RiskIncreasing, IdempotencyKey: p.IdempotencyKey, ArgsSHA256: p.ArgsSHA256, Expect: p.Expect,
 		}
-		s.Counters.Orders = append(s.Counters.Orders, OrderMark{ClientOrderID: p.ClientOrderID, At: p.At, NotionalUSDT: p.NotionalUSDT, RiskIncreasing: p.RiskIncreasing,
+		s.Counters.add(OrderMark{ClientOrderID: p.ClientOrderID, At: p.At, NotionalUSDT: p.NotionalUSDT, RiskIncreasing: p.RiskIncreasing,
 			Confirmed: p.Confirmed, Environment: p.Environment, Rated: p.RiskIncreasing})
 		if p.IdempotencyKey != "" {
 			if s.Idempotency == nil {
@@ -174,7 +191,7 @@ func (s *User) applyOrder(ev Event) bool {
 			orders := s.Counters.Orders
 			for i := len(orders) - 1; i >= 0; i-- {
 				if orders[i].ClientOrderID == a.ClientOrderID {
-					orders[i].RiskIncreasing = false
+					s.Counters.unrisk(i)
 					break
 				}
 			}
@@ -208,7 +225,7 @@ func (s *User) Prune(now time.Time) {
 		for i < n && now.Sub(s.Counters.Orders[i].At) >= notionalWindow {
 			i++
 		}
-		s.Counters.Orders = s.Counters.Orders[i:]
+		s.Counters.dropFront(i)
 	}
 	if n := len(s.Recent); n > 0 && now.Sub(s.Recent[0].At) >= SafetyNetUnknown {
 		i := 0
@@ -248,7 +265,7 @@ func (s *User) indexKeys() {
 func (s User) OwnOrderPart() *User {
 	s.Attempts = maps.Clone(s.Attempts)
 	s.Idempotency = maps.Clone(s.Idempotency)
-	s.Counters.Orders = slices.Clone(s.Counters.Orders)
+	s.Counters = RollingCounters{Orders: slices.Clone(s.Counters.Orders)} // re-summed when first asked
 	s.Recent = slices.Clone(s.Recent)
 	s.keyExpiry = slices.Clone(s.keyExpiry)
 	s.Confirmations = maps.Clone(s.Confirmations)
@@ -302,10 +319,8 @@ func (s *User) OrderOrigin(clientOrderID string) string {
 	if _, ok := s.Attempts[clientOrderID]; ok {
 		return messages.OriginSystem
 	}
-	for _, m := range s.Counters.Orders {
-		if m.ClientOrderID == clientOrderID {
-			return messages.OriginSystem
-		}
+	if s.Counters.has(clientOrderID) {
+		return messages.OriginSystem
 	}
 	return messages.OriginExternal
 }

@@ -67,6 +67,11 @@ type ledger struct {
 	leverage  map[string]decimal.Decimal // symbol -> leverage set while flat (set-leverage)
 	live      []*simOrder                // orders that may still be working, in creation order (compacted by the engine)
 	resets    []*accountReset            // paper resets (paper.go), oldest first
+	// dropped are the orders the history bound removed (D145) since the
+	// state file last stored the account, kept only with trackDrops (a
+	// Sim with a state file): its cache of encodings forgets them.
+	dropped    []*simOrder
+	trackDrops bool
 }
 
 // posKey identifies a position: one per symbol in one-way mode (idx 0),
@@ -224,6 +229,60 @@ func (l *ledger) addOrderLocked(o *simOrder) {
 	if o.orderLinkID != "" {
 		l.byLink[linkKey(o.category, o.orderLinkID)] = o
 	}
+	if len(l.orders)%trimEvery == 0 {
+		l.trimUnfilledLocked()
+	}
+}
+
+// The history bound (D145): an account keeps its newest
+// maxUnfilledHistory final orders that filled nothing (cancelled,
+// rejected, deactivated with no fill); older ones leave the history, the
+// id and orderLinkId look-ups with it. Every open order and every order
+// with a fill stays (executions and closed PnL name them). An order that
+// filled nothing moved no money and no position: it only fills the
+// history, which a place-and-cancel loop would grow without end (memory,
+// and the state file rewritten on every change).
+var (
+	maxUnfilledHistory = 1000
+	trimEvery          = 256 // orders between trims: each trim walks the history once
+)
+
+// unfilledFinal reports whether o is final and filled nothing.
+func (o *simOrder) unfilledFinal() bool {
+	return !o.open() && o.status != statusCreated && !o.cumExecQty.IsPositive()
+}
+
+// trimUnfilledLocked drops the oldest unfilled final orders past
+// maxUnfilledHistory.
+func (l *ledger) trimUnfilledLocked() {
+	n := 0
+	for _, o := range l.orders {
+		if o.unfilledFinal() {
+			n++
+		}
+	}
+	drop := n - maxUnfilledHistory
+	if drop <= 0 {
+		return
+	}
+	kept := l.orders[:0]
+	for _, o := range l.orders {
+		if drop > 0 && o.unfilledFinal() {
+			drop--
+			if l.trackDrops {
+				l.dropped = append(l.dropped, o)
+			}
+			delete(l.byID, o.orderID)
+			if k := linkKey(o.category, o.orderLinkID); o.orderLinkID != "" && l.byLink[k] == o {
+				delete(l.byLink, k)
+			}
+			continue
+		}
+		kept = append(kept, o)
+	}
+	clear(l.orders[len(kept):])
+	l.orders = kept
+	l.compactLiveLocked()
 }
 
 // addExecutionLocked stores a new execution (seq already set).

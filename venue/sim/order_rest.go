@@ -188,6 +188,12 @@ func (s *Sim) orderCreate(c *call) response {
 		Side: side, OrderType: typ, Qty: f["qty"], Price: f["price"], Status: statusCreated,
 		AcceptedAt: c.now.UTC().Format("2006-01-02T15:04:05.000Z07:00"), order: o,
 	})
+	if len(s.orders) >= 2*maxOrderRecords {
+		// GET /sim/orders lists the newest maxOrderRecords (D145).
+		n := copy(s.orders, s.orders[len(s.orders)-maxOrderRecords:])
+		clear(s.orders[n:])
+		s.orders = s.orders[:n]
+	}
 	s.enqueueLocked(nowMs, func(at int64) { s.applyCreateLocked(a, o, at) })
 	s.startSweeper()
 	return ok(orderIDResult{OrderID: o.orderID, OrderLinkID: o.orderLinkID})

@@ -89,7 +89,7 @@ type Sim struct {
 	keySeq   uint64             // keys generated so far (drives deterministic key material)
 	limiter  *limiter
 	faults   faultSet
-	orders   []orderRecord        // every accepted order, in acceptance order (GET /sim/orders)
+	orders   []orderRecord        // the accepted orders, newest maxOrderRecords at least (GET /sim/orders)
 	conns    map[*wsConn]struct{} // open WebSocket connections
 	connSeq  uint64
 	pushSeq  uint64      // private pushes sent (drives push ids)

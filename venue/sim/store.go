@@ -239,6 +239,7 @@ func (s *Sim) restoreLocked(k *apiKey) bool {
 	a := k.acct
 	a.uid = sa.UID
 	l := a.ledgerLocked()
+	l.trackDrops = true // storeAccount forgets the encodings of trimmed orders
 	l.seq = sa.Seq
 	for coin, v := range sa.Balances {
 		l.setBalanceLocked(coin, v)
@@ -382,6 +383,13 @@ func writeFileDurably(path string, b []byte) error {
 // executions are encoded once and their encoding reused.
 func (st *stateStore) storeAccount(hash string, a *account) (storedAccount, error) {
 	l := a.ledger
+	// Orders the history no longer keeps (D145) lose their encoding too.
+	l.trackDrops = true
+	for _, o := range l.dropped {
+		delete(st.encoded, o)
+	}
+	clear(l.dropped)
+	l.dropped = l.dropped[:0]
 	sa := storedAccount{KeyHash: hash, UID: a.uid, Seq: l.seq, Balances: l.balances, Leverage: l.leverage,
 		Orders: make([]json.RawMessage, 0, len(l.orders)), Execs: make([]json.RawMessage, 0, len(l.execs))}
 	for _, p := range l.sortedPositionsLocked() {

@@ -19,12 +19,17 @@ import (
 //	                    -> the stored fault with its id
 //	GET    /sim/faults  -> every stored fault with its seen/fired counters
 //	DELETE /sim/faults  -> clears them all
-//	GET    /sim/orders  -> every order ever accepted, in acceptance order ([] until orders exist);
+//	GET    /sim/orders  -> the orders accepted, in acceptance order ([] until orders exist), at
+//	                       least the newest maxOrderRecords of them;
 //	                       status is the order's current one ("Created" while not yet applied)
 //	POST   /sim/price   {"category": "linear", "symbol": "BTCUSDT", "price": "60000"} (testapi_market.go)
 //	POST   /sim/clock   {"advance_ms": 60000} (testapi_market.go)
 //
 //	POST   /sim/accounts/{api_key}/balances|positions|orders -> account state (account_testapi.go)
+
+// maxOrderRecords is how many accepted orders GET /sim/orders is sure to
+// list: between it and twice as many are kept (D145).
+const maxOrderRecords = 1024
 
 // orderRecord is one accepted order as GET /sim/orders lists it.
 type orderRecord struct {
