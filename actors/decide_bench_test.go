@@ -8,6 +8,7 @@ import (
 
 	"github.com/shopspring/decimal"
 
+	"github.com/guarded-exchange/guarded-exchange/actors/risk"
 	"github.com/guarded-exchange/guarded-exchange/actors/state"
 	"github.com/guarded-exchange/guarded-exchange/messages"
 )
@@ -45,14 +46,14 @@ func BenchmarkDecideAtOrdersInDay(b *testing.B) {
 				notional := decimal.RequireFromString("30")
 				if decide {
 					a.IdempotencyKey = key
-					plan, _, e := decidePlace(s, toolPlaceOrder, a, messages.VenuePaper, "paper", m, Reservation{}, now)
+					plan, _, e := risk.DecidePlace(s, risk.ToolPlaceOrder, a, messages.VenuePaper, "paper", m, risk.Reservation{}, now)
 					if e != nil {
 						b.Fatal(e)
 					}
-					notional = plan.notional
+					notional = plan.Notional
 				}
 				s.Apply(state.Event{Type: messages.RecordOrderAttempt, Payload: messages.OrderAttemptEvent{ActionID: "a", ClientOrderID: id, Environment: "paper",
-					Tool: toolPlaceOrder, Category: messages.CategoryLinear, Symbol: "BTCUSDT", At: now, NotionalUSDT: notional, RiskIncreasing: true,
+					Tool: risk.ToolPlaceOrder, Category: messages.CategoryLinear, Symbol: "BTCUSDT", At: now, NotionalUSDT: notional, RiskIncreasing: true,
 					IdempotencyKey: key, ArgsSHA256: "h"}})
 				s.Prune(now)
 				s.Apply(state.Event{Type: messages.RecordOrderOutcome, Payload: messages.OrderOutcomeEvent{ActionID: "a", ClientOrderID: id, At: now,
@@ -77,11 +78,11 @@ func BenchmarkDecideAtOrdersInDay(b *testing.B) {
 
 // benchMarket is a BTCUSDT market as the simulator shows it: trading,
 // steps of 0.001 and 0.1, a position at leverage 1.
-func benchMarket() placeMarket {
+func benchMarket() risk.Market {
 	d := decimal.RequireFromString
 	in := &messages.Instrument{Category: messages.CategoryLinear, Symbol: "BTCUSDT", Status: "Trading", QuoteCoin: "USDT", SettleCoin: "USDT",
 		QtyStep: d("0.001"), MinOrderQty: d("0.001"), MaxOrderQty: d("100"), TickSize: d("0.1"), MinNotional: d("5")}
 	tk := &messages.Ticker{Symbol: "BTCUSDT", Bid1Price: d("60000"), Ask1Price: d("60000.1"), LastPrice: d("60000")}
 	pos := &messages.Position{Symbol: "BTCUSDT", Side: "", Size: decimal.Zero, Leverage: decimal.NewFromInt(1)}
-	return placeMarket{instrument: in, ticker: tk, position: pos, positionRead: true}
+	return risk.Market{Instrument: in, Ticker: tk, Position: pos, PositionRead: true}
 }
