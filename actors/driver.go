@@ -91,7 +91,7 @@ func (u *userActor) startTool(ctx actor.Context, m *tradingAsk, sender *actor.PI
 	act.claim = &claim{key: b.idempotencyKey, hash: hash, dryRun: b.dryRun}
 	switch d.needs {
 	case needMarket:
-		u.toVenue(ctx, &marketFetch{action: act.id, category: b.category, symbol: b.symbol}, ctx.Self())
+		u.toVenue(ctx, marketFetchFor(act.id, d.name, b, args), ctx.Self())
 	case needOrder, needOrderAndMarket:
 		u.toVenue(ctx, &orderFetch{action: act.id, category: b.category, symbol: b.symbol, orderID: b.orderID, withMarket: d.needs == needOrderAndMarket}, ctx.Self())
 	case needOpenOrders:
