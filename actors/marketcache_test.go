@@ -452,7 +452,7 @@ func BenchmarkPlaceOrderDecisionOverhead(b *testing.B) {
 			p50, sync := median(ds), fsyncP50(b, dir, 50)
 			b.ReportMetric(float64(p50.Microseconds()), "p50-µs")
 			b.ReportMetric(float64(sync.Microseconds()), "fsync-µs")
-			b.ReportMetric(float64((p50-sync).Microseconds()), "overhead-µs")
+			b.ReportMetric(float64((p50 - sync).Microseconds()), "overhead-µs")
 			b.ReportMetric(perOrder, "rest-req/order")
 
 		})
@@ -467,4 +467,3 @@ func median(ds []time.Duration) time.Duration {
 	slices.Sort(s)
 	return s[len(s)/2]
 }
-
