@@ -52,6 +52,9 @@ type quoteAnchor struct {
 	ticker messages.Ticker
 	band   messages.PriceLimit
 	at     time.Time
+	// refreshing: a background read of it is under way (guarded by
+	// MarketFeed.mu).
+	refreshing bool
 }
 
 // Defaults of a MarketFeed.
@@ -162,8 +165,8 @@ const (
 // first by REST if missing or older than AnchorMaxAge; read again in the
 // background past a fifth of that). Otherwise the ticker and band are
 // read by REST now, as a decision without a feed does. Without
-// needTicker the ticker is the anchor's (nil when the band came by REST
-// alone: the caller does not use it).
+// needTicker the stream's ticker need not be fresh, and the ticker
+// answered is the anchor's as read (the caller does not use it).
 func (f *MarketFeed) Quote(ctx context.Context, cat messages.Category, symbol string, needTicker bool) (*messages.Ticker, *messages.PriceLimit, QuoteSource, error) {
 	if err := checkMarket(cat, symbol); err != nil {
 		return nil, nil, "", err
@@ -191,7 +194,7 @@ func (f *MarketFeed) Quote(ctx context.Context, cat messages.Category, symbol st
 			t, b := a.ticker, a.band
 			return &t, &b, QuoteREST, nil
 		}
-	} else if now.Sub(a.at) > f.refreshAge {
+	} else if now.Sub(a.at) > f.refreshAge && f.startRefresh(a) {
 		go func() {
 			c, cancel := context.WithTimeout(context.Background(), DefaultHTTPTimeout)
 			defer cancel()
@@ -202,12 +205,27 @@ func (f *MarketFeed) Quote(ctx context.Context, cat messages.Category, symbol st
 	return t, b, QuoteStream, nil
 }
 
+// startRefresh claims a's background read; false when one is under way.
+func (f *MarketFeed) startRefresh(a *quoteAnchor) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if a.refreshing {
+		return false
+	}
+	a.refreshing = true
+	return true
+}
+
 // stricterQuote is the anchor tightened by a fresh pushed quote: the
 // narrower band, the lower ask, the higher bid. Everything else of the
 // ticker is the anchor's.
 func stricterQuote(a *quoteAnchor, q *PublicQuote, needTicker bool) (*messages.Ticker, *messages.PriceLimit) {
 	b := a.band
-	b.BuyLimit = decimal.Min(b.BuyLimit, q.BuyLimit)
+	if b.BuyLimit.IsPositive() {
+		b.BuyLimit = decimal.Min(b.BuyLimit, q.BuyLimit)
+	} else {
+		b.BuyLimit = q.BuyLimit // no limit by REST: the pushed one is stricter
+	}
 	b.SellLimit = decimal.Max(b.SellLimit, q.SellLimit)
 	t := a.ticker
 	if needTicker {
