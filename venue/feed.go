@@ -100,6 +100,7 @@ func NewMarketFeed(cfg MarketFeedConfig) (*MarketFeed, error) {
 	if f.instruments == nil {
 		f.instruments = NewInstrumentCache(cfg.Client, 0, cfg.Now)
 	}
+	f.instruments.RefreshAhead()
 	if cfg.Linear != nil {
 		f.streams[messages.CategoryLinear] = cfg.Linear
 	}
