@@ -274,3 +274,17 @@ func TestFeedForgedPublicPushesCannotLoosenTheQuote(t *testing.T) {
 		}
 	}
 }
+
+// Nothing dials the public stream until a decision asks for a symbol:
+// building it, and the feed over it, opens no connection.
+func TestPublicStreamConnectsOnlyAtTheFirstWatch(t *testing.T) {
+	k := newFeedKit(t, true, 20*time.Millisecond)
+	time.Sleep(300 * time.Millisecond)
+	if n := k.proxy.Accepted(); n != 0 || k.pub.Connected() {
+		t.Fatalf("%d connections before any Watch", n)
+	}
+	k.waitFresh(t, "BTCUSDT")
+	if n := k.proxy.Accepted(); n != 1 {
+		t.Fatalf("%d connections after the first Watch, want 1", n)
+	}
+}
