@@ -24,11 +24,12 @@ import (
 )
 
 // restCounter counts the REST requests of the server's clients by path;
-// rewrite, when set, may change an answer's body (path, body → body).
+// rewrite, when set, may change an answer's body (path, whether the
+// market feed's client asked, body → body).
 type restCounter struct {
 	mu      sync.Mutex
 	n       map[string]int
-	rewrite func(path string, body []byte) []byte
+	rewrite func(path string, feed bool, body []byte) []byte
 	// sent is called at each request (the benchmark's wire time).
 	sent func(r *http.Request)
 }
@@ -52,10 +53,22 @@ func (rc *restCounter) RoundTrip(r *http.Request) (*http.Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	body = rw(r.URL.Path, body)
+	body = rw(r.URL.Path, r.Header.Get(feedHeader) != "", body)
 	resp.Body, resp.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
 	resp.Header.Del("Content-Length")
 	return resp, nil
+}
+
+// feedHeader marks the market feed's requests (feedTransport).
+const feedHeader = "X-Test-Market-Feed"
+
+// feedTransport marks a request as the market feed's.
+type feedTransport struct{ next http.RoundTripper }
+
+func (f feedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set(feedHeader, "1")
+	return f.next.RoundTrip(r)
 }
 
 func (rc *restCounter) count(paths ...string) int {
@@ -137,7 +150,7 @@ func newFeedEnv(t testing.TB, dir string, o feedOpts) *feedEnv {
 		t.Fatal(err)
 	}
 	hc := &http.Client{Transport: fe.rest}
-	public, err := venue.NewClient(venue.Config{BaseURL: te.ann.REST, HTTPClient: hc})
+	public, err := venue.NewClient(venue.Config{BaseURL: te.ann.REST, HTTPClient: &http.Client{Transport: feedTransport{fe.rest}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -317,8 +330,10 @@ func TestPlaceRereadsInstrumentRulesAfterARuleRefusal(t *testing.T) {
 	fe := newFeedEnv(t, t.TempDir(), feedOpts{})
 	var once atomic.Bool
 	fe.rest.mu.Lock()
-	fe.rest.rewrite = func(path string, body []byte) []byte {
-		if path != venue.PathInstruments || !bytes.Contains(body, []byte(`"BTCUSDT"`)) || once.Swap(true) {
+	fe.rest.rewrite = func(path string, feed bool, body []byte) []byte {
+		// Only the feed's first read of the rules (the stream cache's
+		// own look-ups of a listing go through the user's client).
+		if path != venue.PathInstruments || !feed || !bytes.Contains(body, []byte(`"BTCUSDT"`)) || once.Swap(true) {
 			return body
 		}
 		return bytes.ReplaceAll(bytes.ReplaceAll(body, []byte(`"qtyStep":"0.001"`), []byte(`"qtyStep":"0.0001"`)),
@@ -328,7 +343,6 @@ func TestPlaceRereadsInstrumentRulesAfterARuleRefusal(t *testing.T) {
 	fe.tradeReady(t, messages.PolicySettings{})
 	reads := fe.rest.count(venue.PathInstruments)
 	_, e := fe.place(t, limitArgs("0.0015", "20000"))
-	t.Logf("the first order: %+v", e)
 	if e == nil || e.Code == messages.CodeInstrumentRuleViolation {
 		t.Fatalf("the first order: %+v (the stale rules should have let it reach the venue)", e)
 	}
