@@ -195,7 +195,7 @@ func recoverRead(err *error) {
 
 // instrumentRuleRetCodes are the venue's refusals of an order for a rule
 // of the instrument (qty step and bounds, tick, minimum value, status,
-// price limits; docs/bybit.md "Error codes"): the cached rules may be
+// price limits; docs/simulator.md "Validation codes"): the cached rules may be
 // out of date, so they are read again at the next decision (D148).
 var instrumentRuleRetCodes = map[int]bool{
 	10001: true, 110003: true, 110017: true, 110066: true, 110074: true, 110094: true, 110120: true, 110121: true,
