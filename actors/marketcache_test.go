@@ -491,3 +491,40 @@ func median(ds []time.Duration) time.Duration {
 	slices.Sort(s)
 	return s[len(s)/2]
 }
+
+// A forged push of the create's order under another order id, shown
+// filled, does not answer the create: it matches nothing (D95), is
+// journaled as an anomaly from the stream, and the order is read back by
+// REST, which shows it resting.
+func TestPlaceForgedOrderPushDoesNotAnswerTheCreate(t *testing.T) {
+	dir := t.TempDir()
+	fe := newFeedEnv(t, dir, feedOpts{privateProxy: true})
+	fe.tradeReady(t, messages.PolicySettings{})
+	fe.warm(t)
+	fe.privProxy.SetFilter(func(msg []byte) [][]byte {
+		if !bytes.Contains(msg, []byte(`"topic":"order"`)) || !bytes.Contains(msg, []byte(`"orderLinkId":"gx-`)) {
+			return [][]byte{msg}
+		}
+		var m map[string]any
+		if json.Unmarshal(msg, &m) != nil {
+			return [][]byte{msg}
+		}
+		rows, _ := m["data"].([]any)
+		for _, r := range rows {
+			o, _ := r.(map[string]any)
+			o["orderId"], o["orderStatus"], o["cumExecQty"], o["leavesQty"] = "00000000-0000-4000-8000-000000000009", "Filled", o["qty"], "0"
+		}
+		b, _ := json.Marshal(m)
+		return [][]byte{b}
+	})
+	readBacks := fe.rest.count(venue.PathOrderRealtime, venue.PathOrderHistory)
+	ans, e := fe.place(t, limitArgs("0.001", "20004"))
+	if e != nil {
+		t.Fatal(e)
+	}
+	if fe.rest.count(venue.PathOrderRealtime, venue.PathOrderHistory) == readBacks || ans.OrderStatus != "New" || ans.FilledQty.String() != "0" ||
+		ans.OrderID == "00000000-0000-4000-8000-000000000009" {
+		t.Fatalf("answer %s %s %s after %d read-backs", ans.OrderID, ans.OrderStatus, ans.FilledQty, fe.rest.count(venue.PathOrderRealtime, venue.PathOrderHistory)-readBacks)
+	}
+	waitAnomaly(t, dir, ans.ClientOrderID, messages.AnomalySourceStream, "order_id")
+}
