@@ -99,7 +99,7 @@ func (u *userActor) startTool(ctx actor.Context, m *tradingAsk, sender *actor.PI
 	act.claim = &claim{key: b.IdempotencyKey, hash: hash, dryRun: b.DryRun}
 	switch d.Needs {
 	case risk.NeedMarket:
-		u.toVenue(ctx, &marketFetch{action: act.id, category: b.Category, symbol: b.Symbol}, ctx.Self())
+		u.toVenue(ctx, marketFetchFor(act.id, d.Name, b, args), ctx.Self())
 	case risk.NeedOrder, risk.NeedOrderAndMarket:
 		u.toVenue(ctx, &orderFetch{action: act.id, category: b.Category, symbol: b.Symbol, orderID: b.OrderID, withMarket: d.Needs == risk.NeedOrderAndMarket}, ctx.Self())
 	case risk.NeedOpenOrders:

@@ -17,6 +17,7 @@ import (
 	"github.com/guarded-exchange/guarded-exchange/actors/journal"
 	"github.com/guarded-exchange/guarded-exchange/actors/state"
 	"github.com/guarded-exchange/guarded-exchange/messages"
+	"github.com/guarded-exchange/guarded-exchange/venue"
 	"github.com/guarded-exchange/guarded-exchange/wal"
 )
 
@@ -125,6 +126,10 @@ type userDeps struct {
 	// action whose caller stopped waiting before it committed never
 	// sends.
 	tickets *sendTickets
+	// feed serves decisions' market data from caches (nil: REST);
+	// answerWait bounds the wait for a create's order push (D150).
+	feed       *venue.MarketFeed
+	answerWait time.Duration
 }
 
 // userActor is the thin shell around one user's state (state.User): it

@@ -24,6 +24,12 @@ type StreamFactory func(apiKey, apiSecret string) (*venue.Stream, error)
 // order id on the private stream before reading it back by REST.
 const DefaultSettleWait = 3 * time.Second
 
+// DefaultStreamAnswerWait is how long an accepted create waits for its
+// order on the private stream (status and filled qty) before reading it
+// back by REST (D150). The venue pushes the order as it applies it, in a
+// few milliseconds; the bound only costs a create whose push is lost.
+const DefaultStreamAnswerWait = 200 * time.Millisecond
+
 // orderWriter is what the venue actor needs of a session to write.
 // *venue.Client implements it.
 type orderWriter interface {
@@ -235,7 +241,10 @@ func (v *venueActor) write(ctx actor.Context, m *orderWrite) {
 		}
 		v.updates.sent(m.create.OrderLinkID)
 	}
-	timeout, wait, cache, ids := v.timeout, v.settleWait, v.cache, v.ids
+	timeout, wait, cache, ids, feed, answerWait := v.timeout, v.settleWait, v.cache, v.ids, v.feed, v.answerWait
+	if waiter == nil || cache == nil || !cache.streamUp() {
+		answerWait = 0 // no stream to wait on: read back by REST at once
+	}
 	offMailbox(ctx, v.logger, nil, stepBounds{request: timeout, settle: wait}.venueWrite(), userPID, func(c context.Context) any {
 		out := &orderWritten{action: m.action}
 		wc, cancel := context.WithTimeout(c, timeout)
@@ -255,6 +264,14 @@ func (v *venueActor) write(ctx actor.Context, m *orderWrite) {
 			err = messages.Internal(errors.New("venue actor: an order write without a request"))
 		}
 		cancel()
+		if feed != nil && (m.create != nil || m.amend != nil) && instrumentRuleRefusal(err) {
+			// The venue refused a rule the cached rules did not have:
+			// the next decision reads them again (D148).
+			feed.InstrumentRefused(m.category, m.symbol)
+		}
+		if (m.leverage != nil || m.stop != nil) && cache != nil {
+			cache.dropPositions(m.category, m.symbol) // the next decision reads the position
+		}
 		if (m.leverage != nil || m.stop != nil) && client != nil {
 			// No client order id: the position says what happened.
 			rc, rcancel := context.WithTimeout(c, timeout)
@@ -301,12 +318,27 @@ func (v *venueActor) write(ctx actor.Context, m *orderWrite) {
 					return out
 				}
 			}
+			if m.create != nil && answerWait > 0 && m.linkID != "" && m.expect != nil {
+				// The order as the private stream shows it, when it
+				// comes within answerWait: no read-back (D150).
+				o, rejected, ok := streamAnswer(c, waiter, *m.expect, out.ack, answerWait)
+				out.mismatches = rejected
+				if ok {
+					if out.reused = ids.refused(messages.AnomalySourceStream, o.Category, o.Symbol, o.OrderID, o.OrderLinkID); out.reused == nil {
+						out.readBack = o
+					}
+					return out // a reused id: as if it could not be read
+				}
+			}
 			if (m.create != nil || m.cancel != nil || m.amend != nil) && client != nil && m.linkID != "" && m.expect != nil {
+				pushed := out.mismatches
 				rc, rcancel := context.WithTimeout(c, timeout)
 				out.readBack, _, _ = client.OrderByLinkID(rc, m.category, m.symbol, m.linkID)
 				rcancel()
-				out.readBack, out.mismatches = checkReadBack(out.readBack, *m.expect, out.ack)
-				if o := out.readBack; o != nil && len(out.mismatches) == 0 {
+				var restMismatches []venue.Mismatch
+				out.readBack, restMismatches = checkReadBack(out.readBack, *m.expect, out.ack)
+				out.mismatches = append(pushed, restMismatches...)
+				if o := out.readBack; o != nil && len(restMismatches) == 0 {
 					if out.reused = ids.refused(messages.AnomalySourceREST, o.Category, o.Symbol, o.OrderID, o.OrderLinkID); out.reused != nil {
 						out.readBack = nil // as if it could not be read
 					}
@@ -381,6 +413,9 @@ type marketFetch struct {
 	action   uint64
 	category messages.Category
 	symbol   string
+	// cached: the decision may take its market from the feed and the
+	// stream cache (marketcache.go); needTicker: it reads the ticker.
+	cached, needTicker bool
 }
 
 // marketFetched is the outcome of a marketFetch.
@@ -413,9 +448,15 @@ func (v *venueActor) fetchMarket(ctx actor.Context, m *marketFetch) {
 		ctx.Send(userPID, &marketFetched{action: m.action, err: err})
 		return
 	}
-	cache := v.cache
+	cache, feed, now := v.cache, v.feed, v.now
 	offMailbox(ctx, v.logger, nil, v.timeout, userPID, func(c context.Context) any {
-		mk, err := readMarket(c, r, m.category, m.symbol)
+		var mk risk.Market
+		var err error
+		if m.cached && feed != nil {
+			mk, err = readMarketCached(c, r, feed, cache, m.category, m.symbol, m.needTicker, now)
+		} else {
+			mk, err = readMarket(c, r, m.category, m.symbol)
+		}
 		if err == nil && cache != nil {
 			cache.markListed(m.category, m.symbol) // the venue showed its rules
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/singleflight"
@@ -28,6 +29,9 @@ type InstrumentCache struct {
 
 	// fetches collapses concurrent misses of one key into one fetch.
 	fetches singleflight.Group
+	// ahead: an entry older than half the TTL is read again in the
+	// background while it is served (RefreshAhead).
+	ahead atomic.Bool
 
 	mu      sync.Mutex
 	entries map[instrumentKey]messages.Instrument // guarded by mu
@@ -67,6 +71,11 @@ func (ic *InstrumentCache) Get(ctx context.Context, cat messages.Category, symbo
 	}
 	key := instrumentKey{cat, symbol}
 	if in, ok := ic.fresh(key); ok {
+		if ic.ahead.Load() && ic.now().Sub(in.FetchedAt) >= ic.ttl/2 {
+			// Refreshed ahead of the TTL, in the background: a
+			// decision seldom waits for the rules.
+			ic.refresh(ctx, key)
+		}
 		return &in, nil
 	}
 	// DoChan runs the fetch on a goroutine of its own, so the caller can
@@ -96,6 +105,33 @@ func (ic *InstrumentCache) Get(ctx context.Context, cat messages.Category, symbo
 	}
 	in := res.Val.(messages.Instrument)
 	return &in, nil
+}
+
+// RefreshAhead makes Get read an entry again in the background once it
+// is older than half the TTL, while it still serves it: a decision
+// seldom waits for the rules (the market feed turns it on, D148).
+func (ic *InstrumentCache) RefreshAhead() { ic.ahead.Store(true) }
+
+// refresh reads key's rules again in the background (one read at a time
+// per key); the cache keeps its entry until the new one is in.
+func (ic *InstrumentCache) refresh(ctx context.Context, key instrumentKey) {
+	fetchCtx := context.WithoutCancel(ctx)
+	ic.fetches.DoChan("refresh\x00"+string(key.cat)+"\x00"+key.symbol, func() (v any, err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				v, err = nil, messages.Internal(fmt.Errorf("instrument refresh panicked: %v", r))
+			}
+		}()
+		in, err := ic.client.Instrument(fetchCtx, key.cat, key.symbol)
+		if err != nil {
+			return nil, err
+		}
+		ic.mu.Lock()
+		defer ic.mu.Unlock()
+		in.FetchedAt = ic.now().UTC()
+		ic.entries[key] = *in
+		return nil, nil
+	})
 }
 
 // fresh returns key's cached rules while they are within the TTL.

@@ -241,3 +241,35 @@ func TestInstrumentCacheFetchPanicIsAnError(t *testing.T) {
 		t.Fatalf("Get under a panicking fetch: %v, want internal_error", err)
 	}
 }
+
+// With RefreshAhead, an entry older than half the TTL is served and read
+// again in the background; without it (above), only an expired entry is.
+func TestInstrumentCacheRefreshAhead(t *testing.T) {
+	fv := newFakeVenue(t, instrumentHandler(t))
+	c, _ := newTestClient(t, fv.URL)
+	clk := &manualClock{now: fixedNow}
+	ic := NewInstrumentCache(c, time.Minute, clk.Now)
+	ic.RefreshAhead()
+	ctx := context.Background()
+	if _, err := ic.Get(ctx, messages.CategoryLinear, "BTCUSDT"); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(30 * time.Second)
+	in, err := ic.Get(ctx, messages.CategoryLinear, "BTCUSDT")
+	if err != nil || !in.FetchedAt.Equal(fixedNow) {
+		t.Fatalf("the entry was not served while it is read again: %v %v", in, err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); fv.hits.Load() != 2; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("not read again in the background: hits %d", fv.hits.Load())
+		}
+	}
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if in, _ := ic.Get(ctx, messages.CategoryLinear, "BTCUSDT"); in.FetchedAt.Equal(fixedNow.Add(30 * time.Second)) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the entry read again was not kept")
+		}
+	}
+}

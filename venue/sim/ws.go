@@ -14,7 +14,8 @@ import (
 // WebSocket streams (docs/bybit.md "Private stream", "Public streams").
 //
 // Public /v5/public/linear and /v5/public/spot: subscribe/unsubscribe to
-// tickers.{symbol}, orderbook.{depth}.{symbol} and publicTrade.{symbol}
+// tickers.{symbol}, orderbook.{depth}.{symbol}, publicTrade.{symbol} and
+// priceLimit.{symbol}
 // (ws_public.go); what each topic has is pushed right after the ack and
 // then every pushInterval (1 s); ping answers the public pong shape of the
 // category. A subscribe judges each topic on its own: the good ones are

@@ -26,6 +26,9 @@ import (
 //   - publicTrade.{symbol}: the market's trades (trades.go) that happened
 //     since the previous push, oldest first; nothing is sent on subscribe
 //     and nothing when there was no trade.
+//   - priceLimit.{symbol}: the price band of GET /v5/market/price-limit,
+//     {symbol, buyLmt, sellLmt}, on every push whether or not it moved
+//     (Bybit pushes it every 300 ms).
 //
 // Every message is a function of (seed, instrument, clock), so the same
 // seed and clock give the same stream.
@@ -92,6 +95,11 @@ func (c *wsConn) checkPublicTopic(topic string) (msg string, known bool) {
 			return invalid, true
 		}
 		return "", true
+	case strings.HasPrefix(topic, "priceLimit."):
+		if c.s.catalog.get(cat, strings.TrimPrefix(topic, "priceLimit.")) == nil {
+			return invalid, true
+		}
+		return "", true
 	case strings.HasPrefix(topic, "kline."):
 		return c.checkKlineTopic(topic), true
 	case strings.HasPrefix(topic, "orderbook."):
@@ -119,8 +127,35 @@ func (c *wsConn) pushPublicLocked(topics []string, now time.Time) {
 			c.pushTradesLocked(t, now)
 		case strings.HasPrefix(t, "kline."):
 			c.pushKlineLocked(t, now)
+		case strings.HasPrefix(t, "priceLimit."):
+			c.pushPriceLimitLocked(t, now)
 		}
 	}
+}
+
+// wsPriceLimitMsg is a priceLimit push: data is a list of one row.
+type wsPriceLimitMsg struct {
+	Topic string             `json:"topic"`
+	Ts    int64              `json:"ts"`
+	Data  []wsPriceLimitJSON `json:"data"`
+}
+
+type wsPriceLimitJSON struct {
+	Symbol  string `json:"symbol"`
+	BuyLmt  string `json:"buyLmt"`
+	SellLmt string `json:"sellLmt"`
+}
+
+// pushPriceLimitLocked sends the symbol's band as GET
+// /v5/market/price-limit would answer it now.
+func (c *wsConn) pushPriceLimitLocked(topic string, now time.Time) {
+	in := c.s.catalog.get(c.kind.category(), strings.TrimPrefix(topic, "priceLimit."))
+	if in == nil {
+		return
+	}
+	buy, sell := c.s.priceLimits(in, floorDiv(now.UnixMilli(), 1000))
+	c.enqueueJSON(wsPriceLimitMsg{Topic: topic, Ts: now.UnixMilli(), Data: []wsPriceLimitJSON{{
+		Symbol: in.symbol, BuyLmt: fixed(buy, in.priceScale), SellLmt: fixed(sell, in.priceScale)}}})
 }
 
 // wsBookMsg is an orderbook push.

@@ -37,6 +37,9 @@ type stack struct {
 	paper     *sim.InProcessServer
 	paperHTTP *http.Client
 	baseURL   string // the venue's REST base (the simulator's for paper)
+	// feed serves decisions' market data from the public streams and
+	// caches (nil: none); closed after the actors.
+	feed *venue.MarketFeed
 	// stateKey seals the requestState of the client's confirmation form:
 	// a sub-key of the master key, so a form answered across a restart
 	// still opens.
@@ -177,7 +180,12 @@ func startStack(ctx context.Context, p paths, vc venueConfig, masterKey []byte, 
 				return nil, err
 			}
 		}
-		market = marketSource{Client: client, cache: venue.NewInstrumentCache(client, instrumentTTL, nil)}
+		cache := venue.NewInstrumentCache(client, instrumentTTL, nil)
+		market = marketSource{Client: client, cache: cache}
+		if st.feed, err = st.marketFeed(vc, client, cache, logger); err != nil {
+			st.close()
+			return nil, err
+		}
 		clients = st.clientFactory(logger)
 		streams = st.streamFactory(logger)
 	}
@@ -188,7 +196,7 @@ func startStack(ctx context.Context, p paths, vc venueConfig, masterKey []byte, 
 	}
 	st.sys, err = actors.Start(actors.Config{
 		Journal: l, Market: market, Logger: logger, Users: replay, Venue: vc.level(),
-		Environment: vc.Name, MasterKey: masterKey, Clients: clients, Streams: streams,
+		Environment: vc.Name, MasterKey: masterKey, Clients: clients, Streams: streams, Feed: st.feed,
 		JournalDir: p.journal(), DiskMarginBytes: margin,
 		// Only a server decides confirmations on the CLI, and only when
 		// told to (true, 1, yes or on; a value that is not a boolean
@@ -341,12 +349,52 @@ func (st *stack) streamFactory(logger *slog.Logger) actors.StreamFactory {
 	}
 }
 
+// marketFeed builds the feed that serves decisions' market data from
+// caches (decisions D148): the instrument cache and, where the venue's
+// public streams are known, one stream per category. It dials nothing:
+// a stream connects at the first decision on one of its symbols, never
+// on the start-up path. The paper venue pushes every second, so its
+// quotes may be 3 s old; Bybit's (tickers 100 ms, priceLimit 300 ms)
+// 900 ms. A Bybit venue whose REST URL was overridden (a loopback test)
+// gets no public stream: its decisions read REST.
+func (st *stack) marketFeed(vc venueConfig, client *venue.Client, cache *venue.InstrumentCache, logger *slog.Logger) (*venue.MarketFeed, error) {
+	cfg := venue.MarketFeedConfig{Client: client, Instruments: cache}
+	var urls map[messages.Category]string
+	var dialer *websocket.Dialer
+	switch {
+	case st.paper != nil:
+		urls = map[messages.Category]string{messages.CategoryLinear: st.paper.WSPublicURL("linear"), messages.CategorySpot: st.paper.WSPublicURL("spot")}
+		dialer = &websocket.Dialer{NetDialContext: st.paper.DialContext, HandshakeTimeout: venue.DefaultHandshakeTimeout}
+		cfg.StaleAfter = 3 * time.Second
+	case venuePublicStreams[vc.Name] != "" && vc.BaseURL == venueHosts[vc.Name]:
+		base := venuePublicStreams[vc.Name]
+		urls = map[messages.Category]string{messages.CategoryLinear: base + "/linear", messages.CategorySpot: base + "/spot"}
+		dialer = &websocket.Dialer{HandshakeTimeout: venue.DefaultHandshakeTimeout}
+	}
+	for cat, url := range urls {
+		ps, err := venue.NewPublicStream(venue.PublicStreamConfig{URL: url, Category: cat, Dialer: dialer, Logger: logger})
+		if err != nil {
+			return nil, err
+		}
+		if cat == messages.CategoryLinear {
+			cfg.Linear = ps
+		} else {
+			cfg.Spot = ps
+		}
+	}
+	return venue.NewMarketFeed(cfg)
+}
+
 // close stops the actors (draining the journal), closes the WAL and stops
 // the simulator.
 func (st *stack) close() {
 	if st.sys != nil {
 		st.sys.Stop()
 		st.sys = nil
+	}
+	if st.feed != nil {
+		st.feed.Close()
+		st.feed = nil
 	}
 	if st.log != nil {
 		_ = st.log.Close()

@@ -27,6 +27,14 @@ var venuePrivateStreams = map[string]string{
 	"bybit-live":    "wss://stream.bybit.com/v5/private",
 }
 
+// Bybit public WebSocket URLs per venue, without the category
+// (docs/bybit.md "Public streams": demo trading reads mainnet's).
+var venuePublicStreams = map[string]string{
+	"bybit-demo":    "wss://stream.bybit.com/v5/public",
+	"bybit-testnet": "wss://stream-testnet.bybit.com/v5/public",
+	"bybit-live":    "wss://stream.bybit.com/v5/public",
+}
+
 // venueConfig is the venue this process talks to.
 type venueConfig struct {
 	Name    string // paper, bybit-demo, bybit-testnet, bybit-live
