@@ -1,6 +1,9 @@
 package mcp
 
 import (
+	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 
@@ -112,22 +115,100 @@ func valueFaults() []valueFault {
 	return out
 }
 
-// Over MCP, a well-typed value that breaks a rule is invalid_params
-// naming the field with the words the agent has always been told, and
-// nothing is sent.
-func TestTradingValueFaultsAnswerUnchanged(t *testing.T) {
+// Over MCP, an argument that breaks a value rule or does not decode is
+// invalid_params naming the field with the words the agent has always
+// been told, whichever side checks it; so is one sent with a
+// confirmation form's state (a repeat of a parked call), which the
+// arguments' check precedes.
+func TestTradingArgumentFaultsAnswerUnchanged(t *testing.T) {
 	e := newEnv(t)
 	e.tradeUser(t, "alice", messages.PolicySettings{})
 	cs := connect(t, Options{Backend: e.sys, Principal: fixedPrincipal("alice", ProfileTrade), CallsPerSecond: 1e6, CallBurst: 1e6}, "")
+	type fault struct {
+		tool, name    string
+		args          map[string]any
+		field, reason string
+		message       string
+	}
+	var faults []fault
 	for _, f := range valueFaults() {
-		out, isErr := callJSON(t, cs, f.tool, f.args)
-		d, _ := out["details"].(map[string]any)
+		faults = append(faults, fault{f.tool, f.name, f.args, f.field, f.reason, f.message})
+	}
+	for _, f := range decodeFaults() {
+		faults = append(faults, fault{f.tool, f.name, f.args, f.field, f.reason, ""})
+	}
+	for i, f := range faults {
 		msg := f.message
 		if msg == "" {
 			msg = "invalid " + f.field + ": " + f.reason
 		}
+		out, isErr := callJSON(t, cs, f.tool, f.args)
+		d, _ := out["details"].(map[string]any)
 		if !isErr || out["code"] != "invalid_params" || d["field"] != f.field || d["reason"] != f.reason || out["message"] != msg {
 			t.Errorf("%s %s: got %v; want invalid_params on %s, %q", f.tool, f.name, out, f.field, msg)
 		}
+		if i%3 != 0 {
+			continue // a third of them again with a form's state
+		}
+		out, err := answerRoundErr(cs, f.tool, f.args, requestStatePrefix+"AAAA", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, _ = out["details"].(map[string]any)
+		if out["is_error"] != true || out["code"] != "invalid_params" || d["field"] != f.field || d["reason"] != f.reason || out["message"] != msg {
+			t.Errorf("%s %s with a form's state: got %v; want invalid_params on %s, %q", f.tool, f.name, out, f.field, msg)
+		}
 	}
+}
+
+// decodeFault is a trading call the parse itself refuses: a fault of
+// decoding (a JSON type, a decimal's wire form, presence, an unknown
+// argument), never of a value rule.
+type decodeFault struct {
+	tool, name string
+	args       map[string]any
+	field      string
+	reason     string
+}
+
+// decodeFaults lists, for each trading tool, the faults of decoding.
+func decodeFaults() []decodeFault {
+	var out []decodeFault
+	bases := map[string]map[string]any{"place_order": tradeOrder, "cancel_order": tradeCancel, "amend_order": tradeAmend,
+		"cancel_all_orders": tradeAll, "close_position": tradeClose, "set_trading_stop": tradeStop, "set_leverage": tradeLev}
+	required := map[string][]string{"place_order": {"symbol", "category", "side", "order_type", "qty"}, "cancel_order": {"symbol", "category", "order_id"},
+		"amend_order": {"symbol", "category", "order_id"}, "cancel_all_orders": {"symbol", "category"}, "close_position": {"symbol", "category"},
+		"set_trading_stop": {"symbol", "category"}, "set_leverage": {"symbol", "category", "leverage"}}
+	decimals := map[string][]string{"place_order": {"qty", "price"}, "amend_order": {"qty", "price"}, "close_position": {"qty"},
+		"set_trading_stop": {"stop_loss", "take_profit"}, "set_leverage": {"leverage"}}
+	for _, tool := range slices.Sorted(maps.Keys(bases)) {
+		base := bases[tool]
+		for _, f := range required[tool] {
+			out = append(out, decodeFault{tool, f + " missing", argsWith(base, f, absentArg{}), f, "required"},
+				decodeFault{tool, f + " null", argsWith(base, f, nil), f, "required"})
+		}
+		for _, f := range []string{"symbol", "category", "idempotency_key"} {
+			out = append(out, decodeFault{tool, f + " number", argsWith(base, f, 42), f, "must be a JSON string"})
+		}
+		for _, f := range decimals[tool] {
+			for _, v := range []any{"-1", "+1", "1e2", " 1", "", "0x10", strings.Repeat("9", 21)} {
+				out = append(out, decodeFault{tool, f + " " + fmt.Sprint(v), argsWith(base, f, v), f, decimalReason})
+			}
+			out = append(out, decodeFault{tool, f + " number", argsWith(base, f, 1), f, "must be a JSON string"})
+		}
+		out = append(out,
+			decodeFault{tool, "key empty", argsWith(base, "idempotency_key", ""), "idempotency_key", reasonKey},
+			decodeFault{tool, "dry_run string", argsWith(base, "dry_run", "yes"), "dry_run", "must be true or false"},
+			decodeFault{tool, "unknown", argsWith(base, "leverage_override", "9"), "leverage_override", "unknown argument for this tool"})
+	}
+	for _, tool := range []string{"place_order", "cancel_order", "amend_order"} {
+		for _, f := range []string{"side", "order_type", "order_id"} {
+			if _, ok := bases[tool][f]; ok {
+				out = append(out, decodeFault{tool, f + " bool", argsWith(bases[tool], f, true), f, "must be a JSON string"})
+			}
+		}
+	}
+	return append(out,
+		decodeFault{"place_order", "reduce_only string", argsWith(tradeOrder, "reduce_only", "true"), "reduce_only", "must be true or false"},
+		decodeFault{"close_position", "qty zero", argsWith(tradeClose, "qty", "0.000"), "qty", "must be positive; leave it out to close all"})
 }
