@@ -375,7 +375,8 @@ func (s *System) Submit(ctx context.Context, cmd messages.Command, origin messag
 		// A trading call's arguments are validated here, once, in the
 		// caller's goroutine, before any actor hop: an invalid call
 		// neither queues behind the user's writes nor waits for a key
-		// re-check. The driver trusts them (D139).
+		// re-check. The driver trusts them (D139), and the channel only
+		// decoded them (D140).
 		if e := d.Validate(args); e != nil {
 			return nil, e
 		}
@@ -388,6 +389,19 @@ func (s *System) Submit(ctx context.Context, cmd messages.Command, origin messag
 		return s.askUser(ctx, c.TargetUser(), msg)
 	}
 	return nil, messages.InvalidParams("type", "not a command this server handles")
+}
+
+// Validate checks a trading command's arguments with its tool's Validate,
+// as Submit does, and nothing else (nil for any other command): for the
+// MCP call that repeats a parked one with a form's state, which submits
+// no trading command (D140).
+func (s *System) Validate(cmd messages.Command) error {
+	if d, args, _ := toolOfCommand(cmd); d != nil {
+		if e := d.Validate(args); e != nil {
+			return e
+		}
+	}
+	return nil
 }
 
 // Account sends an account read to the user's actor, which hands it to the

@@ -592,7 +592,7 @@ type historyArgs struct {
 	scope     cursorScope
 }
 
-const symbolReason = "must match ^" + messages.SymbolPattern + "$ (uppercase, e.g. BTCUSDT)"
+const symbolReason = messages.SymbolReason
 
 // readHistoryArgs reads and checks the arguments, the window included;
 // nothing has been sent when it fails.

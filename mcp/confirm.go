@@ -76,6 +76,9 @@ type answerCheck func(res any, err error) (any, error)
 func (s *server) trade(ctx context.Context, c *call, tool string, args any, cmd messages.Command, check answerCheck) (any, error) {
 	digest := callDigest(tool, args)
 	if c.req != nil && c.req.Params != nil && c.req.Params.RequestState != "" {
+		if err := s.opts.Backend.Validate(cmd); err != nil {
+			return nil, err
+		}
 		return s.formAnswered(ctx, c, tool, digest, check)
 	}
 	res, err := s.opts.Backend.Handle(ctx, cmd, messages.ActorAgent)

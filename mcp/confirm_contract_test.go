@@ -37,6 +37,10 @@ func (b *contractBackend) SessionEvent(context.Context, string, messages.Session
 // CallsRateLimited ignores the call budget's refusal counts.
 func (b *contractBackend) CallsRateLimited(*messages.CallsRateLimitedEvent) error { return nil }
 
+// Validate accepts every command: the calls of this contract are valid
+// (a repeat with a form's state is checked by it first).
+func (b *contractBackend) Validate(messages.Command) error { return nil }
+
 func (b *contractBackend) Handle(_ context.Context, cmd messages.Command, origin string) (any, error) {
 	if v, ok := cmd.(*messages.ShowPolicyRequest); ok {
 		// The trust check before a form (not recorded): the policy

@@ -34,6 +34,12 @@ type Backend interface {
 	// Handle sends a command to the user actor that owns its state;
 	// origin is the journal actor (mcp:agent for every MCP call).
 	Handle(ctx context.Context, cmd messages.Command, origin string) (any, error)
+	// Validate checks a trading command's arguments as Handle would
+	// before any hop (the tool's Validate, decisions D140), and nothing
+	// else; nil for any other command. A call that repeats a parked one
+	// with a confirmation form's state sends no trading command, and is
+	// checked with it so that its arguments are answered as Handle's.
+	Validate(cmd messages.Command) error
 	// Account sends an account read to the user actor (which hands it to
 	// the user's venue actor). The answer is *messages.WalletBalance or a
 	// *messages.Page of positions, orders or executions.

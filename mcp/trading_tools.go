@@ -11,11 +11,13 @@ import (
 	"github.com/guarded-exchange/guarded-exchange/messages"
 )
 
-// Trading tools (docs/tools.md), profile trade only. Each parses its
-// arguments strictly here (decimals only as plain JSON strings: no
-// numbers, exponents or signs), then sends one command to the user actor,
-// which runs the one action path: every check, the idempotency table, the
-// journal before and after the venue. Nothing here talks to the venue.
+// Trading tools (docs/tools.md), profile trade only. Each decodes its
+// arguments here (decimals only as plain JSON strings: no numbers,
+// exponents or signs), then sends one command through the backend, whose
+// boundary checks the values once (the tool's Validate) and whose user
+// actor runs the one action path: every other check, the idempotency
+// table, the journal before and after the venue. Nothing here talks to
+// the venue.
 //
 // Only tools whose every docs/tools.md "The action path" check is enforced in the user actor are
 // registered: all seven trading tools of docs/tools.md.
@@ -118,98 +120,145 @@ func (s *server) tradingTools() []*tool {
 	}
 }
 
-func (s *server) setLeverage(ctx context.Context, c *call) (any, error) {
-	a := c.args
-	args := messages.SetLeverageArgs{Symbol: a.symbol(), Category: a.category()}
-	lev := a.decimal("leverage", true)
+// The trading tools' argument readers decode, and only decode (decisions
+// D140): the JSON shape and types (a string, a boolean), a decimal's wire
+// form (a JSON string of a plain decimal, which is how docs/tools.md
+// spells every decimal), presence (a required field given; an optional
+// one given as a value its typed argument cannot tell from absence) and
+// unknown arguments. Every value rule (a symbol's shape, the allowed
+// category, side and order type, an order id's and a key's shape,
+// positive values, prices, linear only, one of two levels) is the
+// tool's Validate in actors/risk, run once, where the command enters
+// the backend (System.Submit), with the words the agent is told.
+
+// decodeSetLeverage decodes set_leverage's arguments.
+func decodeSetLeverage(a *args) (messages.SetLeverageArgs, *messages.Error) {
+	args := messages.SetLeverageArgs{Symbol: a.text("symbol"), Category: a.categoryText()}
+	args.Leverage = a.decimal("leverage", true).Decimal
 	args.IdempotencyKey = a.idempotencyKey()
 	args.DryRun = a.boolean("dry_run")
-	if err := a.done(); err != nil {
-		return nil, err
-	}
-	args.Leverage = lev.Decimal
-	return s.trade(ctx, c, "set_leverage", args, &messages.SetLeverageCommand{User: c.principal.User, Args: args, ClientUI: c.canElicitForm()}, answerOf[*messages.LeverageAnswer])
+	return args, a.done()
 }
 
-func (s *server) placeOrder(ctx context.Context, c *call) (any, error) {
-	a := c.args
-	args := messages.PlaceOrderArgs{
-		Symbol: a.symbol(), Category: a.category(), Side: a.enum("side", true, "Buy", "Sell"),
-		OrderType: a.enum("order_type", true, "Limit", "Market"),
-	}
-	qty := a.decimal("qty", true)
+// decodePlaceOrder decodes place_order's arguments.
+func decodePlaceOrder(a *args) (messages.PlaceOrderArgs, *messages.Error) {
+	args := messages.PlaceOrderArgs{Symbol: a.text("symbol"), Category: a.categoryText(), Side: a.text("side"), OrderType: a.text("order_type")}
+	args.Qty = a.decimal("qty", true).Decimal
 	args.Price = a.decimal("price", false)
 	args.ReduceOnly = a.boolean("reduce_only")
 	args.IdempotencyKey = a.idempotencyKey()
 	args.DryRun = a.boolean("dry_run")
+	return args, a.done()
+}
+
+// decodeCancelOrder decodes cancel_order's arguments.
+func decodeCancelOrder(a *args) (messages.CancelOrderArgs, *messages.Error) {
+	args := messages.CancelOrderArgs{Symbol: a.text("symbol"), Category: a.categoryText(), OrderID: a.text("order_id")}
+	args.IdempotencyKey = a.idempotencyKey()
+	args.DryRun = a.boolean("dry_run")
+	return args, a.done()
+}
+
+// closeQtyReason refuses a close_position qty given as zero: its typed
+// argument reads zero as "close all", so a given zero is refused here,
+// with presence, rather than taken as its absence.
+const closeQtyReason = "must be positive; leave it out to close all"
+
+// decodeClosePosition decodes close_position's arguments.
+func decodeClosePosition(a *args) (messages.ClosePositionArgs, *messages.Error) {
+	args := messages.ClosePositionArgs{Symbol: a.text("symbol"), Category: a.categoryText()}
+	qty := a.decimal("qty", false)
+	args.IdempotencyKey = a.idempotencyKey()
+	args.DryRun = a.boolean("dry_run")
 	if err := a.done(); err != nil {
-		return nil, err
+		return args, err
+	}
+	if qty.Valid && qty.Decimal.IsZero() {
+		return args, messages.InvalidParams("qty", closeQtyReason)
 	}
 	args.Qty = qty.Decimal
+	return args, nil
+}
+
+// decodeTradingStop decodes set_trading_stop's arguments.
+func decodeTradingStop(a *args) (messages.TradingStopArgs, *messages.Error) {
+	args := messages.TradingStopArgs{Symbol: a.text("symbol"), Category: a.categoryText()}
+	args.TakeProfit = a.decimal("take_profit", false)
+	args.StopLoss = a.decimal("stop_loss", false)
+	args.IdempotencyKey = a.idempotencyKey()
+	args.DryRun = a.boolean("dry_run")
+	return args, a.done()
+}
+
+// decodeAmendOrder decodes amend_order's arguments.
+func decodeAmendOrder(a *args) (messages.AmendOrderArgs, *messages.Error) {
+	args := messages.AmendOrderArgs{Symbol: a.text("symbol"), Category: a.categoryText(), OrderID: a.text("order_id")}
+	args.Qty = a.decimal("qty", false)
+	args.Price = a.decimal("price", false)
+	args.IdempotencyKey = a.idempotencyKey()
+	args.DryRun = a.boolean("dry_run")
+	return args, a.done()
+}
+
+// decodeCancelAll decodes cancel_all_orders' arguments.
+func decodeCancelAll(a *args) (messages.CancelAllArgs, *messages.Error) {
+	args := messages.CancelAllArgs{Symbol: a.text("symbol"), Category: a.categoryText()}
+	args.IdempotencyKey = a.idempotencyKey()
+	args.DryRun = a.boolean("dry_run")
+	return args, a.done()
+}
+
+func (s *server) setLeverage(ctx context.Context, c *call) (any, error) {
+	args, err := decodeSetLeverage(c.args)
+	if err != nil {
+		return nil, err
+	}
+	return s.trade(ctx, c, "set_leverage", args, &messages.SetLeverageCommand{User: c.principal.User, Args: args, ClientUI: c.canElicitForm()}, answerOf[*messages.LeverageAnswer])
+}
+
+func (s *server) placeOrder(ctx context.Context, c *call) (any, error) {
+	args, err := decodePlaceOrder(c.args)
+	if err != nil {
+		return nil, err
+	}
 	return s.trade(ctx, c, "place_order", args, &messages.PlaceOrderCommand{User: c.principal.User, Args: args, ClientUI: c.canElicitForm()}, answerOf[*messages.OrderAnswer])
 }
 
 func (s *server) cancelOrder(ctx context.Context, c *call) (any, error) {
-	a := c.args
-	args := messages.CancelOrderArgs{Symbol: a.symbol(), Category: a.category()}
-	args.OrderID = a.str("order_id", true, messages.OrderIDRE, "must be the order_id of get_open_orders")
-	args.IdempotencyKey = a.idempotencyKey()
-	args.DryRun = a.boolean("dry_run")
-	if err := a.done(); err != nil {
+	args, err := decodeCancelOrder(c.args)
+	if err != nil {
 		return nil, err
 	}
 	return s.trade(ctx, c, "cancel_order", args, &messages.CancelOrderCommand{User: c.principal.User, Args: args, ClientUI: c.canElicitForm()}, answerOf[*messages.CancelAnswer])
 }
 
 func (s *server) closePosition(ctx context.Context, c *call) (any, error) {
-	a := c.args
-	args := messages.ClosePositionArgs{Symbol: a.symbol(), Category: a.category()}
-	qty := a.decimal("qty", false)
-	args.IdempotencyKey = a.idempotencyKey()
-	args.DryRun = a.boolean("dry_run")
-	if err := a.done(); err != nil {
+	args, err := decodeClosePosition(c.args)
+	if err != nil {
 		return nil, err
 	}
-	if qty.Valid && !qty.Decimal.IsPositive() {
-		return nil, messages.InvalidParams("qty", "must be positive; leave it out to close all")
-	}
-	args.Qty = qty.Decimal
 	return s.trade(ctx, c, "close_position", args, &messages.ClosePositionCommand{User: c.principal.User, Args: args, ClientUI: c.canElicitForm()}, answerOf[*messages.OrderAnswer])
 }
 
 func (s *server) setTradingStop(ctx context.Context, c *call) (any, error) {
-	a := c.args
-	args := messages.TradingStopArgs{Symbol: a.symbol(), Category: a.category()}
-	args.TakeProfit = a.decimal("take_profit", false)
-	args.StopLoss = a.decimal("stop_loss", false)
-	args.IdempotencyKey = a.idempotencyKey()
-	args.DryRun = a.boolean("dry_run")
-	if err := a.done(); err != nil {
+	args, err := decodeTradingStop(c.args)
+	if err != nil {
 		return nil, err
 	}
 	return s.trade(ctx, c, "set_trading_stop", args, &messages.TradingStopCommand{User: c.principal.User, Args: args, ClientUI: c.canElicitForm()}, answerOf[*messages.TradingStopAnswer])
 }
 
 func (s *server) amendOrder(ctx context.Context, c *call) (any, error) {
-	a := c.args
-	args := messages.AmendOrderArgs{Symbol: a.symbol(), Category: a.category()}
-	args.OrderID = a.str("order_id", true, messages.OrderIDRE, "must be the order_id of get_open_orders")
-	args.Qty = a.decimal("qty", false)
-	args.Price = a.decimal("price", false)
-	args.IdempotencyKey = a.idempotencyKey()
-	args.DryRun = a.boolean("dry_run")
-	if err := a.done(); err != nil {
+	args, err := decodeAmendOrder(c.args)
+	if err != nil {
 		return nil, err
 	}
 	return s.trade(ctx, c, "amend_order", args, &messages.AmendOrderCommand{User: c.principal.User, Args: args, ClientUI: c.canElicitForm()}, answerOf[*messages.AmendAnswer])
 }
 
 func (s *server) cancelAllOrders(ctx context.Context, c *call) (any, error) {
-	a := c.args
-	args := messages.CancelAllArgs{Symbol: a.symbol(), Category: a.category()}
-	args.IdempotencyKey = a.idempotencyKey()
-	args.DryRun = a.boolean("dry_run")
-	if err := a.done(); err != nil {
+	args, err := decodeCancelAll(c.args)
+	if err != nil {
 		return nil, err
 	}
 	return s.trade(ctx, c, "cancel_all_orders", args, &messages.CancelAllCommand{User: c.principal.User, Args: args, ClientUI: c.canElicitForm()}, answerOf[*messages.CancelAllAnswer])
@@ -235,7 +284,22 @@ func answerOf[T any](res any, err error) (any, error) {
 	return ans, nil
 }
 
-// idempotencyKey reads the optional idempotency_key every trading tool takes.
+// text decodes a required string field: present, not null, a JSON
+// string (its value is Validate's to check).
+func (a *args) text(name string) string { return a.str(name, true, nil, "") }
+
+// categoryText decodes the required category (spot or linear is
+// Validate's rule).
+func (a *args) categoryText() messages.Category { return messages.Category(a.text("category")) }
+
+// idempotencyKey decodes the optional idempotency_key every trading tool
+// takes. A key given as "" is refused here, with presence: the typed
+// arguments read "" as no key, so it could not reach Validate, whose
+// words it gets.
 func (a *args) idempotencyKey() string {
-	return a.str("idempotency_key", false, messages.IdempotencyKeyRE, "must be 1-64 of A-Z, a-z, 0-9, '_', '.', ':' and '-'")
+	k := a.str("idempotency_key", false, nil, "")
+	if _, given := a.raw("idempotency_key"); given && k == "" {
+		a.fail("idempotency_key", messages.IdempotencyKeyReason)
+	}
+	return k
 }

@@ -156,3 +156,7 @@ const SymbolPattern = `[A-Z0-9]{2,30}`
 
 // SymbolRE matches a whole symbol.
 var SymbolRE = regexp.MustCompile(`^` + SymbolPattern + `$`)
+
+// SymbolReason is the invalid_params reason of a symbol SymbolRE refuses,
+// whichever tool reads it.
+const SymbolReason = "must match ^" + SymbolPattern + "$ (uppercase, e.g. BTCUSDT)"

@@ -7,11 +7,16 @@ import (
 )
 
 // The trading tools' arguments and answers (docs/tools.md). Arguments are
-// typed and already parsed (decimals from JSON strings) by the MCP layer;
-// the user actor validates them again, since it is the one path.
+// typed values decoded by the channel (the MCP layer turns JSON into them:
+// types, decimal strings, presence); their value rules are checked once,
+// by the tool's Validate in actors/risk (docs/decisions.md D140).
 
 // IdempotencyKeyRE is the docs/tools.md "The action path" step 6 rule for an idempotency key.
 var IdempotencyKeyRE = regexp.MustCompile(`^[A-Za-z0-9_.:-]{1,64}$`)
+
+// IdempotencyKeyReason is the invalid_params reason of a key
+// IdempotencyKeyRE refuses.
+const IdempotencyKeyReason = "must be 1-64 of A-Z, a-z, 0-9, '_', '.', ':' and '-'"
 
 // PlaceOrderArgs are place_order's arguments.
 type PlaceOrderArgs struct {

@@ -1,6 +1,10 @@
 package risk
 
 import (
+	"slices"
+	"strconv"
+	"strings"
+
 	"github.com/guarded-exchange/guarded-exchange/messages"
 	"github.com/shopspring/decimal"
 )
@@ -15,47 +19,55 @@ func firstError(errs ...*messages.Error) *messages.Error {
 	return nil
 }
 
+// A tool's Validate is the one check of its arguments' values (D140):
+// the channel only decoded them (JSON types, decimal strings, presence).
+// It checks each field's own form first, in the order the tool's fields
+// are listed (symbol, category, side, order type, order id, key), then
+// the rules of the tool (linear only, positive values, prices, one of
+// two levels), so that of several faults the agent is told the one it
+// was always told first. The reasons are the words the agent sees.
+
 // checkCategory: spot or linear.
 func checkCategory(c messages.Category) *messages.Error {
-	if c != messages.CategoryLinear && c != messages.CategorySpot {
-		return messages.InvalidParams("category", "must be spot or linear")
-	}
-	return nil
+	return checkOneOf("category", string(c), string(messages.CategorySpot), string(messages.CategoryLinear))
 }
 
 // checkLinear: linear only (spot has no positions or leverage); what
-// says why.
+// says why. The category's form is checkCategory's.
 func checkLinear(c messages.Category, what string) *messages.Error {
 	if c == messages.CategorySpot {
 		e := messages.InvalidParams("category", what)
 		e.Details["reason"] = "linear_only"
 		return e
 	}
-	return checkCategory(c)
+	return nil
+}
+
+// checkOneOf: v is one of allowed, named as a JSON enum is.
+func checkOneOf(field, v string, allowed ...string) *messages.Error {
+	if slices.Contains(allowed, v) {
+		return nil
+	}
+	quoted := make([]string, len(allowed))
+	for i, a := range allowed {
+		quoted[i] = strconv.Quote(a)
+	}
+	return messages.InvalidParams(field, "must be one of "+strings.Join(quoted, ", "))
 }
 
 // checkSymbol: a symbol's shape.
 func checkSymbol(s string) *messages.Error {
-	if !messages.SymbolRE.MatchString(s) {
-		return messages.InvalidParams("symbol", "must be 2-30 of A-Z and 0-9")
-	}
-	return nil
+	return checkIf(!messages.SymbolRE.MatchString(s), "symbol", messages.SymbolReason)
 }
 
 // checkOrderID: the venue's order id.
 func checkOrderID(id string) *messages.Error {
-	if !messages.OrderIDRE.MatchString(id) {
-		return messages.InvalidParams("order_id", "must be the venue's order id (1-64 of A-Z, a-z, 0-9 and '-')")
-	}
-	return nil
+	return checkIf(!messages.OrderIDRE.MatchString(id), "order_id", "must be the order_id of get_open_orders")
 }
 
-// checkKey: an idempotency key, when given.
+// checkKey: an idempotency key, when given ("" is none).
 func checkKey(k string) *messages.Error {
-	if k != "" && !messages.IdempotencyKeyRE.MatchString(k) {
-		return messages.InvalidParams("idempotency_key", "must be 1-64 of A-Z, a-z, 0-9, '_', '.', ':' and '-'")
-	}
-	return nil
+	return checkIf(k != "" && !messages.IdempotencyKeyRE.MatchString(k), "idempotency_key", messages.IdempotencyKeyReason)
 }
 
 // checkOneOrBoth: at least one of two optional values is given (the

@@ -42,13 +42,12 @@ var hundred = decimal.NewFromInt(100)
 // validatePlace is step 1: the arguments alone. Its refusals are
 // invalid_params, not journaled, and never echo a value.
 func validatePlace(a messages.PlaceOrderArgs) *messages.Error {
-	e := firstError(checkCategory(a.Category), checkSymbol(a.Symbol),
-		checkIf(a.Side != "Buy" && a.Side != "Sell", "side", "must be Buy or Sell"),
-		checkIf(a.OrderType != "Limit" && a.OrderType != "Market", "order_type", "must be Limit or Market"),
+	e := firstError(checkSymbol(a.Symbol), checkCategory(a.Category),
+		checkOneOf("side", a.Side, messages.Sides...), checkOneOf("order_type", a.OrderType, "Limit", "Market"),
+		checkKey(a.IdempotencyKey),
 		checkIf(!a.Qty.IsPositive(), "qty", "must be a positive decimal string"),
 		checkIf(a.OrderType == "Limit" && (!a.Price.Valid || !a.Price.Decimal.IsPositive()), "price", "a Limit order needs a positive price"),
-		checkIf(a.OrderType == "Market" && a.Price.Valid, "price", "a Market order takes no price; the server sets the worst price from slippage_pct"),
-		checkKey(a.IdempotencyKey))
+		checkIf(a.OrderType == "Market" && a.Price.Valid, "price", "a Market order takes no price; the server sets the worst price from slippage_pct"))
 	if e == nil && a.ReduceOnly && a.Category != messages.CategoryLinear {
 		e = messages.InvalidParams("reduce_only", "reduce-only orders exist on linear only")
 		e.Details["reason"] = "linear_only"

@@ -39,8 +39,8 @@ func shownAmend(d *Decision) messages.ShownToUser {
 // validateAmend checks an amend's arguments alone: a new qty, price or
 // both, each positive.
 func validateAmend(a messages.AmendOrderArgs) *messages.Error {
-	return firstError(checkCategory(a.Category), checkSymbol(a.Symbol), checkOrderID(a.OrderID),
-		checkOneOrBoth("qty", a.Qty, "price", a.Price, "must be a positive decimal string"), checkKey(a.IdempotencyKey))
+	return firstError(checkSymbol(a.Symbol), checkCategory(a.Category), checkOrderID(a.OrderID), checkKey(a.IdempotencyKey),
+		checkOneOrBoth("qty", a.Qty, "price", a.Price, "must be a positive decimal string"))
 }
 
 // decideAmend decides the amend with the order and the market as the

@@ -28,7 +28,7 @@ func shownCancel(d *Decision) messages.ShownToUser {
 
 // validateCancel checks a cancel's arguments alone.
 func validateCancel(a messages.CancelOrderArgs) *messages.Error {
-	return firstError(checkCategory(a.Category), checkSymbol(a.Symbol), checkOrderID(a.OrderID), checkKey(a.IdempotencyKey))
+	return firstError(checkSymbol(a.Symbol), checkCategory(a.Category), checkOrderID(a.OrderID), checkKey(a.IdempotencyKey))
 }
 
 // cancelArgsHash is the hash a cancel_order's idempotency key is claimed

@@ -35,7 +35,7 @@ func shownCancelAll(d *Decision) messages.ShownToUser {
 
 // validateCancelAll checks a cancel_all_orders' arguments alone.
 func validateCancelAll(a messages.CancelAllArgs) *messages.Error {
-	return firstError(checkCategory(a.Category), checkSymbol(a.Symbol), checkKey(a.IdempotencyKey))
+	return firstError(checkSymbol(a.Symbol), checkCategory(a.Category), checkKey(a.IdempotencyKey))
 }
 
 // decideCancelAll plans the cancels from the snapshot of open orders.

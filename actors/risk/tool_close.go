@@ -20,8 +20,8 @@ func closePositionHash(c messages.ClosePositionArgs) string {
 // validateClose checks a close_position's arguments alone: linear only,
 // and a qty, when given, not negative.
 func validateClose(c messages.ClosePositionArgs) *messages.Error {
-	return firstError(checkLinear(c.Category, "positions exist on linear only"), checkSymbol(c.Symbol),
-		checkIf(c.Qty.IsNegative(), "qty", "must be a positive decimal string"), checkKey(c.IdempotencyKey))
+	return firstError(checkSymbol(c.Symbol), checkCategory(c.Category), checkKey(c.IdempotencyKey),
+		checkLinear(c.Category, "positions exist on linear only"), checkIf(c.Qty.IsNegative(), "qty", "must be a positive decimal string"))
 }
 
 // closeOrder is the reduce-only market order a close_position places,

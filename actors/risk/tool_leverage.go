@@ -32,8 +32,8 @@ func shownLeverage(d *Decision) messages.ShownToUser {
 
 // validateLeverage checks a set_leverage's arguments alone.
 func validateLeverage(a messages.SetLeverageArgs) *messages.Error {
-	return firstError(checkLinear(a.Category, "leverage exists on linear only"), checkSymbol(a.Symbol),
-		checkIf(!a.Leverage.IsPositive(), "leverage", "must be a positive decimal string"), checkKey(a.IdempotencyKey))
+	return firstError(checkSymbol(a.Symbol), checkCategory(a.Category), checkKey(a.IdempotencyKey),
+		checkLinear(a.Category, "leverage exists on linear only"), checkIf(!a.Leverage.IsPositive(), "leverage", "must be a positive decimal string"))
 }
 
 // decideLeverage decides with the instrument and the position the venue

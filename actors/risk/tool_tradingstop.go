@@ -28,8 +28,9 @@ func tradingStopHash(a messages.TradingStopArgs) string {
 // validateStop checks a set_trading_stop's arguments alone: a
 // take-profit, a stop-loss or both, each a positive price.
 func validateStop(a messages.TradingStopArgs) *messages.Error {
-	return firstError(checkLinear(a.Category, "positions exist on linear only"), checkSymbol(a.Symbol),
-		checkOneOrBoth("take_profit", a.TakeProfit, "stop_loss", a.StopLoss, "must be a positive price"), checkKey(a.IdempotencyKey))
+	return firstError(checkSymbol(a.Symbol), checkCategory(a.Category), checkKey(a.IdempotencyKey),
+		checkLinear(a.Category, "positions exist on linear only"),
+		checkOneOrBoth("take_profit", a.TakeProfit, "stop_loss", a.StopLoss, "must be a positive price"))
 }
 
 // decideStop decides with the instrument and the position the venue

@@ -93,7 +93,10 @@ func TestToolBaseOfEveryTool(t *testing.T) {
 }
 
 // Each tool's validate, run without actors: the first bad field, named
-// with the same words as before the descriptors existed.
+// with the words the agent has always been told (those of the MCP parse,
+// which now only decodes: D140). Each field's own form is checked first,
+// in the order the fields are listed, then the tool's rules, so that of
+// several faults the one named is the one the agent was always told.
 func TestToolValidationTable(t *testing.T) {
 	d := decimal.RequireFromString
 	nd := func(s string) decimal.NullDecimal { return decimal.NewNullDecimal(d(s)) }
@@ -104,30 +107,34 @@ func TestToolValidationTable(t *testing.T) {
 		want string // the message; "" when valid
 	}{
 		{ToolPlaceOrder, messages.PlaceOrderArgs{Category: lin, Symbol: "BTCUSDT", Side: "Buy", OrderType: "Market", Qty: d("0.01")}, ""},
-		{ToolPlaceOrder, messages.PlaceOrderArgs{Category: "inverse", Symbol: "x", Side: "Buy", OrderType: "Market", Qty: d("0.01")}, "invalid category: must be spot or linear"},
-		{ToolPlaceOrder, messages.PlaceOrderArgs{Category: lin, Symbol: "btc", Side: "Buy", OrderType: "Market", Qty: d("0.01")}, "invalid symbol: must be 2-30 of A-Z and 0-9"},
-		{ToolPlaceOrder, messages.PlaceOrderArgs{Category: lin, Symbol: "BTCUSDT", Side: "buy", OrderType: "Market", Qty: d("0.01")}, "invalid side: must be Buy or Sell"},
-		{ToolPlaceOrder, messages.PlaceOrderArgs{Category: lin, Symbol: "BTCUSDT", Side: "Buy", OrderType: "Stop", Qty: d("0.01")}, "invalid order_type: must be Limit or Market"},
+		{ToolPlaceOrder, messages.PlaceOrderArgs{Category: "inverse", Symbol: "x", Side: "Buy", OrderType: "Market", Qty: d("0.01")}, "invalid symbol: must match ^[A-Z0-9]{2,30}$ (uppercase, e.g. BTCUSDT)"},
+		{ToolPlaceOrder, messages.PlaceOrderArgs{Category: "inverse", Symbol: "BTCUSDT", Side: "Buy", OrderType: "Market", Qty: d("0.01")}, "invalid category: must be one of \"spot\", \"linear\""},
+		{ToolPlaceOrder, messages.PlaceOrderArgs{Category: lin, Symbol: "btc", Side: "Buy", OrderType: "Market", Qty: d("0.01")}, "invalid symbol: must match ^[A-Z0-9]{2,30}$ (uppercase, e.g. BTCUSDT)"},
+		{ToolPlaceOrder, messages.PlaceOrderArgs{Category: lin, Symbol: "BTCUSDT", Side: "buy", OrderType: "Market", Qty: d("0.01")}, "invalid side: must be one of \"Buy\", \"Sell\""},
+		{ToolPlaceOrder, messages.PlaceOrderArgs{Category: lin, Symbol: "BTCUSDT", Side: "Buy", OrderType: "Stop", Qty: d("0.01")}, "invalid order_type: must be one of \"Limit\", \"Market\""},
 		{ToolPlaceOrder, messages.PlaceOrderArgs{Category: lin, Symbol: "BTCUSDT", Side: "Buy", OrderType: "Limit", Qty: d("0")}, "invalid qty: must be a positive decimal string"},
 		{ToolPlaceOrder, messages.PlaceOrderArgs{Category: lin, Symbol: "BTCUSDT", Side: "Buy", OrderType: "Limit", Qty: d("1")}, "invalid price: a Limit order needs a positive price"},
 		{ToolPlaceOrder, messages.PlaceOrderArgs{Category: lin, Symbol: "BTCUSDT", Side: "Buy", OrderType: "Market", Qty: d("1"), Price: nd("1")}, "invalid price: a Market order takes no price; the server sets the worst price from slippage_pct"},
 		{ToolPlaceOrder, messages.PlaceOrderArgs{Category: lin, Symbol: "BTCUSDT", Side: "Buy", OrderType: "Market", Qty: d("1"), IdempotencyKey: "a b"}, "invalid idempotency_key: must be 1-64 of A-Z, a-z, 0-9, '_', '.', ':' and '-'"},
 		{ToolPlaceOrder, messages.PlaceOrderArgs{Category: spot, Symbol: "BTCUSDT", Side: "Buy", OrderType: "Market", Qty: d("1"), ReduceOnly: true}, "invalid reduce_only: reduce-only orders exist on linear only"},
 		{ToolCancelOrder, messages.CancelOrderArgs{Category: spot, Symbol: "BTCUSDT", OrderID: "abc-1"}, ""},
-		{ToolCancelOrder, messages.CancelOrderArgs{Category: lin, Symbol: "BTCUSDT", OrderID: "../x"}, "invalid order_id: must be the venue's order id (1-64 of A-Z, a-z, 0-9 and '-')"},
+		{ToolCancelOrder, messages.CancelOrderArgs{Category: lin, Symbol: "BTCUSDT", OrderID: "../x"}, "invalid order_id: must be the order_id of get_open_orders"},
 		{ToolAmendOrder, messages.AmendOrderArgs{Category: lin, Symbol: "BTCUSDT", OrderID: "abc"}, "invalid qty: give qty, price or both"},
 		{ToolAmendOrder, messages.AmendOrderArgs{Category: lin, Symbol: "BTCUSDT", OrderID: "abc", Qty: nd("0")}, "invalid qty: must be a positive decimal string"},
 		{ToolAmendOrder, messages.AmendOrderArgs{Category: lin, Symbol: "BTCUSDT", OrderID: "abc", Price: nd("0")}, "invalid price: must be a positive decimal string"},
 		{ToolAmendOrder, messages.AmendOrderArgs{Category: lin, Symbol: "BTCUSDT", OrderID: "abc", Price: nd("1")}, ""},
-		{ToolCancelAll, messages.CancelAllArgs{Category: lin, Symbol: "BTC USDT"}, "invalid symbol: must be 2-30 of A-Z and 0-9"},
+		{ToolCancelAll, messages.CancelAllArgs{Category: lin, Symbol: "BTC USDT"}, "invalid symbol: must match ^[A-Z0-9]{2,30}$ (uppercase, e.g. BTCUSDT)"},
 		{ToolCancelAll, messages.CancelAllArgs{Category: spot, Symbol: "BTCUSDT"}, ""},
 		{ToolClosePosition, messages.ClosePositionArgs{Category: spot, Symbol: "BTCUSDT"}, "invalid category: positions exist on linear only"},
-		{ToolClosePosition, messages.ClosePositionArgs{Category: "x", Symbol: "BTCUSDT"}, "invalid category: must be spot or linear"},
+		{ToolClosePosition, messages.ClosePositionArgs{Category: "x", Symbol: "BTCUSDT"}, "invalid category: must be one of \"spot\", \"linear\""},
 		{ToolClosePosition, messages.ClosePositionArgs{Category: lin, Symbol: "BTCUSDT", Qty: d("-1")}, "invalid qty: must be a positive decimal string"},
 		{ToolClosePosition, messages.ClosePositionArgs{Category: lin, Symbol: "BTCUSDT"}, ""},
 		{ToolLeverage, messages.SetLeverageArgs{Category: spot, Symbol: "BTCUSDT", Leverage: d("2")}, "invalid category: leverage exists on linear only"},
 		{ToolLeverage, messages.SetLeverageArgs{Category: lin, Symbol: "BTCUSDT"}, "invalid leverage: must be a positive decimal string"},
 		{ToolLeverage, messages.SetLeverageArgs{Category: lin, Symbol: "BTCUSDT", Leverage: d("2")}, ""},
+		{ToolLeverage, messages.SetLeverageArgs{Category: spot, Symbol: "BTCUSDT", IdempotencyKey: "a b"}, "invalid idempotency_key: must be 1-64 of A-Z, a-z, 0-9, '_', '.', ':' and '-'"},
+		{ToolPlaceOrder, messages.PlaceOrderArgs{Category: spot, Symbol: "BTCUSDT", Side: "Buy", OrderType: "Limit", ReduceOnly: true, IdempotencyKey: "a b"}, "invalid idempotency_key: must be 1-64 of A-Z, a-z, 0-9, '_', '.', ':' and '-'"},
+		{ToolCancelOrder, messages.CancelOrderArgs{Category: "x", Symbol: "BTCUSDT", OrderID: "../x", IdempotencyKey: "a b"}, "invalid category: must be one of \"spot\", \"linear\""},
 		{ToolTradingStop, messages.TradingStopArgs{Category: lin, Symbol: "BTCUSDT"}, "invalid take_profit: give take_profit, stop_loss or both"},
 		{ToolTradingStop, messages.TradingStopArgs{Category: lin, Symbol: "BTCUSDT", TakeProfit: nd("0")}, "invalid take_profit: must be a positive price"},
 		{ToolTradingStop, messages.TradingStopArgs{Category: lin, Symbol: "BTCUSDT", StopLoss: nd("0")}, "invalid stop_loss: must be a positive price"},
