@@ -23,6 +23,9 @@ type Config struct {
 	// Journal is the opened WAL; the journal writer becomes its only user.
 	// Required.
 	Journal *wal.Log
+	// Prepared, if set, is the actor system to run on, built by Prepare
+	// with Logger; nil builds it in Start.
+	Prepared *Prepared
 	// Market serves the public market reads System makes on its callers'
 	// goroutines (market.go). Nil means none (commands that only journal,
 	// such as init); the reads then fail with internal_error.
@@ -141,17 +144,9 @@ func Start(cfg Config) (*System, error) {
 	if s.now == nil {
 		s.now = time.Now
 	}
-	// protoactor's logger is fixed at construction (docs/invariants.md "Libraries: what to keep in mind"): route it
-	// into ours, never the default tint handler, never developer
-	// supervision logging (which prints to stdout).
-	s.sys = actor.NewActorSystem(
-		actor.WithLoggerFactory(func(as *actor.ActorSystem) *slog.Logger {
-			// protoactor's Info lines (system started, dead letters) are
-			// noise for an operator; keep its warnings and errors.
-			return slog.New(minLevel{Handler: logger.Handler(), min: slog.LevelWarn}).With("component", "protoactor", "system", as.ID)
-		}),
-		actor.WithDeadLetterThrottleCount(10),
-	)
+	if s.sys = cfg.Prepared.take(); s.sys == nil {
+		s.sys = newActorSystem(logger)
+	}
 	mw := actor.WithReceiverMiddleware(answerPanics(logger))
 	rootProps := actor.PropsFromProducer(func() actor.Actor {
 		return &rootActor{logger: logger, strategies: map[string]actor.SupervisorStrategy{}}

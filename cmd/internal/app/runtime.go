@@ -184,6 +184,10 @@ func (r *Runtime) Serve(ctx context.Context, g *cli.Globals, o cli.ServeOptions,
 	default:
 		return cli.CannotStart("the %s transport is not available in this version; use --transport stdio", o.Transport)
 	}
+	// The actor system is built while the installation is checked and
+	// the journal replayed (actors.Prepare).
+	prepared := actors.Prepare(r.logger())
+	defer prepared.Close()
 	p, err := resolvePaths(g)
 	if err != nil {
 		return cli.CannotStart("%v", err)
@@ -210,7 +214,7 @@ func (r *Runtime) Serve(ctx context.Context, g *cli.Globals, o cli.ServeOptions,
 	}
 	defer lock.release()
 	logger := r.logger()
-	st, err := startStack(ctx, p, vc, key, logger, r.Release, "serve", nil)
+	st, err := startStackOn(ctx, p, vc, key, logger, r.Release, "serve", nil, prepared)
 	if err != nil {
 		return cli.CannotStart("%v", err)
 	}
@@ -263,7 +267,10 @@ func (r *Runtime) Serve(ctx context.Context, g *cli.Globals, o cli.ServeOptions,
 		return cli.CannotStart("%v", err)
 	}
 	logger.Info("serving MCP on stdio", "venue", vc.Name, "user", g.User)
-	t := mcp.StdioTransport(r.Stdin, r.Stdout, logger.With("component", "stdio"))
+	// The collector is set back once the first two answers are out
+	// (initialize's and the next one: tools/list for most clients).
+	out := &afterAnswers{w: r.Stdout, at: 2, then: StartupAnswered}
+	t := mcp.StdioTransport(r.Stdin, out, logger.With("component", "stdio"))
 	runErr := srv.Run(ctx, t)
 	// The session ended (EOF or a signal): the dead-man switch may be
 	// cancelling the user's orders; the stack stays up until it is done.

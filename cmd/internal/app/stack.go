@@ -130,6 +130,12 @@ const instrumentTTL = 10 * time.Minute
 // onRecord, if not nil, sees every record of the journal in order while it
 // is opened and verified.
 func startStack(ctx context.Context, p paths, vc venueConfig, masterKey []byte, logger *slog.Logger, version, command string, onRecord func(wal.Record) error) (*stack, error) {
+	return startStackOn(ctx, p, vc, masterKey, logger, version, command, onRecord, nil)
+}
+
+// startStackOn is startStack on an actor system prepared while the caller
+// did other start-up work (nil: built here).
+func startStackOn(ctx context.Context, p paths, vc venueConfig, masterKey []byte, logger *slog.Logger, version, command string, onRecord func(wal.Record) error, prepared *actors.Prepared) (*stack, error) {
 	stateKey, err := mcp.RequestStateKey(masterKey)
 	if err != nil {
 		return nil, err
@@ -187,7 +193,7 @@ func startStack(ctx context.Context, p paths, vc venueConfig, masterKey []byte, 
 		return nil, err
 	}
 	st.sys, err = actors.Start(actors.Config{
-		Journal: l, Market: market, Logger: logger, Users: replay, Venue: vc.level(),
+		Journal: l, Prepared: prepared, Market: market, Logger: logger, Users: replay, Venue: vc.level(),
 		Environment: vc.Name, MasterKey: masterKey, Clients: clients, Streams: streams,
 		JournalDir: p.journal(), DiskMarginBytes: margin,
 		// Only a server decides confirmations on the CLI, and only when
