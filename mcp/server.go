@@ -222,7 +222,9 @@ func (s *server) dispatch(t *tool) sdk.ToolHandler {
 				return failure(s.logger, err, ""), nil
 			}
 		}
-		c := &call{principal: p, args: parseArgs(req.Params.Arguments), requestID: newRequestID(), req: req}
+		// The request id is drawn only for an internal_error answer
+		// (failure draws it).
+		c := &call{principal: p, args: parseArgs(req.Params.Arguments), req: req}
 		payload, err := t.handle(ctx, c)
 		if err != nil {
 			return failure(s.logger, err, c.requestID), nil
