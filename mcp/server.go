@@ -92,8 +92,23 @@ type Options struct {
 	// server was rebuilt is then refused (fail closed), so a server that
 	// must survive a restart between the two rounds sets it.
 	StateKey []byte
+	// Startup, if set, is work the server's process does after its first
+	// answers (serve's key re-check): every tools/call begins it, and a
+	// trading call waits on HoldTrading before it is handled.
+	Startup StartupHold
 	// extraTools are added to the registry; tests use it for a write tool.
 	extraTools []*tool
+}
+
+// StartupHold is start-up work deferred past a server's first answers
+// that trading calls must not overtake.
+type StartupHold interface {
+	// Begin starts the work if it has not started.
+	Begin()
+	// HoldTrading begins the work and waits until it no longer holds the
+	// user's trading calls; an error is the answer to the call (nothing
+	// decided or sent).
+	HoldTrading(ctx context.Context, user string) error
 }
 
 // Instructions tell the agent, in a few lines, how this server works.
@@ -344,6 +359,15 @@ func (s *server) guard(next sdk.MethodHandler) sdk.MethodHandler {
 						panic(p)
 					}
 				}()
+			}
+			if refusal == nil && s.opts.Startup != nil {
+				if t.kind == KindTrade {
+					if err := s.opts.Startup.HoldTrading(ctx, p.User); err != nil {
+						refusal = messages.AsError(err)
+					}
+				} else {
+					s.opts.Startup.Begin()
+				}
 			}
 			var res sdk.Result
 			if refusal != nil {

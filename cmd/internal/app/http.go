@@ -72,7 +72,7 @@ func (r *Runtime) serveHTTP(ctx context.Context, g *cli.Globals, o cli.ServeOpti
 	}
 	defer ctl.Close()
 	presence := mcp.NewPresence()
-	relay, err := r.startRelay(p, st, vc.Name, logger, o.DenyTools, presence)
+	relay, err := r.startRelay(p, st, vc.Name, logger, o.DenyTools, presence, nil)
 	if err != nil {
 		return cli.CannotStart("%v", err)
 	}

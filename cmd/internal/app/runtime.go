@@ -219,26 +219,31 @@ func (r *Runtime) Serve(ctx context.Context, g *cli.Globals, o cli.ServeOptions,
 		return cli.CannotStart("%v", err)
 	}
 	defer st.close()
-	view, err := st.sys.Handle(ctx, &messages.ShowPolicyRequest{User: g.User}, messages.ActorSystem)
-	if err != nil {
+	// The user must exist; its committed state says so without starting
+	// its actor (CallerProfile asks no actor).
+	if _, err := st.sys.CallerProfile(g.User); err != nil {
 		return cli.CannotStart("user %q: %v; create it with `guarded-exchange admin user create %s`", g.User, err, g.User)
 	}
-	for _, w := range r.PolicyWarnings(view.(*messages.PolicyView).Effective) {
-		logger.Warn("the policy lets no order through", "user", g.User, "why", w)
-	}
-	// Re-check the stored key's permissions at start (docs/invariants.md "Keys"), in the
-	// background: nothing on the start-up path waits on the network, and
-	// the user actor serves the session meanwhile (the check is one of its
-	// actions in flight). A key that cannot be checked now is logged, not
-	// fatal: every state change re-checks it before it goes through. The
-	// check ends (its venue call is cancelled) before the stack closes.
+	// After the first answers (startupWork, D153): the policy warnings,
+	// and the re-check of the stored key's permissions (docs/invariants.md
+	// "Keys"), which starts the user's actors, its private stream and their
+	// reconciliation. Nothing on the start-up path waits on the network,
+	// and the user actor serves the session meanwhile; the user's trading
+	// calls wait for the re-check. A key that cannot be checked now is
+	// logged, not fatal: every state change re-checks it before it goes
+	// through. The check ends (its venue call is cancelled) before the
+	// stack closes.
 	checkCtx, cancelCheck := context.WithCancel(ctx)
-	checked := make(chan struct{})
-	go func() {
-		defer close(checked)
+	work := newStartupWork(g.User, func() {
+		if view, err := st.sys.Handle(ctx, &messages.ShowPolicyRequest{User: g.User}, messages.ActorSystem); err == nil {
+			for _, w := range r.PolicyWarnings(view.(*messages.PolicyView).Effective) {
+				logger.Warn("the policy lets no order through", "user", g.User, "why", w)
+			}
+		}
 		recheckAtStart(checkCtx, st, g.User, vc.Name, logger)
-	}()
-	defer func() { cancelCheck(); <-checked }()
+	})
+	begin := time.AfterFunc(startupWorkBound, work.Begin)
+	defer func() { begin.Stop(); cancelCheck(); work.Wait() }()
 	ctl, err := control.Listen(layout, st, logger.With("component", "control"), control.Limits{})
 	if err != nil {
 		return cli.CannotStart("%v", err)
@@ -248,7 +253,7 @@ func (r *Runtime) Serve(ctx context.Context, g *cli.Globals, o cli.ServeOptions,
 	// serve waits for its own session's dead-man cancels, then ends the
 	// relayed sessions and waits for theirs.
 	presence, relayed := mcp.NewPresence(), mcp.NewPresence()
-	relay, err := r.startRelay(p, st, vc.Name, logger, o.DenyTools, relayed)
+	relay, err := r.startRelay(p, st, vc.Name, logger, o.DenyTools, relayed, work)
 	if err != nil {
 		return cli.CannotStart("%v", err)
 	}
@@ -262,14 +267,16 @@ func (r *Runtime) Serve(ctx context.Context, g *cli.Globals, o cli.ServeOptions,
 		DenyTools: o.DenyTools,
 		Presence:  presence,
 		StateKey:  st.stateKey,
+		Startup:   work,
 	})
 	if err != nil {
 		return cli.CannotStart("%v", err)
 	}
 	logger.Info("serving MCP on stdio", "venue", vc.Name, "user", g.User)
-	// The collector is set back once the first two answers are out
-	// (initialize's and the next one: tools/list for most clients).
-	out := &afterAnswers{w: r.Stdout, at: 2, then: StartupAnswered}
+	// The collector is set back, and the start-up work begins, once the
+	// first two answers are out (initialize's and the next one: tools/list
+	// for most clients).
+	out := &afterAnswers{w: r.Stdout, at: 2, then: func() { StartupAnswered(); work.Begin() }}
 	t := mcp.StdioTransport(r.Stdin, out, logger.With("component", "stdio"))
 	runErr := srv.Run(ctx, t)
 	// The session ended (EOF or a signal): the dead-man switch may be
