@@ -41,3 +41,42 @@ func TestStartOnPreparedSystem(t *testing.T) {
 		t.Fatal("Close left the prepared system")
 	}
 }
+
+// A queued system record takes its place at once and is durable when its
+// wait returns; only the server's own records may be queued.
+func TestJournalJSONQueued(t *testing.T) {
+	dir := t.TempDir()
+	l, _, err := wal.Open(dir, wal.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sys, err := Start(Config{Journal: l, Users: NewUserReplay(), Venue: messages.VenuePaper})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sys.JournalJSONQueued(messages.RecordToolCall, map[string]any{}); err == nil {
+		t.Fatal("a tool_call was queued as a system record")
+	}
+	wait, err := sys.JournalJSONQueued(messages.RecordServerStarted, map[string]any{"pid": 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := wait(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	before := sys.Flushes()
+	if before == 0 {
+		t.Fatal("durable without a flush")
+	}
+	sys.Stop()
+	l.Close()
+	var types []uint16
+	l2, _, err := wal.Open(dir, wal.Options{OnRecord: func(r wal.Record) error { types = append(types, r.Type); return nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l2.Close()
+	if len(types) != 1 || types[0] != uint16(messages.RecordServerStarted) {
+		t.Fatalf("journal holds %v", types)
+	}
+}

@@ -309,6 +309,31 @@ func (s *System) journalAsync(e wal.Entry) error {
 	return nil
 }
 
+// JournalJSONQueued is JournalJSON that does not wait: the record is
+// appended now (its place in the journal is fixed) and synced at once,
+// and wait returns when it is durable or has failed. serve queues
+// server_started this way, so its first answers do not wait for the
+// fsync.
+func (s *System) JournalJSONQueued(typ messages.RecordType, v any) (wait func(context.Context) error, err error) {
+	if info, ok := messages.RecordInfo(typ); !ok || info.Writer != messages.WriterSystem {
+		return nil, messages.Internal(fmt.Errorf("journal: a direct write may only carry a system record (got %s)", typ))
+	}
+	payload, err := json.Marshal(v)
+	if err != nil {
+		return nil, messages.Internal(err)
+	}
+	if s.journal.IsDown() {
+		return nil, messages.Internal(errors.New("journal: the journal has failed; refusing"))
+	}
+	reply := make(chan journal.Result, 1)
+	s.journal.Append(wal.Entry{Type: uint16(typ), Actor: messages.ActorSystem, Payload: payload, Time: s.now().UTC()}, journal.Sync,
+		func(r journal.Result) { reply <- r })
+	return func(ctx context.Context) error {
+		_, err := s.awaitAppend(ctx, reply)
+		return err
+	}, nil
+}
+
 // JournalJSON journals one of the server's own records (the record table's
 // WriterSystem types: server_started, recovered_torn_tail, control_refused)
 // with the payload marshalled from v, and returns once it is durable. It

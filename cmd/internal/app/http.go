@@ -66,6 +66,9 @@ func (r *Runtime) serveHTTP(ctx context.Context, g *cli.Globals, o cli.ServeOpti
 		return cli.CannotStart("%v", err)
 	}
 	defer st.close()
+	if err := st.started(ctx); err != nil {
+		return cli.CannotStart("%v", err)
+	}
 	ctl, err := control.Listen(layout, st, logger.With("component", "control"), control.Limits{})
 	if err != nil {
 		return cli.CannotStart("%v", err)

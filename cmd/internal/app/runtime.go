@@ -278,7 +278,25 @@ func (r *Runtime) Serve(ctx context.Context, g *cli.Globals, o cli.ServeOptions,
 	// for most clients).
 	out := &afterAnswers{w: r.Stdout, at: 2, then: func() { StartupAnswered(); work.Begin() }}
 	t := mcp.StdioTransport(r.Stdin, out, logger.With("component", "stdio"))
-	runErr := srv.Run(ctx, t)
+	// server_started becomes durable beside the first answers; if it
+	// cannot, the journal is down and serve stops as it would have before
+	// answering.
+	runCtx, stopRun := context.WithCancel(ctx)
+	defer stopRun()
+	startErr := make(chan error, 1)
+	go func() {
+		err := st.started(runCtx)
+		if err != nil && runCtx.Err() == nil {
+			logger.Error("journal: server_started could not be made durable; stopping", "err", err.Error())
+			stopRun()
+		}
+		startErr <- err
+	}()
+	runErr := srv.Run(runCtx, t)
+	stopRun()
+	if err := <-startErr; err != nil && !errors.Is(messages.AsError(err).Err, context.Canceled) && ctx.Err() == nil {
+		return cli.CannotStart("%v", err)
+	}
 	// The session ended (EOF or a signal): the dead-man switch may be
 	// cancelling the user's orders; the stack stays up until it is done.
 	waitPresence(presence, logger)

@@ -37,6 +37,9 @@ type stack struct {
 	paper     *sim.InProcessServer
 	paperHTTP *http.Client
 	baseURL   string // the venue's REST base (the simulator's for paper)
+	// started returns when serve's server_started record is durable or
+	// has failed (nil for other commands).
+	started func(context.Context) error
 	// stateKey seals the requestState of the client's confirmation form:
 	// a sub-key of the master key, so a form answered across a restart
 	// still opens.
@@ -215,11 +218,14 @@ func startStackOn(ctx context.Context, p paths, vc venueConfig, masterKey []byte
 		}
 	}
 	// Only a server announces itself: a CLI command that changes nothing
-	// must journal nothing.
+	// must journal nothing. The record is queued, in its place, and synced
+	// at once; serve waits for it beside its first answers (st.started),
+	// not before them (D152).
 	if command == "serve" {
-		if _, err := st.sys.JournalJSON(ctx, messages.RecordServerStarted, "", messages.ActorSystem, map[string]any{
+		st.started, err = st.sys.JournalJSONQueued(messages.RecordServerStarted, map[string]any{
 			"pid": os.Getpid(), "version": version, "venue": vc.Name,
-		}); err != nil {
+		})
+		if err != nil {
 			st.close()
 			return nil, err
 		}
