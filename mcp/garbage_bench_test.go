@@ -134,3 +134,17 @@ func (s *stdioBench) call(b *testing.B, line []byte) {
 		b.Fatalf("answer %s", answer)
 	}
 }
+
+// BenchmarkToolCallRecordPayload: the tool_call record's payload, encoded
+// for every call before it is journaled (BenchmarkEncodeRecord in wal
+// frames it).
+func BenchmarkToolCallRecordPayload(b *testing.B) {
+	rec := &messages.ToolCalled{User: "local", Profile: "trade", Tool: "place_order",
+		ArgsSHA256: digest([]byte(`{"symbol":"BTCUSDT"}`)), Admitted: true}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := json.Marshal(rec); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
