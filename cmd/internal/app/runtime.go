@@ -276,7 +276,7 @@ func (r *Runtime) Serve(ctx context.Context, g *cli.Globals, o cli.ServeOptions,
 	// The collector is set back, and the start-up work begins, once the
 	// first two answers are out (initialize's and the next one: tools/list
 	// for most clients).
-	out := &afterAnswers{w: r.Stdout, at: 2, then: func() { StartupAnswered(); work.Begin() }}
+	out := &afterAnswers{w: r.Stdout, at: 2, then: func() { ReleaseStartupGC(); work.Begin() }}
 	t := mcp.StdioTransport(r.Stdin, out, logger.With("component", "stdio"))
 	// server_started becomes durable beside the first answers; if it
 	// cannot, the journal is down and serve stops as it would have before

@@ -145,7 +145,11 @@ func startStackOn(ctx context.Context, p paths, vc venueConfig, masterKey []byte
 	}
 	st := &stack{venue: vc, stateKey: stateKey}
 	replay := actors.NewUserReplay()
+	records := 0
 	l, rec, err := wal.Open(p.journal(), wal.Options{OnRecord: func(r wal.Record) error {
+		if records++; records == startupGCRecords {
+			ReleaseStartupGC() // a large replay: collect as usual
+		}
 		if err := replay.OnRecord(r); err != nil {
 			return err
 		}

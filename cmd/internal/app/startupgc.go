@@ -13,21 +13,26 @@ import (
 // Start-up allocates a few megabytes that live on (the command parser, the
 // actor system's registry, the tool schemas, the journal's replay) and
 // would run the collector two or three times before serve's first answer,
-// for nothing to free. Until the first answer (or startupGCBound, for a
+// for nothing to free. Until the first answers (or startupGCBound, for a
 // command that never answers) the collector runs only when the heap
 // reaches startupHeapLimit, then it is set back to the runtime's defaults.
-// GOGC or GOMEMLIMIT set by the operator are left as they are.
+// A journal of more than startupGCRecords records sets it back as soon as
+// the replay has read them: a large replay's live heap could pass the
+// limit, and the collector would then run without pause. GOGC or
+// GOMEMLIMIT set by the operator are left as they are.
 const (
 	startupHeapLimit = 64 << 20
 	startupGCBound   = 2 * time.Second
 )
+
+var startupGCRecords = 20000 // a variable for tests
 
 var startupGC struct {
 	once sync.Once
 	held bool
 }
 
-// HoldGCForStartup defers garbage collection until StartupAnswered or
+// HoldGCForStartup defers garbage collection until ReleaseStartupGC or
 // startupGCBound (main calls it first thing).
 func HoldGCForStartup() {
 	if os.Getenv("GOGC") != "" || os.Getenv("GOMEMLIMIT") != "" {
@@ -36,12 +41,12 @@ func HoldGCForStartup() {
 	startupGC.held = true
 	debug.SetGCPercent(-1)
 	debug.SetMemoryLimit(startupHeapLimit)
-	time.AfterFunc(startupGCBound, StartupAnswered)
+	time.AfterFunc(startupGCBound, ReleaseStartupGC)
 }
 
-// StartupAnswered sets the collector back to the runtime's defaults once
-// the first answer is out.
-func StartupAnswered() {
+// ReleaseStartupGC sets the collector back to the runtime's defaults: once
+// the first answers are out, or the replay is large.
+func ReleaseStartupGC() {
 	startupGC.once.Do(func() {
 		if startupGC.held {
 			debug.SetGCPercent(100)
