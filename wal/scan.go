@@ -195,6 +195,8 @@ type gap struct {
 // and each record's hash. One walker serves one pass; it is not safe for
 // concurrent use.
 type walker struct {
+	// segments is how many segment files walkDir found.
+	segments int
 	mode walkMode
 	fn   func(Record) error
 
@@ -242,6 +244,7 @@ func (w *walker) walkDir(dir string) error {
 	if err != nil {
 		return err
 	}
+	w.segments = len(segs)
 	for _, t := range temps {
 		if err := w.problem(Problem{Segment: t, Seq: w.next, Offset: -1, Reason: ReasonTempFile}, nil); err != nil {
 			return err
