@@ -184,10 +184,20 @@ func (s *server) allTools() []*tool {
 	return slices.Concat(s.marketTools(), s.accountTools(), s.safetyTools(), s.postureTools(), s.journalTools(), s.tradingTools(), s.waitTools(), s.opts.extraTools)
 }
 
+// PrepareSchemas generates the tools' input schemas ahead of the first
+// NewServer (they are generated once per process); serve runs it on its
+// own goroutine while it opens the journal.
+func PrepareSchemas() {
+	_ = (&server{}).allTools()
+}
+
 // CheckDenyTools reports an error for the first of names that is not a
 // tool of this server, naming its position (serve checks --deny-tool
 // before it starts).
 func CheckDenyTools(names []string) error {
+	if len(names) == 0 {
+		return nil
+	}
 	s := &server{}
 	return checkDeny(newRegistry(s.allTools()...), names)
 }

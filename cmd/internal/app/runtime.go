@@ -184,10 +184,11 @@ func (r *Runtime) Serve(ctx context.Context, g *cli.Globals, o cli.ServeOptions,
 	default:
 		return cli.CannotStart("the %s transport is not available in this version; use --transport stdio", o.Transport)
 	}
-	// The actor system is built while the installation is checked and
-	// the journal replayed (actors.Prepare).
+	// The actor system and the tool schemas are built while the
+	// installation is checked and the journal replayed (D152).
 	prepared := actors.Prepare(r.logger())
 	defer prepared.Close()
+	go mcp.PrepareSchemas()
 	p, err := resolvePaths(g)
 	if err != nil {
 		return cli.CannotStart("%v", err)
