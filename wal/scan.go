@@ -197,8 +197,8 @@ type gap struct {
 type walker struct {
 	// segments is how many segment files walkDir found.
 	segments int
-	mode walkMode
-	fn   func(Record) error
+	mode     walkMode
+	fn       func(Record) error
 
 	next     uint64   // seq expected next (after reorders: max seen + 1)
 	prev     [32]byte // hash of the last record read
