@@ -232,7 +232,8 @@ func (r *Runtime) Serve(ctx context.Context, g *cli.Globals, o cli.ServeOptions,
 	// and the user actor serves the session meanwhile; the user's trading
 	// calls wait for the re-check. A key that cannot be checked now is
 	// logged, not fatal: every state change re-checks it before it goes
-	// through. The check ends (its venue call is cancelled) before the
+	// through. At the end of the session the work gets startupWorkGrace to
+	// finish, then the check ends (its venue call is cancelled) before the
 	// stack closes.
 	checkCtx, cancelCheck := context.WithCancel(ctx)
 	work := newStartupWork(g.User, func() {
@@ -244,7 +245,7 @@ func (r *Runtime) Serve(ctx context.Context, g *cli.Globals, o cli.ServeOptions,
 		recheckAtStart(checkCtx, st, g.User, vc.Name, logger)
 	})
 	begin := time.AfterFunc(startupWorkBound, work.Begin)
-	defer func() { begin.Stop(); cancelCheck(); work.Wait() }()
+	defer func() { begin.Stop(); work.WaitFor(startupWorkGrace); cancelCheck(); work.Wait() }()
 	ctl, err := control.Listen(layout, st, logger.With("component", "control"), control.Limits{})
 	if err != nil {
 		return cli.CannotStart("%v", err)

@@ -28,8 +28,13 @@ type startupWork struct {
 }
 
 // startupWorkBound is how long serve waits for a first call before it
-// begins the start-up work anyway.
-const startupWorkBound = time.Second
+// begins the start-up work anyway; startupWorkGrace is how long, at the
+// end of a session, it lets the work finish (its outcome journaled, as
+// when it ran before the first answer) before it cancels the re-check.
+const (
+	startupWorkBound = time.Second
+	startupWorkGrace = 2 * time.Second
+)
 
 func newStartupWork(user string, run func()) *startupWork {
 	return &startupWork{user: user, run: run, holdFor: actors.DefaultRecoveryWait, done: make(chan struct{})}
@@ -49,6 +54,17 @@ func (w *startupWork) Begin() {
 func (w *startupWork) Wait() {
 	w.Begin()
 	<-w.done
+}
+
+// WaitFor begins the work and waits until it is done or d has passed.
+func (w *startupWork) WaitFor(d time.Duration) {
+	w.Begin()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-w.done:
+	case <-t.C:
+	}
 }
 
 // HoldTrading begins the work and, for the serving user, waits until it
