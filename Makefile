@@ -52,13 +52,14 @@ lint:
 	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 
 # Fuzz the journal record decoder, the MCP argument readers and the stdio
-# line filter and the confirmation form's requestState (FUZZTIME=60s each
-# by default).
+# line filter (alone, and against its decoder-based reference) and the
+# confirmation form's requestState (FUZZTIME=60s each by default).
 FUZZTIME ?= 60s
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzDecodeRecord -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./wal/
 	$(GO) test -run '^$$' -fuzz FuzzArgs -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./mcp/
-	$(GO) test -run '^$$' -fuzz FuzzStdioFilter -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./mcp/
+	$(GO) test -run '^$$' -fuzz '^FuzzStdioFilter$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./mcp/
+	$(GO) test -run '^$$' -fuzz FuzzStdioFilterMatchesReference -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./mcp/
 	$(GO) test -run '^$$' -fuzz FuzzRequestStateOpen -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./mcp/
 
 clean:

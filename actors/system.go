@@ -23,6 +23,9 @@ type Config struct {
 	// Journal is the opened WAL; the journal writer becomes its only user.
 	// Required.
 	Journal *wal.Log
+	// Prepared, if set, is the actor system to run on, built by Prepare
+	// with Logger; nil builds it in Start.
+	Prepared *Prepared
 	// Market serves the public market reads System makes on its callers'
 	// goroutines (market.go). Nil means none (commands that only journal,
 	// such as init); the reads then fail with internal_error.
@@ -150,17 +153,9 @@ func Start(cfg Config) (*System, error) {
 	if s.now == nil {
 		s.now = time.Now
 	}
-	// protoactor's logger is fixed at construction (docs/invariants.md "Libraries: what to keep in mind"): route it
-	// into ours, never the default tint handler, never developer
-	// supervision logging (which prints to stdout).
-	s.sys = actor.NewActorSystem(
-		actor.WithLoggerFactory(func(as *actor.ActorSystem) *slog.Logger {
-			// protoactor's Info lines (system started, dead letters) are
-			// noise for an operator; keep its warnings and errors.
-			return slog.New(minLevel{Handler: logger.Handler(), min: slog.LevelWarn}).With("component", "protoactor", "system", as.ID)
-		}),
-		actor.WithDeadLetterThrottleCount(10),
-	)
+	if s.sys = cfg.Prepared.take(); s.sys == nil {
+		s.sys = newActorSystem(logger)
+	}
 	mw := actor.WithReceiverMiddleware(answerPanics(logger))
 	rootProps := actor.PropsFromProducer(func() actor.Actor {
 		return &rootActor{logger: logger, strategies: map[string]actor.SupervisorStrategy{}}
@@ -324,6 +319,31 @@ func (s *System) journalAsync(e wal.Entry) error {
 	}
 	s.journal.Append(e, journal.Sync, nil)
 	return nil
+}
+
+// JournalJSONQueued is JournalJSON that does not wait: the record is
+// appended now (its place in the journal is fixed) and synced at once,
+// and wait returns when it is durable or has failed. serve queues
+// server_started this way, so its first answers do not wait for the
+// fsync.
+func (s *System) JournalJSONQueued(typ messages.RecordType, v any) (wait func(context.Context) error, err error) {
+	if info, ok := messages.RecordInfo(typ); !ok || info.Writer != messages.WriterSystem {
+		return nil, messages.Internal(fmt.Errorf("journal: a direct write may only carry a system record (got %s)", typ))
+	}
+	payload, err := json.Marshal(v)
+	if err != nil {
+		return nil, messages.Internal(err)
+	}
+	if s.journal.IsDown() {
+		return nil, messages.Internal(errors.New("journal: the journal has failed; refusing"))
+	}
+	reply := make(chan journal.Result, 1)
+	s.journal.Append(wal.Entry{Type: uint16(typ), Actor: messages.ActorSystem, Payload: payload, Time: s.now().UTC()}, journal.Sync,
+		func(r journal.Result) { reply <- r })
+	return func(ctx context.Context) error {
+		_, err := s.awaitAppend(ctx, reply)
+		return err
+	}, nil
 }
 
 // JournalJSON journals one of the server's own records (the record table's

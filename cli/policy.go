@@ -17,37 +17,55 @@ import (
 
 // PolicyFlags mirror the docs/policy.md fields. An empty flag is not set. Each
 // flag's name is its field's Flag in messages.PolicyFieldTable, and its help
-// text comes from there too (PolicyVars); Settings parses every flag
+// text comes from there too (applyPolicyHelp); Settings parses every flag
 // through the table, so a field is described in one place.
 type PolicyFlags struct {
-	Profile               string   `name:"profile" help:"${policy_help_profile}" enum:",read_only,trade" default:""`
-	Allow                 []string `name:"allow" help:"${policy_help_allow}" sep:"," placeholder:"linear:BTCUSDT"`
-	MaxOrderNotional      string   `name:"max-order-notional" help:"${policy_help_max_order_notional_usdt}" placeholder:"USDT"`
-	MaxLeverage           string   `name:"max-leverage" help:"${policy_help_max_leverage}" placeholder:"X"`
-	SlippagePct           string   `name:"slippage-pct" help:"${policy_help_slippage_pct}" placeholder:"PCT"`
-	Confirm               string   `name:"confirm" help:"${policy_help_confirm_actions}" placeholder:"TOOLS"`
-	ConfirmAboveNotional  string   `name:"confirm-above-notional" help:"${policy_help_confirm_above_notional_usdt}" placeholder:"USDT"`
-	ConfirmationTTL       string   `name:"confirmation-ttl" help:"${policy_help_confirmation_ttl_s}" placeholder:"SECONDS"`
-	TrustClientUI         string   `name:"trust-client-ui" help:"${policy_help_trust_client_ui}" enum:",true,false" default:""`
-	MaxPending            string   `name:"max-pending" help:"${policy_help_max_pending}" placeholder:"N"`
-	DailyNotionalCap      string   `name:"daily-notional-cap" help:"${policy_help_daily_notional_cap_usdt}" placeholder:"USDT"`
-	MaxUnconfirmedPerHour string   `name:"max-unconfirmed-per-hour" help:"${policy_help_max_unconfirmed_actions_per_hour}" placeholder:"N"`
-	MaxOrdersPerMinute    string   `name:"max-orders-per-minute" help:"${policy_help_max_orders_per_minute}" placeholder:"N"`
-	VenueCeiling          string   `name:"venue-ceiling" help:"${policy_help_venue_ceiling}" enum:",paper,demo,live" default:""`
-	StreamStale           string   `name:"stream-stale" help:"${policy_help_stream_stale_s}" placeholder:"SECONDS"`
-	MaxDailyLoss          string   `name:"max-daily-loss" help:"${policy_help_max_daily_loss_usdt}" placeholder:"USDT"`
-	CancelOnDisconnect    string   `name:"cancel-on-disconnect" help:"${policy_help_cancel_on_disconnect}" enum:",true,false" default:""`
-	Heartbeat             string   `name:"heartbeat" help:"${policy_help_heartbeat_s}" placeholder:"SECONDS"`
+	Profile               string   `name:"profile" help:"policy:profile" enum:",read_only,trade" default:""`
+	Allow                 []string `name:"allow" help:"policy:allow" sep:"," placeholder:"linear:BTCUSDT"`
+	MaxOrderNotional      string   `name:"max-order-notional" help:"policy:max_order_notional_usdt" placeholder:"USDT"`
+	MaxLeverage           string   `name:"max-leverage" help:"policy:max_leverage" placeholder:"X"`
+	SlippagePct           string   `name:"slippage-pct" help:"policy:slippage_pct" placeholder:"PCT"`
+	Confirm               string   `name:"confirm" help:"policy:confirm_actions" placeholder:"TOOLS"`
+	ConfirmAboveNotional  string   `name:"confirm-above-notional" help:"policy:confirm_above_notional_usdt" placeholder:"USDT"`
+	ConfirmationTTL       string   `name:"confirmation-ttl" help:"policy:confirmation_ttl_s" placeholder:"SECONDS"`
+	TrustClientUI         string   `name:"trust-client-ui" help:"policy:trust_client_ui" enum:",true,false" default:""`
+	MaxPending            string   `name:"max-pending" help:"policy:max_pending" placeholder:"N"`
+	DailyNotionalCap      string   `name:"daily-notional-cap" help:"policy:daily_notional_cap_usdt" placeholder:"USDT"`
+	MaxUnconfirmedPerHour string   `name:"max-unconfirmed-per-hour" help:"policy:max_unconfirmed_actions_per_hour" placeholder:"N"`
+	MaxOrdersPerMinute    string   `name:"max-orders-per-minute" help:"policy:max_orders_per_minute" placeholder:"N"`
+	VenueCeiling          string   `name:"venue-ceiling" help:"policy:venue_ceiling" enum:",paper,demo,live" default:""`
+	StreamStale           string   `name:"stream-stale" help:"policy:stream_stale_s" placeholder:"SECONDS"`
+	MaxDailyLoss          string   `name:"max-daily-loss" help:"policy:max_daily_loss_usdt" placeholder:"USDT"`
+	CancelOnDisconnect    string   `name:"cancel-on-disconnect" help:"policy:cancel_on_disconnect" enum:",true,false" default:""`
+	Heartbeat             string   `name:"heartbeat" help:"policy:heartbeat_s" placeholder:"SECONDS"`
 }
 
-// PolicyVars are the kong variables that give every policy flag its help
-// text from the field table.
-func PolicyVars() kong.Vars {
-	v := kong.Vars{}
+// policyHelpPrefix marks a policy flag's help tag: the rest is the
+// field's name in messages.PolicyFieldTable, whose help text applyPolicyHelp
+// puts in its place once the parser is built. Not kong variables: kong
+// interpolates every variable of the parser for every flag, which made
+// building the parser a quarter of serve's start-up.
+const policyHelpPrefix = "policy:"
+
+// applyPolicyHelp gives every policy flag of the parser its help text from
+// the field table.
+func applyPolicyHelp(app *kong.Application) error {
+	help := make(map[string]string, len(messages.PolicyFieldTable))
 	for _, f := range messages.PolicyFieldTable {
-		v["policy_help_"+f.Name] = f.Help
+		help[f.Name] = f.Help
 	}
-	return v
+	return kong.Visit(app, func(node kong.Visitable, next kong.Next) error {
+		if v, ok := node.(*kong.Value); ok {
+			if name, ok := strings.CutPrefix(v.Help, policyHelpPrefix); ok {
+				h, found := help[name]
+				if !found {
+					return fmt.Errorf("flag --%s: no policy field %q", v.Name, name)
+				}
+				v.Help = h
+			}
+		}
+		return next(nil)
+	})
 }
 
 // flagValues maps each policy flag name (its kong name tag) to the value

@@ -3,6 +3,7 @@ package cli
 import (
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/guarded-exchange/guarded-exchange/messages"
@@ -37,5 +38,23 @@ func TestPolicyFlagsMatchTheFieldTable(t *testing.T) {
 	}
 	if len(*s.Allow) != 0 || len(*s.ConfirmActions) != 0 || s.MaxLeverage.String() != "2" {
 		t.Fatalf("values %+v", s)
+	}
+}
+
+// Each policy flag's help is its field's help from the table, in both
+// commands that take the flags.
+func TestPolicyFlagsHelpComesFromTheFieldTable(t *testing.T) {
+	for _, cmd := range [][]string{{"policy", "tighten", "--help"}, {"admin", "policy", "set-ceiling", "--help"}} {
+		_, out, _ := runCLI(t, &fakeRuntime{}, "", cmd...)
+		// kong wraps help lines: compare with the white space folded.
+		flat := strings.Join(strings.Fields(out), " ")
+		for _, f := range messages.PolicyFieldTable {
+			if !strings.Contains(flat, "--"+f.Flag) || !strings.Contains(flat, strings.Join(strings.Fields(f.Help), " ")) {
+				t.Errorf("%v: no help %q for --%s in:\n%s", cmd, f.Help, f.Flag, out)
+			}
+		}
+		if strings.Contains(out, policyHelpPrefix) {
+			t.Errorf("%v: a help tag left as it is:\n%s", cmd, out)
+		}
 	}
 }

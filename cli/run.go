@@ -24,12 +24,14 @@ func Main(ctx context.Context, args []string, rt Runtime, io IO, version string)
 		kong.Writers(io.Out, io.Err),
 		kong.Exit(func(code int) { exited = code; panic(exitPanic{}) }),
 		kong.Vars{"version": version},
-		PolicyVars(),
 		kong.BindTo(ctx, (*context.Context)(nil)),
 		kong.BindTo(rt, (*Runtime)(nil)),
 		kong.Bind(io),
 		kong.Bind(versionVar(version)),
 	)
+	if err == nil {
+		err = applyPolicyHelp(parser.Model)
+	}
 	if err != nil {
 		fmt.Fprintf(io.Err, "guarded-exchange: %v\n", err)
 		return ExitCannot

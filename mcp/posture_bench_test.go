@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 	"time"
 
@@ -18,7 +19,10 @@ import (
 // its private stream runs. Target: posture-above-bare-µs ≤ 100.
 // policy-p50-µs is get_my_policy, a read of the user actor's state of
 // about the same size, for scale; server-µs is the posture request alone,
-// straight to the actor system (no MCP).
+// straight to the actor system (no MCP). canned-above-bare-µs is a tool
+// that answers the same bytes as get_posture without asking anyone: what
+// the answer's size costs through the SDK (both ends), apart from the
+// user actor.
 func BenchmarkGetPosture(b *testing.B) {
 	e := newPostureEnv(b, postureConfig{})
 	key := e.addKey(b, "alice")
@@ -31,7 +35,10 @@ func BenchmarkGetPosture(b *testing.B) {
 	}
 	noop := &tool{name: "test_noop", title: "noop", description: "noop", kind: KindRead, schema: objectSchema(nil, map[string]any{}),
 		handle: func(context.Context, *call) (any, error) { return map[string]any{}, nil }}
-	cs := connect(b, Options{Backend: e.sys, Principal: fixedPrincipal("alice", ProfileTrade), extraTools: []*tool{noop}, CallsPerSecond: 1e9, CallBurst: 1e9}, "")
+	var answer json.RawMessage
+	canned := &tool{name: "test_canned", title: "canned", description: "canned", kind: KindRead, schema: objectSchema(nil, map[string]any{}),
+		handle: func(context.Context, *call) (any, error) { return answer, nil }}
+	cs := connect(b, Options{Backend: e.sys, Principal: fixedPrincipal("alice", ProfileTrade), extraTools: []*tool{noop, canned}, CallsPerSecond: 1e9, CallBurst: 1e9}, "")
 	waitPosture(b, cs, 10*time.Second, "ACTIVE with the stream connected", streamConnected)
 	for _, args := range []map[string]any{marketBuy(), limitBuy("30000")} {
 		if out, isErr := callJSON(b, cs, "place_order", args); isErr {
@@ -40,9 +47,17 @@ func BenchmarkGetPosture(b *testing.B) {
 	}
 	ctx := context.Background()
 	posture := &sdk.CallToolParams{Name: "get_posture", Arguments: map[string]any{}}
+	res, err := cs.CallTool(ctx, posture)
+	if err != nil || res.IsError {
+		b.Fatalf("get_posture: %v %+v", err, res)
+	}
+	if answer, err = json.Marshal(res.StructuredContent); err != nil {
+		b.Fatal(err)
+	}
+	cannedCall := &sdk.CallToolParams{Name: "test_canned", Arguments: map[string]any{}}
 	bare := &sdk.CallToolParams{Name: "test_noop", Arguments: map[string]any{}}
 	policy := &sdk.CallToolParams{Name: "get_my_policy", Arguments: map[string]any{}}
-	var ps, ns, qs, ss []time.Duration
+	var ps, ns, qs, ss, cs2 []time.Duration
 	for b.Loop() {
 		start := time.Now()
 		if res, err := cs.CallTool(ctx, posture); err != nil || res.IsError {
@@ -64,6 +79,11 @@ func BenchmarkGetPosture(b *testing.B) {
 			b.Fatal(err)
 		}
 		ss = append(ss, time.Since(start))
+		start = time.Now()
+		if res, err := cs.CallTool(ctx, cannedCall); err != nil || res.IsError {
+			b.Fatalf("canned: %v %+v", err, res)
+		}
+		cs2 = append(cs2, time.Since(start))
 	}
 	p, n := medianOf(ps), medianOf(ns)
 	b.ReportMetric(float64(medianOf(qs).Microseconds()), "policy-p50-µs")
@@ -71,4 +91,6 @@ func BenchmarkGetPosture(b *testing.B) {
 	b.ReportMetric(float64(p.Microseconds()), "posture-p50-µs")
 	b.ReportMetric(float64(n.Microseconds()), "bare-p50-µs")
 	b.ReportMetric(float64((p - n).Microseconds()), "posture-above-bare-µs")
+	b.ReportMetric(float64((medianOf(cs2) - n).Microseconds()), "canned-above-bare-µs")
+	b.ReportMetric(float64(len(answer)), "answer-bytes")
 }

@@ -119,7 +119,7 @@ func (t *tool) sdkTool() *sdk.Tool {
 		Name:        t.name,
 		Title:       t.title,
 		Description: t.description,
-		InputSchema: t.schema,
+		InputSchema: schemaJSON(t.schema),
 		Annotations: t.annotations(),
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"regexp"
 	"time"
+	"unsafe"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -32,9 +33,17 @@ func success(payload any) *sdk.CallToolResult {
 	if err != nil {
 		return failure(nil, messages.Internal(err), "")
 	}
+	return encoded(b, false)
+}
+
+// encoded is the result of a payload encoded once: b is the
+// structuredContent, and the text block's string shares its bytes (no
+// copy: nothing writes to b once it is encoded).
+func encoded(b []byte, isError bool) *sdk.CallToolResult {
 	return &sdk.CallToolResult{
-		Content:           []sdk.Content{&sdk.TextContent{Text: string(b)}},
+		Content:           []sdk.Content{&sdk.TextContent{Text: unsafe.String(unsafe.SliceData(b), len(b))}},
 		StructuredContent: json.RawMessage(b),
+		IsError:           isError,
 	}
 }
 
@@ -120,11 +129,7 @@ func failure(logger *slog.Logger, err error, requestID string) *sdk.CallToolResu
 	if mErr != nil { // cannot happen: every field is a plain value
 		b = []byte(`{"code":"internal_error","message":"internal error","next_step":"retry later"}`)
 	}
-	return &sdk.CallToolResult{
-		Content:           []sdk.Content{&sdk.TextContent{Text: string(b)}},
-		StructuredContent: json.RawMessage(b),
-		IsError:           true,
-	}
+	return encoded(b, true)
 }
 
 func defaultNextStep(c messages.Code) string {

@@ -3,6 +3,7 @@ package mcp
 import (
 	"encoding/json"
 	"reflect"
+	"sync"
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -77,8 +78,15 @@ func maxInteger(max int) *jsonschema.Schema {
 // tools/list sends it. It is a plain JSON object (not a
 // *jsonschema.Schema) so its bytes are the same at every listing; an
 // object without properties still says "properties": {}, which some
-// clients require.
+// clients require. A type's schema is generated once per process and
+// shared by every server built (serve builds the registry twice before
+// its first answer, an HTTP server once per session): callers must not
+// change it. Its JSON is made at the same time (schemaJSON).
 func inputSchema[T any]() map[string]any {
+	typ := reflect.TypeFor[T]()
+	if m, ok := schemaCache.Load(typ); ok {
+		return m.(map[string]any)
+	}
 	s, err := jsonschema.For[T](&jsonschema.ForOptions{TypeSchemas: argTypeSchemas})
 	if err != nil {
 		panic("mcp: input schema: " + err.Error())
@@ -90,7 +98,29 @@ func inputSchema[T any]() map[string]any {
 	if _, ok := out["properties"]; !ok {
 		out["properties"] = map[string]any{}
 	}
-	return out
+	m, loaded := schemaCache.LoadOrStore(typ, out)
+	if !loaded {
+		schemaBytes.Store(reflect.ValueOf(out).UnsafePointer(), json.RawMessage(mustJSON(out)))
+	}
+	return m.(map[string]any)
+}
+
+var (
+	// schemaCache holds each argument type's schema (inputSchema).
+	schemaCache sync.Map // reflect.Type → map[string]any
+	// schemaBytes holds the JSON of each schema of schemaCache, by the
+	// schema's map.
+	schemaBytes sync.Map // unsafe.Pointer → json.RawMessage
+)
+
+// schemaJSON is what a tool advertises as its input schema: the JSON made
+// once for a schema of inputSchema (the SDK then copies bytes at each
+// tools/list instead of marshalling a map), the schema itself otherwise.
+func schemaJSON(schema map[string]any) any {
+	if b, ok := schemaBytes.Load(reflect.ValueOf(schema).UnsafePointer()); ok {
+		return b
+	}
+	return schema
 }
 
 // The arguments of each tool, by the tools that take them.

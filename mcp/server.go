@@ -98,8 +98,23 @@ type Options struct {
 	// server was rebuilt is then refused (fail closed), so a server that
 	// must survive a restart between the two rounds sets it.
 	StateKey []byte
+	// Startup, if set, is work the server's process does after its first
+	// answers (serve's key re-check): every tools/call begins it, and a
+	// trading call waits on HoldTrading before it is handled.
+	Startup StartupHold
 	// extraTools are added to the registry; tests use it for a write tool.
 	extraTools []*tool
+}
+
+// StartupHold is start-up work deferred past a server's first answers
+// that trading calls must not overtake.
+type StartupHold interface {
+	// Begin starts the work if it has not started.
+	Begin()
+	// HoldTrading begins the work and waits until it no longer holds the
+	// user's trading calls; an error is the answer to the call (nothing
+	// decided or sent).
+	HoldTrading(ctx context.Context, user string) error
 }
 
 // Instructions tell the agent, in a few lines, how this server works.
@@ -175,10 +190,20 @@ func (s *server) allTools() []*tool {
 	return slices.Concat(s.marketTools(), s.accountTools(), s.safetyTools(), s.postureTools(), s.journalTools(), s.tradingTools(), s.waitTools(), s.opts.extraTools)
 }
 
+// PrepareSchemas generates the tools' input schemas ahead of the first
+// NewServer (they are generated once per process); serve runs it on its
+// own goroutine while it opens the journal.
+func PrepareSchemas() {
+	_ = (&server{}).allTools()
+}
+
 // CheckDenyTools reports an error for the first of names that is not a
 // tool of this server, naming its position (serve checks --deny-tool
 // before it starts).
 func CheckDenyTools(names []string) error {
+	if len(names) == 0 {
+		return nil
+	}
 	s := &server{}
 	return checkDeny(newRegistry(s.allTools()...), names)
 }
@@ -228,7 +253,9 @@ func (s *server) dispatch(t *tool) sdk.ToolHandler {
 				return failure(s.logger, err, ""), nil
 			}
 		}
-		c := &call{principal: p, args: parseArgs(req.Params.Arguments), requestID: newRequestID(), req: req}
+		// The request id is drawn only for an internal_error answer
+		// (failure draws it).
+		c := &call{principal: p, args: parseArgs(req.Params.Arguments), req: req}
 		payload, err := t.handle(ctx, c)
 		if err != nil {
 			return failure(s.logger, err, c.requestID), nil
@@ -348,6 +375,15 @@ func (s *server) guard(next sdk.MethodHandler) sdk.MethodHandler {
 						panic(p)
 					}
 				}()
+			}
+			if refusal == nil && s.opts.Startup != nil {
+				if t.kind == KindTrade {
+					if err := s.opts.Startup.HoldTrading(ctx, p.User); err != nil {
+						refusal = messages.AsError(err)
+					}
+				} else {
+					s.opts.Startup.Begin()
+				}
 			}
 			var res sdk.Result
 			if refusal != nil {

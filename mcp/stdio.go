@@ -9,9 +9,11 @@ import (
 	"io"
 	"log/slog"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -322,14 +324,68 @@ func (c *stdioConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 		c.mu.Unlock()
 		msg = withoutEcho(resp)
 	}
-	data, err := jsonrpc.EncodeMessage(msg)
+	buf := lineBuffers.Get().(*[]byte)
+	line, err := appendLine((*buf)[:0], msg)
 	if err == nil {
-		err = c.write(append(data, '\n'))
+		err = c.write(line)
+	}
+	if cap(line) <= maxPooledLine {
+		*buf = line
+		lineBuffers.Put(buf)
 	}
 	if answered {
 		<-c.slots
 	}
 	return err
+}
+
+// lineBuffers hold the bytes of the lines Write sends; a line longer than
+// maxPooledLine is left to the collector rather than kept.
+var lineBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
+
+const maxPooledLine = 64 << 10
+
+// appendLine appends msg as the SDK encodes it (jsonrpc.EncodeMessage)
+// and a newline. An answer with a result, the common message, is written
+// without encoding its result again: the SDK made it compact, and its
+// encoder would copy and check every byte of it once more. Anything else,
+// and a string id with a character its encoder writes differently from
+// encoding/json's defaults, goes through the SDK's encoder.
+func appendLine(dst []byte, msg jsonrpc.Message) ([]byte, error) {
+	if resp, ok := msg.(*jsonrpc.Response); ok && resp.Error == nil && len(resp.Result) > 0 {
+		var idBuf [24]byte
+		if id, ok := appendID(idBuf[:0], resp.ID); ok {
+			dst = append(dst, `{"jsonrpc":"2.0"`...)
+			if resp.ID.IsValid() {
+				dst = append(append(dst, `,"id":`...), id...)
+			}
+			dst = append(append(dst, `,"result":`...), resp.Result...)
+			return append(dst, '}', '\n'), nil
+		}
+	}
+	data, err := jsonrpc.EncodeMessage(msg)
+	if err != nil {
+		return dst, err
+	}
+	return append(append(dst, data...), '\n'), nil
+}
+
+// appendID appends the JSON of id as the SDK's encoder writes it (nothing
+// for no id), or reports false when it cannot say.
+func appendID(dst []byte, id jsonrpc.ID) ([]byte, bool) {
+	switch v := id.Raw().(type) {
+	case nil:
+		return dst, true
+	case int64:
+		return strconv.AppendInt(dst, v, 10), true
+	case string:
+		if strings.ContainsAny(v, "<>&") {
+			return nil, false // the SDK does not escape them; encoding/json does
+		}
+		b, err := json.Marshal(v)
+		return append(dst, b...), err == nil
+	}
+	return nil, false
 }
 
 func (c *stdioConn) write(line []byte) error {
@@ -473,15 +529,13 @@ func admit(line []byte, oversize bool) (jsonrpc.Message, *rejection) {
 	default:
 		return nil, invalid(nil, "a message must be a JSON object")
 	}
-	members, _ := topMembers(line)
-	_, hasMethod := members["method"]
-	_, hasResult := members["result"]
-	_, hasError := members["error"]
+	m := scanTop(line)
+	hasMethod, hasResult, hasError := m.method != nil, m.result != nil, m.error != nil
 	if !hasMethod && (hasResult || hasError) {
-		return admitResponse(line, members)
+		return admitResponse(line, &m)
 	}
 
-	rawID, hasID := members["id"]
+	rawID, hasID := m.id, m.id != nil
 	var id jsonrpc.ID
 	var answerID any // what an error answer carries: the id if it is valid
 	idOK := true
@@ -496,7 +550,7 @@ func admit(line []byte, oversize bool) (jsonrpc.Message, *rejection) {
 		return nil, invalid(answerID, "the message nests deeper than 64 levels")
 	case duplicateMember(line):
 		return nil, invalid(answerID, "a member appears more than once")
-	case !isVersion(members["jsonrpc"]):
+	case !isVersion(m.jsonrpc):
 		return nil, invalid(answerID, `"jsonrpc" must be "2.0"`)
 	case !idOK:
 		return nil, invalid(nil, `"id" must be a string of at most 256 bytes or an integer of at most 15 digits`)
@@ -505,11 +559,11 @@ func admit(line []byte, oversize bool) (jsonrpc.Message, *rejection) {
 	case hasResult || hasError:
 		return nil, invalid(answerID, `a request carries no "result" or "error"`)
 	}
-	var method string
-	if err := json.Unmarshal(members["method"], &method); err != nil || members["method"][0] != '"' {
+	method, ok := jsonString(m.method)
+	if !ok {
 		return nil, invalid(answerID, `"method" must be a string`)
 	}
-	params, hasParams := members["params"]
+	params, hasParams := m.params, m.params != nil
 	if hasParams && params[0] != '{' && params[0] != '[' {
 		return nil, invalid(answerID, `"params" must be an object`)
 	}
@@ -525,35 +579,47 @@ func admit(line []byte, oversize bool) (jsonrpc.Message, *rejection) {
 
 // admitResponse admits a well-formed response (to a request of this
 // server) and drops anything else shaped like one, unanswered.
-func admitResponse(line []byte, members map[string]json.RawMessage) (jsonrpc.Message, *rejection) {
+func admitResponse(line []byte, m *topLevel) (jsonrpc.Message, *rejection) {
 	drop := func(reason string) *rejection { return &rejection{code: jsonrpc.CodeInvalidRequest, message: reason} }
-	id, ok := parseID(members["id"])
+	id, ok := parseID(m.id)
 	switch {
 	case depth(line) > MaxStdioDepth:
 		return nil, drop("the message nests deeper than 64 levels")
 	case duplicateMember(line):
 		return nil, drop("a member appears more than once")
-	case !isVersion(members["jsonrpc"]):
+	case !isVersion(m.jsonrpc):
 		return nil, drop(`"jsonrpc" is not "2.0"`)
 	case !ok:
 		return nil, drop("the response has no valid id")
 	}
-	result, hasResult := members["result"]
-	rawErr, hasError := members["error"]
+	result, hasResult := m.result, m.result != nil
+	rawErr, hasError := m.error, m.error != nil
 	if hasResult == hasError {
 		return nil, drop(`a response has exactly one of "result" and "error"`)
 	}
 	if hasResult {
 		return &jsonrpc.Response{ID: id, Result: result}, nil
 	}
-	em, _ := topMembers(rawErr)
 	var werr jsonrpc.Error
-	if rawErr[0] != '{' || !errorCode.Match(em["code"]) ||
-		len(em["message"]) == 0 || em["message"][0] != '"' ||
-		json.Unmarshal(em["code"], &werr.Code) != nil || json.Unmarshal(em["message"], &werr.Message) != nil {
+	var code, message, data json.RawMessage
+	if rawErr[0] == '{' {
+		eachMember(rawErr, func(name string, v []byte) {
+			switch name {
+			case "code":
+				code = v
+			case "message":
+				message = v
+			case "data":
+				data = v
+			}
+		})
+	}
+	if rawErr[0] != '{' || !errorCode.Match(code) ||
+		len(message) == 0 || message[0] != '"' ||
+		json.Unmarshal(code, &werr.Code) != nil || json.Unmarshal(message, &werr.Message) != nil {
 		return nil, drop(`"error" must be an object with an integer "code" and a string "message"`)
 	}
-	if data, ok := em["data"]; ok {
+	if data != nil {
 		werr.Data = data
 	}
 	return &jsonrpc.Response{ID: id, Error: &werr}, nil
@@ -566,15 +632,20 @@ func parseID(raw json.RawMessage) (jsonrpc.ID, bool) {
 	case len(raw) == 0:
 		return jsonrpc.ID{}, false
 	case raw[0] == '"':
-		var s string
-		if !utf8.Valid(raw) || json.Unmarshal(raw, &s) != nil || len(s) > MaxStdioIDLength {
+		if !utf8.Valid(raw) {
+			return jsonrpc.ID{}, false
+		}
+		s, ok := jsonString(raw)
+		if !ok || len(s) > MaxStdioIDLength {
 			return jsonrpc.ID{}, false
 		}
 		id, err := jsonrpc.MakeID(s)
 		return id, err == nil
 	case numericID.Match(raw) && !bytes.Equal(raw, []byte("-0")):
-		var f float64
-		if json.Unmarshal(raw, &f) != nil {
+		// At most 16 bytes of digits: ParseFloat reads them as
+		// encoding/json would.
+		f, err := strconv.ParseFloat(string(raw), 64)
+		if err != nil {
 			return jsonrpc.ID{}, false
 		}
 		id, err := jsonrpc.MakeID(f)
@@ -584,36 +655,161 @@ func parseID(raw json.RawMessage) (jsonrpc.ID, bool) {
 }
 
 func isVersion(raw json.RawMessage) bool {
-	var v string
-	return len(raw) > 0 && raw[0] == '"' && json.Unmarshal(raw, &v) == nil && v == "2.0"
+	v, ok := jsonString(raw)
+	return ok && v == "2.0"
 }
 
-// topMembers returns the members of the JSON object obj (valid JSON), and
-// whether a name appears more than once. It returns an empty map for any
-// other value.
-func topMembers(obj []byte) (map[string]json.RawMessage, bool) {
-	members := map[string]json.RawMessage{}
-	dec := json.NewDecoder(bytes.NewReader(obj))
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
-		return members, false
+// jsonString decodes raw (valid JSON) when it is a string, as
+// encoding/json would. A plain string (printable ASCII, no escape) is cut
+// out of raw with one copy and no decoder.
+func jsonString(raw []byte) (string, bool) {
+	if len(raw) < 2 || raw[0] != '"' {
+		return "", false
 	}
-	dup := false
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return members, dup
-		}
-		name, _ := tok.(string)
-		var v json.RawMessage
-		if err := dec.Decode(&v); err != nil {
-			return members, dup
-		}
-		if _, seen := members[name]; seen {
-			dup = true
-		}
-		members[name] = v
+	if plainString(raw[1 : len(raw)-1]) {
+		return string(raw[1 : len(raw)-1]), true
 	}
-	return members, dup
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
+		return "", false
+	}
+	return s, true
+}
+
+// plainString reports whether b, a string's bytes between its quotes,
+// reads as itself: printable ASCII without a backslash.
+func plainString(b []byte) bool {
+	for _, c := range b {
+		if c == '\\' || c < 0x20 || c >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
+}
+
+// topLevel holds the members of a message the filter reads: views into
+// the line, nil when absent. A member named twice keeps its last value,
+// as decoders do (the line is refused for it anyway).
+type topLevel struct {
+	jsonrpc, id, method, params, result, error json.RawMessage
+}
+
+// scanTop reads the members of the message line (a valid JSON object).
+func scanTop(line []byte) topLevel {
+	var m topLevel
+	eachMember(line, func(name string, v []byte) {
+		switch name {
+		case "jsonrpc":
+			m.jsonrpc = v
+		case "id":
+			m.id = v
+		case "method":
+			m.method = v
+		case "params":
+			m.params = v
+		case "result":
+			m.result = v
+		case "error":
+			m.error = v
+		}
+	})
+	return m
+}
+
+// eachMember calls fn with each member of the JSON object obj (valid
+// JSON), in order: its name as decoded and its value's bytes (a view into
+// obj). A plain name costs no allocation: name is then only valid during
+// the call. Anything but an object has no members.
+func eachMember(obj []byte, fn func(name string, value []byte)) {
+	i := skipSpace(obj, 0)
+	if i >= len(obj) || obj[i] != '{' {
+		return
+	}
+	i++
+	for {
+		i = skipSpace(obj, i)
+		if i >= len(obj) || obj[i] != '"' {
+			return // '}' (or, for a valid object, nothing else)
+		}
+		end := skipString(obj, i)
+		rawName := obj[i:end]
+		i = skipSpace(obj, end)
+		if i >= len(obj) || obj[i] != ':' {
+			return
+		}
+		i = skipSpace(obj, i+1)
+		vend := skipValue(obj, i)
+		var name string
+		if inner := rawName[1 : len(rawName)-1]; plainString(inner) {
+			name = unsafe.String(unsafe.SliceData(inner), len(inner))
+		} else if s, ok := jsonString(rawName); ok {
+			name = s
+		}
+		fn(name, obj[i:vend:vend])
+		i = skipSpace(obj, vend)
+		if i >= len(obj) || obj[i] != ',' {
+			return
+		}
+		i++
+	}
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// skipString returns the index just past the string that starts at b[i].
+func skipString(b []byte, i int) int {
+	for i++; i < len(b); i++ {
+		switch b[i] {
+		case '\\':
+			i++
+		case '"':
+			return i + 1
+		}
+	}
+	return len(b)
+}
+
+// skipValue returns the index just past the JSON value that starts at
+// b[i] (valid JSON).
+func skipValue(b []byte, i int) int {
+	if i >= len(b) {
+		return i
+	}
+	switch b[i] {
+	case '"':
+		return skipString(b, i)
+	case '{', '[':
+		d := 0
+		for i < len(b) {
+			switch b[i] {
+			case '"':
+				i = skipString(b, i)
+				continue
+			case '{', '[':
+				d++
+			case '}', ']':
+				d--
+				if d == 0 {
+					return i + 1
+				}
+			}
+			i++
+		}
+		return i
+	}
+	for i < len(b) {
+		switch b[i] {
+		case ',', '}', ']', ' ', '\t', '\n', '\r':
+			return i
+		}
+		i++
+	}
+	return i
 }
 
 // logLevels are the levels logging/setLevel accepts (MCP, RFC 5424).
@@ -623,59 +819,77 @@ var logLevels = map[string]bool{"debug": true, "info": true, "notice": true, "wa
 // validLevel reports whether params is an object whose "level" is one of
 // logLevels.
 func validLevel(params json.RawMessage) bool {
-	m, _ := topMembers(params)
-	var level string
-	return len(m["level"]) > 0 && m["level"][0] == '"' && json.Unmarshal(m["level"], &level) == nil && logLevels[level]
+	var raw []byte
+	eachMember(params, func(name string, v []byte) {
+		if name == "level" {
+			raw = v
+		}
+	})
+	level, ok := jsonString(raw)
+	return ok && logLevels[level]
 }
 
 // duplicateMember reports whether an object anywhere in data (valid JSON,
 // nested at most MaxStdioDepth) names a member twice. Decoders keep the
 // last of two such members, and checks that read the first would pass
 // what the handler never sees. Names are compared as decoded, so "a" and
-// "\u0061" are the same name.
+// "\u0061" are the same name. The names of the open objects sit in one
+// list (views into data, or decoded when escaped); an object's are
+// searched in line while it has few, through a set past that.
 func duplicateMember(data []byte) bool {
 	type frame struct {
 		object, wantName bool
-		names            map[string]struct{}
+		first            int                 // its first name in names
+		set              map[string]struct{} // once it has more than smallObject names
 	}
-	var stack []frame
+	const smallObject = 16
+	var stackBuf [16]frame
+	var namesBuf [64][]byte
+	stack, names := stackBuf[:0], namesBuf[:0]
 	for i := 0; i < len(data); i++ {
 		switch data[i] {
 		case '{':
-			stack = append(stack, frame{object: true, wantName: true})
+			stack = append(stack, frame{object: true, wantName: true, first: len(names)})
 		case '[':
-			stack = append(stack, frame{})
+			stack = append(stack, frame{first: len(names)})
 		case '}', ']':
+			names = names[:stack[len(stack)-1].first]
 			stack = stack[:len(stack)-1]
 		case ',':
 			if n := len(stack); n > 0 && stack[n-1].object {
 				stack[n-1].wantName = true
 			}
 		case '"':
-			end := i + 1
-			plain := true
-			for ; data[end] != '"'; end++ {
-				if data[end] == '\\' {
-					end++
-					plain = false
-				} else if data[end] >= utf8.RuneSelf {
-					plain = false
-				}
-			}
+			end := skipString(data, i) - 1 // the closing quote
 			if n := len(stack); n > 0 && stack[n-1].wantName {
 				f := &stack[n-1]
 				f.wantName = false
-				name := string(data[i+1 : end])
-				if !plain {
-					_ = json.Unmarshal(data[i:end+1], &name)
+				name := data[i+1 : end]
+				if !plainString(name) {
+					s, _ := jsonString(data[i : end+1])
+					name = []byte(s)
 				}
-				if _, seen := f.names[name]; seen {
-					return true
+				switch {
+				case f.set != nil:
+					if _, seen := f.set[string(name)]; seen {
+						return true
+					}
+					f.set[string(name)] = struct{}{}
+				default:
+					for _, prev := range names[f.first:] {
+						if bytes.Equal(prev, name) {
+							return true
+						}
+					}
+					names = append(names, name)
+					if len(names)-f.first > smallObject {
+						f.set = make(map[string]struct{}, 2*smallObject)
+						for _, prev := range names[f.first:] {
+							f.set[string(prev)] = struct{}{}
+						}
+						names = names[:f.first]
+					}
 				}
-				if f.names == nil {
-					f.names = map[string]struct{}{}
-				}
-				f.names[name] = struct{}{}
 			}
 			i = end
 		}

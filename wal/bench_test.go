@@ -133,3 +133,19 @@ func BenchmarkOpenVerify1M(b *testing.B) {
 		b.ReportMetric(float64(b.N*n)/b.Elapsed().Seconds(), "records/s")
 	})
 }
+
+// BenchmarkEncodeRecord: one tool_call-sized record framed and hashed
+// into a reused buffer, as the journal writer does for each record of a
+// batch.
+func BenchmarkEncodeRecord(b *testing.B) {
+	payload := []byte(`{"user":"local","profile":"trade","tool":"place_order","args_sha256":"` +
+		"9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08" + `","admitted":true}`)
+	var h hasher
+	var prev [32]byte
+	buf := make([]byte, 0, 4096)
+	b.ReportAllocs()
+	b.SetBytes(int64(len(payload)))
+	for i := 0; b.Loop(); i++ {
+		buf, prev = appendFrame(buf[:0], &h, uint64(i+1), 3, int64(i), &prev, 0, "local", "mcp:agent", "", payload)
+	}
+}

@@ -193,9 +193,10 @@ func Open(dir string, opts Options) (*Log, *Recovery, error) {
 	if err == nil && last != w.lastSeq {
 		err = fmt.Errorf("wal: tidwall/wal reports last index %d, records end at seq %d", last, w.lastSeq)
 	}
-	if err == nil {
-		// tidwall/wal may have created the first segment; it never
-		// fsyncs the directory.
+	if err == nil && w.segments == 0 {
+		// tidwall/wal has created the first segment; it never fsyncs the
+		// directory. With segments there already it creates none, and
+		// the Open that created them made them durable.
 		err = l.syncDir()
 	}
 	if err == nil {

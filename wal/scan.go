@@ -204,8 +204,10 @@ type gap struct {
 // and each record's hash. One walker serves one pass; it is not safe for
 // concurrent use.
 type walker struct {
-	mode walkMode
-	fn   func(Record) error
+	// segments is how many segment files walkDir found.
+	segments int
+	mode     walkMode
+	fn       func(Record) error
 
 	next     uint64   // seq expected next (after reorders: max seen + 1)
 	prev     [32]byte // hash of the last record read
@@ -257,6 +259,7 @@ func (w *walker) walkDir(dir string) error {
 	if err != nil {
 		return err
 	}
+	w.segments = len(segs)
 	for _, t := range temps {
 		if err := w.problem(Problem{Segment: t, Seq: w.next, Offset: -1, Reason: ReasonTempFile}, nil); err != nil {
 			return err

@@ -19,6 +19,7 @@ import (
 var version = ""
 
 func main() {
+	app.HoldGCForStartup()
 	// stdout belongs to the MCP stream: keep the real one for the commands
 	// that print, and send any stray print to stderr.
 	stdout := os.Stdout

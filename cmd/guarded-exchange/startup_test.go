@@ -78,3 +78,57 @@ func TestServeStartsWhileTheKeyCheckHangs(t *testing.T) {
 		t.Fatalf("the hung key check ended (%d) before get_my_policy answered", n)
 	}
 }
+
+// The key re-check runs after serve's first answers, but a trading call
+// never overtakes it: against an exchange that never answers, a
+// place_order sent as soon as the session is open waits for the re-check
+// and is answered exchange_unavailable (checking_key), nothing sent,
+// while a read made meanwhile is answered at once.
+func TestServeHoldsTradingUntilTheStartupKeyCheck(t *testing.T) {
+	in := newInstall(t)
+	s := sim.New(sim.Config{Seed: 5})
+	hv := &hangingVenue{}
+	srv := httptest.NewServer(hv.wrap(s.Handler()))
+	defer srv.Close()
+	venueEnv := []string{"GX_VENUE=bybit-demo", "GX_BYBIT_BASE_URL=" + srv.URL, "GX_TEST_ALLOW_LOOPBACK_BYBIT_URL=true"}
+	key := s.DefaultKey()
+	if r := run(t, in.env(venueEnv...), key.APIKey+"\n"+key.APISecret+"\n", "keys", "add"); r.code != 0 {
+		t.Fatalf("keys add on bybit-demo: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if r := run(t, in.env(venueEnv...), "", "admin", "policy", "set-ceiling", "--user", "local", "--profile", "trade", "--allow", "linear:BTCUSDT",
+		"--confirm", "none"); r.code != 0 {
+		t.Fatalf("set-ceiling: %d %s", r.code, r.stderr)
+	}
+	hv.hang.Store(true)
+
+	cs, _ := connectStdio(t, in, "2025-11-25", venueEnv...)
+	defer cs.Close()
+	type answer struct {
+		out   map[string]any
+		isErr bool
+		took  time.Duration
+	}
+	placed := make(chan answer, 1)
+	start := time.Now()
+	go func() {
+		out, isErr := callTool(t, cs, "place_order", map[string]any{"symbol": "BTCUSDT", "category": "linear", "side": "Buy",
+			"order_type": "Limit", "qty": "0.001", "price": "30000"})
+		placed <- answer{out, isErr, time.Since(start)}
+	}()
+	if _, isErr := callTool(t, cs, "get_my_policy", map[string]any{}); isErr {
+		t.Fatal("get_my_policy refused while the key check hangs")
+	}
+	select {
+	case a := <-placed:
+		t.Fatalf("place_order answered before the key check ended: %v", a.out)
+	default:
+	}
+	a := <-placed
+	details, _ := a.out["details"].(map[string]any)
+	if !a.isErr || a.out["code"] != "exchange_unavailable" || details["reason"] != "checking_key" {
+		t.Fatalf("place_order during the start-up key check: %v", a.out)
+	}
+	if a.took < 4*time.Second {
+		t.Fatalf("place_order was answered after %s, before the hold's bound", a.took)
+	}
+}

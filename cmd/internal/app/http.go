@@ -66,13 +66,16 @@ func (r *Runtime) serveHTTP(ctx context.Context, g *cli.Globals, o cli.ServeOpti
 		return cli.CannotStart("%v", err)
 	}
 	defer st.close()
+	if err := st.started(ctx); err != nil {
+		return cli.CannotStart("%v", err)
+	}
 	ctl, err := control.Listen(layout, st, logger.With("component", "control"), control.Limits{})
 	if err != nil {
 		return cli.CannotStart("%v", err)
 	}
 	defer ctl.Close()
 	presence := mcp.NewPresence()
-	relay, err := r.startRelay(p, st, vc.Name, logger, o.DenyTools, presence)
+	relay, err := r.startRelay(p, st, vc.Name, logger, o.DenyTools, presence, nil)
 	if err != nil {
 		return cli.CannotStart("%v", err)
 	}

@@ -470,9 +470,11 @@ func lockHome(p paths) (*homeLock, error) {
 		}
 		return nil, &lockHeldError{fmt.Sprintf("another process (pid %s) holds the lock on %s", holder, p.Home)}
 	}
+	// The pid is for the message another process shows; it is not
+	// synced (a lock does not outlive a crash, and a stale pid only names
+	// a process in that message).
 	if err := f.Truncate(0); err == nil {
 		_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
-		_ = f.Sync()
 	}
 	return &homeLock{f: f}, nil
 }

@@ -271,11 +271,12 @@ func (r *Runtime) relayStdio(ctx context.Context, p paths, user string, deny []s
 // session is an MCP server for its user, as on stdio.
 // The engine's deny list applies to every relayed session, and the tools
 // a relay client withholds (its own --deny-tool) are added for its session.
-func (r *Runtime) startRelay(p paths, st *stack, venueName string, logger *slog.Logger, deny []string, presence *mcp.Presence) (*relayServer, error) {
+func (r *Runtime) startRelay(p paths, st *stack, venueName string, logger *slog.Logger, deny []string, presence *mcp.Presence, startup mcp.StartupHold) (*relayServer, error) {
 	return listenRelay(p, st.sys, func(user string) mcp.Options {
 		return mcp.Options{
 			Backend: st.sys, Principal: policyPrincipal(st.sys, user), Venue: venueName, Version: r.Release,
 			Logger: logger.With("component", "mcp", "user", user), DenyTools: slices.Clone(deny), Presence: presence, StateKey: st.stateKey,
+			Startup: startup,
 		}
 	}, logger.With("component", "relay"))
 }

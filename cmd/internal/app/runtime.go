@@ -184,6 +184,11 @@ func (r *Runtime) Serve(ctx context.Context, g *cli.Globals, o cli.ServeOptions,
 	default:
 		return cli.CannotStart("the %s transport is not available in this version; use --transport stdio", o.Transport)
 	}
+	// The actor system and the tool schemas are built while the
+	// installation is checked and the journal replayed (D152).
+	prepared := actors.Prepare(r.logger())
+	defer prepared.Close()
+	go mcp.PrepareSchemas()
 	p, err := resolvePaths(g)
 	if err != nil {
 		return cli.CannotStart("%v", err)
@@ -210,31 +215,37 @@ func (r *Runtime) Serve(ctx context.Context, g *cli.Globals, o cli.ServeOptions,
 	}
 	defer lock.release()
 	logger := r.logger()
-	st, err := startStack(ctx, p, vc, key, logger, r.Release, "serve", nil)
+	st, err := startStackOn(ctx, p, vc, key, logger, r.Release, "serve", nil, prepared)
 	if err != nil {
 		return cli.CannotStart("%v", err)
 	}
 	defer st.close()
-	view, err := st.sys.Handle(ctx, &messages.ShowPolicyRequest{User: g.User}, messages.ActorSystem)
-	if err != nil {
+	// The user must exist; its committed state says so without starting
+	// its actor (CallerProfile asks no actor).
+	if _, err := st.sys.CallerProfile(g.User); err != nil {
 		return cli.CannotStart("user %q: %v; create it with `guarded-exchange admin user create %s`", g.User, err, g.User)
 	}
-	for _, w := range r.PolicyWarnings(view.(*messages.PolicyView).Effective) {
-		logger.Warn("the policy lets no order through", "user", g.User, "why", w)
-	}
-	// Re-check the stored key's permissions at start (docs/invariants.md "Keys"), in the
-	// background: nothing on the start-up path waits on the network, and
-	// the user actor serves the session meanwhile (the check is one of its
-	// actions in flight). A key that cannot be checked now is logged, not
-	// fatal: every state change re-checks it before it goes through. The
-	// check ends (its venue call is cancelled) before the stack closes.
+	// After the first answers (startupWork, D153): the policy warnings,
+	// and the re-check of the stored key's permissions (docs/invariants.md
+	// "Keys"), which starts the user's actors, its private stream and their
+	// reconciliation. Nothing on the start-up path waits on the network,
+	// and the user actor serves the session meanwhile; the user's trading
+	// calls wait for the re-check. A key that cannot be checked now is
+	// logged, not fatal: every state change re-checks it before it goes
+	// through. At the end of the session the work gets startupWorkGrace to
+	// finish, then the check ends (its venue call is cancelled) before the
+	// stack closes.
 	checkCtx, cancelCheck := context.WithCancel(ctx)
-	checked := make(chan struct{})
-	go func() {
-		defer close(checked)
+	work := newStartupWork(g.User, func() {
+		if view, err := st.sys.Handle(ctx, &messages.ShowPolicyRequest{User: g.User}, messages.ActorSystem); err == nil {
+			for _, w := range r.PolicyWarnings(view.(*messages.PolicyView).Effective) {
+				logger.Warn("the policy lets no order through", "user", g.User, "why", w)
+			}
+		}
 		recheckAtStart(checkCtx, st, g.User, vc.Name, logger)
-	}()
-	defer func() { cancelCheck(); <-checked }()
+	})
+	begin := time.AfterFunc(startupWorkBound, work.Begin)
+	defer func() { begin.Stop(); work.WaitFor(startupWorkGrace); cancelCheck(); work.Wait() }()
 	ctl, err := control.Listen(layout, st, logger.With("component", "control"), control.Limits{})
 	if err != nil {
 		return cli.CannotStart("%v", err)
@@ -244,7 +255,7 @@ func (r *Runtime) Serve(ctx context.Context, g *cli.Globals, o cli.ServeOptions,
 	// serve waits for its own session's dead-man cancels, then ends the
 	// relayed sessions and waits for theirs.
 	presence, relayed := mcp.NewPresence(), mcp.NewPresence()
-	relay, err := r.startRelay(p, st, vc.Name, logger, o.DenyTools, relayed)
+	relay, err := r.startRelay(p, st, vc.Name, logger, o.DenyTools, relayed, work)
 	if err != nil {
 		return cli.CannotStart("%v", err)
 	}
@@ -258,13 +269,36 @@ func (r *Runtime) Serve(ctx context.Context, g *cli.Globals, o cli.ServeOptions,
 		DenyTools: o.DenyTools,
 		Presence:  presence,
 		StateKey:  st.stateKey,
+		Startup:   work,
 	})
 	if err != nil {
 		return cli.CannotStart("%v", err)
 	}
 	logger.Info("serving MCP on stdio", "venue", vc.Name, "user", g.User)
-	t := mcp.StdioTransport(r.Stdin, r.Stdout, logger.With("component", "stdio"))
-	runErr := srv.Run(ctx, t)
+	// The collector is set back, and the start-up work begins, once the
+	// first two answers are out (initialize's and the next one: tools/list
+	// for most clients).
+	out := &afterAnswers{w: r.Stdout, at: 2, then: func() { ReleaseStartupGC(); work.Begin() }}
+	t := mcp.StdioTransport(r.Stdin, out, logger.With("component", "stdio"))
+	// server_started becomes durable beside the first answers; if it
+	// cannot, the journal is down and serve stops as it would have before
+	// answering.
+	runCtx, stopRun := context.WithCancel(ctx)
+	defer stopRun()
+	startErr := make(chan error, 1)
+	go func() {
+		err := st.started(runCtx)
+		if err != nil && runCtx.Err() == nil {
+			logger.Error("journal: server_started could not be made durable; stopping", "err", err.Error())
+			stopRun()
+		}
+		startErr <- err
+	}()
+	runErr := srv.Run(runCtx, t)
+	stopRun()
+	if err := <-startErr; err != nil && !errors.Is(messages.AsError(err).Err, context.Canceled) && ctx.Err() == nil {
+		return cli.CannotStart("%v", err)
+	}
 	// The session ended (EOF or a signal): the dead-man switch may be
 	// cancelling the user's orders; the stack stays up until it is done.
 	waitPresence(presence, logger)

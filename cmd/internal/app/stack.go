@@ -40,6 +40,9 @@ type stack struct {
 	// feed serves decisions' market data from the public streams and
 	// caches (nil: none); closed after the actors.
 	feed *venue.MarketFeed
+	// started returns when serve's server_started record is durable or
+	// has failed (nil for other commands).
+	started func(context.Context) error
 	// stateKey seals the requestState of the client's confirmation form:
 	// a sub-key of the master key, so a form answered across a restart
 	// still opens.
@@ -133,13 +136,23 @@ const instrumentTTL = 10 * time.Minute
 // onRecord, if not nil, sees every record of the journal in order while it
 // is opened and verified.
 func startStack(ctx context.Context, p paths, vc venueConfig, masterKey []byte, logger *slog.Logger, version, command string, onRecord func(wal.Record) error) (*stack, error) {
+	return startStackOn(ctx, p, vc, masterKey, logger, version, command, onRecord, nil)
+}
+
+// startStackOn is startStack on an actor system prepared while the caller
+// did other start-up work (nil: built here).
+func startStackOn(ctx context.Context, p paths, vc venueConfig, masterKey []byte, logger *slog.Logger, version, command string, onRecord func(wal.Record) error, prepared *actors.Prepared) (*stack, error) {
 	stateKey, err := mcp.RequestStateKey(masterKey)
 	if err != nil {
 		return nil, err
 	}
 	st := &stack{venue: vc, stateKey: stateKey}
 	replay := actors.NewUserReplay()
+	records := 0
 	l, rec, err := wal.Open(p.journal(), wal.Options{OnRecord: func(r wal.Record) error {
+		if records++; records == startupGCRecords {
+			ReleaseStartupGC() // a large replay: collect as usual
+		}
 		if err := replay.OnRecord(r); err != nil {
 			return err
 		}
@@ -195,7 +208,7 @@ func startStack(ctx context.Context, p paths, vc venueConfig, masterKey []byte, 
 		return nil, err
 	}
 	st.sys, err = actors.Start(actors.Config{
-		Journal: l, Market: market, Logger: logger, Users: replay, Venue: vc.level(),
+		Journal: l, Prepared: prepared, Market: market, Logger: logger, Users: replay, Venue: vc.level(),
 		Environment: vc.Name, MasterKey: masterKey, Clients: clients, Streams: streams, Feed: st.feed,
 		JournalDir: p.journal(), DiskMarginBytes: margin,
 		// Only a server decides confirmations on the CLI, and only when
@@ -217,11 +230,14 @@ func startStack(ctx context.Context, p paths, vc venueConfig, masterKey []byte, 
 		}
 	}
 	// Only a server announces itself: a CLI command that changes nothing
-	// must journal nothing.
+	// must journal nothing. The record is queued, in its place, and synced
+	// at once; serve waits for it beside its first answers (st.started),
+	// not before them (D152).
 	if command == "serve" {
-		if _, err := st.sys.JournalJSON(ctx, messages.RecordServerStarted, "", messages.ActorSystem, map[string]any{
+		st.started, err = st.sys.JournalJSONQueued(messages.RecordServerStarted, map[string]any{
 			"pid": os.Getpid(), "version": version, "venue": vc.Name,
-		}); err != nil {
+		})
+		if err != nil {
 			st.close()
 			return nil, err
 		}
