@@ -429,8 +429,9 @@ func (p *fsyncProbe) sample(b *testing.B) {
 // tool call to its create on the wire (the time the server's client
 // sends POST /v5/order/create), p50, against the simulator on loopback:
 // "rest" decides as before (instrument, ticker, band and position read
-// by REST, the create read back by REST), "streams" from the caches the
-// streams keep fresh, the create answered by the private stream. It
+// by REST, the create read back by REST), "streams" from the feed the
+// public stream keeps fresh, the position still read by REST (D162) and
+// the create read back by REST (D161). It
 // reports the p50, the p50 of an fsync in the same directory timed
 // between the orders, the difference (overhead-µs: the target is at most
 // 200), and the REST requests per order.
