@@ -113,9 +113,9 @@ func (te *tradeEnv) submitPlace(ctx context.Context, a messages.PlaceOrderArgs) 
 // did, not internal_error while the order goes out.
 func TestSlowVenueInsideItsBoundsAnswers(t *testing.T) {
 	dir := t.TempDir()
-	// The create's order is read back by REST, not taken from the
-	// stream (D150), so that the read-back is one of the slow steps.
-	te := newTradeEnvWith(t, dir, func(c *Config) { c.RequestTimeout, c.StreamAnswerWait = 4*time.Second, -1 })
+	// The create's order is read back by REST (D161), so that the
+	// read-back is one of the slow steps.
+	te := newTradeEnvWith(t, dir, func(c *Config) { c.RequestTimeout = 4 * time.Second })
 	te.tradeReady(t, messages.PolicySettings{})
 	for _, p := range []string{venue.PathTickers, venue.PathOrderCreate, venue.PathOrderRealtime} {
 		te.delayFault(t, p, 3600)

@@ -4,114 +4,17 @@ import (
 	"context"
 	"fmt"
 	"sync"
-	"time"
 
 	"github.com/guarded-exchange/guarded-exchange/actors/risk"
 	"github.com/guarded-exchange/guarded-exchange/messages"
 	"github.com/guarded-exchange/guarded-exchange/venue"
 )
 
-// A place_order decision's market from caches the streams keep fresh
-// (docs/decisions.md D148, D149): the instrument rules and the quote from
+// A place_order decision's market from caches the public stream keeps
+// fresh (docs/decisions.md D148): the instrument rules and the quote from
 // the process's venue.MarketFeed (public stream, bounded by a REST
-// anchor), the symbol's position from the user's stream cache (a REST
-// read of the symbol that no push has contradicted since). Whatever is
-// not fresh is read by REST, at once, as readMarket does.
-
-// DefaultPositionAnchorAge bounds how old a position read may be when a
-// decision uses it again (D149).
-const DefaultPositionAnchorAge = 5 * time.Second
-
-// maxPositionAnchors bounds the symbols with a position anchor.
-const maxPositionAnchors = 256
-
-// positionAnchor is a symbol's positions as a decision read them by REST.
-type positionAnchor struct {
-	rows []messages.Position
-	at   time.Time // when the read started
-	gen  uint64    // the stream's connGen when the read started
-	// spoiled: a push since showed the symbol otherwise (another size,
-	// side or leverage, a row the read did not have, a fill of an
-	// order): the next decision reads REST.
-	spoiled bool
-}
-
-// noteForAnchorsLocked applies a stream event to the position anchors: a
-// connection event or a gap makes every anchor unusable (connGen); a
-// pushed position row that differs from its anchor, or a pushed order
-// with a fill, spoils the symbol's anchor. A push can only make the next
-// decision read REST, never keep a row a REST read did not show.
-func (c *streamCache) noteForAnchorsLocked(ev messages.StreamEvent) {
-	switch ev.Kind {
-	case messages.StreamConnected, messages.StreamReconnected, messages.StreamDisconnected, messages.StreamGap:
-		c.connGen++
-	case messages.StreamPositions:
-		for i := range ev.Positions {
-			p := &ev.Positions[i]
-			a := c.posAnchors[symKey(p.Category, p.Symbol)]
-			if a == nil || a.spoiled {
-				continue
-			}
-			same := false
-			for _, r := range a.rows {
-				if r.PositionIdx == p.PositionIdx && r.Side == p.Side && r.Size.Equal(p.Size) && r.Leverage.Equal(p.Leverage) {
-					same = true
-				}
-			}
-			a.spoiled = !same
-		}
-	case messages.StreamOrders:
-		for i := range ev.Orders {
-			o := &ev.Orders[i]
-			if a := c.posAnchors[symKey(o.Category, o.Symbol)]; a != nil && !o.CumExecQty.IsZero() {
-				a.spoiled = true
-			}
-		}
-	}
-}
-
-// anchorGen is the generation a position read starting now is taken in.
-func (c *streamCache) anchorGen() uint64 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.connGen
-}
-
-// anchorPositions keeps a REST read of the symbol's positions (started
-// at, in generation gen) for the next decisions.
-func (c *streamCache) anchorPositions(cat messages.Category, symbol string, rows []messages.Position, at time.Time, gen uint64) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.posAnchors == nil {
-		c.posAnchors = map[string]*positionAnchor{}
-	}
-	k := symKey(cat, symbol)
-	if _, ok := c.posAnchors[k]; !ok && len(c.posAnchors) >= maxPositionAnchors {
-		clear(c.posAnchors)
-	}
-	c.posAnchors[k] = &positionAnchor{rows: append([]messages.Position(nil), rows...), at: at, gen: gen}
-}
-
-// dropPositions forgets the symbol's anchor (a position write was sent).
-func (c *streamCache) dropPositions(cat messages.Category, symbol string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	delete(c.posAnchors, symKey(cat, symbol))
-}
-
-// anchoredPositions is the symbol's positions a decision may use without
-// reading REST: the stream open, connected and not flapping, the read
-// made on the current connection without a gap since, no push since that
-// showed the symbol otherwise, and no older than maxAge.
-func (c *streamCache) anchoredPositions(cat messages.Category, symbol string, now time.Time, maxAge time.Duration) ([]messages.Position, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	a := c.posAnchors[symKey(cat, symbol)]
-	if a == nil || a.spoiled || a.gen != c.connGen || !c.open || !c.connected || c.flappingLocked(now) || now.Sub(a.at) > maxAge || now.Before(a.at) {
-		return nil, false
-	}
-	return a.rows, true
-}
+// anchor). Whatever is not fresh is read by REST, at once, as readMarket
+// does, and the symbol's position always is (D162).
 
 // marketUse says how a decision reads the market: cached for place_order
 // (the only tool whose market reads the feed serves); needTicker unless
@@ -135,8 +38,8 @@ func marketFetchFor(action uint64, tool string, b risk.CallBase, args any) *mark
 // cache where they are fresh; the reads that remain run at once, and the
 // first failure in readMarket's order (instrument, ticker and band,
 // position) is the answer. stats counts what went to REST (nil: none).
-func readMarketCached(c context.Context, r marketReader, feed *venue.MarketFeed, cache *streamCache, cat messages.Category, symbol string,
-	needTicker bool, now func() time.Time) (risk.Market, error) {
+func readMarketCached(c context.Context, r marketReader, feed *venue.MarketFeed, cat messages.Category, symbol string,
+	needTicker bool) (risk.Market, error) {
 	var out risk.Market
 	var errs [3]error
 	var wg sync.WaitGroup
@@ -148,27 +51,16 @@ func readMarketCached(c context.Context, r marketReader, feed *venue.MarketFeed,
 	})
 	var rows []messages.Position
 	if cat == messages.CategoryLinear {
-		var ok bool
-		if cache != nil {
-			rows, ok = cache.anchoredPositions(cat, symbol, now(), DefaultPositionAnchorAge)
-		}
-		if !ok {
-			wg.Go(func() {
-				defer recoverRead(&errs[2])
-				var gen uint64
-				if cache != nil {
-					gen = cache.anchorGen()
-				}
-				at := now()
-				page, err := r.Positions(c, venue.PositionQuery{Category: messages.CategoryLinear, Symbol: symbol})
-				if errs[2] = err; err == nil {
-					rows = page.Items
-					if cache != nil && page.NextCursor == "" {
-						cache.anchorPositions(cat, symbol, rows, at, gen)
-					}
-				}
-			})
-		}
+		// Always by REST: a withheld push would keep a cached position
+		// that a trade or leverage change outside the server has made
+		// untrue (D162).
+		wg.Go(func() {
+			defer recoverRead(&errs[2])
+			page, err := r.Positions(c, venue.PositionQuery{Category: messages.CategoryLinear, Symbol: symbol})
+			if errs[2] = err; err == nil {
+				rows = page.Items
+			}
+		})
 	}
 	func() {
 		defer recoverRead(&errs[0])
@@ -213,38 +105,4 @@ func instrumentRuleRefusal(err error) bool {
 	}
 	code, ok := messages.AsError(err).Details["ret_code"].(int)
 	return ok && instrumentRuleRetCodes[code]
-}
-
-// streamUp reports whether the private stream is open, connected and
-// not flapping.
-func (c *streamCache) streamUp() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.open && c.connected && !c.flappingLocked(time.Now())
-}
-
-// streamAnswer waits up to wait for an accepted create's order on the
-// private stream: a push that matches the create's expectation (its
-// client order id, the order id the venue answered, category, symbol,
-// side, at most its qty, a price inside the band) with a status whose
-// filled qty is known. Pushes of the id that do not match are named
-// (rejected, journaled as anomalies) and settle nothing; a matching push
-// whose filled qty is not known ("Created", a status that is not one of
-// Bybit's) is not an answer either: the order is read back by REST.
-func streamAnswer(ctx context.Context, w venue.OrderWaiter, expect messages.OrderExpectation, ack *messages.OrderAck, wait time.Duration) (*messages.Order, []venue.Mismatch, bool) {
-	if ack == nil || ack.OrderID == "" {
-		return nil, nil, false
-	}
-	if expect.OrderID == "" {
-		expect.OrderID = ack.OrderID
-	}
-	o, ok, fields := w.WaitMatchingOrder(ctx, &expect, wait)
-	var rejected []venue.Mismatch
-	for _, f := range fields {
-		rejected = append(rejected, venue.Mismatch{Source: messages.AnomalySourceStream, Field: f})
-	}
-	if !ok || !venue.FilledOf(&o).Known {
-		return nil, rejected, false
-	}
-	return &o, rejected, true
 }

@@ -114,7 +114,6 @@ type feedOpts struct {
 	publicProxy  bool
 	privateProxy bool
 	pubBackoff   time.Duration
-	answerWait   time.Duration
 }
 
 const feedStaleAfter = 2500 * time.Millisecond
@@ -164,7 +163,6 @@ func newFeedEnv(t testing.TB, dir string, o feedOpts) *feedEnv {
 		if !o.noFeed {
 			c.Feed = fe.feed
 		}
-		c.StreamAnswerWait = o.answerWait
 	}
 	te.client = func(c *venue.Config) { c.HTTPClient = hc }
 	te.simPost(t, "/sim/accounts/"+te.ann.APIKey+"/balances", `{"USDT":"100000","BTC":"2"}`)
@@ -214,12 +212,12 @@ func (fe *feedEnv) marketable(t testing.TB) string {
 	return tk.Ask1Price.Add(decimal.NewFromInt(1)).String()
 }
 
-// A place_order decided while the streams are fresh reads nothing by
-// REST before the create (no instrument, ticker, band or position read:
-// the caches serve them), and its answer comes from the private stream's
-// push of the order, without the read-back: a resting order answers New
-// and 0 filled, a marketable one Filled with its qty.
-func TestPlaceDecidesFromStreamCachesAndAnswersFromTheStream(t *testing.T) {
+// A place_order decided while the public stream is fresh reads no
+// instrument, ticker or band by REST before the create (the feed serves
+// them); it reads the position by REST (D162), and its answer comes from
+// the REST read-back, not the private stream's push (D161): a resting
+// order answers New and 0 filled, a marketable one Filled with its qty.
+func TestPlaceDecidesFromTheFeedAndAnswersFromTheReadBack(t *testing.T) {
 	fe := newFeedEnv(t, t.TempDir(), feedOpts{})
 	fe.tradeReady(t, messages.PolicySettings{})
 	fe.warm(t)
@@ -228,11 +226,11 @@ func TestPlaceDecidesFromStreamCachesAndAnswersFromTheStream(t *testing.T) {
 	if e != nil {
 		t.Fatal(e)
 	}
-	if n := fe.rest.count(marketReadPaths...) - before; n != 0 {
-		t.Fatalf("%d market reads by REST while the caches were fresh", n)
+	if n, p := fe.rest.count(marketReadPaths...)-before, fe.rest.count("/v5/position/list"); n != 1 || p == 0 {
+		t.Fatalf("%d market reads by REST while the feed was fresh, want 1 (the position)", n)
 	}
-	if n := fe.rest.count(venue.PathOrderRealtime, venue.PathOrderHistory) - readBacks; n != 0 {
-		t.Fatalf("%d read-backs while the stream answered", n)
+	if n := fe.rest.count(venue.PathOrderRealtime, venue.PathOrderHistory) - readBacks; n != 1 {
+		t.Fatalf("%d read-backs, want 1", n)
 	}
 	if fe.rest.count(venue.PathOrderCreate)-creates != 1 || ans.Status != messages.AnswerAccepted || ans.OrderStatus != "New" ||
 		ans.FilledQty.String() != "0" || ans.OrderID == "" {
@@ -243,8 +241,8 @@ func TestPlaceDecidesFromStreamCachesAndAnswersFromTheStream(t *testing.T) {
 	if e != nil {
 		t.Fatal(e)
 	}
-	if n := fe.rest.count(venue.PathOrderRealtime, venue.PathOrderHistory) - readBacks; n != 0 || ans.OrderStatus != "Filled" || ans.FilledQty.String() != "0.002" {
-		t.Fatalf("a fill by the stream: %d read-backs, answer %s %s", n, ans.OrderStatus, ans.FilledQty)
+	if n := fe.rest.count(venue.PathOrderRealtime, venue.PathOrderHistory) - readBacks; n != 1 || ans.OrderStatus != "Filled" || ans.FilledQty.String() != "0.002" {
+		t.Fatalf("a fill: %d read-backs, answer %s %s", n, ans.OrderStatus, ans.FilledQty)
 	}
 }
 
@@ -431,8 +429,9 @@ func (p *fsyncProbe) sample(b *testing.B) {
 // tool call to its create on the wire (the time the server's client
 // sends POST /v5/order/create), p50, against the simulator on loopback:
 // "rest" decides as before (instrument, ticker, band and position read
-// by REST, the create read back by REST), "streams" from the caches the
-// streams keep fresh, the create answered by the private stream. It
+// by REST, the create read back by REST), "streams" from the feed the
+// public stream keeps fresh, the position still read by REST (D162) and
+// the create read back by REST (D161). It
 // reports the p50, the p50 of an fsync in the same directory timed
 // between the orders, the difference (overhead-µs: the target is at most
 // 200), and the REST requests per order.
@@ -442,7 +441,7 @@ func BenchmarkPlaceOrderDecisionOverhead(b *testing.B) {
 			dir := b.TempDir()
 			o := feedOpts{}
 			if mode == "rest" {
-				o.noFeed, o.answerWait = true, -1 // as before: every read by REST
+				o.noFeed = true // as before: every read by REST
 			}
 			fe := newFeedEnv(b, dir, o)
 			fe.tradeReady(b, messages.PolicySettings{MaxOrdersPerMinute: intp(100000), MaxUnconfirmedActionsPerHour: intp(100000),
@@ -493,9 +492,8 @@ func median(ds []time.Duration) time.Duration {
 }
 
 // A forged push of the create's order under another order id, shown
-// filled, does not answer the create: it matches nothing (D95), is
-// journaled as an anomaly from the stream, and the order is read back by
-// REST, which shows it resting.
+// filled, does not answer the create: the order is read back by REST
+// (D161), which shows it resting.
 func TestPlaceForgedOrderPushDoesNotAnswerTheCreate(t *testing.T) {
 	dir := t.TempDir()
 	fe := newFeedEnv(t, dir, feedOpts{privateProxy: true})
@@ -526,5 +524,4 @@ func TestPlaceForgedOrderPushDoesNotAnswerTheCreate(t *testing.T) {
 		ans.OrderID == "00000000-0000-4000-8000-000000000009" {
 		t.Fatalf("answer %s %s %s after %d read-backs", ans.OrderID, ans.OrderStatus, ans.FilledQty, fe.rest.count(venue.PathOrderRealtime, venue.PathOrderHistory)-readBacks)
 	}
-	waitAnomaly(t, dir, ans.ClientOrderID, messages.AnomalySourceStream, "order_id")
 }

@@ -86,12 +86,6 @@ type streamCache struct {
 	// index is not one (never kept; shown in the exposure's unreadable
 	// positions).
 	unreadablePushes int
-	// posAnchors are the positions decisions read by REST, by symKey,
-	// kept for the next decisions while the stream shows no change
-	// (marketcache.go, D149); connGen counts the stream's connection
-	// events, so a read before a reconnect or a gap is not used.
-	posAnchors map[string]*positionAnchor
-	connGen    uint64
 }
 
 func newStreamCache() *streamCache {
@@ -157,7 +151,6 @@ type dayCount struct {
 func (c *streamCache) opened(now time.Time, st *venue.Stream) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.connGen++
 	c.open, c.connected, c.since = true, false, now
 	c.unstableSince, c.connects = now, nil
 	c.lastPush = st.LastPush
@@ -167,7 +160,6 @@ func (c *streamCache) opened(now time.Time, st *venue.Stream) {
 func (c *streamCache) closed() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.connGen++
 	c.open, c.connected, c.lastPush = false, false, nil
 }
 
@@ -175,7 +167,6 @@ func (c *streamCache) closed() {
 func (c *streamCache) note(ev messages.StreamEvent, now time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.noteForAnchorsLocked(ev)
 	switch ev.Kind {
 	case messages.StreamConnected, messages.StreamReconnected:
 		c.connected, c.since = true, now

@@ -59,11 +59,6 @@ type Config struct {
 	// streams keep fresh (marketcache.go, D148). Nil: every decision
 	// reads the market by REST.
 	Feed *venue.MarketFeed
-	// StreamAnswerWait bounds the wait for an accepted create's order on
-	// the private stream before it is read back by REST (default
-	// DefaultStreamAnswerWait, D150; negative: never, every create is
-	// read back by REST).
-	StreamAnswerWait time.Duration
 	// SettleWait bounds the wait for an unknown outcome's client order id
 	// on the stream (default DefaultSettleWait).
 	SettleWait time.Duration
@@ -195,10 +190,7 @@ func Start(cfg Config) (*System, error) {
 			factory: cfg.Clients, timeout: s.timeout, now: s.now, mw: mw, registry: s.registry,
 			tokens: s.tokens, streams: cfg.Streams, settleWait: cfg.SettleWait, recoveryWait: cfg.RecoveryWait,
 			disk: disk, postureEvery: cfg.PostureEvery, positionPoll: cfg.PositionPoll, confirmCLI: cfg.ConfirmCLI,
-			tickets: s.tickets, feed: cfg.Feed, answerWait: cfg.StreamAnswerWait,
-		}
-		if deps.answerWait == 0 {
-			deps.answerWait = DefaultStreamAnswerWait
+			tickets: s.tickets, feed: cfg.Feed,
 		}
 		if deps.recoveryWait <= 0 {
 			deps.recoveryWait = DefaultRecoveryWait

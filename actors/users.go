@@ -126,10 +126,8 @@ type userDeps struct {
 	// action whose caller stopped waiting before it committed never
 	// sends.
 	tickets *sendTickets
-	// feed serves decisions' market data from caches (nil: REST);
-	// answerWait bounds the wait for a create's order push (D150).
-	feed       *venue.MarketFeed
-	answerWait time.Duration
+	// feed serves decisions' market data from caches (nil: REST).
+	feed *venue.MarketFeed
 }
 
 // userActor is the thin shell around one user's state (state.User): it

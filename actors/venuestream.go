@@ -24,12 +24,6 @@ type StreamFactory func(apiKey, apiSecret string) (*venue.Stream, error)
 // order id on the private stream before reading it back by REST.
 const DefaultSettleWait = 3 * time.Second
 
-// DefaultStreamAnswerWait is how long an accepted create waits for its
-// order on the private stream (status and filled qty) before reading it
-// back by REST (D150). The venue pushes the order as it applies it, in a
-// few milliseconds; the bound only costs a create whose push is lost.
-const DefaultStreamAnswerWait = 200 * time.Millisecond
-
 // orderWriter is what the venue actor needs of a session to write.
 // *venue.Client implements it.
 type orderWriter interface {
@@ -241,10 +235,7 @@ func (v *venueActor) write(ctx actor.Context, m *orderWrite) {
 		}
 		v.updates.sent(m.create.OrderLinkID)
 	}
-	timeout, wait, cache, ids, feed, answerWait := v.timeout, v.settleWait, v.cache, v.ids, v.feed, v.answerWait
-	if waiter == nil || cache == nil || !cache.streamUp() {
-		answerWait = 0 // no stream to wait on: read back by REST at once
-	}
+	timeout, wait, cache, ids, feed := v.timeout, v.settleWait, v.cache, v.ids, v.feed
 	offMailbox(ctx, v.logger, nil, stepBounds{request: timeout, settle: wait}.venueWrite(), userPID, func(c context.Context) any {
 		out := &orderWritten{action: m.action}
 		wc, cancel := context.WithTimeout(c, timeout)
@@ -268,9 +259,6 @@ func (v *venueActor) write(ctx actor.Context, m *orderWrite) {
 			// The venue refused a rule the cached rules did not have:
 			// the next decision reads them again (D148).
 			feed.InstrumentRefused(m.category, m.symbol)
-		}
-		if (m.leverage != nil || m.stop != nil) && cache != nil {
-			cache.dropPositions(m.category, m.symbol) // the next decision reads the position
 		}
 		if (m.leverage != nil || m.stop != nil) && client != nil {
 			// No client order id: the position says what happened.
@@ -318,26 +306,16 @@ func (v *venueActor) write(ctx actor.Context, m *orderWrite) {
 					return out
 				}
 			}
-			if m.create != nil && answerWait > 0 && m.linkID != "" && m.expect != nil {
-				// The order as the private stream shows it, when it
-				// comes within answerWait: no read-back (D150).
-				o, rejected, ok := streamAnswer(c, waiter, *m.expect, out.ack, answerWait)
-				out.mismatches = rejected
-				if ok {
-					if out.reused = ids.refused(messages.AnomalySourceStream, o.Category, o.Symbol, o.OrderID, o.OrderLinkID); out.reused == nil {
-						out.readBack = o
-					}
-					return out // a reused id: as if it could not be read
-				}
-			}
 			if (m.create != nil || m.cancel != nil || m.amend != nil) && client != nil && m.linkID != "" && m.expect != nil {
-				pushed := out.mismatches
+				// Read back by REST, never answered from a push: a push
+				// that matches the order may still say a fill or status
+				// the venue never gave (D161).
 				rc, rcancel := context.WithTimeout(c, timeout)
 				out.readBack, _, _ = client.OrderByLinkID(rc, m.category, m.symbol, m.linkID)
 				rcancel()
 				var restMismatches []venue.Mismatch
 				out.readBack, restMismatches = checkReadBack(out.readBack, *m.expect, out.ack)
-				out.mismatches = append(pushed, restMismatches...)
+				out.mismatches = restMismatches
 				if o := out.readBack; o != nil && len(restMismatches) == 0 {
 					if out.reused = ids.refused(messages.AnomalySourceREST, o.Category, o.Symbol, o.OrderID, o.OrderLinkID); out.reused != nil {
 						out.readBack = nil // as if it could not be read
@@ -448,12 +426,12 @@ func (v *venueActor) fetchMarket(ctx actor.Context, m *marketFetch) {
 		ctx.Send(userPID, &marketFetched{action: m.action, err: err})
 		return
 	}
-	cache, feed, now := v.cache, v.feed, v.now
+	cache, feed := v.cache, v.feed
 	offMailbox(ctx, v.logger, nil, v.timeout, userPID, func(c context.Context) any {
 		var mk risk.Market
 		var err error
 		if m.cached && feed != nil {
-			mk, err = readMarketCached(c, r, feed, cache, m.category, m.symbol, m.needTicker, now)
+			mk, err = readMarketCached(c, r, feed, m.category, m.symbol, m.needTicker)
 		} else {
 			mk, err = readMarket(c, r, m.category, m.symbol)
 		}

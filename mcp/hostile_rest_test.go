@@ -231,9 +231,8 @@ func newHostileRESTEnv(t *testing.T) (*env, *hostileREST) {
 		return h.url
 	}, func(c *actors.Config) {
 		// What these tests check is what a hostile REST venue's answers
-		// reach: an accepted create is read back by REST, not answered
-		// from its push (D150).
-		c.ConfirmCLI, c.StreamAnswerWait = true, -1
+		// reach: an accepted create is read back by REST (D161).
+		c.ConfirmCLI = true
 		c.Streams = func(k, s string) (*venue.Stream, error) {
 			return venue.NewStream(venue.StreamConfig{URL: stream.URL(), APIKey: k, APISecret: s,
 				Backoff: func(int) time.Duration { return 20 * time.Millisecond }})
