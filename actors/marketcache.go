@@ -67,16 +67,7 @@ func readMarketCached(c context.Context, r marketReader, feed *venue.MarketFeed,
 		out.Instrument, errs[0] = feed.Instrument(c, cat, symbol)
 	}()
 	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return risk.Market{}, err
-		}
-	}
-	if cat == messages.CategoryLinear {
-		out.PositionRead = true
-		out.Position = symbolRow(rows, symbol)
-	}
-	return out, nil
+	return joinedMarket(out, errs[:], cat, symbol, rows)
 }
 
 // recoverRead turns a read's panic into its error (as offMailbox does).

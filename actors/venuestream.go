@@ -510,6 +510,13 @@ func readMarket(c context.Context, r marketReader, cat messages.Category, symbol
 	}
 	errs[0] = reads[0]()
 	wg.Wait()
+	return joinedMarket(out, errs[:], cat, symbol, pos.Items)
+}
+
+// joinedMarket is a decision's market once its reads have joined: the
+// first failure in the reads' order, else out with the linear symbol's
+// position row taken from rows.
+func joinedMarket(out risk.Market, errs []error, cat messages.Category, symbol string, rows []messages.Position) (risk.Market, error) {
 	for _, err := range errs {
 		if err != nil {
 			return risk.Market{}, err
@@ -517,7 +524,7 @@ func readMarket(c context.Context, r marketReader, cat messages.Category, symbol
 	}
 	if cat == messages.CategoryLinear {
 		out.PositionRead = true
-		out.Position = symbolRow(pos.Items, symbol)
+		out.Position = symbolRow(rows, symbol)
 	}
 	return out, nil
 }
