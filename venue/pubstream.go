@@ -259,7 +259,7 @@ func (p *PublicStream) run() {
 		conn, reason := p.connect()
 		if conn == nil {
 			p.log.Warn("venue public stream: connect failed", slog.String("category", string(p.category)), slog.String("reason", reason), slog.Int("attempt", attempt))
-			if !p.sleep(p.backoff(attempt)) {
+			if !sleepUnlessDone(p.ctx, p.backoff(attempt)) {
 				return
 			}
 			attempt++
@@ -271,21 +271,10 @@ func (p *PublicStream) run() {
 			return
 		}
 		p.log.Warn("venue public stream: disconnected", slog.String("category", string(p.category)), slog.String("reason", reason))
-		if !p.sleep(p.backoff(0)) {
+		if !sleepUnlessDone(p.ctx, p.backoff(0)) {
 			return
 		}
 		attempt = 1
-	}
-}
-
-func (p *PublicStream) sleep(d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-p.ctx.Done():
-		return false
 	}
 }
 

@@ -360,7 +360,7 @@ func (s *Stream) run() {
 			}
 			s.log.Warn("venue stream: connect failed", slog.String("reason", reason), slog.Int("attempt", attempt))
 			s.deliver(messages.StreamEvent{Kind: messages.StreamDisconnected, At: time.Now().UTC(), Reason: reason, UntrustedText: untrusted})
-			if !s.sleep(s.backoff(attempt)) {
+			if !sleepUnlessDone(s.ctx, s.backoff(attempt)) {
 				return
 			}
 			attempt++
@@ -380,21 +380,22 @@ func (s *Stream) run() {
 		}
 		s.log.Warn("venue stream: disconnected", slog.String("reason", reason))
 		s.deliver(messages.StreamEvent{Kind: messages.StreamDisconnected, At: time.Now().UTC(), Reason: reason})
-		if !s.sleep(s.backoff(0)) {
+		if !sleepUnlessDone(s.ctx, s.backoff(0)) {
 			return
 		}
 		attempt = 1
 	}
 }
 
-// sleep waits d or until Close; false means closed.
-func (s *Stream) sleep(d time.Duration) bool {
+// sleepUnlessDone waits d or until ctx is done (a stream's Close); false
+// means done. Both streams wait between their connections with it.
+func sleepUnlessDone(ctx context.Context, d time.Duration) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-t.C:
 		return true
-	case <-s.ctx.Done():
+	case <-ctx.Done():
 		return false
 	}
 }
