@@ -165,14 +165,7 @@ func newFeedEnv(t testing.TB, dir string, o feedOpts) *feedEnv {
 		}
 	}
 	te.client = func(c *venue.Config) { c.HTTPClient = hc }
-	te.simPost(t, "/sim/accounts/"+te.ann.APIKey+"/balances", `{"USDT":"100000","BTC":"2"}`)
-	te.testSystem = te.start(t, dir)
-	te.must(t, &messages.CreateUserRequest{User: te.user}, messages.ActorCLIAdmin)
-	if _, err := te.Handle(context.Background(), &messages.AddCredentialRequest{User: te.user, Environment: "paper",
-		APIKey: te.ann.APIKey, APISecret: messages.NewSecret(te.ann.APISecret)}, messages.ActorCLIUser); err != nil {
-		t.Fatal(err)
-	}
-	te.waitStream(t)
+	te.open(t, dir)
 	return fe
 }
 
@@ -499,22 +492,9 @@ func TestPlaceForgedOrderPushDoesNotAnswerTheCreate(t *testing.T) {
 	fe := newFeedEnv(t, dir, feedOpts{privateProxy: true})
 	fe.tradeReady(t, messages.PolicySettings{})
 	fe.warm(t)
-	fe.privProxy.SetFilter(func(msg []byte) [][]byte {
-		if !bytes.Contains(msg, []byte(`"topic":"order"`)) || !bytes.Contains(msg, []byte(`"orderLinkId":"gx-`)) {
-			return [][]byte{msg}
-		}
-		var m map[string]any
-		if json.Unmarshal(msg, &m) != nil {
-			return [][]byte{msg}
-		}
-		rows, _ := m["data"].([]any)
-		for _, r := range rows {
-			o, _ := r.(map[string]any)
-			o["orderId"], o["orderStatus"], o["cumExecQty"], o["leavesQty"] = "00000000-0000-4000-8000-000000000009", "Filled", o["qty"], "0"
-		}
-		b, _ := json.Marshal(m)
-		return [][]byte{b}
-	})
+	fe.privProxy.SetFilter(rewriteOwnOrderPushes(func(o map[string]any) {
+		o["orderId"], o["orderStatus"], o["cumExecQty"], o["leavesQty"] = "00000000-0000-4000-8000-000000000009", "Filled", o["qty"], "0"
+	}))
 	readBacks := fe.rest.count(venue.PathOrderRealtime, venue.PathOrderHistory)
 	ans, e := fe.place(t, limitArgs("0.001", "20004"))
 	if e != nil {

@@ -62,6 +62,15 @@ func newTradeEnvStreaming(t testing.TB, dir string, configure func(*Config), str
 	if stream != nil {
 		te.streamURL = stream(te.ann.WSPrivate)
 	}
+	te.open(t, dir)
+	return te
+}
+
+// open funds the simulator's account, starts the system on dir, creates
+// the user with the simulator's key and waits until its private stream
+// delivers.
+func (te *tradeEnv) open(t testing.TB, dir string) {
+	t.Helper()
 	te.simPost(t, "/sim/accounts/"+te.ann.APIKey+"/balances", `{"USDT":"100000","BTC":"2"}`)
 	te.testSystem = te.start(t, dir)
 	te.must(t, &messages.CreateUserRequest{User: te.user}, messages.ActorCLIAdmin)
@@ -70,7 +79,6 @@ func newTradeEnvStreaming(t testing.TB, dir string, configure func(*Config), str
 		t.Fatal(err)
 	}
 	te.waitStream(t)
-	return te
 }
 
 // waitStream returns once the user's private stream delivers: the stream

@@ -26,22 +26,9 @@ func TestPlaceForgedFillOfTheCreatesOwnPushAnswersNothing(t *testing.T) {
 	fe := newFeedEnv(t, dir, feedOpts{privateProxy: true})
 	fe.tradeReady(t, messages.PolicySettings{})
 	fe.warm(t)
-	fe.privProxy.SetFilter(func(msg []byte) [][]byte {
-		if !bytes.Contains(msg, []byte(`"topic":"order"`)) || !bytes.Contains(msg, []byte(`"orderLinkId":"gx-`)) {
-			return [][]byte{msg}
-		}
-		var m map[string]any
-		if json.Unmarshal(msg, &m) != nil {
-			return [][]byte{msg}
-		}
-		rows, _ := m["data"].([]any)
-		for _, r := range rows {
-			o, _ := r.(map[string]any)
-			o["orderStatus"], o["cumExecQty"], o["leavesQty"], o["cumExecValue"], o["avgPrice"] = "Filled", o["qty"], "0", "20.004", "20004"
-		}
-		b, _ := json.Marshal(m)
-		return [][]byte{b}
-	})
+	fe.privProxy.SetFilter(rewriteOwnOrderPushes(func(o map[string]any) {
+		o["orderStatus"], o["cumExecQty"], o["leavesQty"], o["cumExecValue"], o["avgPrice"] = "Filled", o["qty"], "0", "20.004", "20004"
+	}))
 	readBacks := fe.rest.count(venue.PathOrderRealtime, venue.PathOrderHistory)
 	ans, e := fe.place(t, limitArgs("0.001", "20004"))
 	if e != nil {
@@ -192,5 +179,29 @@ func TestPlaceReadsRESTWhenOneSymbolFreezesOnALiveStream(t *testing.T) {
 	_, e := fe.place(t, limitArgs("0.001", old.LastPrice.Mul(decimal.RequireFromString("0.9")).Round(0).String()))
 	if e == nil || e.Details["rule"] != "price_band" || fe.rest.count(venue.PathOrderCreate) != creates {
 		t.Fatalf("a buy above the band as it is now, while the symbol is held back: %+v", e)
+	}
+}
+
+// rewriteOwnOrderPushes is a hostile private stream's filter: every order
+// push of this server's orders (client order id gx-…) has each row
+// rewritten by rewrite before it is passed on; other messages pass as
+// they are.
+func rewriteOwnOrderPushes(rewrite func(row map[string]any)) func([]byte) [][]byte {
+	return func(msg []byte) [][]byte {
+		if !bytes.Contains(msg, []byte(`"topic":"order"`)) || !bytes.Contains(msg, []byte(`"orderLinkId":"gx-`)) {
+			return [][]byte{msg}
+		}
+		var m map[string]any
+		if json.Unmarshal(msg, &m) != nil {
+			return [][]byte{msg}
+		}
+		rows, _ := m["data"].([]any)
+		for _, r := range rows {
+			if o, ok := r.(map[string]any); ok {
+				rewrite(o)
+			}
+		}
+		b, _ := json.Marshal(m)
+		return [][]byte{b}
 	}
 }
