@@ -319,19 +319,12 @@ func (p *PublicStream) subscribe(conn *websocket.Conn, symbols []string) error {
 	for len(topics) > 0 {
 		n := min(len(topics), publicSubscribeArgs)
 		b, _ := json.Marshal(topics[:n])
-		if err := p.writeText(conn, []byte(`{"op":"subscribe","args":`+string(b)+`}`)); err != nil {
+		if err := writeTextFrame(&p.wmu, conn, []byte(`{"op":"subscribe","args":`+string(b)+`}`)); err != nil {
 			return err
 		}
 		topics = topics[n:]
 	}
 	return nil
-}
-
-func (p *PublicStream) writeText(conn *websocket.Conn, b []byte) error {
-	p.wmu.Lock()
-	defer p.wmu.Unlock()
-	_ = conn.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
-	return conn.WriteMessage(websocket.TextMessage, b)
 }
 
 // drop forgets conn and every quote, and closes it.
@@ -358,7 +351,7 @@ func (p *PublicStream) serve(conn *websocket.Conn) string {
 			case <-stop:
 				return
 			case <-t.C:
-				if err := p.writeText(conn, []byte(`{"op":"ping"}`)); err != nil {
+				if err := writeTextFrame(&p.wmu, conn, []byte(`{"op":"ping"}`)); err != nil {
 					_ = conn.Close()
 					return
 				}

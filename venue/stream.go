@@ -479,8 +479,15 @@ func (s *Stream) awaitAck(conn *websocket.Conn, op string) (bool, string, string
 
 // writeText sends one text frame. Only one goroutine writes at a time.
 func (s *Stream) writeText(conn *websocket.Conn, b []byte) error {
-	s.wmu.Lock()
-	defer s.wmu.Unlock()
+	return writeTextFrame(&s.wmu, conn, b)
+}
+
+// writeTextFrame sends one text frame on conn under mu, the stream's
+// write lock (gorilla/websocket allows one writer at a time), within
+// streamWriteTimeout. Both streams write with it.
+func writeTextFrame(mu *sync.Mutex, conn *websocket.Conn, b []byte) error {
+	mu.Lock()
+	defer mu.Unlock()
 	_ = conn.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
 	return conn.WriteMessage(websocket.TextMessage, b)
 }
