@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"strconv"
 	"strings"
 	"time"
 
@@ -104,7 +106,38 @@ type ServeOptions struct {
 	// DenyTools are tools withheld from every profile (--deny-tool, with
 	// GX_DENY_TOOLS added by the runtime).
 	DenyTools []string
+	// Cluster, when not nil, makes this server a member of a cluster
+	// (--cluster…, docs/cluster.md "Running a member"); nil is local mode.
+	Cluster *ClusterOptions
 }
+
+// ClusterOptions are serve's --cluster… flags, checked: every field is
+// set and valid.
+type ClusterOptions struct {
+	// Name is the cluster's name (--cluster).
+	Name string
+	// Etcd lists etcd's client endpoints (--cluster-etcd).
+	Etcd []string
+	// Advertise is HOST:PORT the other members reach this one at
+	// (--cluster-advertise).
+	Advertise string
+	// DataDir is the directory every member shares (--cluster-data).
+	DataDir string
+	// Shards is the shard count a new cluster is created with
+	// (--cluster-shards); ShardsGiven says it was on the command line, so
+	// that a member joining a cluster of another count refuses to start.
+	Shards      int
+	ShardsGiven bool
+	// LockTTL is the shard locks' lease TTL (hidden --cluster-lock-ttl;
+	// zero: the default).
+	LockTTL time.Duration
+}
+
+// Bounds of --cluster-shards.
+const (
+	DefaultClusterShards = 16
+	MaxClusterShards     = 1024
+)
 
 // SimOptions are the flags of sim.
 type SimOptions struct {
@@ -186,6 +219,13 @@ type ServeCmd struct {
 	Transport string   `default:"stdio" enum:"stdio,http" help:"stdio, or http (remote mode: MCP at /mcp, every request with a bearer token from admin token issue)"`
 	Listen    string   `default:"127.0.0.1:8000" help:"address for --transport http"`
 	DenyTool  []string `name:"deny-tool" help:"withhold a tool from every profile (repeatable; GX_DENY_TOOLS adds a comma-separated list); an unknown name refuses to start" placeholder:"TOOL"`
+
+	Cluster          string        `name:"cluster" help:"run as a member of this cluster (with --transport http; needs --cluster-etcd, --cluster-advertise and --cluster-data)" placeholder:"NAME"`
+	ClusterEtcd      string        `name:"cluster-etcd" help:"etcd client endpoints of the cluster, comma-separated" placeholder:"URL[,URL…]"`
+	ClusterAdvertise string        `name:"cluster-advertise" help:"HOST:PORT the other members reach this one at (its gRPC listener binds it)" placeholder:"HOST:PORT"`
+	ClusterData      string        `name:"cluster-data" help:"the directory every member shares: the shards' journals" placeholder:"DIR"`
+	ClusterShards    int           `name:"cluster-shards" default:"16" help:"number of shards, used only when this member creates the cluster (1..1024)" placeholder:"N"`
+	ClusterLockTTL   time.Duration `name:"cluster-lock-ttl" hidden:"" help:"lease TTL of the shard locks (tests)"`
 }
 
 // Run runs serve. --listen is an address for HTTP only: given without
@@ -194,7 +234,99 @@ func (c *ServeCmd) Run(ctx context.Context, kctx *kong.Context, g *Globals, rt R
 	if c.Transport != "http" && flagGiven(kctx.Args, "--listen") {
 		return &ExitError{Code: ExitCannot, Err: errors.New("--listen is the address of remote mode: add --transport http, or leave --listen out for stdio")}
 	}
-	return rt.Serve(ctx, g, ServeOptions{Transport: c.Transport, Listen: c.Listen, DenyTools: c.DenyTool}, io)
+	cl, err := c.cluster(kctx.Args)
+	if err != nil {
+		return &ExitError{Code: ExitCannot, Err: err}
+	}
+	return rt.Serve(ctx, g, ServeOptions{Transport: c.Transport, Listen: c.Listen, DenyTools: c.DenyTool, Cluster: cl}, io)
+}
+
+// clusterFlags are serve's cluster flags, as typed on the command line.
+var clusterFlags = []string{"--cluster", "--cluster-etcd", "--cluster-advertise", "--cluster-data", "--cluster-shards", "--cluster-lock-ttl"}
+
+// cluster checks the --cluster… flags (fail closed: a member that
+// starts with half a configuration would serve some other cluster, or
+// none): nil when none is given (local mode, unchanged).
+func (c *ServeCmd) cluster(args []string) (*ClusterOptions, error) {
+	var given []string
+	for _, f := range clusterFlags {
+		if flagGiven(args, f) {
+			given = append(given, f)
+		}
+	}
+	if len(given) == 0 {
+		return nil, nil
+	}
+	if c.Transport != "http" {
+		return nil, fmt.Errorf("%s: a cluster member serves remote mode: add --transport http", given[0])
+	}
+	if c.Cluster == "" {
+		return nil, fmt.Errorf("%s needs --cluster NAME", given[0])
+	}
+	if !validClusterName(c.Cluster) {
+		return nil, errors.New("--cluster: the name must be 1 to 64 letters, digits, '.', '_' or '-'")
+	}
+	var missing []string
+	for _, m := range []struct{ flag, v string }{{"--cluster-etcd", c.ClusterEtcd}, {"--cluster-advertise", c.ClusterAdvertise}, {"--cluster-data", c.ClusterData}} {
+		if strings.TrimSpace(m.v) == "" {
+			missing = append(missing, m.flag)
+		}
+	}
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("--cluster needs %s", strings.Join(missing, ", "))
+	}
+	var etcd []string
+	for _, e := range strings.Split(c.ClusterEtcd, ",") {
+		e = strings.TrimSpace(e)
+		if e == "" {
+			return nil, errors.New("--cluster-etcd: an empty endpoint in the list")
+		}
+		etcd = append(etcd, e)
+	}
+	if err := checkAdvertise(c.ClusterAdvertise); err != nil {
+		return nil, err
+	}
+	if c.ClusterShards < 1 || c.ClusterShards > MaxClusterShards {
+		return nil, fmt.Errorf("--cluster-shards must be 1..%d, got %d", MaxClusterShards, c.ClusterShards)
+	}
+	if c.ClusterLockTTL < 0 || (c.ClusterLockTTL > 0 && c.ClusterLockTTL < time.Second) {
+		return nil, errors.New("--cluster-lock-ttl must be at least 1s")
+	}
+	return &ClusterOptions{
+		Name: c.Cluster, Etcd: etcd, Advertise: c.ClusterAdvertise, DataDir: c.ClusterData,
+		Shards: c.ClusterShards, ShardsGiven: flagGiven(args, "--cluster-shards"), LockTTL: c.ClusterLockTTL,
+	}, nil
+}
+
+// validClusterName: 1 to 64 of [A-Za-z0-9._-] (it is a path segment of
+// the cluster's etcd keys), not "." or "..".
+func validClusterName(s string) bool {
+	if s == "" || len(s) > 64 || s == "." || s == ".." {
+		return false
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// checkAdvertise: HOST:PORT with a host and a port in 1..65535 (the other
+// members dial it, so neither may be left to the system).
+func checkAdvertise(addr string) error {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil || host == "" {
+		return fmt.Errorf("--cluster-advertise %q: want HOST:PORT", addr)
+	}
+	if host == "0.0.0.0" || host == "::" {
+		return fmt.Errorf("--cluster-advertise %q: the other members must reach this address; name this host's address, not the wildcard", addr)
+	}
+	n, err := strconv.Atoi(port)
+	if err != nil || n < 1 || n > 65535 {
+		return fmt.Errorf("--cluster-advertise %q: the port must be 1..65535", addr)
+	}
+	return nil
 }
 
 // DemoCmd is `demo`.
