@@ -180,6 +180,9 @@ func (r *Runtime) Serve(ctx context.Context, g *cli.Globals, o cli.ServeOptions,
 	switch o.Transport {
 	case "stdio":
 	case "http":
+		if o.Cluster != nil {
+			return r.serveCluster(ctx, g, o)
+		}
 		return r.serveHTTP(ctx, g, o)
 	default:
 		return cli.CannotStart("the %s transport is not available in this version; use --transport stdio", o.Transport)
@@ -373,11 +376,17 @@ func provisionPaperKey(ctx context.Context, st *stack, user string, out cli.IO) 
 
 // recheckAtStart checks the serving user's stored key again.
 func recheckAtStart(ctx context.Context, st *stack, user, env string, logger *slog.Logger) {
-	res, err := st.sys.Handle(ctx, &messages.ShowCredentialRequest{User: user, Environment: env}, messages.ActorSystem)
+	recheckUser(ctx, st.sys, user, env, logger)
+}
+
+// recheckUser checks a user's stored key again, which starts the user's
+// actors and private stream.
+func recheckUser(ctx context.Context, sys *actors.System, user, env string, logger *slog.Logger) {
+	res, err := sys.Handle(ctx, &messages.ShowCredentialRequest{User: user, Environment: env}, messages.ActorSystem)
 	if err != nil || !res.(*messages.CredentialView).Present {
 		return
 	}
-	res, err = st.sys.Handle(ctx, &messages.RecheckCredentialRequest{User: user, Environment: env}, messages.ActorSystem)
+	res, err = sys.Handle(ctx, &messages.RecheckCredentialRequest{User: user, Environment: env}, messages.ActorSystem)
 	if err != nil {
 		logger.Warn("could not re-check the exchange key at start", "user", user, "code", string(messages.CodeOf(err)))
 		return

@@ -1,0 +1,547 @@
+package app
+
+import (
+	"context"
+	"crypto/hkdf"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/asynkron/protoactor-go/cluster"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
+	"github.com/guarded-exchange/guarded-exchange/actors"
+	"github.com/guarded-exchange/guarded-exchange/actors/cluster/member"
+	"github.com/guarded-exchange/guarded-exchange/actors/cluster/route"
+	"github.com/guarded-exchange/guarded-exchange/actors/cluster/shard"
+	"github.com/guarded-exchange/guarded-exchange/cli"
+	"github.com/guarded-exchange/guarded-exchange/cmd/internal/control"
+	"github.com/guarded-exchange/guarded-exchange/mcp"
+	"github.com/guarded-exchange/guarded-exchange/messages"
+	"github.com/guarded-exchange/guarded-exchange/venue"
+	"github.com/guarded-exchange/guarded-exchange/wal"
+)
+
+// Bounds of a member's start-up on etcd: it waits on the network only
+// as long as joining needs (docs/cluster.md "Running a member").
+const (
+	clusterEtcdDialTimeout = 5 * time.Second
+	clusterEtcdOpTimeout   = 10 * time.Second
+	// shardUserStarts is how many of a new shard owner's users are started
+	// (their key re-checked, their private stream opened) at once.
+	shardUserStarts = 4
+)
+
+// The cluster's own keys under member.KeyPrefix+NAME (docs/cluster.md
+// "Running a member"): the shard count and the master key's id, each
+// written once by the member that creates the cluster.
+func clusterCountKey(name string) string { return member.KeyPrefix + name + "/shards/count" }
+func clusterKeyIDKey(name string) string { return member.KeyPrefix + name + "/master-key-id" }
+
+// clusterFileName is the cluster's identity in --cluster-data: its name,
+// shard count and master key id, written by the first member and
+// compared by every later one, so that a data directory never serves a
+// cluster of another count (an etcd that lost its keys, or two clusters
+// on one volume).
+const clusterFileName = "cluster.json"
+
+// clusterIdentity is what clusterFileName holds.
+type clusterIdentity struct {
+	Name        string `json:"name"`
+	Shards      int    `json:"shards"`
+	MasterKeyID string `json:"master_key_id"`
+}
+
+// serveCluster runs remote mode as a member of a cluster: the HTTP front
+// and the control socket route every user call to the user's shard
+// through the cluster; the shards placed on this member run here, each on
+// its own fenced journal under --cluster-data. serveHTTP's local path is
+// untouched.
+func (r *Runtime) serveCluster(ctx context.Context, g *cli.Globals, o cli.ServeOptions) error {
+	co := o.Cluster
+	p, err := resolvePaths(g)
+	if err != nil {
+		return cli.CannotStart("%v", err)
+	}
+	key, err := checkInstallation(p)
+	if err != nil {
+		return cli.CannotStart("%v", err)
+	}
+	vc, err := resolveVenue(g, r.getenv)
+	if err != nil {
+		return cli.CannotStart("%v", err)
+	}
+	if vc.Paper {
+		return cli.CannotStart("the paper venue runs inside one process, so the members of a cluster cannot share it; run a cluster on a Bybit venue (--venue bybit-demo, bybit-testnet or bybit-live)")
+	}
+	layout, err := control.ResolveLayout(p.Home, uint32(os.Getuid()), r.getenv)
+	if err != nil {
+		return cli.CannotStart("%v", err)
+	}
+	hosts, err := listEnv(r.getenv(envAllowedHosts), validHost)
+	if err != nil {
+		return cli.CannotStart("%s: %v", envAllowedHosts, err)
+	}
+	origins, err := listEnv(r.getenv(envAllowedOrigins), validOrigin)
+	if err != nil {
+		return cli.CannotStart("%s: %v", envAllowedOrigins, err)
+	}
+	if fi, err := os.Stat(co.DataDir); err != nil || !fi.IsDir() {
+		return cli.CannotStart("--cluster-data %s is not a directory: the members share it (a shared volume); mount or create it first", co.DataDir)
+	}
+	cursorKey, err := clusterCursorKey(key)
+	if err != nil {
+		return cli.CannotStart("%v", err)
+	}
+	lock, err := lockHome(p)
+	if err != nil {
+		return cli.CannotStart("%v", err)
+	}
+	defer lock.release()
+	logger := r.logger().With("cluster", co.Name)
+	ln, err := net.Listen("tcp", o.Listen)
+	if err != nil {
+		return cli.CannotStart("listen on %s: %v", o.Listen, err)
+	}
+	defer ln.Close()
+
+	etcd, err := clientv3.New(clientv3.Config{Endpoints: co.Etcd, DialTimeout: clusterEtcdDialTimeout, Logger: zap.NewNop()})
+	if err != nil {
+		return cli.CannotStart("etcd: %v", err)
+	}
+	defer etcd.Close()
+	count, err := clusterShardCount(ctx, etcd, co, masterKeyID(key))
+	if err != nil {
+		return cli.CannotStart("%v", err)
+	}
+	if err := checkClusterData(co.DataDir, clusterIdentity{Name: co.Name, Shards: count, MasterKeyID: masterKeyID(key)}); err != nil {
+		return cli.CannotStart("%v", err)
+	}
+
+	ms, err := startMemberStack(ctx, p, vc, key, logger, r.Release, co, count)
+	if err != nil {
+		return cli.CannotStart("%v", err)
+	}
+	defer ms.close()
+	if err := ms.started(ctx); err != nil {
+		return cli.CannotStart("%v", err)
+	}
+	kind := shard.NewKind(shard.HostConfig{
+		Cluster: co.Name, Count: count, DataDir: co.DataDir, Member: co.Advertise, Etcd: etcd,
+		LockTTL: co.LockTTL, Start: ms.startShard, Logger: logger.With("component", "shard"),
+	})
+	m, err := member.Start(member.Config{Name: co.Name, Etcd: co.Etcd, Advertise: co.Advertise, Kinds: []*cluster.Kind{kind}, Logger: logger.With("component", "member")})
+	if err != nil {
+		return cli.CannotStart("%v", err)
+	}
+	left := false
+	leave := func() {
+		if !left {
+			left = true
+			m.Stop() // hands this member's shards over; each one's system stops
+		}
+	}
+	defer leave()
+	calls := clusterCalls(shard.NewClient(count, shard.ClusterTransport(m.Cluster())))
+
+	ctl, err := control.Listen(layout, clusterControl{calls: calls, local: ms.sys}, logger.With("component", "control"), control.Limits{})
+	if err != nil {
+		return cli.CannotStart("%v", err)
+	}
+	defer ctl.Close()
+	srv, err := mcp.NewServer(mcp.Options{
+		Backend: mcp.HTTPBackend(clusterBackend{calls: calls, local: ms.sys}, calls.Submit),
+		Principal: mcp.HTTPPrincipal(func(_ context.Context, user string) (string, error) {
+			profile, err := calls.CallerProfile(user)
+			return string(profile), err
+		}),
+		Venue:     vc.Name,
+		Version:   r.Release,
+		Logger:    logger.With("component", "mcp"),
+		DenyTools: o.DenyTools,
+		Presence:  mcp.NewPresence(),
+		StateKey:  ms.stateKey,
+		CursorKey: cursorKey,
+	})
+	if err != nil {
+		return cli.CannotStart("%v", err)
+	}
+	httpLog := logger.With("component", "http")
+	h, err := mcp.NewHTTPHandler(srv, mcp.HTTPOptions{
+		Authenticate: calls.Authenticate, AllowedHosts: hosts, AllowedOrigins: origins, Logger: httpLog,
+		SessionsRefused: ms.sys.SessionsRefused,
+	})
+	if err != nil {
+		return cli.CannotStart("%v", err)
+	}
+	if !mcp.IsLoopbackListen(o.Listen) {
+		logger.Warn("listening on a non-loopback address without TLS: bearer tokens and trading data cross the network in clear; put a TLS-terminating reverse proxy in front and listen on loopback",
+			"listen", ln.Addr().String())
+	}
+	hs := mcp.NewHTTPServer(h, httpLog)
+	done := make(chan error, 1)
+	go func() { done <- hs.Serve(ln) }()
+	logger.Info("serving MCP over HTTP as a cluster member", "addr", ln.Addr().String(), "path", "/mcp", "venue", vc.Name,
+		"member", m.Address(), "shards", count)
+	var serveErr error
+	select {
+	case err := <-done:
+		if err != nil && !errors.Is(err, http.ErrServerClosed) {
+			serveErr = cli.Refused("serve: %v", err)
+		}
+	case <-ctx.Done():
+		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		if err := hs.Shutdown(sctx); err != nil {
+			_ = hs.Close()
+		}
+		cancel()
+	}
+	// No call comes in any more: close the socket, then leave the cluster
+	// (the shards move to the other members) before the member's own
+	// system and the venue's feed stop.
+	ctl.Close()
+	leave()
+	logger.Info("left the cluster", "member", m.Address())
+	return serveErr
+}
+
+// clusterShardCount returns the cluster's shard count, creating it (and
+// the master key's id) when this member is the first: one etcd
+// transaction, create if absent. A member given --cluster-shards that
+// differs from the cluster's count refuses to start, as does one whose
+// master key is not the cluster's.
+func clusterShardCount(ctx context.Context, etcd *clientv3.Client, co *cli.ClusterOptions, keyID string) (int, error) {
+	ctx, cancel := context.WithTimeout(ctx, clusterEtcdOpTimeout)
+	defer cancel()
+	countKey, idKey := clusterCountKey(co.Name), clusterKeyIDKey(co.Name)
+	resp, err := etcd.Txn(ctx).
+		If(clientv3.Compare(clientv3.CreateRevision(countKey), "=", 0)).
+		Then(clientv3.OpPut(countKey, strconv.Itoa(co.Shards)), clientv3.OpPut(idKey, keyID)).
+		Else(clientv3.OpGet(countKey), clientv3.OpGet(idKey)).
+		Commit()
+	if err != nil {
+		return 0, fmt.Errorf("etcd %v: %w", co.Etcd, err)
+	}
+	if resp.Succeeded {
+		return co.Shards, nil
+	}
+	kvs := resp.Responses[0].GetResponseRange().GetKvs()
+	if len(kvs) != 1 {
+		return 0, fmt.Errorf("etcd: %s vanished while it was read", countKey)
+	}
+	count, err := strconv.Atoi(string(kvs[0].Value))
+	if err != nil || count < 1 || count > cli.MaxClusterShards {
+		return 0, fmt.Errorf("etcd: %s holds %q, not a shard count 1..%d", countKey, kvs[0].Value, cli.MaxClusterShards)
+	}
+	if co.ShardsGiven && co.Shards != count {
+		return 0, fmt.Errorf("cluster %q has %d shards, not the %d of --cluster-shards: the count is fixed when the cluster is created; leave --cluster-shards out to join it", co.Name, count, co.Shards)
+	}
+	ids := resp.Responses[1].GetResponseRange().GetKvs()
+	if len(ids) == 0 {
+		// A cluster created without the id: the first member that knows
+		// it writes it, once.
+		r2, err := etcd.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(idKey), "=", 0)).
+			Then(clientv3.OpPut(idKey, keyID)).Else(clientv3.OpGet(idKey)).Commit()
+		if err != nil {
+			return 0, fmt.Errorf("etcd %v: %w", co.Etcd, err)
+		}
+		if r2.Succeeded {
+			return count, nil
+		}
+		ids = r2.Responses[0].GetResponseRange().GetKvs()
+	}
+	if len(ids) != 1 || string(ids[0].Value) != keyID {
+		return 0, fmt.Errorf("this home's master key is not the one cluster %q was created with (master key id %s here); every member must hold the same master key", co.Name, keyID)
+	}
+	return count, nil
+}
+
+// checkClusterData writes want into --cluster-data when the directory has
+// no identity yet, and otherwise refuses a directory that belongs to
+// another cluster, another shard count or another master key.
+func checkClusterData(dir string, want clusterIdentity) error {
+	path := filepath.Join(dir, clusterFileName)
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		b, err = json.Marshal(want)
+		if err != nil {
+			return err
+		}
+		tmp, err := os.CreateTemp(dir, clusterFileName+".tmp-*")
+		if err != nil {
+			return fmt.Errorf("--cluster-data: %w", err)
+		}
+		defer os.Remove(tmp.Name())
+		if _, err := tmp.Write(append(b, '\n')); err != nil {
+			tmp.Close()
+			return fmt.Errorf("--cluster-data: %w", err)
+		}
+		if err := tmp.Sync(); err != nil {
+			tmp.Close()
+			return fmt.Errorf("--cluster-data: %w", err)
+		}
+		if err := tmp.Close(); err != nil {
+			return fmt.Errorf("--cluster-data: %w", err)
+		}
+		// Link, not rename: of two members creating it at once, one wins
+		// and the other reads the winner's.
+		if err := os.Link(tmp.Name(), path); err != nil && !errors.Is(err, os.ErrExist) {
+			return fmt.Errorf("--cluster-data: %w", err)
+		}
+		b, err = os.ReadFile(path)
+	}
+	if err != nil {
+		return fmt.Errorf("--cluster-data: %w", err)
+	}
+	var got clusterIdentity
+	if err := json.Unmarshal(b, &got); err != nil {
+		return fmt.Errorf("--cluster-data: %s is not a cluster identity: %v", path, err)
+	}
+	if got != want {
+		return fmt.Errorf("--cluster-data %s belongs to cluster %q with %d shards (master key id %s), not to cluster %q with %d shards (master key id %s); a data directory serves one cluster",
+			dir, got.Name, got.Shards, got.MasterKeyID, want.Name, want.Shards, want.MasterKeyID)
+	}
+	return nil
+}
+
+// clusterCursorKey signs the account tools' cursors: a sub-key of the
+// master key, so a cursor one member hands out is honoured by every other.
+func clusterCursorKey(masterKey []byte) ([]byte, error) {
+	return hkdf.Key(sha256.New, masterKey, nil, "guarded-exchange cluster cursor key v1", 32)
+}
+
+// memberStack is what one member shares between its front and the shards
+// it hosts: the member's own journal in its home (server_started, control
+// refusals, refused sessions), a market-only actor system on it (the
+// market reads and Validate), and the venue's market source, feed and
+// client and stream factories, which every hosted shard's system uses.
+type memberStack struct {
+	log      *wal.Log
+	sys      *actors.System
+	venue    venueConfig
+	feed     *venue.MarketFeed
+	market   actors.MarketSource
+	clients  actors.ClientFactory
+	streams  actors.StreamFactory
+	key      []byte
+	stateKey []byte
+	margin   uint64
+	started  func(context.Context) error
+	logger   *slog.Logger
+	dataDir  string
+}
+
+// startMemberStack opens the member's home journal and the venue and
+// starts the market-only system; it queues server_started.
+func startMemberStack(ctx context.Context, p paths, vc venueConfig, masterKey []byte, logger *slog.Logger, version string, co *cli.ClusterOptions, count int) (*memberStack, error) {
+	stateKey, err := mcp.RequestStateKey(masterKey)
+	if err != nil {
+		return nil, err
+	}
+	margin, err := diskMargin()
+	if err != nil {
+		return nil, err
+	}
+	l, rec, err := wal.Open(p.journal(), wal.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("journal: %w; inspect it with `guarded-exchange journal verify --dir %s`", err, p.journal())
+	}
+	ms := &memberStack{log: l, venue: vc, key: masterKey, stateKey: stateKey, margin: margin, logger: logger, dataDir: co.DataDir}
+	// The venue pieces are built as startStack builds them (stack.go).
+	st := &stack{venue: vc}
+	client, err := st.venueClient(vc, p, logger)
+	if err != nil {
+		ms.close()
+		return nil, err
+	}
+	cache := venue.NewInstrumentCache(client, instrumentTTL, nil)
+	ms.market = marketSource{Client: client, cache: cache}
+	if ms.feed, err = st.marketFeed(vc, client, cache, logger); err != nil {
+		ms.close()
+		return nil, err
+	}
+	ms.clients, ms.streams = st.clientFactory(logger), st.streamFactory(logger)
+	ms.sys, err = actors.Start(actors.Config{
+		Journal: l, Market: ms.market, Logger: logger, Venue: vc.level(), Environment: vc.Name,
+		JournalDir: p.journal(), DiskMarginBytes: margin,
+	})
+	if err != nil {
+		ms.close()
+		return nil, err
+	}
+	if rec != nil && rec.TornTail {
+		logger.Warn("journal: cut a torn last record", "segment", rec.Segment, "dropped_bytes", rec.DroppedBytes, "last_good_seq", rec.LastGoodSeq)
+		if _, err := ms.sys.JournalJSON(ctx, messages.RecordRecoveredTornTail, "", messages.ActorSystem, map[string]any{
+			"segment": rec.Segment, "dropped_bytes": rec.DroppedBytes, "last_good_seq": rec.LastGoodSeq, "broken_copy": rec.BrokenCopy,
+		}); err != nil {
+			ms.close()
+			return nil, err
+		}
+	}
+	ms.started, err = ms.sys.JournalJSONQueued(messages.RecordServerStarted, map[string]any{
+		"pid": os.Getpid(), "version": version, "venue": vc.Name,
+		"cluster": co.Name, "member": co.Advertise, "shards": count,
+	})
+	if err != nil {
+		ms.close()
+		return nil, err
+	}
+	return ms, nil
+}
+
+// startShard is the member's shard.StartFunc: an actor system for the
+// shard on its fenced journal, with this member's venue pieces. Users
+// with an open attempt, a live confirmation or a heartbeat start at once
+// (actors.Start's recovery phase); every user with a stored key for this
+// venue is then started in the background as serve starts its user
+// (recheckAtStart): its key re-checked, its venue actor and private
+// stream running, so orders placed elsewhere and pushes keep flowing
+// after a move.
+func (ms *memberStack) startShard(_ context.Context, slot route.Slot, log *wal.Log, replay *actors.UserReplay) (*shard.Running, error) {
+	var users []string
+	if _, err := replay.OpenStoredKeys(ms.key, ms.venue.Name, func(user, _ string, _ messages.Secret) {
+		users = append(users, user)
+	}); err != nil {
+		return nil, err
+	}
+	logger := ms.logger.With("shard", slot.Index)
+	sys, err := actors.Start(ms.shardConfig(slot, log, replay, logger))
+	if err != nil {
+		return nil, err
+	}
+	bctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	next := make(chan string)
+	for range min(shardUserStarts, len(users)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for u := range next {
+				recheckUser(bctx, sys, u, ms.venue.Name, logger)
+			}
+		}()
+	}
+	go func() {
+		defer close(next)
+		for _, u := range users {
+			select {
+			case next <- u:
+			case <-bctx.Done():
+				return
+			}
+		}
+	}()
+	logger.Info("shard started", "users_with_keys", len(users))
+	return &shard.Running{Target: sys, Stop: func() {
+		cancel()
+		wg.Wait()
+		sys.Stop()
+	}}, nil
+}
+
+// shardConfig is the actors.Config of shard slot's system.
+func (ms *memberStack) shardConfig(slot route.Slot, log *wal.Log, replay *actors.UserReplay, logger *slog.Logger) actors.Config {
+	return actors.Config{
+		Journal: log, Market: ms.market, Logger: logger, Users: replay, Venue: ms.venue.level(),
+		Environment: ms.venue.Name, MasterKey: ms.key, Clients: ms.clients, Streams: ms.streams, Feed: ms.feed,
+		JournalDir: shardJournalDir(ms.dataDir, slot.Index), DiskMarginBytes: ms.margin,
+		ConfirmCLI: envBool(os.Getenv, "GX_CONFIRM_CLI_ENABLED"),
+	}
+}
+
+// clusterCalls is the member's handle on every shard, as the Target its
+// front and control socket call.
+func clusterCalls(c *shard.Client) shard.Target {
+	return any(c).(shard.Target)
+}
+
+// shardJournalDir is shard n's journal directory under --cluster-data
+// (docs/cluster.md "The pieces").
+func shardJournalDir(dataDir string, n int) string {
+	return filepath.Join(dataDir, "shards", strconv.Itoa(n), "journal")
+}
+
+// close stops the member's system, the feed and the journal.
+func (ms *memberStack) close() {
+	if ms.sys != nil {
+		ms.sys.Stop()
+		ms.sys = nil
+	}
+	if ms.feed != nil {
+		ms.feed.Close()
+		ms.feed = nil
+	}
+	if ms.log != nil {
+		_ = ms.log.Close()
+		ms.log = nil
+	}
+}
+
+// clusterBackend is the member's mcp.Backend: the market reads and
+// Validate are answered here, every user call goes to the user's shard.
+// Its Handle is never used: mcp.HTTPBackend sends commands with the
+// call's token through calls.Submit.
+type clusterBackend struct {
+	calls shard.Target
+	local *actors.System
+}
+
+func (b clusterBackend) Ticker(ctx context.Context, req *messages.GetTickerRequest) (*messages.Ticker, error) {
+	return b.local.Ticker(ctx, req)
+}
+func (b clusterBackend) Orderbook(ctx context.Context, req *messages.GetOrderbookRequest) (*messages.Orderbook, error) {
+	return b.local.Orderbook(ctx, req)
+}
+func (b clusterBackend) Klines(ctx context.Context, req *messages.GetKlinesRequest) ([]messages.Kline, error) {
+	return b.local.Klines(ctx, req)
+}
+func (b clusterBackend) Instrument(ctx context.Context, req *messages.GetInstrumentRequest) (*messages.Instrument, error) {
+	return b.local.Instrument(ctx, req)
+}
+func (b clusterBackend) Validate(cmd messages.Command) error { return b.local.Validate(cmd) }
+func (b clusterBackend) ToolCalled(ctx context.Context, call *messages.ToolCalled, durable bool) (func(context.Context) error, error) {
+	return b.calls.ToolCalled(ctx, call, durable)
+}
+func (b clusterBackend) Handle(context.Context, messages.Command, string) (any, error) {
+	return nil, messages.Internal(errors.New("cluster: a command without its call's origin"))
+}
+func (b clusterBackend) Account(ctx context.Context, req messages.AccountRequest) (any, error) {
+	return b.calls.Account(ctx, req)
+}
+func (b clusterBackend) MyJournal(user string, before uint64, limit int) messages.JournalPage {
+	return b.calls.MyJournal(user, before, limit)
+}
+func (b clusterBackend) SessionEvent(ctx context.Context, user string, kind messages.SessionEventKind) {
+	b.calls.SessionEvent(ctx, user, kind)
+}
+func (b clusterBackend) WaitForUpdate(ctx context.Context, r *messages.WaitForUpdateRequest) (*messages.UpdateAnswer, error) {
+	return b.calls.WaitForUpdate(ctx, r)
+}
+func (b clusterBackend) CallsRateLimited(ev *messages.CallsRateLimitedEvent) error {
+	return b.calls.CallsRateLimited(ev)
+}
+
+// clusterControl is the member's control.Backend: commands go to their
+// shard, the socket's own records (control refusals) to the member's
+// journal.
+type clusterControl struct {
+	calls shard.Target
+	local *actors.System
+}
+
+func (c clusterControl) Submit(ctx context.Context, cmd messages.Command, origin messages.Origin) (any, error) {
+	return c.calls.Submit(ctx, cmd, origin)
+}
+func (c clusterControl) JournalJSON(ctx context.Context, typ messages.RecordType, user, actorName string, v any) (wal.Record, error) {
+	return c.local.JournalJSON(ctx, typ, user, actorName, v)
+}
