@@ -13,6 +13,7 @@ import (
 	"net"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -42,8 +43,14 @@ type testCall struct {
 	Body json.RawMessage `json:"body"`
 }
 
+// served counts the calls the test Serve ran; a call for the user "slow"
+// waits until its context ends.
+var served sync.Map // body string -> *atomic.Int64
+
 func init() {
 	serveCall = func(ctx context.Context, t Target, b []byte) []byte {
+		n, _ := served.LoadOrStore(string(b), new(atomic.Int64))
+		n.(*atomic.Int64).Add(1)
 		var c testCall
 		if err := json.Unmarshal(b, &c); err != nil {
 			return EncodeError(messages.Internal(err))
@@ -54,6 +61,10 @@ func init() {
 		}
 		if err := json.Unmarshal(c.Body, cmd); err != nil {
 			return EncodeError(messages.Internal(err))
+		}
+		if u, ok := cmd.(*messages.CreateUserRequest); ok && u.User == "slow" {
+			<-ctx.Done()
+			return EncodeError(messages.Internal(ctx.Err()))
 		}
 		res, err := t.Submit(ctx, cmd, adminOrigin)
 		if err != nil {
@@ -239,6 +250,18 @@ func verifyShard(t *testing.T, dir string) wal.VerifyResult {
 	return res
 }
 
+// waitNoActivation waits until m's placement has no shard activation
+// left (it counts them down as they terminate).
+func waitNoActivation(t *testing.T, m *testMember) {
+	t.Helper()
+	kind := m.Cluster().GetClusterKind(KindName)
+	for deadline := time.Now().Add(10 * time.Second); kind.Count() != 0; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d shard activations still running", kind.Count())
+		}
+	}
+}
+
 func isReason(err error, code messages.Code, reason string) bool {
 	var me *messages.Error
 	return errors.As(err, &me) && me.Code == code && me.Details["reason"] == reason
@@ -381,12 +404,7 @@ func TestLockLostFencesAndStops(t *testing.T) {
 		t.Fatalf("a call after the lock was lost: %v, want shard_fenced", err)
 	}
 	close(sys.hold)
-	kind := m.Cluster().GetClusterKind(KindName)
-	for deadline := time.Now().Add(10 * time.Second); kind.Count() != 0; time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d shard activations still running after the lock was lost", kind.Count())
-		}
-	}
+	waitNoActivation(t, m)
 	if after := verifyShard(t, dir).Records; after != before {
 		t.Fatalf("the fenced shard wrote: %d records, then %d", before, after)
 	}
@@ -447,5 +465,50 @@ func TestBadIdentityRefused(t *testing.T) {
 		if !errors.As(err, &me) || me.Details["reason"] != "no_such_shard" {
 			t.Fatalf("shard %d of 2: %v", n, err)
 		}
+	}
+}
+
+// The transport sends a call once: one that timed out (it may have been
+// served) is not sent again, while one that met a dead activation (it
+// reached no shard) is sent once more after a fresh lookup.
+func TestTransportRetriesOnlyUnservedCalls(t *testing.T) {
+	srv := etcdtest.Start(t)
+	m := startMember(t, srv.Endpoint(), "", t.TempDir(), 2, nil)
+	waitMembers(t, m)
+	tr := m.transport()
+	mustCall(t, tr, 1, &messages.CreateUserRequest{User: "ann"}, nil)
+
+	slow := &messages.CreateUserRequest{User: "slow"}
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	err := call(ctx, tr, 1, slow, nil)
+	cancel()
+	if err == nil {
+		t.Fatal("a call that outlived its deadline succeeded")
+	}
+	body, _ := json.Marshal(slow)
+	key, _ := json.Marshal(testCall{Type: slow.CommandName(), Body: body})
+	if n, ok := served.Load(string(key)); !ok || n.(*atomic.Int64).Load() != 1 {
+		t.Fatalf("the timed-out call was served %v times, want once", n)
+	}
+
+	// A cached PID of an activation that is gone: the call dead-letters
+	// and is sent again to a new activation.
+	c := m.Cluster()
+	pid, ok := c.PidCache.Get("1", KindName)
+	if !ok {
+		t.Fatal("no cached PID for shard 1")
+	}
+	if _, err := c.ActorSystem.Root.PoisonFuture(pid).Result(); err != nil {
+		t.Fatal(err)
+	}
+	waitNoActivation(t, m)
+	c.PidCache.Set("1", KindName, pid)
+	var list messages.UserList
+	mustCall(t, tr, 1, &messages.ListUsersRequest{}, &list)
+	if len(list.Users) != 1 || list.Users[0].User != "ann" {
+		t.Fatalf("shard 1 after its reactivation lists %+v", list.Users)
+	}
+	if now, _ := c.PidCache.Get("1", KindName); now == nil || now.Equal(pid) {
+		t.Fatal("the dead PID is still cached")
 	}
 }
