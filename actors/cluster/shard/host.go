@@ -42,7 +42,7 @@ const DefaultLockTTL = 5 * time.Second
 
 // headerTimeout is the message header that carries a call's remaining
 // time, in milliseconds, from the transport to the shard: a relative
-// bound, since members share no clock (docs/cluster.md "Clocks").
+// bound, since members share no clock (docs/cluster.md "Failure model").
 const headerTimeout = "gx-timeout-ms"
 
 // Running is one shard's running system, as the member's StartFunc built
