@@ -543,7 +543,7 @@ func (u *userActor) writeLazy(ctx actor.Context, ev state.Event, o messages.Orig
 		return state.RefuseOrigin(ev, origin)
 	}
 	if u.journal.IsDown() {
-		return errJournalDown()
+		return errJournalDown(u.journal)
 	}
 	if u.disk.Refuses(ev.Type) {
 		// Refused here, not by the writer: its refusal of a lazy record

@@ -2,7 +2,6 @@ package actors
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 
@@ -49,9 +48,11 @@ func journalAnswer(w *journal.Writer, logger *slog.Logger, res any, ferr error) 
 	return r.Record, nil
 }
 
-// errJournalDown refuses a write once the journal has failed.
-func errJournalDown() *messages.Error {
-	return messages.Internal(errors.New("journal: the journal has failed; refusing"))
+// errJournalDown refuses a write once the journal has failed: internal_error,
+// or shard_fenced when a cluster shard's journal lost its lock
+// (journal.Writer.DownError).
+func errJournalDown(w *journal.Writer) *messages.Error {
+	return w.DownError()
 }
 
 // writeTwo journals two records in one sync: first NoSync, then second,
@@ -76,7 +77,7 @@ func (u *userActor) writeTwo(ctx actor.Context, first, second state.Event, o mes
 		entries[i] = wal.Entry{Time: u.now().UTC(), Type: uint16(ev.Type), User: u.state.User, Actor: origin, Channel: o.ChannelText(), Payload: payload}
 	}
 	if u.journal.IsDown() {
-		then(wal.Record{}, errJournalDown(), nil)
+		then(wal.Record{}, errJournalDown(u.journal), nil)
 		return
 	}
 	u.busy = true

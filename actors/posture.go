@@ -278,7 +278,7 @@ func (u *userActor) writeCommand(ctx actor.Context, ev state.Event, o messages.O
 		}
 	}
 	if u.journal.IsDown() {
-		then(wal.Record{}, errJournalDown())
+		then(wal.Record{}, errJournalDown(u.journal))
 		return
 	}
 	if u.disk.Refuses(ev.Type) {

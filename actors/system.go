@@ -290,6 +290,17 @@ func (s *System) awaitAppend(ctx context.Context, reply <-chan journal.Result) (
 	case <-ctx.Done():
 		return wal.Record{}, messages.Internal(fmt.Errorf("journal: %w", ctx.Err()))
 	case <-s.journal.Down():
+		select {
+		case res := <-reply: // answered as it went down
+			if res.Err != nil {
+				return wal.Record{}, res.Err
+			}
+			return res.Record, nil
+		default:
+		}
+		if e := s.journal.DownError(); e.Details["reason"] == messages.ReasonShardFenced {
+			return wal.Record{}, e
+		}
 		return wal.Record{}, messages.Internal(errors.New("journal: the journal failed before answering; the record may or may not be durable"))
 	}
 }
@@ -304,7 +315,7 @@ func (s *System) Flushes() uint64 { return s.journal.Flushes() }
 // has failed it refuses, so nothing is served unjournaled.
 func (s *System) journalAsync(e wal.Entry) error {
 	if s.journal.IsDown() {
-		return messages.Internal(errors.New("journal: the journal has failed; refusing"))
+		return s.journal.DownError()
 	}
 	if e.Time.IsZero() {
 		e.Time = s.now().UTC()
@@ -327,7 +338,7 @@ func (s *System) JournalJSONQueued(typ messages.RecordType, v any) (wait func(co
 		return nil, messages.Internal(err)
 	}
 	if s.journal.IsDown() {
-		return nil, messages.Internal(errors.New("journal: the journal has failed; refusing"))
+		return nil, s.journal.DownError()
 	}
 	reply := make(chan journal.Result, 1)
 	s.journal.Append(wal.Entry{Type: uint16(typ), Actor: messages.ActorSystem, Payload: payload, Time: s.now().UTC()}, journal.Sync,
@@ -643,7 +654,7 @@ func (s *System) ToolCalled(ctx context.Context, call *messages.ToolCalled, dura
 		return nil, s.journalAsync(e)
 	}
 	if s.journal.IsDown() {
-		return nil, messages.Internal(errors.New("journal: the journal has failed; refusing"))
+		return nil, s.journal.DownError()
 	}
 	e.Time = s.now().UTC()
 	reply := make(chan journal.Result, 1)

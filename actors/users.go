@@ -494,7 +494,7 @@ func (u *userActor) write(ctx actor.Context, ev state.Event, o messages.Origin, 
 		return
 	}
 	if u.journal.IsDown() {
-		then(wal.Record{}, errJournalDown())
+		then(wal.Record{}, errJournalDown(u.journal))
 		return
 	}
 	payload, err := json.Marshal(ev.Payload)

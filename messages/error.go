@@ -66,6 +66,25 @@ func Internal(err error) *Error {
 	}
 }
 
+// ReasonShardFenced is details.reason of the error a cluster shard answers
+// for a write once this member no longer holds the shard's lock
+// (docs/cluster.md "Fenced appends").
+const ReasonShardFenced = "shard_fenced"
+
+// ShardFenced is the error a write answers once the shard's journal is
+// fenced: code internal_error (the codes are a closed list, docs/errors.md),
+// details.reason ReasonShardFenced; err is the cause, for logs. A retry
+// reaches the shard's new owner.
+func ShardFenced(err error) *Error {
+	return &Error{
+		Code:     CodeInternalError,
+		Message:  "this server no longer owns the user's shard",
+		NextStep: "retry: the call goes to the shard's new owner",
+		Details:  map[string]any{"reason": ReasonShardFenced},
+		Err:      err,
+	}
+}
+
 // CodeOf returns the code carried by err, or CodeInternalError for any error
 // that is not an *Error. CodeOf(nil) is "".
 func CodeOf(err error) Code {

@@ -43,6 +43,13 @@ var (
 	// the epoch of a record already in the journal: a newer owner has
 	// written to it, and this one must not (docs/cluster.md).
 	ErrStaleEpoch = errors.New("wal: the journal holds records of a newer epoch")
+	// ErrFenced is returned by Append when Options.Fence says this writer
+	// no longer owns the journal (a cluster shard whose lock is lost,
+	// docs/cluster.md "Fenced appends"): before the write, nothing was
+	// written; after the fsync, the batch is in the file but was never
+	// acknowledged. Like ErrFailed it is sticky: every later Append
+	// returns it, whatever the fence says then.
+	ErrFenced = errors.New("wal: this writer no longer owns the journal (fenced)")
 )
 
 // Options configures Open. The zero value is valid.
@@ -68,6 +75,12 @@ type Options struct {
 	// a journal that already holds a record of a greater epoch. Zero (a
 	// local journal) writes Version frames, as before.
 	Epoch uint64
+	// Fence, when not nil, is asked by every Append before it writes and
+	// again after its fsync: false means this writer no longer owns the
+	// journal (a shard lock's Held, docs/cluster.md), and Append fails
+	// with ErrFenced, then and ever after. It must be cheap and safe to
+	// call from the writing goroutine.
+	Fence func() bool
 }
 
 // Recovery says what Open found and did. The caller journals a
@@ -105,6 +118,7 @@ type Log struct {
 	segSize int
 	now     func() time.Time
 	epoch   uint64
+	fence   func() bool
 
 	// Owned by the single writer goroutine.
 	w         *twal.Log
@@ -150,7 +164,7 @@ func Open(dir string, opts Options) (*Log, *Recovery, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	l := &Log{dir: dir, segSize: opts.SegmentSize, now: opts.Now, epoch: opts.Epoch}
+	l := &Log{dir: dir, segSize: opts.SegmentSize, now: opts.Now, epoch: opts.Epoch, fence: opts.Fence}
 	if err := l.makeDir(); err != nil {
 		return nil, nil, err
 	}
@@ -357,7 +371,9 @@ func checkEntry(e *Entry) error {
 // An invalid entry fails the whole call with ErrInvalidEntry and writes
 // nothing. A write or fsync failure is sticky: this and every later Append
 // return the same error, wrapping ErrFailed; nothing is retried. Append with
-// no entries returns nil, nil.
+// no entries returns nil, nil. With Options.Fence, a fence that says no
+// before the write or after the fsync fails this and every later Append
+// with ErrFenced.
 func (l *Log) Append(entries []Entry) ([]Record, error) {
 	if l.err != nil {
 		return nil, l.err
@@ -367,6 +383,10 @@ func (l *Log) Append(entries []Entry) ([]Record, error) {
 	}
 	if len(entries) == 0 {
 		return nil, nil
+	}
+	if l.fence != nil && !l.fence() {
+		l.err = ErrFenced
+		return nil, l.err
 	}
 	payloadLen := 0
 	for i := range entries {
@@ -439,6 +459,13 @@ func (l *Log) Append(entries []Entry) ([]Record, error) {
 		}
 	}
 	l.seq, l.hash = seq, prev
+	if l.fence != nil && !l.fence() {
+		// Durable but not acknowledged: the lock may have passed to
+		// another writer during the write (docs/cluster.md "Failure
+		// model").
+		l.err = ErrFenced
+		return nil, l.err
+	}
 	return recs, nil
 }
 

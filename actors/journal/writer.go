@@ -135,6 +135,28 @@ func errDown() *messages.Error {
 	return messages.Internal(errors.New("journal: the journal has failed; refusing writes"))
 }
 
+// Refusal is the error a write answers when the log refused it with err:
+// a fenced log (wal.ErrFenced, a cluster shard whose lock is lost) is
+// messages.ShardFenced, anything else internal_error.
+func Refusal(err error) *messages.Error {
+	if errors.Is(err, wal.ErrFenced) {
+		return messages.ShardFenced(err)
+	}
+	return messages.Internal(err)
+}
+
+// DownError is the error a write answers once the journal is down:
+// shard_fenced if the log was fenced, else internal_error.
+func (w *Writer) DownError() *messages.Error {
+	w.mu.Lock()
+	failed := w.failed
+	w.mu.Unlock()
+	if failed != nil {
+		return Refusal(failed)
+	}
+	return errDown()
+}
+
 // Append queues one record with durability d, and calls done (which may
 // be nil) once it is durable, or with the reason it will not be: the
 // journal is down, the disk is in its last reserve and the record is not
@@ -153,7 +175,7 @@ func (w *Writer) Append(e wal.Entry, d Durability, done func(Result)) {
 	if w.failed != nil || w.closing || w.IsDown() {
 		err := errDown()
 		if w.failed != nil {
-			err = messages.Internal(w.failed)
+			err = Refusal(w.failed)
 		}
 		w.mu.Unlock()
 		done(Result{Err: err})
@@ -264,7 +286,7 @@ func (w *Writer) flushLoop() {
 		if !errors.Is(err, wal.ErrInvalidEntry) {
 			for i, p := range batch {
 				if err != nil {
-					p.done(Result{Err: messages.Internal(err)})
+					p.done(Result{Err: Refusal(err)})
 				} else {
 					p.done(Result{Record: recs[i]})
 				}
@@ -281,7 +303,11 @@ func (w *Writer) flushLoop() {
 		case err != nil:
 			w.failed = err
 			w.markDown()
-			w.logger.Error("journal write failed; refusing all further appends", "err", err.Error())
+			if errors.Is(err, wal.ErrFenced) {
+				w.logger.Warn("journal fenced: this member no longer owns the shard; refusing all further appends")
+			} else {
+				w.logger.Error("journal write failed; refusing all further appends", "err", err.Error())
+			}
 			refused, w.queue, w.syncs, w.forced = w.queue, nil, 0, false
 		default:
 			clear(batch)
@@ -294,7 +320,7 @@ func (w *Writer) flushLoop() {
 					w.logger.Error("journal: refused an invalid entry", "err", err.Error())
 					p.done(Result{Err: messages.Internal(err)})
 				} else {
-					p.done(Result{Err: messages.Internal(w.failed)})
+					p.done(Result{Err: Refusal(w.failed)})
 				}
 			}
 			w.mu.Lock()

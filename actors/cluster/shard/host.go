@@ -1,25 +1,49 @@
 package shard
 
-// CONTRACT STUB (session plan): the shard virtual actor. Owned by the
-// "host" work; bodies are filled in there. The signatures are shared with
-// the "wire" and "serve" work: change them only by agreement.
+// The shard virtual actor: one activation per shard, placed by the
+// cluster's identity lookup, owning the shard's lock, journal and
+// running system while it lives (docs/cluster.md "A shard's activation").
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
+	"path/filepath"
+	"strconv"
+	"sync"
 	"time"
 
+	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/cluster"
+	"github.com/asynkron/protoactor-go/remote"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/guarded-exchange/guarded-exchange/actors"
+	"github.com/guarded-exchange/guarded-exchange/actors/cluster/fence"
+	"github.com/guarded-exchange/guarded-exchange/actors/cluster/member"
 	"github.com/guarded-exchange/guarded-exchange/actors/cluster/route"
+	"github.com/guarded-exchange/guarded-exchange/messages"
 	"github.com/guarded-exchange/guarded-exchange/wal"
 )
 
 // KindName is the virtual actor kind of a shard; its identity is the
 // shard's number in decimal.
 const KindName = "shard"
+
+// DefaultCallTimeout bounds a call whose context has no deadline (the
+// transport) or that arrives without one (the host).
+const DefaultCallTimeout = 2 * time.Minute
+
+// DefaultLockTTL is the shard lock's lease TTL when HostConfig.LockTTL is
+// zero.
+const DefaultLockTTL = 5 * time.Second
+
+// headerTimeout is the message header that carries a call's remaining
+// time, in milliseconds, from the transport to the shard: a relative
+// bound, since members share no clock (docs/cluster.md "Failure model").
+const headerTimeout = "gx-timeout-ms"
 
 // Running is one shard's running system, as the member's StartFunc built
 // it on the shard's opened journal.
@@ -60,14 +84,385 @@ type HostConfig struct {
 	Logger *slog.Logger
 }
 
+// LockPrefix is the etcd prefix of shard n's lock in cluster name.
+func LockPrefix(name string, n int) string {
+	return member.KeyPrefix + name + "/shards/" + strconv.Itoa(n) + "/lock/"
+}
+
+// JournalDir is shard n's journal directory under the cluster's data
+// directory.
+func JournalDir(dataDir string, n int) string {
+	return filepath.Join(dataDir, "shards", strconv.Itoa(n), "journal")
+}
+
+// serveCall runs one call on a shard's target: Serve, replaced in the
+// package's own tests.
+var serveCall = Serve
+
 // NewKind returns the shard kind to register with the member.
+//
+// An activation whose identity is a shard number in [0, Count) takes the
+// shard's lock in the background, opens the journal with the lock's
+// epoch (replaying it), starts the shard's system with cfg.Start and then
+// serves. Each call (a *wrapperspb.BytesValue holding Serve's bytes) is
+// served on its own goroutine and answered to its sender; a call that
+// arrives before the shard is ready waits for it within its own deadline.
+// When the lock is lost the system is stopped, the journal closed and the
+// activation stops, so the next call activates the shard again; when the
+// activation stops (the shard moved, the member leaves) the lock is
+// released too, so the next owner need not wait for its lease to expire.
 func NewKind(cfg HostConfig) *cluster.Kind {
-	panic("shard.NewKind: not implemented yet")
+	if cfg.LockTTL <= 0 {
+		cfg.LockTTL = DefaultLockTTL
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	return cluster.NewKind(KindName, actor.PropsFromProducer(func() actor.Actor {
+		return &host{cfg: cfg, ready: make(chan struct{}), gone: make(chan struct{}), started: make(chan struct{})}
+	}))
+}
+
+// host is one shard activation.
+type host struct {
+	cfg    HostConfig
+	n      int // the shard; -1 for an identity that is not one
+	logger *slog.Logger
+	root   *actor.RootContext
+	self   *actor.PID
+
+	// cancel ends the background start (nil: never started); started is
+	// closed when it has returned.
+	cancel  context.CancelFunc
+	started chan struct{}
+	// ready is closed once the shard serves (or its start failed: then
+	// target is nil); gone when it stops serving for good.
+	ready, gone chan struct{}
+
+	mu       sync.Mutex
+	target   Target
+	running  *Running
+	log      *wal.Log
+	lock     *fence.Lock
+	refusal  *messages.Error // the answer once there is no target
+	tornDown bool
+}
+
+// Receive handles the activation's messages.
+func (h *host) Receive(ctx actor.Context) {
+	switch msg := ctx.Message().(type) {
+	case *actor.Started:
+		h.root, h.self = ctx.ActorSystem().Root, ctx.Self()
+		h.n = -1
+	case *cluster.ClusterInit:
+		h.init(ctx, msg.Identity)
+	case *wrapperspb.BytesValue:
+		h.call(ctx, msg.Value)
+	case *actor.Stopping:
+		h.stop()
+	}
+}
+
+// init checks the identity and starts the shard in the background.
+func (h *host) init(ctx actor.Context, id *cluster.ClusterIdentity) {
+	identity := ""
+	if id != nil {
+		identity = id.Identity
+	}
+	n, err := strconv.Atoi(identity)
+	if err != nil || strconv.Itoa(n) != identity || n < 0 || n >= h.cfg.Count {
+		h.cfg.Logger.Error("shard: refusing an activation whose identity is not a shard number", "count", h.cfg.Count)
+		h.refuse(&messages.Error{Code: messages.CodeInternalError, Message: "no such shard",
+			NextStep: "check that every member runs with the same shard count", Details: map[string]any{"reason": "no_such_shard"}})
+		close(h.ready)
+		ctx.Poison(ctx.Self())
+		return
+	}
+	h.n = n
+	h.logger = h.cfg.Logger.With("shard", n)
+	bg, cancel := context.WithCancel(context.Background())
+	h.cancel = cancel
+	go h.start(bg)
+}
+
+// refuse sets the answer calls get once there is no target.
+func (h *host) refuse(e *messages.Error) {
+	h.mu.Lock()
+	if h.refusal == nil {
+		h.refusal = e
+	}
+	h.mu.Unlock()
+}
+
+// start takes the lock, opens the journal and starts the system; then it
+// watches the lock.
+func (h *host) start(ctx context.Context) {
+	defer close(h.started)
+	fail := func(what string, err error) {
+		if ctx.Err() == nil {
+			h.logger.Error("shard: start failed; the next call activates it again", "step", what, "err", err.Error())
+		}
+		h.refuse(Unavailable("its start failed"))
+		close(h.ready)
+		h.teardown()
+		h.root.Poison(h.self)
+	}
+	lock, err := fence.Acquire(ctx, h.cfg.Etcd, LockPrefix(h.cfg.Cluster, h.n), fence.Options{TTL: h.cfg.LockTTL})
+	if err != nil {
+		fail("lock", err)
+		return
+	}
+	h.mu.Lock()
+	h.lock = lock
+	h.mu.Unlock()
+	replay := actors.NewUserReplay()
+	log, owner, rec, err := Open(JournalDir(h.cfg.DataDir, h.n), lock, Options{Shard: h.n, Member: h.cfg.Member, OnRecord: replay.OnRecord})
+	if err != nil {
+		fail("journal", err)
+		return
+	}
+	h.mu.Lock()
+	h.log = log
+	h.mu.Unlock()
+	if rec != nil && rec.TornTail {
+		h.logger.Warn("journal: cut a torn last record", "segment", rec.Segment, "dropped_bytes", rec.DroppedBytes, "last_good_seq", rec.LastGoodSeq)
+		if err := journalTornTail(log, rec); err != nil {
+			fail("journal", err)
+			return
+		}
+	}
+	running, err := h.cfg.Start(ctx, route.Slot{Index: h.n, Count: h.cfg.Count}, log, replay)
+	if err == nil && (running == nil || running.Target == nil) {
+		err = errors.New("the start function returned no target")
+	}
+	if err != nil {
+		fail("system", err)
+		return
+	}
+	h.mu.Lock()
+	h.running, h.target = running, running.Target
+	tornDown := h.tornDown
+	h.mu.Unlock()
+	if tornDown { // stopped meanwhile: teardown ran before running was set
+		running.Stop()
+		return
+	}
+	h.logger.Info("shard: serving", "epoch", lock.Epoch(), "owner_seq", owner.Seq)
+	close(h.ready)
+	go func() {
+		select {
+		case <-lock.Lost():
+			if ctx.Err() != nil {
+				return // released by the activation's stop
+			}
+			h.logger.Warn("shard: lock lost; stopping the shard", "err", errString(lock.Err()))
+			h.refuse(FencedError())
+			h.teardown()
+			h.root.Poison(h.self)
+		case <-ctx.Done():
+		}
+	}()
+}
+
+// journalTornTail records what Open cut off the end of the journal, as a
+// local server does at start.
+func journalTornTail(log *wal.Log, rec *wal.Recovery) error {
+	payload := fmt.Appendf(nil, `{"segment":%q,"dropped_bytes":%d,"last_good_seq":%d,"broken_copy":%q}`,
+		rec.Segment, rec.DroppedBytes, rec.LastGoodSeq, rec.BrokenCopy)
+	_, err := log.Append([]wal.Entry{{Type: uint16(messages.RecordRecoveredTornTail), Actor: messages.ActorSystem, Payload: payload}})
+	return err
+}
+
+// teardown stops the system, closes the journal and releases the lock;
+// calls that come later are refused. It runs once.
+func (h *host) teardown() {
+	h.mu.Lock()
+	if h.tornDown {
+		h.mu.Unlock()
+		return
+	}
+	h.tornDown = true
+	h.refusal = cmpOr(h.refusal, Unavailable("its activation is stopping"))
+	running, log, lock := h.running, h.log, h.lock
+	h.target = nil
+	h.mu.Unlock()
+	close(h.gone)
+	if running != nil {
+		running.Stop()
+	}
+	if log != nil {
+		if err := log.Close(); err != nil && !errors.Is(err, wal.ErrClosed) {
+			h.logger.Error("shard: close the journal", "err", err.Error())
+		}
+	}
+	if lock != nil {
+		lock.Release()
+	}
+}
+
+// stop runs when the activation stops: the background start ends, then
+// everything is torn down.
+func (h *host) stop() {
+	if h.cancel == nil {
+		return // never started: a refused identity
+	}
+	h.cancel()
+	<-h.started
+	h.teardown()
+	h.logger.Info("shard: stopped; lock released")
+}
+
+// call serves one call on its own goroutine and answers its sender
+// through the root context.
+func (h *host) call(ctx actor.Context, call []byte) {
+	sender := ctx.Sender()
+	if sender == nil {
+		return // nobody to answer: a Send, not a request
+	}
+	timeout := DefaultCallTimeout
+	if hd := ctx.MessageHeader(); hd != nil {
+		if ms, err := strconv.ParseInt(hd.Get(headerTimeout), 10, 64); err == nil && ms > 0 {
+			timeout = time.Duration(ms) * time.Millisecond
+		}
+	}
+	go func() {
+		cctx, cancel := context.WithTimeout(context.Background(), timeout)
+		defer cancel()
+		h.root.Send(sender, &wrapperspb.BytesValue{Value: h.serve(cctx, call)})
+	}()
+}
+
+// serve waits for the shard to be ready (within ctx) and runs the call.
+func (h *host) serve(ctx context.Context, call []byte) []byte {
+	select {
+	case <-h.ready:
+	case <-h.gone:
+	case <-ctx.Done():
+		return EncodeError(Unavailable("it was not ready within the call's deadline"))
+	}
+	h.mu.Lock()
+	t, refusal := h.target, h.refusal
+	h.mu.Unlock()
+	if t == nil {
+		return EncodeError(cmpOr(refusal, Unavailable("it is not running")))
+	}
+	return serveCall(ctx, t, call)
+}
+
+func cmpOr(a, b *messages.Error) *messages.Error {
+	if a != nil {
+		return a
+	}
+	return b
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
 }
 
 // ClusterTransport carries calls to shards through c: the shard's
 // activation is looked up by identity and asked directly, with the
 // call's context deadline (default 2 minutes) and no automatic retry.
+// Only a call that provably reached no shard is sent once more, after a
+// fresh lookup: no member could place the shard, or the activation the
+// lookup named was gone (a dead letter). A call that timed out may have
+// been served; it is never repeated here.
 func ClusterTransport(c *cluster.Cluster) Transport {
-	panic("shard.ClusterTransport: not implemented yet")
+	return func(ctx context.Context, shard int, call []byte) ([]byte, error) {
+		timeout := DefaultCallTimeout
+		if dl, ok := ctx.Deadline(); ok {
+			timeout = time.Until(dl)
+		}
+		if timeout <= 0 || ctx.Err() != nil {
+			return nil, cmpErr(ctx.Err(), context.DeadlineExceeded)
+		}
+		id := strconv.Itoa(shard)
+		for attempt := 0; ; attempt++ {
+			pid := lookup(c, id, attempt > 0)
+			if pid == nil {
+				if attempt == 0 {
+					continue
+				}
+				return nil, Unavailable("no member could place it")
+			}
+			out, err := ask(ctx, c.ActorSystem, pid, call, timeout)
+			if err == nil {
+				return out, nil
+			}
+			if attempt == 0 && isDeadLetter(err) {
+				c.PidCache.RemoveByValue(id, KindName, pid)
+				if dl, ok := ctx.Deadline(); ok {
+					timeout = time.Until(dl)
+				}
+				if timeout > 0 {
+					continue
+				}
+			}
+			if isDeadLetter(err) {
+				return nil, Unavailable("its activation is gone")
+			}
+			return nil, err
+		}
+	}
+}
+
+func cmpErr(a, b error) error {
+	if a != nil {
+		return a
+	}
+	return b
+}
+
+// lookup returns the shard's activation: the cached PID unless fresh,
+// else the identity lookup's (which activates it on its owner).
+func lookup(c *cluster.Cluster, id string, fresh bool) *actor.PID {
+	if !fresh {
+		if pid, ok := c.PidCache.Get(id, KindName); ok && pid != nil {
+			return pid
+		}
+	}
+	pid := c.Get(id, KindName)
+	if pid != nil {
+		c.PidCache.Set(id, KindName, pid)
+	}
+	return pid
+}
+
+// ask sends one call to pid with its remaining time in a header and waits
+// for the answer, or for ctx.
+func ask(ctx context.Context, sys *actor.ActorSystem, pid *actor.PID, call []byte, timeout time.Duration) ([]byte, error) {
+	f := actor.NewFuture(sys, timeout)
+	env := &actor.MessageEnvelope{Message: &wrapperspb.BytesValue{Value: call}, Sender: f.PID()}
+	env.SetHeader(headerTimeout, strconv.FormatInt(max(timeout.Milliseconds(), 1), 10))
+	sys.Root.Send(pid, env)
+	type result struct {
+		v   any
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		v, err := f.Result()
+		done <- result{v, err}
+	}()
+	select {
+	case r := <-done:
+		if r.err != nil {
+			return nil, r.err
+		}
+		b, ok := r.v.(*wrapperspb.BytesValue)
+		if !ok {
+			return nil, fmt.Errorf("shard: the shard answered %T", r.v)
+		}
+		return b.Value, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// isDeadLetter reports whether err says the message reached no actor.
+func isDeadLetter(err error) bool {
+	return errors.Is(err, actor.ErrDeadLetter) || errors.Is(err, remote.ErrDeadLetter)
 }

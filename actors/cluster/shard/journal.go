@@ -3,7 +3,6 @@ package shard
 import (
 	"encoding/json"
 	"errors"
-	"sync"
 	"time"
 
 	"github.com/guarded-exchange/guarded-exchange/messages"
@@ -21,24 +20,19 @@ type Fence interface {
 }
 
 // ErrFenced is the cause of every append refused because this member no
-// longer holds the shard's lock.
-var ErrFenced = errors.New("shard: the shard's lock is lost; this member no longer owns the shard")
+// longer holds the shard's lock: the wal's own sentinel, since the log
+// checks the fence itself (wal.Options.Fence).
+var ErrFenced = wal.ErrFenced
 
 // ReasonFenced is details.reason of the error a fenced append answers.
-const ReasonFenced = "shard_fenced"
+const ReasonFenced = messages.ReasonShardFenced
 
-// FencedError is the error a fenced append answers: code internal_error
+// FencedError is the error a fenced write answers: code internal_error
 // (the codes are a closed list, docs/errors.md), details.reason
 // ReasonFenced, cause ErrFenced. A retry reaches the shard's new owner.
-func FencedError() *messages.Error {
-	return &messages.Error{
-		Code:     messages.CodeInternalError,
-		Message:  "this server no longer owns the user's shard",
-		NextStep: "retry: the call goes to the shard's new owner",
-		Details:  map[string]any{"reason": ReasonFenced},
-		Err:      ErrFenced,
-	}
-}
+// The System answers a write its fenced journal refused the same way
+// (actors/journal.Refusal).
+func FencedError() *messages.Error { return messages.ShardFenced(ErrFenced) }
 
 // Options configures Open.
 type Options struct {
@@ -59,82 +53,37 @@ type OwnerPayload struct {
 	Member string `json:"member"`
 }
 
-// Journal is one shard's journal while this member owns the shard. Its
-// methods are safe for concurrent use; appends are serialised.
-type Journal struct {
-	fence Fence
-
-	mu     sync.Mutex
-	log    *wal.Log
-	owner  wal.Record
-	fenced bool
-}
-
-// Open opens the shard's journal in dir for the holder of f: it replays
-// the chain through o.OnRecord, refuses a chain that holds a greater
-// epoch (wal.ErrStaleEpoch), and appends the shard_owner record of f's
-// epoch. The caller must hold f and keep it while it writes.
-func Open(dir string, f Fence, o Options) (*Journal, *wal.Recovery, error) {
+// Open opens the shard's journal in dir for the holder of f and returns
+// the fenced log with the shard_owner record it appended. It replays the
+// chain through o.OnRecord, refuses a chain that holds a greater epoch
+// (wal.ErrStaleEpoch), and appends the shard_owner record of f's epoch.
+//
+// The log asks f.Held before each write and again after its fsync
+// (wal.Options.Fence): once the lock is lost nothing more is written and
+// nothing is acknowledged, and every Append answers wal.ErrFenced. The
+// caller must hold f while it writes; it owns the log (the System's
+// journal writer is its one user) and closes it.
+func Open(dir string, f Fence, o Options) (*wal.Log, wal.Record, *wal.Recovery, error) {
 	if !f.Held() {
-		return nil, nil, FencedError()
+		return nil, wal.Record{}, nil, FencedError()
 	}
-	log, rec, err := wal.Open(dir, wal.Options{SegmentSize: o.SegmentSize, OnRecord: o.OnRecord, Now: o.Now, Epoch: f.Epoch()})
+	log, rec, err := wal.Open(dir, wal.Options{SegmentSize: o.SegmentSize, OnRecord: o.OnRecord, Now: o.Now,
+		Epoch: f.Epoch(), Fence: f.Held})
 	if err != nil {
-		return nil, nil, err
+		return nil, wal.Record{}, nil, err
 	}
 	payload, err := json.Marshal(OwnerPayload{Shard: o.Shard, Epoch: f.Epoch(), Member: o.Member})
 	if err != nil {
 		log.Close()
-		return nil, nil, err
+		return nil, wal.Record{}, nil, err
 	}
-	j := &Journal{fence: f, log: log}
-	recs, err := j.Append([]wal.Entry{{Type: uint16(messages.RecordShardOwner), Actor: messages.ActorSystem, Payload: payload}})
+	recs, err := log.Append([]wal.Entry{{Type: uint16(messages.RecordShardOwner), Actor: messages.ActorSystem, Payload: payload}})
 	if err != nil {
 		log.Close()
-		return nil, nil, err
+		if errors.Is(err, wal.ErrFenced) {
+			return nil, wal.Record{}, nil, FencedError()
+		}
+		return nil, wal.Record{}, nil, err
 	}
-	j.owner = recs[0]
-	return j, rec, nil
-}
-
-// Owner returns the shard_owner record this journal opened with.
-func (j *Journal) Owner() wal.Record { return j.owner }
-
-// Append writes entries as one batch (one fsync) with the lock's epoch
-// and returns their records: only if the lock is held before the write
-// and still held after the fsync. Otherwise it returns FencedError, and
-// so does every later call. A batch refused after its fsync is in the
-// chain but was never acknowledged, like a batch fsynced just before a
-// crash; the next owner replays it.
-func (j *Journal) Append(entries []wal.Entry) ([]wal.Record, error) {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	if j.fenced || !j.fence.Held() {
-		j.fenced = true
-		return nil, FencedError()
-	}
-	recs, err := j.log.Append(entries)
-	if err != nil {
-		return nil, err
-	}
-	if !j.fence.Held() {
-		j.fenced = true
-		return nil, FencedError()
-	}
-	return recs, nil
-}
-
-// Fenced reports whether the journal has refused an append for a lost
-// lock (it refuses every one after).
-func (j *Journal) Fenced() bool {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	return j.fenced
-}
-
-// Close closes the journal's log. It does not release the lock.
-func (j *Journal) Close() error {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	return j.log.Close()
+	return log, recs[0], rec, nil
 }

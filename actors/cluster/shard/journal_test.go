@@ -60,9 +60,8 @@ func verify(t *testing.T, dir string) wal.VerifyResult {
 
 func checkFenced(t *testing.T, err error) {
 	t.Helper()
-	var me *messages.Error
-	if !errors.As(err, &me) || me.Code != messages.CodeInternalError || me.Details["reason"] != shard.ReasonFenced || !errors.Is(err, shard.ErrFenced) {
-		t.Fatalf("append after the lock was lost: %v, want internal_error with reason %s", err, shard.ReasonFenced)
+	if !errors.Is(err, wal.ErrFenced) {
+		t.Fatalf("append after the lock was lost: %v, want wal.ErrFenced", err)
 	}
 }
 
@@ -73,11 +72,10 @@ func TestOwnerRecordAndHandover(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "shards", "3", "journal")
 
 	a := lock(t, client(t, srv.Endpoint()))
-	ja, _, err := shard.Open(dir, a, shard.Options{Shard: 3, Member: "127.0.0.1:7001"})
+	ja, own, _, err := shard.Open(dir, a, shard.Options{Shard: 3, Member: "127.0.0.1:7001"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	own := ja.Owner()
 	var p shard.OwnerPayload
 	if err := json.Unmarshal(own.Payload, &p); err != nil {
 		t.Fatal(err)
@@ -100,7 +98,7 @@ func TestOwnerRecordAndHandover(t *testing.T) {
 
 	b := lock(t, client(t, srv.Endpoint()))
 	var replayed []wal.Record
-	jb, _, err := shard.Open(dir, b, shard.Options{Shard: 3, Member: "127.0.0.1:7002",
+	jb, ownB, _, err := shard.Open(dir, b, shard.Options{Shard: 3, Member: "127.0.0.1:7002",
 		OnRecord: func(r wal.Record) error { replayed = append(replayed, r); return nil }})
 	if err != nil {
 		t.Fatal(err)
@@ -108,8 +106,8 @@ func TestOwnerRecordAndHandover(t *testing.T) {
 	if len(replayed) != 4 || replayed[3].Epoch != a.Epoch() {
 		t.Fatalf("the new owner replayed %d records", len(replayed))
 	}
-	if jb.Owner().Seq != 5 || jb.Owner().Epoch != b.Epoch() || b.Epoch() <= a.Epoch() {
-		t.Fatalf("second owner record %+v, epochs %d then %d", jb.Owner(), a.Epoch(), b.Epoch())
+	if ownB.Seq != 5 || ownB.Epoch != b.Epoch() || b.Epoch() <= a.Epoch() {
+		t.Fatalf("second owner record %+v, epochs %d then %d", ownB, a.Epoch(), b.Epoch())
 	}
 	if _, err := jb.Append([]wal.Entry{entry("bob", 0)}); err != nil {
 		t.Fatal(err)
@@ -129,7 +127,7 @@ func TestNoAppendAfterLeaseLost(t *testing.T) {
 	dir := t.TempDir()
 
 	a := lock(t, client(t, proxy.Endpoint()))
-	ja, _, err := shard.Open(dir, a, shard.Options{Shard: 3, Member: "m1"})
+	ja, _, _, err := shard.Open(dir, a, shard.Options{Shard: 3, Member: "m1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,7 +186,7 @@ func TestNoAppendAfterLeaseLost(t *testing.T) {
 	// The next owner, which still reaches etcd, takes over and writes on.
 	b := lock(t, client(t, srv.Endpoint()))
 	var n uint64
-	jb, _, err := shard.Open(dir, b, shard.Options{Shard: 3, Member: "m2",
+	jb, _, _, err := shard.Open(dir, b, shard.Options{Shard: 3, Member: "m2",
 		OnRecord: func(wal.Record) error { n++; return nil }})
 	if err != nil {
 		t.Fatal(err)
@@ -225,14 +223,14 @@ func TestLostDuringWriteNotAcknowledged(t *testing.T) {
 	dir := t.TempDir()
 	f := &flipFence{epoch: 7}
 	f.left.Store(4) // Open: before opening and around the owner record; then one
-	j, _, err := shard.Open(dir, f, shard.Options{Shard: 1, Member: "m"})
+	j, _, _, err := shard.Open(dir, f, shard.Options{Shard: 1, Member: "m"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer j.Close()
 	_, err = j.Append([]wal.Entry{entry("alice", 0)}) // held before, lost after
 	checkFenced(t, err)
-	if !j.Fenced() {
+	if !errors.Is(j.Err(), wal.ErrFenced) {
 		t.Fatal("not fenced after a refused append")
 	}
 	f.left.Store(100) // a renewed lock does not revive the journal
@@ -249,17 +247,17 @@ func TestOpenRefusesWithoutTheLockOrStale(t *testing.T) {
 	dir := t.TempDir()
 	f := &flipFence{epoch: 9}
 	f.left.Store(100)
-	j, _, err := shard.Open(dir, f, shard.Options{Shard: 1, Member: "new"})
+	j, _, _, err := shard.Open(dir, f, shard.Options{Shard: 1, Member: "new"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	j.Close()
 	stale := &flipFence{epoch: 5}
 	stale.left.Store(100)
-	if _, _, err := shard.Open(dir, stale, shard.Options{Shard: 1, Member: "old"}); !errors.Is(err, wal.ErrStaleEpoch) {
+	if _, _, _, err := shard.Open(dir, stale, shard.Options{Shard: 1, Member: "old"}); !errors.Is(err, wal.ErrStaleEpoch) {
 		t.Fatalf("stale owner: %v, want wal.ErrStaleEpoch", err)
 	}
-	if _, _, err := shard.Open(dir, &flipFence{epoch: 11}, shard.Options{Shard: 1}); !errors.Is(err, shard.ErrFenced) {
+	if _, _, _, err := shard.Open(dir, &flipFence{epoch: 11}, shard.Options{Shard: 1}); !errors.Is(err, shard.ErrFenced) {
 		t.Fatalf("not holding the lock: %v, want ErrFenced", err)
 	}
 }
