@@ -152,7 +152,7 @@ func (r *Runtime) serveCluster(ctx context.Context, g *cli.Globals, o cli.ServeO
 		}
 	}
 	defer leave()
-	calls := clusterCalls(shard.NewClient(count, shard.ClusterTransport(m.Cluster())))
+	calls := shard.NewClient(count, shard.ClusterTransport(m.Cluster()))
 
 	ctl, err := control.Listen(layout, clusterControl{calls: calls, local: ms.sys}, logger.With("component", "control"), control.Limits{})
 	if err != nil {
@@ -454,21 +454,9 @@ func (ms *memberStack) shardConfig(slot route.Slot, log *wal.Log, replay *actors
 	return actors.Config{
 		Journal: log, Market: ms.market, Logger: logger, Users: replay, Venue: ms.venue.level(),
 		Environment: ms.venue.Name, MasterKey: ms.key, Clients: ms.clients, Streams: ms.streams, Feed: ms.feed,
-		JournalDir: shardJournalDir(ms.dataDir, slot.Index), DiskMarginBytes: ms.margin,
+		JournalDir: shard.JournalDir(ms.dataDir, slot.Index), DiskMarginBytes: ms.margin, Shard: slot,
 		ConfirmCLI: envBool(os.Getenv, "GX_CONFIRM_CLI_ENABLED"),
 	}
-}
-
-// clusterCalls is the member's handle on every shard, as the Target its
-// front and control socket call.
-func clusterCalls(c *shard.Client) shard.Target {
-	return any(c).(shard.Target)
-}
-
-// shardJournalDir is shard n's journal directory under --cluster-data
-// (docs/cluster.md "The pieces").
-func shardJournalDir(dataDir string, n int) string {
-	return filepath.Join(dataDir, "shards", strconv.Itoa(n), "journal")
 }
 
 // close stops the member's system, the feed and the journal.
@@ -492,7 +480,7 @@ func (ms *memberStack) close() {
 // Its Handle is never used: mcp.HTTPBackend sends commands with the
 // call's token through calls.Submit.
 type clusterBackend struct {
-	calls shard.Target
+	calls *shard.Client
 	local *actors.System
 }
 
@@ -535,7 +523,7 @@ func (b clusterBackend) CallsRateLimited(ev *messages.CallsRateLimitedEvent) err
 // shard, the socket's own records (control refusals) to the member's
 // journal.
 type clusterControl struct {
-	calls shard.Target
+	calls *shard.Client
 	local *actors.System
 }
 
