@@ -11,6 +11,9 @@ import (
 // session's call rate (calls_rate_limited, actor mcp:agent), without
 // waiting for the disk: losing it in a crash acknowledges nothing.
 func (s *System) CallsRateLimited(ev *messages.CallsRateLimitedEvent) error {
+	if e := s.homeUser(ev.User); e != nil {
+		return e
+	}
 	payload, err := json.Marshal(ev)
 	if err != nil {
 		return messages.Internal(err)
@@ -22,6 +25,9 @@ func (s *System) CallsRateLimited(ev *messages.CallsRateLimitedEvent) error {
 // over the open-session bounds (sessions_refused, actor mcp:agent: the
 // token's client asked), without waiting for the disk.
 func (s *System) SessionsRefused(ev *messages.SessionsRefusedEvent) error {
+	if e := s.homeUser(ev.User); e != nil {
+		return e
+	}
 	payload, err := json.Marshal(ev)
 	if err != nil {
 		return messages.Internal(err)

@@ -418,7 +418,7 @@ func (v *venueActor) fetchAllOpenOrders(ctx actor.Context, m *deadmanFetch) {
 // the dead-man switch it may trigger has finished its cancels, or when ctx
 // ends. A user that does not exist is ignored.
 func (s *System) SessionEvent(ctx context.Context, user string, kind messages.SessionEventKind) {
-	if s.users == nil || !messages.UserNamePattern.MatchString(user) {
+	if s.users == nil || !messages.UserNamePattern.MatchString(user) || s.homeUser(user) != nil {
 		return
 	}
 	m := &sessionSignal{kind: kind}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/guarded-exchange/guarded-exchange/actors/cluster/route"
 	"github.com/guarded-exchange/guarded-exchange/actors/journal"
 	"github.com/guarded-exchange/guarded-exchange/messages"
 	"github.com/guarded-exchange/guarded-exchange/venue"
@@ -86,6 +87,11 @@ type Config struct {
 	// socket (GX_CONFIRM_CLI_ENABLED=true). Off: a confirmation needs the
 	// client's own form, or the action is refused.
 	ConfirmCLI bool
+	// Shard is the cluster shard this system serves (docs/cluster.md
+	// "Routing"). The zero Slot is local mode: every user is served here.
+	// A clustered slot draws each new token and token id until they route
+	// to it, and refuses the calls of users of other shards (wrongShard).
+	Shard route.Slot
 }
 
 // System is a running actor system. Its methods are safe for concurrent use;
@@ -121,6 +127,8 @@ type System struct {
 	// readsNotJournaled counts the read tools' tool_call records skipped
 	// in the disk's last reserve (ToolCalled).
 	readsNotJournaled atomic.Uint64
+	// slot is the cluster shard served (Config.Shard); zero: local.
+	slot route.Slot
 }
 
 // Start starts the journal writer and builds the actor system: the root
@@ -134,7 +142,7 @@ func Start(cfg Config) (*System, error) {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	s := &System{logger: logger, timeout: cfg.RequestTimeout, now: cfg.Now, registry: newUserRegistry(),
-		tickets: newSendTickets(), market: cfg.Market}
+		tickets: newSendTickets(), market: cfg.Market, slot: cfg.Shard}
 	floor := cfg.DiskFloorBytes
 	if floor == 0 {
 		floor = DefaultDiskFloor
@@ -393,6 +401,11 @@ func (s *System) Submit(ctx context.Context, cmd messages.Command, origin messag
 	if e := s.prepareToken(cmd); e != nil {
 		return nil, e
 	}
+	if c, ok := cmd.(messages.UserCommand); ok {
+		if e := s.homeUser(c.TargetUser()); e != nil {
+			return nil, e
+		}
+	}
 	msg := &userCommand{ctx: ctx, cmd: cmd, origin: origin}
 	if d, args, _ := toolOfCommand(cmd); d != nil {
 		// A trading call's arguments are validated here, once, in the
@@ -464,6 +477,9 @@ func (s *System) CallerProfile(user string) (messages.Profile, error) {
 	if !messages.UserNamePattern.MatchString(user) {
 		return "", messages.InvalidParams("user", "must be 1-64 of lowercase letters, digits, '.', '_' or '-'")
 	}
+	if e := s.homeUser(user); e != nil {
+		return "", e
+	}
 	c := s.registry.committedOf(user)
 	if c == nil {
 		return "", noSuchUser()
@@ -486,6 +502,9 @@ func (s *System) askUser(ctx context.Context, user string, msg any) (any, error)
 	}
 	if !messages.UserNamePattern.MatchString(user) {
 		return nil, messages.InvalidParams("user", "must be 1-64 of lowercase letters, digits, '.', '_' or '-'")
+	}
+	if e := s.homeUser(user); e != nil {
+		return nil, e
 	}
 	// User actors are spawned on first use. The registry names the
 	// running ones; a user without an entry is started by the users
@@ -632,6 +651,9 @@ func ask[T any](ctx context.Context, s *System, pid *actor.PID, msg any) (T, err
 // without its tool_call, and its kill_switch_on record (written only when
 // the switch changes, by mcp:agent) is its trace.
 func (s *System) ToolCalled(ctx context.Context, call *messages.ToolCalled, durable bool) (wait func(context.Context) error, err error) {
+	if e := s.homeUser(call.User); e != nil {
+		return nil, e
+	}
 	inner := durable && s.disk.BelowInnerFloor()
 	if inner && !(call.Admitted && call.Tool == killSwitchTool) {
 		return nil, agentReserveRefusal()
@@ -675,5 +697,8 @@ func (s *System) ToolCalled(ctx context.Context, call *messages.ToolCalled, dura
 // first, with a seq below before (0: from the newest). It reads the
 // in-memory index only: no actor, no disk.
 func (s *System) MyJournal(user string, before uint64, limit int) messages.JournalPage {
+	if s.homeUser(user) != nil {
+		return messages.JournalPage{}
+	}
 	return s.index.Page(user, before, limit)
 }

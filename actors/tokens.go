@@ -6,11 +6,13 @@ import (
 	"crypto/subtle"
 	"encoding/base64"
 	"encoding/hex"
+	"errors"
 	"strings"
 	"sync"
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/guarded-exchange/guarded-exchange/actors/cluster/route"
 	"github.com/guarded-exchange/guarded-exchange/actors/state"
 	"github.com/guarded-exchange/guarded-exchange/messages"
 	"github.com/guarded-exchange/guarded-exchange/wal"
@@ -133,13 +135,28 @@ func (s *System) prepareToken(cmd messages.Command) *messages.Error {
 		if s.tokens == nil {
 			return messages.Errorf(messages.CodeInternalError, "no users supervisor in this process")
 		}
-		for {
-			c.ID = messages.TokenIDPrefix + hex.EncodeToString(randomBytes(8))
-			if _, taken := s.tokens.userOf(c.ID); !taken {
+		// In a cluster the token and its id are drawn until both route
+		// to this shard (route.OfToken, route.OfTokenID): any member then
+		// finds the shard of a token, or of a revoke by id, from the
+		// token alone, with no index to keep (docs/cluster.md "Routing").
+		c.ID, c.Token = "", ""
+		for range s.maxTokenDraws() {
+			id := messages.TokenIDPrefix + hex.EncodeToString(randomBytes(8))
+			if _, taken := s.tokens.userOf(id); !taken && s.slot.Holds(route.OfTokenID, id) {
+				c.ID = id
 				break
 			}
 		}
-		c.Token = messages.TokenPrefix + base64.RawURLEncoding.EncodeToString(randomBytes(32))
+		for range s.maxTokenDraws() {
+			tok := messages.TokenPrefix + base64.RawURLEncoding.EncodeToString(randomBytes(32))
+			if s.slot.Holds(route.OfToken, tok) {
+				c.Token = tok
+				break
+			}
+		}
+		if c.ID == "" || c.Token == "" {
+			return messages.Internal(errors.New("tokens: no draw routed to this shard"))
+		}
 	case *messages.RevokeTokenRequest:
 		if s.tokens == nil {
 			return messages.Errorf(messages.CodeInternalError, "no users supervisor in this process")

@@ -76,6 +76,11 @@ type UserCommand interface {
 	TargetUser() string
 }
 
+// TargetUser implements UserCommand. The users supervisor decides
+// admin.user.create (CommandInfo.Users), but the command is about one
+// user: a cluster routes it to that user's shard (docs/cluster.md).
+func (c *CreateUserRequest) TargetUser() string { return c.User }
+
 // TargetUser implements UserCommand.
 func (c *ShowPolicyRequest) TargetUser() string     { return c.User }
 func (c *TightenPolicyRequest) TargetUser() string  { return c.User }
