@@ -287,6 +287,20 @@ func TestGracefulLeaveHandsShardsOver(t *testing.T) {
 		}
 	}
 	leaving.stop()
+	// The leaving member released its locks (a lock it kept would be
+	// renewed as long as its process lives).
+	cli := etcdClient(t, srv.Endpoint())
+	for _, n := range moved {
+		kv, err := cli.Get(context.Background(), LockPrefix(hostCluster, n), clientv3.WithPrefix())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range kv.Kvs {
+			if uint64(k.CreateRevision) == owners(t, JournalDir(data, n))[0].Epoch {
+				t.Fatalf("shard %d: the leaving member's lock key is still there", n)
+			}
+		}
+	}
 
 	cl := staying.client()
 	for _, n := range moved {
