@@ -135,6 +135,21 @@ func (m *clusterMember) kill(t *testing.T) {
 	_ = m.cmd.Wait()
 }
 
+// stop ends the member with SIGTERM and returns its exit code.
+func (m *clusterMember) stop(t *testing.T) int {
+	t.Helper()
+	if err := m.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-m.done:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("member %s did not stop on SIGTERM:\n%s", m.advertise, m.log())
+	}
+	_ = m.cmd.Wait()
+	return m.cmd.ProcessState.ExitCode()
+}
+
 // shardRecords reads every shard journal under data/shards: it verifies
 // each chain, counts order_attempt and order_outcome records by client
 // order id, and returns the member of each shard's last shard_owner
@@ -385,40 +400,48 @@ func TestClusterThreeMembers(t *testing.T) {
 	// call sent to the dead member's activation before the survivors
 	// dropped it from the topology (its membership TTL, 3 s) gets no
 	// answer: it waits for its deadline, here 3 s, and is retried.
-	const failover = 15 * time.Second
-	var slowest time.Duration
-	var fwg sync.WaitGroup
-	ferrs := make(chan error, users)
-	for u := range users {
-		fwg.Add(1)
-		go func() {
-			defer fwg.Done()
-			key := fmt.Sprintf("u%d-after", u)
-			for attempt := 0; ; attempt++ {
-				id, err := place(alive[attempt%2], u, key, 19000, 3*time.Second)
-				if err == nil {
-					mu.Lock()
-					acked[id] = u
-					slowest = max(slowest, time.Since(killed))
-					mu.Unlock()
-					return
+	// serveAll places one order per user with key tag through the given
+	// members, retrying (each try bounded by its own 3 s deadline) until
+	// every user is served or within has passed since from; it returns
+	// when the last user was served.
+	serveAll := func(through []*clusterMember, tag string, from time.Time, within time.Duration) time.Duration {
+		t.Helper()
+		var slowest time.Duration
+		var fwg sync.WaitGroup
+		ferrs := make(chan error, users)
+		for u := range users {
+			fwg.Add(1)
+			go func() {
+				defer fwg.Done()
+				key := fmt.Sprintf("u%d-%s", u, tag)
+				for attempt := 0; ; attempt++ {
+					id, err := place(through[attempt%len(through)], u, key, 19000, 3*time.Second)
+					if err == nil {
+						mu.Lock()
+						acked[id] = u
+						slowest = max(slowest, time.Since(from))
+						mu.Unlock()
+						return
+					}
+					if time.Since(from) > within {
+						ferrs <- fmt.Errorf("%s: user%d not served within %v: %v", tag, u, within, err)
+						return
+					}
+					time.Sleep(100 * time.Millisecond)
 				}
-				if time.Since(killed) > failover {
-					ferrs <- fmt.Errorf("user%d not served %v after the kill: %v", u, failover, err)
-					return
-				}
-				time.Sleep(100 * time.Millisecond)
-			}
-		}()
+			}()
+		}
+		fwg.Wait()
+		close(ferrs)
+		for err := range ferrs {
+			t.Error(err)
+		}
+		if t.Failed() {
+			t.FailNow()
+		}
+		return slowest
 	}
-	fwg.Wait()
-	close(ferrs)
-	for err := range ferrs {
-		t.Error(err)
-	}
-	if t.Failed() {
-		t.FailNow()
-	}
+	slowest := serveAll(alive, "after-kill", killed, 15*time.Second)
 	t.Logf("every user served again within %v of the kill (lock TTL 2 s, membership TTL 3 s)", slowest.Round(time.Millisecond))
 	// Every shard the victim owned holds users (a shard starts on its
 	// users' calls), so each was called again and has a new owner.
@@ -428,6 +451,21 @@ func TestClusterThreeMembers(t *testing.T) {
 			t.Fatalf("shard %d of the killed member has no new owner: %v", n, after)
 		}
 	}
+
+	// The killed member comes back on its home; then another leaves
+	// gracefully (SIGTERM): it exits 0 and hands its shards over at once,
+	// releasing their locks, so every user is served again through the
+	// two left without waiting for a lease.
+	back := startClusterMember(t, victim.in, etcd.Endpoint(), data, venueEnv)
+	t.Logf("every user served through the restarted member %v after its start", serveAll([]*clusterMember{back}, "restarted", time.Now(), 20*time.Second).Round(time.Millisecond))
+	leaving := alive[0]
+	left := time.Now()
+	if code := leaving.stop(t); code != 0 || !strings.Contains(leaving.log(), `"msg":"left the cluster"`) {
+		t.Fatalf("a member that was told to stop exited %d:\n%s", code, leaving.log())
+	}
+	t.Logf("member left in %v; every user served again within %v", time.Since(left).Round(time.Millisecond),
+		serveAll([]*clusterMember{back, alive[1]}, "after-leave", left, 20*time.Second).Round(time.Millisecond))
+	checkRecords("after the restart and the leave")
 }
 
 // simOrders lists the client order ids of every order the simulator got.

@@ -210,6 +210,7 @@ func (r *Runtime) serveCluster(ctx context.Context, g *cli.Globals, o cli.ServeO
 	// (the shards move to the other members) before the member's own
 	// system and the venue's feed stop.
 	ctl.Close()
+	logger.Info("leaving the cluster", "member", m.Address())
 	leave()
 	logger.Info("left the cluster", "member", m.Address())
 	return serveErr
