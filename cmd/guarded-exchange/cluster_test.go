@@ -271,6 +271,24 @@ func TestClusterThreeMembers(t *testing.T) {
 	}
 	t.Logf("cluster up and %d users ready in %v", users, time.Since(started).Round(time.Millisecond))
 
+	// A member whose master key is not the cluster's, or that names
+	// another shard count, refuses to start.
+	stranger := newInstall(t)
+	join := func(in install, extra ...string) result {
+		return run(t, in.env(venueEnv...), "", append([]string{"serve", "--transport", "http", "--listen", "127.0.0.1:0", "--cluster", "e2e",
+			"--cluster-etcd", etcd.Endpoint(), "--cluster-advertise", freeLoopbackAddr(t), "--cluster-data", data}, extra...)...)
+	}
+	if r := join(stranger); r.code != 2 || !strings.Contains(r.stderr, "master key is not the one cluster \"e2e\" was created with") {
+		t.Fatalf("a member with another master key: exit %d %s", r.code, r.stderr)
+	}
+	spare := install{home: filepath.Join(t.TempDir(), "home"), key: first.key}
+	if r := run(t, spare.env(), "", "init"); r.code != 0 {
+		t.Fatalf("init: %s", r.stderr)
+	}
+	if r := join(spare, "--cluster-shards", "4"); r.code != 2 || !strings.Contains(r.stderr, `cluster "e2e" has 8 shards, not the 4 of --cluster-shards`) {
+		t.Fatalf("a member naming another count: exit %d %s", r.code, r.stderr)
+	}
+
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	connect := func(ctx context.Context, m *clusterMember, token string) (*sdk.ClientSession, error) {
