@@ -577,6 +577,9 @@ func TestServeRefusesBadBytes(t *testing.T) {
 		"no wait request":  []byte(`{"method":"wait_for_update"}`),
 		"no event":         []byte(`{"method":"calls_rate_limited"}`),
 		"wrong types":      []byte(`{"method":42}`),
+		"unknown field":    []byte(`{"method":"caller_profile","user":"alice","shard_override":1}`),
+		"unknown in body":  []byte(`{"method":"submit","type":"policy.show","body":{"user":"alice","as":"root"},"origin":{}}`),
+		"trailing data":    []byte(`{"method":"caller_profile","user":"alice"} {"method":"x"}`),
 	} {
 		out := Serve(context.Background(), sys, b)
 		var a answer
@@ -626,6 +629,20 @@ func TestClientTransportFailures(t *testing.T) {
 	}
 	if p := garbled.MyJournal("alice", 0, 10); len(p.Entries) != 0 {
 		t.Fatalf("a failed page has entries: %+v", p)
+	}
+}
+
+// Validate runs the tool's checks on the member, as the system does.
+func TestClientValidatesLikeTheSystem(t *testing.T) {
+	sys, _ := startSystem(t, route.Slot{})
+	cl := NewClient(testShards, nil)
+	bad := &messages.PlaceOrderCommand{User: "bob", Args: messages.PlaceOrderArgs{Category: messages.CategoryLinear, Symbol: "BTCUSDT", Side: "Up", OrderType: "Limit"}}
+	e1, e2 := messages.AsError(sys.Validate(bad)), messages.AsError(cl.Validate(bad))
+	if e1 == nil || masked(t, e1) != masked(t, e2) {
+		t.Fatalf("system %v, client %v", e1, e2)
+	}
+	if err := cl.Validate(&messages.ShowPolicyRequest{User: "bob"}); err != nil {
+		t.Fatal(err)
 	}
 }
 
