@@ -540,6 +540,28 @@ func (r *recorder) Submit(_ context.Context, cmd messages.Command, origin messag
 	return &messages.CredentialView{User: "erin"}, nil
 }
 
+// answering is a Target whose Submit answers a given value.
+type answering struct {
+	Target
+	v any
+}
+
+func (a answering) Submit(context.Context, messages.Command, messages.Origin) (any, error) { return a.v, nil }
+
+// An answer comes back as the type the shard answered, even where the
+// command's declared Result is not it (confirm.decide answers the
+// executed tool's answer on an approval).
+func TestAnswerKeepsItsType(t *testing.T) {
+	cmd := &messages.DecideConfirmationCommand{User: "alice", ConfirmationID: "c", Decision: messages.DecisionApprove, Channel: messages.ConfirmChannelCLI}
+	for _, v := range []any{&messages.OrderAnswer{Status: messages.AnswerAccepted, OrderID: "o-1"}, &messages.ConfirmationStatus{ConfirmationID: "c", User: "alice"}} {
+		cl := NewClient(1, func(ctx context.Context, _ int, b []byte) ([]byte, error) { return Serve(ctx, answering{v: v}, b), nil })
+		got, err := cl.Submit(context.Background(), cmd, originFor(cmd))
+		if err != nil || reflect.TypeOf(got) != reflect.TypeOf(v) || masked(t, got) != masked(t, v) {
+			t.Fatalf("sent %#v, got %#v, %v", v, got, err)
+		}
+	}
+}
+
 // A key's secret crosses the wire (the control socket's encoding; the
 // command's own JSON redacts it), and so does the whole origin.
 func TestSubmitCarriesSecretAndOrigin(t *testing.T) {
