@@ -546,7 +546,9 @@ type answering struct {
 	v any
 }
 
-func (a answering) Submit(context.Context, messages.Command, messages.Origin) (any, error) { return a.v, nil }
+func (a answering) Submit(context.Context, messages.Command, messages.Origin) (any, error) {
+	return a.v, nil
+}
 
 // An answer comes back as the type the shard answered, even where the
 // command's declared Result is not it (confirm.decide answers the
