@@ -431,7 +431,12 @@ func (s *System) Submit(ctx context.Context, cmd messages.Command, origin messag
 // as Submit does, and nothing else (nil for any other command): for the
 // MCP call that repeats a parked one with a form's state, which submits
 // no trading command (D140).
-func (s *System) Validate(cmd messages.Command) error {
+func (s *System) Validate(cmd messages.Command) error { return ValidateCommand(cmd) }
+
+// ValidateCommand is System.Validate without a system: the checks read
+// only the command, so a cluster member runs them before any hop to the
+// user's shard (docs/cluster.md "The wire").
+func ValidateCommand(cmd messages.Command) error {
 	if d, args, _ := toolOfCommand(cmd); d != nil {
 		if e := d.Validate(args); e != nil {
 			return e

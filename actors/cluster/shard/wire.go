@@ -8,6 +8,7 @@ package shard
 // body.
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -20,6 +21,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/guarded-exchange/guarded-exchange/actors"
 	"github.com/guarded-exchange/guarded-exchange/actors/cluster/route"
 	"github.com/guarded-exchange/guarded-exchange/messages"
 )
@@ -191,7 +193,7 @@ func Serve(ctx context.Context, t Target, callBytes []byte) (out []byte) {
 		}
 	}()
 	var c call
-	if err := json.Unmarshal(callBytes, &c); err != nil {
+	if err := strictJSON(callBytes, &c); err != nil {
 		return encodeAnswer(answer{Error: badCall(errors.New("not a call"))})
 	}
 	return encodeAnswer(serve(ctx, t, &c))
@@ -205,7 +207,7 @@ func serve(ctx context.Context, t Target, c *call) answer {
 			return answer{Error: badCall(errors.New("unknown command or no origin"))}
 		}
 		if len(c.Body) > 0 {
-			if err := json.Unmarshal(c.Body, cmd); err != nil {
+			if err := strictJSON(c.Body, cmd); err != nil {
 				return answer{Error: badCall(errors.New("bad command body"))}
 			}
 		}
@@ -246,7 +248,7 @@ func serve(ctx context.Context, t Target, c *call) answer {
 			return answer{Error: badCall(errors.New("unknown account request"))}
 		}
 		req := mk()
-		if err := json.Unmarshal(c.Body, req); err != nil {
+		if err := strictJSON(c.Body, req); err != nil {
 			return answer{Error: badCall(errors.New("bad account request"))}
 		}
 		return result(t.Account(ctx, req))
@@ -273,6 +275,21 @@ func serve(ctx context.Context, t Target, c *call) answer {
 		return result(nil, sr.SessionsRefused(c.SessionsRefused))
 	}
 	return answer{Error: badCall(errors.New("unknown method"))}
+}
+
+// strictJSON decodes one JSON value into v, refusing unknown fields and
+// trailing data, as the control socket does: a field this shard does not
+// know (a member of another version) is refused, never dropped.
+func strictJSON(b []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if dec.More() {
+		return errors.New("trailing data")
+	}
+	return nil
 }
 
 // result encodes a Target's answer.
@@ -485,6 +502,10 @@ func (cl *Client) Submit(ctx context.Context, cmd messages.Command, origin messa
 func (cl *Client) Handle(ctx context.Context, cmd messages.Command, origin string) (any, error) {
 	return cl.Submit(ctx, cmd, messages.OriginOfActor(origin))
 }
+
+// Validate checks a trading command's arguments as Submit would on the
+// shard (actors.ValidateCommand), here, before any hop.
+func (cl *Client) Validate(cmd messages.Command) error { return actors.ValidateCommand(cmd) }
 
 // listUsers asks every shard for its users and merges the lists, sorted by
 // name. A shard that does not answer fails the whole list: a list that

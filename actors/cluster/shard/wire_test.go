@@ -540,6 +540,30 @@ func (r *recorder) Submit(_ context.Context, cmd messages.Command, origin messag
 	return &messages.CredentialView{User: "erin"}, nil
 }
 
+// answering is a Target whose Submit answers a given value.
+type answering struct {
+	Target
+	v any
+}
+
+func (a answering) Submit(context.Context, messages.Command, messages.Origin) (any, error) {
+	return a.v, nil
+}
+
+// An answer comes back as the type the shard answered, even where the
+// command's declared Result is not it (confirm.decide answers the
+// executed tool's answer on an approval).
+func TestAnswerKeepsItsType(t *testing.T) {
+	cmd := &messages.DecideConfirmationCommand{User: "alice", ConfirmationID: "c", Decision: messages.DecisionApprove, Channel: messages.ConfirmChannelCLI}
+	for _, v := range []any{&messages.OrderAnswer{Status: messages.AnswerAccepted, OrderID: "o-1"}, &messages.ConfirmationStatus{ConfirmationID: "c", User: "alice"}} {
+		cl := NewClient(1, func(ctx context.Context, _ int, b []byte) ([]byte, error) { return Serve(ctx, answering{v: v}, b), nil })
+		got, err := cl.Submit(context.Background(), cmd, originFor(cmd))
+		if err != nil || reflect.TypeOf(got) != reflect.TypeOf(v) || masked(t, got) != masked(t, v) {
+			t.Fatalf("sent %#v, got %#v, %v", v, got, err)
+		}
+	}
+}
+
 // A key's secret crosses the wire (the control socket's encoding; the
 // command's own JSON redacts it), and so does the whole origin.
 func TestSubmitCarriesSecretAndOrigin(t *testing.T) {
@@ -577,6 +601,9 @@ func TestServeRefusesBadBytes(t *testing.T) {
 		"no wait request":  []byte(`{"method":"wait_for_update"}`),
 		"no event":         []byte(`{"method":"calls_rate_limited"}`),
 		"wrong types":      []byte(`{"method":42}`),
+		"unknown field":    []byte(`{"method":"caller_profile","user":"alice","shard_override":1}`),
+		"unknown in body":  []byte(`{"method":"submit","type":"policy.show","body":{"user":"alice","as":"root"},"origin":{}}`),
+		"trailing data":    []byte(`{"method":"caller_profile","user":"alice"} {"method":"x"}`),
 	} {
 		out := Serve(context.Background(), sys, b)
 		var a answer
@@ -626,6 +653,20 @@ func TestClientTransportFailures(t *testing.T) {
 	}
 	if p := garbled.MyJournal("alice", 0, 10); len(p.Entries) != 0 {
 		t.Fatalf("a failed page has entries: %+v", p)
+	}
+}
+
+// Validate runs the tool's checks on the member, as the system does.
+func TestClientValidatesLikeTheSystem(t *testing.T) {
+	sys, _ := startSystem(t, route.Slot{})
+	cl := NewClient(testShards, nil)
+	bad := &messages.PlaceOrderCommand{User: "bob", Args: messages.PlaceOrderArgs{Category: messages.CategoryLinear, Symbol: "BTCUSDT", Side: "Up", OrderType: "Limit"}}
+	e1, e2 := messages.AsError(sys.Validate(bad)), messages.AsError(cl.Validate(bad))
+	if e1 == nil || masked(t, e1) != masked(t, e2) {
+		t.Fatalf("system %v, client %v", e1, e2)
+	}
+	if err := cl.Validate(&messages.ShowPolicyRequest{User: "bob"}); err != nil {
+		t.Fatal(err)
 	}
 }
 
