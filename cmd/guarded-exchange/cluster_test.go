@@ -92,8 +92,14 @@ func startClusterMember(t *testing.T, in install, etcd, data string, env []strin
 			m.mu.Lock()
 			m.logs.WriteString(sc.Text() + "\n")
 			m.mu.Unlock()
-			var line struct{ Msg, Addr string }
+			var line struct {
+				Msg, Addr, Member, Cluster string
+				Shards                     int
+			}
 			if json.Unmarshal(sc.Bytes(), &line) == nil && line.Msg == "serving MCP over HTTP as a cluster member" {
+				if line.Member != m.advertise || line.Cluster != "e2e" || line.Shards != 8 {
+					t.Errorf("the start line names member %q, cluster %q, %d shards", line.Member, line.Cluster, line.Shards)
+				}
 				addr <- line.Addr
 			}
 		}
