@@ -16,12 +16,15 @@ import (
 )
 
 // StreamFactory opens the private stream for one key on this process's
-// venue. Nil in Config: no stream (unknown outcomes are settled by REST
-// alone, and nothing triggers a reconcile after a reconnect).
+// venue. Nil in Config: no stream (an unknown outcome is read back by
+// REST without waiting for a push first, and nothing triggers a
+// reconcile after a reconnect).
 type StreamFactory func(apiKey, apiSecret string) (*venue.Stream, error)
 
 // DefaultSettleWait is how long an unknown outcome waits for its client
-// order id on the private stream before reading it back by REST.
+// order id on the private stream before reading it back by REST. A
+// matching push ends the wait early; it never settles the outcome itself
+// (D183).
 const DefaultSettleWait = 3 * time.Second
 
 // orderWriter is what the venue actor needs of a session to write.
@@ -64,8 +67,9 @@ type orderWritten struct {
 	action   uint64
 	ack      *messages.OrderAck // order writes that the venue accepted
 	writeAck *messages.WriteAck // position writes that the venue accepted
-	// settled is set when the write's outcome was unknown and the order
-	// was then found (result source "reconnaissance").
+	// settled is set when the write's outcome was unknown and REST then
+	// found the order (result source "reconnaissance"; never a push,
+	// D183).
 	settled *venue.Settlement
 	// readBack is an accepted create's order as read back at once (nil
 	// when it could not be read: its filled qty is then unknown).
@@ -334,11 +338,8 @@ func (v *venueActor) write(ctx actor.Context, m *orderWrite) {
 			out.err = messages.AsError(serr)
 			return out
 		}
-		source := messages.AnomalySourceREST
-		if s.FoundBy == venue.FoundOnStream {
-			source = messages.AnomalySourceStream
-		}
-		if out.reused = ids.refused(source, s.Order.Category, s.Order.Symbol, s.Order.OrderID, s.Order.OrderLinkID); out.reused != nil {
+		// Settled by REST only: a push never settles an outcome (D183).
+		if out.reused = ids.refused(messages.AnomalySourceREST, s.Order.Category, s.Order.Symbol, s.Order.OrderID, s.Order.OrderLinkID); out.reused != nil {
 			out.err = reusedOrderIDError(m.linkID)
 			return out
 		}

@@ -42,8 +42,9 @@ func hostileOrder(over map[string]any) map[string]any {
 // not), sides and reject reasons with instructions, pushed as orders,
 // executions and positions, are walked out of every answer of the tools
 // that show stream-fed data (get_posture, wait_for_update, get_my_journal,
-// get_open_orders, get_positions), and of place_order settled by a push
-// after its create's answer was lost.
+// get_open_orders, get_positions), and of place_order answered while a
+// push under its client order id came after its create's answer was
+// lost.
 func TestNoPrivateStreamTextOutsideUntrusted(t *testing.T) {
 	s, px := newHostileLossStack(t)
 	e := s.start(t)
@@ -107,9 +108,10 @@ func TestNoPrivateStreamTextOutsideUntrusted(t *testing.T) {
 	}
 
 	// place_order whose create's answer is lost, and a push under its
-	// client order id: with a forged status, with a forged order id (both
-	// settle nothing), and one that matches it with forged text in the
-	// rest (it settles the order, and its text stays out).
+	// client order id: with a forged status, with a forged order id, and
+	// one that matches it with forged text in the rest. None settles the
+	// order (a push never does, D95 and D183), and no text of theirs
+	// reaches the answer.
 	price := 30000
 	for _, over := range []map[string]any{
 		{"orderId": "22222222-0000-4000-8000-000000000001"},
@@ -122,7 +124,7 @@ func TestNoPrivateStreamTextOutsideUntrusted(t *testing.T) {
 		if over["cumExecQty"] != nil {
 			over["avgPrice"] = p
 		}
-		out := placeSettledByPush(t, s, px, e.dir, cs, limitBuy(p), func(id string) map[string]any {
+		out := placeWithLostCreateAndPush(t, s, px, e.dir, cs, limitBuy(p), func(id string) map[string]any {
 			over["orderLinkId"] = id
 			return hostileOrder(over)
 		})
@@ -132,9 +134,9 @@ func TestNoPrivateStreamTextOutsideUntrusted(t *testing.T) {
 	}
 }
 
-// placeSettledByPush places args while the create's answer is lost, and
+// placeWithLostCreateAndPush places args while the create's answer is lost, and
 // pushes row(client order id) on the stream once the attempt is durable.
-func placeSettledByPush(t *testing.T, s *lossStack, px *hostile.Proxy, dir string, cs *sdk.ClientSession, args map[string]any, row func(id string) map[string]any) map[string]any {
+func placeWithLostCreateAndPush(t *testing.T, s *lossStack, px *hostile.Proxy, dir string, cs *sdk.ClientSession, args map[string]any, row func(id string) map[string]any) map[string]any {
 	t.Helper()
 	simDo(t, http.MethodPost, s.srv.URL+"/sim/faults", map[string]any{"kind": "http_5xx", "path": "/v5/order/create", "count": 1}, nil)
 	seen := map[string]bool{}

@@ -9,11 +9,14 @@ import (
 
 // Settling an unknown outcome (docs/tools.md "The action path" step 8, issue 10): a write whose
 // outcome is unknown is never resent. The order is looked for by its
-// client order id, first on the private stream for a bounded time, then by
-// REST (open orders, then order history).
+// client order id and settled only by REST (open orders, then order
+// history). A push on the private stream never settles it (decisions
+// D183): waiting for one for a bounded time only lets REST be read as
+// soon as the order shows.
 
 // OrderWaiter reports an order push for a client order id that matches
-// an expectation; *Stream is one.
+// an expectation; *Stream is one. Settle takes the push as a hint that
+// ends its wait, never as the order (decisions D183).
 type OrderWaiter interface {
 	WaitMatchingOrder(ctx context.Context, expect *messages.OrderExpectation, wait time.Duration) (messages.Order, bool, []string)
 }
@@ -31,21 +34,20 @@ type Mismatch struct {
 // then answered the venue does not have (neither open nor in history).
 const FieldNotFoundByREST = "not_found_by_rest"
 
-// Where a settled order was found.
+// Where REST found a settled order.
 const (
-	FoundOnStream       = "stream"
 	FoundInOpenOrders   = "open_orders"
 	FoundInOrderHistory = "order_history"
 )
 
-// Settlement is a settled unknown outcome: the order exists.
+// Settlement is a settled unknown outcome: the order exists, as REST
+// read it back.
 type Settlement struct {
-	// Order is the order as last seen (REST when REST found it, else the
-	// stream's push).
+	// Order is the order as REST read it back.
 	Order messages.Order
 	// ResultSource is always messages.ResultSourceReconnaissance.
 	ResultSource string
-	// FoundBy is FoundOnStream, FoundInOpenOrders or FoundInOrderHistory.
+	// FoundBy is FoundInOpenOrders or FoundInOrderHistory.
 	FoundBy string
 	// FilledQty is the order's executed quantity.
 	FilledQty messages.FilledQty
@@ -54,23 +56,26 @@ type Settlement struct {
 // Settle looks up the order a write with an unknown outcome may have
 // created or changed, by the expectation's client order id. It waits up
 // to wait for a matching push on stream (nil skips the wait), then reads
-// the order back by REST: open orders, then history.
+// the order back by REST: open orders, then history. The push only ends
+// the wait early, so that REST is read as soon as the order shows; it
+// never settles the write (decisions D183): a push can be forged or
+// rewritten, ids kept, to say a fill the venue never made.
 //
-// Only an order that matches expect settles the write (its client order
-// id, category, symbol, side, a quantity no larger, prices inside the
-// band, the order id where one is known). Anything else is a Mismatch,
-// returned for the caller to journal, and settles nothing.
+// Only an order REST read back that matches expect settles the write (its
+// client order id, category, symbol, side, a quantity no larger, prices
+// inside the band, the order id where one is known). Anything else is a
+// Mismatch, returned for the caller to journal, and settles nothing.
 //
-// Found by REST, or on the stream when REST could not be read, gives a
-// Settlement with result source "reconnaissance". Not found gives
-// outcome_unknown with details reconnaissance "not_found" (the exchange's
-// lists may lag: it is never "failed"); a push that REST answers it does
-// not know (neither open nor in history) settles nothing: outcome_unknown
-// with reconnaissance "conflict" and a Mismatch (FieldNotFoundByREST). A
-// REST failure without a push gives outcome_unknown with reconnaissance
-// "failed", and a REST answer that does not match reconnaissance
-// "mismatch". All carry client_order_id and a next step. Nothing is ever
-// resent.
+// Found by REST gives a Settlement with result source "reconnaissance".
+// Not found gives outcome_unknown with details reconnaissance
+// "not_found" (the exchange's lists may lag: it is never "failed"); a
+// push that REST answers it does not know (neither open nor in history)
+// settles nothing: outcome_unknown with reconnaissance "conflict" and a
+// Mismatch (FieldNotFoundByREST). A REST read that fails gives
+// outcome_unknown with reconnaissance "failed", whatever the stream
+// pushed, and a REST answer that does not match reconnaissance
+// "mismatch": in each the attempt stays open for a later reconcile. All
+// carry client_order_id and a next step. Nothing is ever resent.
 func Settle(ctx context.Context, c *Client, stream OrderWaiter, expect messages.OrderExpectation, wait time.Duration) (*Settlement, []Mismatch, error) {
 	cat, symbol, orderLinkID := expect.Category, expect.Symbol, expect.ClientOrderID
 	if err := checkCategorySymbol(cat, symbol); err != nil {
@@ -79,12 +84,11 @@ func Settle(ctx context.Context, c *Client, stream OrderWaiter, expect messages.
 	if orderLinkID == "" || !orderLinkIDRE.MatchString(orderLinkID) {
 		return nil, nil, messages.InvalidParams("order_link_id", "must be 1 to 45 characters of A-Z, a-z, 0-9, _ and -")
 	}
-	var pushed messages.Order
 	var mismatches []Mismatch
 	seen := false
 	if stream != nil && wait > 0 {
 		var rejected []string
-		pushed, seen, rejected = stream.WaitMatchingOrder(ctx, &expect, wait)
+		_, seen, rejected = stream.WaitMatchingOrder(ctx, &expect, wait)
 		for _, f := range rejected {
 			mismatches = append(mismatches, Mismatch{Source: messages.AnomalySourceStream, Field: f})
 		}
@@ -99,19 +103,19 @@ func Settle(ctx context.Context, c *Client, stream OrderWaiter, expect messages.
 			break
 		}
 		return &Settlement{Order: *o, ResultSource: messages.ResultSourceReconnaissance, FoundBy: where, FilledQty: FilledOf(o)}, mismatches, nil
-	case seen && messages.CodeOf(err) == messages.CodeNotFound:
+	case messages.CodeOf(err) == messages.CodeNotFound && seen:
 		// REST answered that the venue has no such order, yet a push
 		// showed one: the two disagree, and a push is no more than what
 		// the stream says. Nothing is settled; the attempt stays open for
 		// a later reconcile, and the disagreement is an anomaly.
 		mismatches = append(mismatches, Mismatch{Source: messages.AnomalySourceStream, Field: FieldNotFoundByREST})
 		recon = "conflict"
-	case seen:
-		// REST failed, but the stream showed the order.
-		return &Settlement{Order: pushed, ResultSource: messages.ResultSourceReconnaissance, FoundBy: FoundOnStream, FilledQty: FilledOf(&pushed)}, mismatches, nil
 	case messages.CodeOf(err) == messages.CodeNotFound:
 		recon = "not_found"
 	}
+	// Not settled: REST showed no matching order, or could not be read
+	// ("failed" even when a push showed the order: a push alone settles
+	// nothing, D183). The attempt stays open for a later reconcile.
 	return nil, mismatches, &messages.Error{
 		Code: messages.CodeOutcomeUnknown,
 		Message: "the exchange did not give a definite answer and the order could not be found by its client order id; " +

@@ -329,40 +329,13 @@ func (p *PublicStream) subscribe(conn *websocket.Conn, symbols []string) error {
 
 // drop forgets conn and every quote, and closes it.
 func (p *PublicStream) drop(conn *websocket.Conn) {
-	p.mu.Lock()
-	if p.conn == conn {
-		p.conn = nil
-		clear(p.quotes)
-	}
-	p.mu.Unlock()
-	_ = conn.Close()
+	dropStreamConn(&p.mu, &p.conn, conn, func() { clear(p.quotes) })
 }
 
 // serve reads conn until it fails, pinging meanwhile.
 func (p *PublicStream) serve(conn *websocket.Conn) string {
-	stop := make(chan struct{})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		t := time.NewTicker(p.ping)
-		defer t.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-t.C:
-				if err := writeTextFrame(&p.wmu, conn, []byte(`{"op":"ping"}`)); err != nil {
-					_ = conn.Close()
-					return
-				}
-			}
-		}
-	}()
-	reason := p.readLoop(conn)
-	close(stop)
-	p.drop(conn)
-	<-done
-	return reason
+	ping := func(int) error { return writeTextFrame(&p.wmu, conn, []byte(`{"op":"ping"}`)) }
+	return serveStreamConn(conn, p.ping, ping, 0, nil, p.readLoop, p.drop)
 }
 
 // wirePublicMsg is any public stream message: an ack, a pong or a push.

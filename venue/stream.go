@@ -494,48 +494,79 @@ func writeTextFrame(mu *sync.Mutex, conn *websocket.Conn, b []byte) error {
 
 // dropConn closes conn and forgets it.
 func (s *Stream) dropConn(conn *websocket.Conn) {
-	s.mu.Lock()
-	if s.conn == conn {
-		s.conn = nil
+	dropStreamConn(&s.mu, &s.conn, conn, nil)
+}
+
+// dropStreamConn closes conn and, under mu, forgets it when it is still
+// the stream's current connection (*cur), calling forget (nil: none)
+// then, under mu too. Both streams drop a connection with it.
+func dropStreamConn(mu *sync.Mutex, cur **websocket.Conn, conn *websocket.Conn, forget func()) {
+	mu.Lock()
+	if *cur == conn {
+		*cur = nil
+		if forget != nil {
+			forget()
+		}
 	}
-	s.mu.Unlock()
+	mu.Unlock()
 	_ = conn.Close()
 }
 
 // serve reads conn until it fails, pinging meanwhile, and returns why it
 // ended.
 func (s *Stream) serve(conn *websocket.Conn) string {
+	ping := func(n int) error {
+		return s.writeText(conn, []byte(`{"req_id":"p`+strconv.Itoa(n)+`","op":"ping"}`))
+	}
+	// A gap owed to a consumer that has since made room goes out without
+	// waiting for the next message.
+	flushGap := func() {
+		s.dmu.Lock()
+		s.flushGapLocked()
+		s.dmu.Unlock()
+	}
+	return serveStreamConn(conn, s.ping, ping, gapRetry, flushGap, s.readLoop, s.dropConn)
+}
+
+// serveStreamConn reads conn with read until a read fails, while a
+// goroutine sends ping(n) (n = 1, 2, ...) every pingEvery and calls tick
+// (nil: none) every tickEvery. A ping that cannot be sent closes conn, so
+// read ends and the stream reconnects. Then it stops the goroutine, drops
+// conn with drop and returns read's reason. Both streams serve a
+// connection with it.
+func serveStreamConn(conn *websocket.Conn, pingEvery time.Duration, ping func(n int) error, tickEvery time.Duration, tick func(),
+	read func(*websocket.Conn) string, drop func(*websocket.Conn)) string {
 	stop := make(chan struct{})
 	pingDone := make(chan struct{})
 	go func() {
 		defer close(pingDone)
-		t := time.NewTicker(s.ping)
+		t := time.NewTicker(pingEvery)
 		defer t.Stop()
-		// A gap owed to a consumer that has since made room goes out
-		// without waiting for the next message.
-		g := time.NewTicker(gapRetry)
-		defer g.Stop()
+		var ticks <-chan time.Time
+		if tick != nil {
+			g := time.NewTicker(tickEvery)
+			defer g.Stop()
+			ticks = g.C
+		}
 		n := 0
 		for {
 			select {
 			case <-stop:
 				return
-			case <-g.C:
-				s.dmu.Lock()
-				s.flushGapLocked()
-				s.dmu.Unlock()
+			case <-ticks:
+				tick()
 			case <-t.C:
 				n++
-				if err := s.writeText(conn, []byte(`{"req_id":"p`+strconv.Itoa(n)+`","op":"ping"}`)); err != nil {
+				if err := ping(n); err != nil {
 					_ = conn.Close() // the reader sees it and reconnects
 					return
 				}
 			}
 		}
 	}()
-	reason := s.readLoop(conn)
+	reason := read(conn)
 	close(stop)
-	s.dropConn(conn)
+	drop(conn)
 	<-pingDone
 	return reason
 }

@@ -3,11 +3,13 @@ package venue_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -137,6 +139,49 @@ func TestSettleTakesRESTsNotFoundOverAPush(t *testing.T) {
 	}
 	if len(mism) != 1 || mism[0].Source != messages.AnomalySourceStream || mism[0].Field != venue.FieldNotFoundByREST {
 		t.Fatalf("the disagreement is not returned as an anomaly: %+v", mism)
+	}
+}
+
+// D183: a push never settles an unknown outcome. When REST cannot be
+// read (every order read answers 503), a push matching the attempt in
+// every field (Filled, the whole qty: a forged one, or the venue's own
+// rewritten) settles nothing: the outcome stays unknown with
+// reconnaissance "failed", as without the push, and no settlement says
+// what the push said. Before D183 it settled the write from the push.
+func TestSettleDoesNotTakeAPushWhenRESTFails(t *testing.T) {
+	var reads atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		reads.Add(1)
+		http.Error(w, "unavailable", http.StatusServiceUnavailable)
+	}))
+	t.Cleanup(srv.Close)
+	c, err := venue.NewClient(venue.Config{BaseURL: srv.URL, APIKey: "restkey", APISecret: "restsecret", Backoff: func(int) time.Duration { return 0 }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	expect := messages.OrderExpectation{ClientOrderID: "gx-4a5b6c7d8e-8", Category: messages.CategoryLinear, Symbol: "BTCUSDT", Side: "Buy",
+		MaxQty: dec("0.001"), MaxPrice: dec("110000"), MinPrice: dec("1")}
+	pushed := messages.Order{Category: messages.CategoryLinear, Symbol: "BTCUSDT", OrderID: "1f2e3d4c-0000-4000-8000-00000000000a", OrderLinkID: expect.ClientOrderID,
+		Side: "Buy", Status: "Filled", Qty: dec("0.001"), CumExecQty: dec("0.001"), AvgPrice: dec("100000")}
+	if f := expect.Mismatch(&pushed); f != "" {
+		t.Fatalf("the push does not match the attempt (%s): the test would prove nothing", f)
+	}
+	s, mism, err := venue.Settle(context.Background(), c, pushWaiter{pushed}, expect, time.Millisecond)
+	if s != nil {
+		t.Fatalf("REST could not be read, yet the push settled the write: found_by %s, status %s, filled %s", s.FoundBy, s.Order.Status, s.FilledQty)
+	}
+	e := messages.AsError(err)
+	if e.Code != messages.CodeOutcomeUnknown || e.Details["reconnaissance"] != "failed" || e.Details["client_order_id"] != expect.ClientOrderID {
+		t.Fatalf("err %+v", e)
+	}
+	if !errors.Is(err, venue.ErrOutcomeUnknown) {
+		t.Fatalf("err %v is not ErrOutcomeUnknown", err)
+	}
+	if len(mism) != 0 {
+		t.Fatalf("a matching push is no anomaly: %+v", mism)
+	}
+	if reads.Load() == 0 {
+		t.Fatal("REST was not read")
 	}
 }
 
