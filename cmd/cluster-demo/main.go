@@ -114,7 +114,10 @@ func run(ctx context.Context, o options, out, logw io.Writer) error {
 	if _, err := os.Stat(bin); err != nil {
 		return fmt.Errorf("the binary %s: %v (make cluster-demo builds it; or pass --bin)", o.bin, err)
 	}
-	root, err := os.MkdirTemp("", "guarded-exchange-cluster-demo-")
+	// Short names: a member's control and relay sockets live under its
+	// home, and a Unix socket path is limited to about 104 bytes (macOS's
+	// temporary directory alone is about 50).
+	root, err := os.MkdirTemp("", "gxcd-")
 	if err != nil {
 		return err
 	}
@@ -327,7 +330,7 @@ func (d *demo) newMember(i int) (*memberProc, error) {
 		return nil, err
 	}
 	name := "member-" + strconv.Itoa(i+1)
-	m := &memberProc{proc: &proc{name: name}, home: filepath.Join(d.root, name, "home"), listen: listen, advertise: advertise}
+	m := &memberProc{proc: &proc{name: name}, home: filepath.Join(d.root, "m"+strconv.Itoa(i+1)), listen: listen, advertise: advertise}
 	d.members = append(d.members, m)
 	return m, nil
 }

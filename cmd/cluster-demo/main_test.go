@@ -116,7 +116,6 @@ func readPrinted(t *testing.T, r io.Reader, stderr *syncBuffer) printed {
 // the demo's directory.
 func TestClusterDemo(t *testing.T) {
 	cmd := exec.Command(demoBin, "--bin", gx)
-	cmd.Env = append(os.Environ(), "TMPDIR="+t.TempDir())
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
