@@ -23,7 +23,7 @@ type ClusterCmd struct {
 // ClusterStatusCmd is `cluster status`.
 type ClusterStatusCmd struct {
 	Cluster string   `name:"cluster" required:"" help:"the cluster's name (serve --cluster)" placeholder:"NAME"`
-	Etcd    []string `name:"cluster-etcd" required:"" sep:"," help:"etcd's client endpoints, comma-separated (serve --cluster-etcd)" placeholder:"URL[,URL…]"`
+	Etcd    []string `name:"cluster-etcd" required:"" sep:"," help:"etcd's client endpoints, comma-separated (serve --cluster-etcd)" placeholder:"URL"`
 	Data    string   `name:"cluster-data" help:"the shared cluster data directory (serve --cluster-data), read-only, to count each shard's users; without it they are unknown" placeholder:"DIR"`
 	Format  string   `default:"table" enum:"table,json" help:"table or json"`
 }
