@@ -151,6 +151,11 @@ func run(ctx context.Context, o options, out, logw io.Writer) error {
 			return fmt.Errorf("init %s: %w", m.name, err)
 		}
 	}
+	// The shared data directory must exist before a member starts (the
+	// operator's shared volume).
+	if err := os.MkdirAll(d.dataDir(), 0o700); err != nil {
+		return err
+	}
 	for _, m := range d.members {
 		d.say("starting " + m.name + " (MCP on " + m.listen + ", cluster on " + m.advertise + ")")
 		if err := d.startMember(m); err != nil {
