@@ -58,17 +58,27 @@ func takeShard(t *testing.T, c *clientv3.Client, cluster string, n int, owner st
 	return l
 }
 
-// writeShardJournal opens shard n's journal under data as its owner and
-// appends records of the given types for the given users.
+// writeShardJournal writes shard n's journal under data as its owner of
+// l's epoch would: version 2 frames of the epoch, opened by the
+// shard_owner record, then recs.
 func writeShardJournal(t *testing.T, l *fence.Lock, data string, n int, member string, recs ...wal.Entry) {
 	t.Helper()
-	j, _, err := shard.Open(shardJournalDir(data, n), l, shard.Options{Shard: n, Member: member})
+	log, _, err := wal.Open(shardJournalDir(data, n), wal.Options{Epoch: l.Epoch()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer j.Close()
-	if _, err := j.Append(recs); err != nil {
+	defer log.Close()
+	owner, err := json.Marshal(shard.OwnerPayload{Shard: n, Epoch: l.Epoch(), Member: member})
+	if err != nil {
 		t.Fatal(err)
+	}
+	entries := append([]wal.Entry{{Type: uint16(messages.RecordShardOwner), Actor: messages.ActorSystem, Payload: owner}}, recs...)
+	if _, err := log.Append(entries); err != nil {
+		t.Fatal(err)
+	}
+	res, err := wal.VerifyWith(shardJournalDir(data, n), wal.VerifyOptions{OwnerType: uint16(messages.RecordShardOwner)})
+	if err != nil || len(res.Problems) > 0 {
+		t.Fatalf("the shard journal does not verify: %v %v", err, res.Problems)
 	}
 }
 
