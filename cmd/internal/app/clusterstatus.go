@@ -12,6 +12,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -93,8 +94,8 @@ func (r *Runtime) ClusterStatus(ctx context.Context, _ *cli.Globals, o cli.Clust
 	if len(endpoints) == 0 {
 		return cli.CannotStart("--cluster-etcd names no endpoint")
 	}
-	if strings.ContainsAny(o.Cluster, "/ ") || o.Cluster == "" {
-		return cli.CannotStart("--cluster %q: a cluster name has no slash or space", o.Cluster)
+	if !clusterNameRE.MatchString(o.Cluster) {
+		return cli.CannotStart("--cluster %q: a cluster's name is 1 to 64 letters, digits, '.', '_' or '-'", o.Cluster)
 	}
 	c, err := clientv3.New(clientv3.Config{Endpoints: endpoints, DialTimeout: clusterEtcdTimeout, Logger: zap.NewNop()})
 	if err != nil {
@@ -120,6 +121,10 @@ func (r *Runtime) ClusterStatus(ctx context.Context, _ *cli.Globals, o cli.Clust
 }
 
 var errUnknownCluster = errors.New("unknown cluster")
+
+// clusterNameRE is what serve --cluster accepts: the name is a segment of
+// the cluster's etcd keys.
+var clusterNameRE = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
 
 // readClusterStatus reads the cluster name's members and shards from etcd
 // and, when data is not empty, its shard journals.

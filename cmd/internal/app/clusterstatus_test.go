@@ -262,6 +262,11 @@ func TestClusterStatusErrors(t *testing.T) {
 		t.Fatalf("unknown cluster: exit %d: %v", cli.CodeOf(err), err)
 	}
 
+	// A name that cannot be a cluster's is a usage error, before etcd.
+	if _, err := clusterStatusOut(t, cli.ClusterStatusOptions{Cluster: "de/mo", Etcd: []string{srv.Endpoint()}, Format: "table"}); cli.CodeOf(err) != cli.ExitCannot {
+		t.Fatalf("a name with a slash: exit %d: %v", cli.CodeOf(err), err)
+	}
+
 	// A loopback port nobody listens on.
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
