@@ -7,7 +7,7 @@ LDFLAGS  := -X main.version=$(VERSION)
 
 PLATFORMS := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
 
-.PHONY: build test cross dist bench demo lint fuzz clean
+.PHONY: build test cross dist bench demo cluster-demo lint fuzz clean
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/guarded-exchange
@@ -46,6 +46,14 @@ bench:
 # A scripted walkthrough on the embedded paper venue: no keys, no network.
 demo: build
 	./$(BIN) demo
+
+# A cluster on loopback: an embedded etcd, the simulator and three
+# members (serve --transport http --cluster demo); prints the MCP URLs and
+# a token; Ctrl-C stops everything and removes its temporary directory
+# (docs/cluster.md).
+cluster-demo: build
+	$(GO) build -o bin/cluster-demo ./cmd/cluster-demo
+	./bin/cluster-demo --bin $(BIN)
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \

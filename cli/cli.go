@@ -165,6 +165,10 @@ type Runtime interface {
 	JournalDump(ctx context.Context, g *Globals, o DumpOptions, io IO) error
 	JournalVerify(ctx context.Context, g *Globals, dir, expectHead string, io IO) error
 	JournalHead(ctx context.Context, g *Globals, dir string, io IO) error
+	// ClusterStatus prints a cluster's members, shards, owners, epochs and
+	// users, read from etcd and the shared data directory; it needs no
+	// server, home or master key.
+	ClusterStatus(ctx context.Context, g *Globals, o ClusterStatusOptions, io IO) error
 	Doctor(ctx context.Context, g *Globals, io IO) error
 	// ClientConfig prints the configuration snippet of an MCP client for
 	// this binary and home.
@@ -192,6 +196,7 @@ type CLI struct {
 	Demo       DemoCmd       `cmd:"" help:"A scripted walkthrough on the paper venue, in a throw-away home."`
 	Sim        SimCmd        `cmd:"" help:"Run the Bybit-compatible simulator alone and print its URLs as one JSON line."`
 	Journal    JournalCmd    `cmd:"" help:"Read the journal: dump, verify, head. Works on a copy, with no server, lock or master key."`
+	Cluster    ClusterCmd    `cmd:"" help:"A cluster of remote-mode members: status, read from etcd with no server needed."`
 	Policy     PolicyCmd     `cmd:"" help:"Show or tighten your own policy."`
 	KillSwitch KillSwitchCmd `cmd:"" name:"kill-switch" help:"Turn your kill switch on or off (only a human turns it off)."`
 	Posture    PostureCmd    `cmd:"" help:"Show the posture (ACTIVE, REDUCING, HALTED), or enter/leave a human REDUCING."`

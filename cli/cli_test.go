@@ -18,6 +18,7 @@ type fakeRuntime struct {
 	delivered []messages.Command
 	dumped    []DumpOptions
 	served    []ServeOptions
+	clusters  []ClusterStatusOptions
 	answer    any
 	err       error
 }
@@ -37,8 +38,12 @@ func (f *fakeRuntime) JournalDump(_ context.Context, _ *Globals, o DumpOptions, 
 }
 func (f *fakeRuntime) JournalVerify(context.Context, *Globals, string, string, IO) error { return nil }
 func (f *fakeRuntime) JournalHead(context.Context, *Globals, string, IO) error           { return nil }
-func (f *fakeRuntime) Doctor(context.Context, *Globals, IO) error                        { return nil }
-func (f *fakeRuntime) Version(IO) error                                                  { return nil }
+func (f *fakeRuntime) ClusterStatus(_ context.Context, _ *Globals, o ClusterStatusOptions, _ IO) error {
+	f.clusters = append(f.clusters, o)
+	return nil
+}
+func (f *fakeRuntime) Doctor(context.Context, *Globals, IO) error { return nil }
+func (f *fakeRuntime) Version(IO) error                           { return nil }
 func (f *fakeRuntime) ClientConfig(context.Context, *Globals, ClientConfigOptions, IO) error {
 	return nil
 }
@@ -221,5 +226,30 @@ func TestPolicyShowStatesTheConfirmationRule(t *testing.T) {
 		"confirmed only at or above 200 USDT (confirm_above_notional_usdt): none; never confirmed: none\n"
 	if !strings.Contains(out, want) {
 		t.Fatalf("policy show does not state the rule %q:\n%s", want, out)
+	}
+}
+
+// cluster status takes the cluster's name and etcd endpoints (comma-separated
+// or repeated); both are required, and --format is table or json.
+func TestClusterStatusFlags(t *testing.T) {
+	rt := &fakeRuntime{}
+	code, _, stderr := runCLI(t, rt, "", "cluster", "status", "--cluster", "demo", "--cluster-etcd", "http://127.0.0.1:2379,127.0.0.1:2380", "--cluster-data", "/srv/gx", "--format", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	want := ClusterStatusOptions{Cluster: "demo", Etcd: []string{"http://127.0.0.1:2379", "127.0.0.1:2380"}, Data: "/srv/gx", Format: "json"}
+	if len(rt.clusters) != 1 || rt.clusters[0].Cluster != want.Cluster || strings.Join(rt.clusters[0].Etcd, " ") != strings.Join(want.Etcd, " ") ||
+		rt.clusters[0].Data != want.Data || rt.clusters[0].Format != want.Format {
+		t.Fatalf("options %+v, want %+v", rt.clusters, want)
+	}
+	for _, args := range [][]string{
+		{"cluster", "status", "--cluster-etcd", "127.0.0.1:2379"},
+		{"cluster", "status", "--cluster", "demo"},
+		{"cluster", "status", "--cluster", "demo", "--cluster-etcd", "127.0.0.1:2379", "--format", "yaml"},
+	} {
+		rt := &fakeRuntime{}
+		if code, _, _ := runCLI(t, rt, "", args...); code != ExitCannot || len(rt.clusters) != 0 {
+			t.Fatalf("%v: exit %d, ran %d, want a usage error", args, code, len(rt.clusters))
+		}
 	}
 }

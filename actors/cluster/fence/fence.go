@@ -36,6 +36,11 @@ type Options struct {
 	Margin time.Duration
 	// Renew is the time between renewals (default TTL/3).
 	Renew time.Duration
+	// Owner, when set, is written as the value of the lock key once the
+	// lock is held (the member's advertised address, HOST:PORT), so that
+	// readers of etcd (`cluster status`) see who holds the shard. The key
+	// keeps its create revision, so the epoch does not change.
+	Owner string
 }
 
 func (o Options) withDefaults() Options {
@@ -129,6 +134,21 @@ func Acquire(ctx context.Context, cli *clientv3.Client, prefix string, o Options
 		return nil, fmt.Errorf("fence: read lock key: %w", err)
 	}
 	l.epoch = uint64(resp.Kvs[0].CreateRevision)
+	if o.Owner != "" {
+		// Only while the key is still this lock's: a key deleted with its
+		// lease in between is not recreated.
+		tr, err := cli.Txn(wctx).
+			If(clientv3.Compare(clientv3.CreateRevision(l.key), "=", resp.Kvs[0].CreateRevision)).
+			Then(clientv3.OpPut(l.key, o.Owner, clientv3.WithLease(g.ID))).
+			Commit()
+		if err == nil && !tr.Succeeded {
+			err = ErrLeaseGone
+		}
+		if err != nil {
+			l.Release()
+			return nil, fmt.Errorf("fence: write the owner: %w", err)
+		}
+	}
 	if !l.Held() {
 		err := l.Err()
 		l.Release()

@@ -220,3 +220,37 @@ func TestEtcdStoppedIsLost(t *testing.T) {
 		t.Fatalf("after etcd stopped: held %v err %v", a.Held(), a.Err())
 	}
 }
+
+// With Options.Owner the lock key holds the owner's address, and writing
+// it keeps the key's create revision: the epoch a reader of etcd derives
+// from the key is the lock's.
+func TestOwnerIsTheLockKeyValue(t *testing.T) {
+	srv := etcdtest.Start(t)
+	cli := client(t, srv.Endpoint())
+	l, err := acquire(t, cli, fence.Options{TTL: 2 * time.Second, Owner: "127.0.0.1:7001"}, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := cli.Get(context.Background(), prefix, clientv3.WithPrefix())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Kvs) != 1 {
+		t.Fatalf("%d keys under the lock prefix, want 1", len(resp.Kvs))
+	}
+	kv := resp.Kvs[0]
+	if string(kv.Key) != l.Key() || string(kv.Value) != "127.0.0.1:7001" || uint64(kv.CreateRevision) != l.Epoch() {
+		t.Fatalf("lock key %s = %q (create revision %d), want %s = 127.0.0.1:7001 (epoch %d)", kv.Key, kv.Value, kv.CreateRevision, l.Key(), l.Epoch())
+	}
+	if !l.Held() {
+		t.Fatalf("not held after writing the owner: %v", l.Err())
+	}
+	l.Release()
+	resp, err = cli.Get(context.Background(), prefix, clientv3.WithPrefix())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Kvs) != 0 {
+		t.Fatalf("%d keys left after Release", len(resp.Kvs))
+	}
+}
