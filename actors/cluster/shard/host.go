@@ -207,7 +207,7 @@ func (h *host) start(ctx context.Context) {
 		h.teardown()
 		h.root.Poison(h.self)
 	}
-	lock, err := fence.Acquire(ctx, h.cfg.Etcd, LockPrefix(h.cfg.Cluster, h.n), fence.Options{TTL: h.cfg.LockTTL})
+	lock, err := fence.Acquire(ctx, h.cfg.Etcd, LockPrefix(h.cfg.Cluster, h.n), fence.Options{TTL: h.cfg.LockTTL, Owner: h.cfg.Member})
 	if err != nil {
 		fail("lock", err)
 		return
