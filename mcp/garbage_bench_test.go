@@ -20,7 +20,8 @@ import (
 // nothing, and place_order with dry_run (the whole decision, nothing
 // sent), each over the SDK's in-memory transport and over the stdio
 // transport (the stdin filter, the SDK's decoding, the answer written as
-// one line).
+// one line), and over stdio with the client's capabilities in _meta, as
+// clients of the 2026-07-28 protocol send them (stdio-meta).
 func BenchmarkToolCallGarbage(b *testing.B) {
 	e := newDurableEnv(b)
 	key := e.addKey(b, "alice")
@@ -77,6 +78,22 @@ func BenchmarkToolCallGarbage(b *testing.B) {
 			for b.Loop() {
 				pace(b)
 				st.call(b, line)
+			}
+		})
+		// The same line with the client's capabilities in _meta, as
+		// clients of the 2026-07-28 protocol send them on every request.
+		withMeta := &sdk.CallToolParams{Name: c.name, Arguments: c.args, Meta: sdk.Meta{
+			sdk.MetaKeyClientCapabilities: map[string]any{"elicitation": map[string]any{"form": map[string]any{}}},
+		}}
+		metaLine, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 8, "method": "tools/call", "params": withMeta})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(c.name+"/stdio-meta", func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				pace(b)
+				st.call(b, metaLine)
 			}
 		})
 	}

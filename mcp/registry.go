@@ -3,7 +3,9 @@ package mcp
 import (
 	"context"
 	"encoding/json"
+	"reflect"
 	"slices"
+	"sync"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -55,8 +57,87 @@ func (c *call) canElicitForm() bool {
 	if c.req == nil {
 		return false
 	}
+	// From the 2026-07-28 protocol on, a client sends its capabilities in
+	// every request's _meta, and the SDK decodes them again for each call
+	// (a marshal and a decode with a 32 KB buffer). A client sends the same
+	// value call after call: the answer for the last value seen is kept and
+	// reused while the value is equal (docs/decisions.md D181). When the
+	// value does not decode, the SDK answers from the session's initialize
+	// parameters: the kept answer then holds only for the same session.
+	var raw map[string]any
+	var sess *sdk.ServerSession
+	if p := c.req.Params; p != nil {
+		raw, _ = p.GetMeta()[sdk.MetaKeyClientCapabilities].(map[string]any)
+		if c.req.Session != nil && c.req.Session.InitializeParams() != nil {
+			sess = c.req.Session
+		}
+	}
+	if raw != nil {
+		if ok, hit := formCaps.get(sess, raw); hit {
+			return ok
+		}
+	}
 	caps := c.req.ClientCapabilities()
-	return caps != nil && caps.Elicitation != nil && (caps.Elicitation.Form != nil || caps.Elicitation.URL == nil)
+	ok := caps != nil && caps.Elicitation != nil && (caps.Elicitation.Form != nil || caps.Elicitation.URL == nil)
+	if raw != nil {
+		formCaps.put(sess, raw, ok)
+	}
+	return ok
+}
+
+// formCaps is canElicitForm's answer for the last capabilities value seen
+// in a request's _meta.
+var formCaps capsMemo
+
+// capsMemo keeps one decoded JSON value (a copy of its own), the session
+// it came from when that session has initialize parameters, and the answer
+// computed from them.
+type capsMemo struct {
+	mu     sync.Mutex
+	sess   *sdk.ServerSession
+	raw    map[string]any
+	answer bool
+}
+
+// get returns the kept answer when sess is the kept session and raw equals
+// the kept value.
+func (m *capsMemo) get(sess *sdk.ServerSession, raw map[string]any) (answer, hit bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.raw == nil || m.sess != sess || !reflect.DeepEqual(m.raw, raw) {
+		return false, false
+	}
+	return m.answer, true
+}
+
+// put keeps a copy of raw (the request's own map stays the request's),
+// sess and the answer.
+func (m *capsMemo) put(sess *sdk.ServerSession, raw map[string]any, answer bool) {
+	cp, _ := copyJSONValue(raw).(map[string]any)
+	m.mu.Lock()
+	m.sess, m.raw, m.answer = sess, cp, answer
+	m.mu.Unlock()
+}
+
+// copyJSONValue deep-copies a value decoded from JSON into any (maps,
+// slices and scalars).
+func copyJSONValue(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(v))
+		for k, e := range v {
+			out[k] = copyJSONValue(e)
+		}
+		return out
+	case []any:
+		out := make([]any, len(v))
+		for i, e := range v {
+			out[i] = copyJSONValue(e)
+		}
+		return out
+	default:
+		return v
+	}
 }
 
 // inputResponse returns the response to the input request named key of an

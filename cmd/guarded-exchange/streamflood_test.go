@@ -47,7 +47,7 @@ func serveChild(t *testing.T) int {
 }
 
 // peakRSS is a process's resident memory high-water mark (VmHWM), in bytes.
-func peakRSS(t *testing.T, pid int) int64 {
+func peakRSS(t testing.TB, pid int) int64 {
 	t.Helper()
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {

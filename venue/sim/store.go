@@ -170,6 +170,7 @@ type stateStore struct {
 	parked  map[string]*storedAccount // stored accounts not provisioned in this run, by key hash
 	failed  bool                      // the last write failed: private requests answer 10016
 	encoded map[any]json.RawMessage   // the encoding of each final *simOrder and each *simExecution
+	buf     bytes.Buffer              // the last write's encoding, its memory reused by the next
 }
 
 // keyHash is how the state file names an account: the SHA-256 of its API
@@ -331,12 +332,12 @@ func (s *Sim) saveLocked() {
 		f.Accounts = append(f.Accounts, *sa)
 	}
 	sort.Slice(f.Accounts, func(i, j int) bool { return f.Accounts[i].KeyHash < f.Accounts[j].KeyHash })
-	var b []byte
 	if err == nil {
-		b, err = f.encode()
+		st.buf.Reset() // written and synced: the next write reuses its memory
+		err = f.encode(&st.buf)
 	}
 	if err == nil {
-		err = writeFileDurably(st.path, b)
+		err = writeFileDurably(st.path, st.buf.Bytes())
 	}
 	if err != nil {
 		if !st.failed {
@@ -429,11 +430,10 @@ func (st *stateStore) storeAccount(hash string, a *account) (storedAccount, erro
 	return sa, nil
 }
 
-// encode is the file's JSON. The stored orders and executions are copied
+// encode appends the file's JSON to b. The stored orders and executions are copied
 // as they are (json.Marshal would scan every byte of them again).
-func (f stateFile) encode() ([]byte, error) {
-	var b bytes.Buffer
-	fmt.Fprintf(&b, `{"version":%d,"swept_sec":%d,"accounts":[`, f.Version, f.SweptSec)
+func (f stateFile) encode(b *bytes.Buffer) error {
+	fmt.Fprintf(b, `{"version":%d,"swept_sec":%d,"accounts":[`, f.Version, f.SweptSec)
 	for i, sa := range f.Accounts {
 		if i > 0 {
 			b.WriteByte(',')
@@ -442,14 +442,14 @@ func (f stateFile) encode() ([]byte, error) {
 		sa.Orders, sa.Execs = nil, nil
 		head, err := json.Marshal(sa)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		b.Write(head[:len(head)-1]) // without its closing brace
 		for _, list := range []struct {
 			name string
 			raws []json.RawMessage
 		}{{"orders", orders}, {"executions", execs}} {
-			fmt.Fprintf(&b, `,%q:[`, list.name)
+			fmt.Fprintf(b, `,%q:[`, list.name)
 			for j, raw := range list.raws {
 				if j > 0 {
 					b.WriteByte(',')
@@ -461,7 +461,7 @@ func (f stateFile) encode() ([]byte, error) {
 		b.WriteByte('}')
 	}
 	b.WriteString("]}")
-	return b.Bytes(), nil
+	return nil
 }
 
 // check decodes every order and execution of a stored account, so a

@@ -2,7 +2,6 @@ package app
 
 import (
 	"io"
-	"math"
 	"os"
 	"runtime/debug"
 	"sync"
@@ -20,9 +19,21 @@ import (
 // the replay has read them: a large replay's live heap could pass the
 // limit, and the collector would then run without pause. GOGC or
 // GOMEMLIMIT set by the operator are left as they are.
+//
+// After start-up the collector runs at servingGCPercent, not the
+// runtime's 100, with servingMemoryLimit as its soft limit
+// (docs/decisions.md D179): serve's live heap is small (a few MiB to tens
+// of MiB) and most of what an order allocates is short-lived JSON, so at
+// GOGC 100 the collector ran every few orders and took about a quarter of
+// serve's CPU per order. At 400 the heap may grow to five times the live
+// heap between collections; near servingMemoryLimit the collector runs as
+// often as it must to stay under it (above it only if the live heap itself
+// needs more). GOGC or GOMEMLIMIT in the environment replace both.
 const (
-	startupHeapLimit = 64 << 20
-	startupGCBound   = 2 * time.Second
+	startupHeapLimit   = 64 << 20
+	startupGCBound     = 2 * time.Second
+	servingGCPercent   = 400
+	servingMemoryLimit = 1 << 30
 )
 
 var startupGCRecords = 20000 // a variable for tests
@@ -44,13 +55,14 @@ func HoldGCForStartup() {
 	time.AfterFunc(startupGCBound, ReleaseStartupGC)
 }
 
-// ReleaseStartupGC sets the collector back to the runtime's defaults: once
-// the first answers are out, or the replay is large.
+// ReleaseStartupGC sets the collector to its serving settings
+// (servingGCPercent, servingMemoryLimit): once the first answers are out,
+// or the replay is large.
 func ReleaseStartupGC() {
 	startupGC.once.Do(func() {
 		if startupGC.held {
-			debug.SetGCPercent(100)
-			debug.SetMemoryLimit(math.MaxInt64)
+			debug.SetGCPercent(servingGCPercent)
+			debug.SetMemoryLimit(servingMemoryLimit)
 		}
 	})
 }

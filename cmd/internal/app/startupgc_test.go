@@ -2,13 +2,14 @@ package app
 
 import (
 	"bytes"
+	"math"
 	"runtime/debug"
 	"sync"
 	"testing"
 )
 
 // serve's collector is held until its second answer is written, then set
-// back to the runtime's default (GOGC 100).
+// to its serving settings (GOGC 400, a 1 GiB soft limit).
 func TestStartupGCHeldUntilTheSecondAnswer(t *testing.T) {
 	if startupGC.held {
 		t.Skip("held by another test of this process")
@@ -28,8 +29,11 @@ func TestStartupGCHeldUntilTheSecondAnswer(t *testing.T) {
 		t.Fatalf("GOGC %d after the first answer, want off", p)
 	}
 	out.Write([]byte("{\"id\":2}\n"))
-	if p := debug.SetGCPercent(100); p != 100 {
-		t.Fatalf("GOGC %d after the second answer, want 100", p)
+	if p := debug.SetGCPercent(100); p != servingGCPercent {
+		t.Fatalf("GOGC %d after the second answer, want %d", p, servingGCPercent)
+	}
+	if l := debug.SetMemoryLimit(math.MaxInt64); l != servingMemoryLimit {
+		t.Fatalf("memory limit %d after the second answer, want %d", l, servingMemoryLimit)
 	}
 	if buf.String() != "{\"id\":1}\n{\"id\":2}\n" {
 		t.Fatalf("written %q", buf.String())
@@ -49,7 +53,8 @@ func TestStartupGCReleasedByALargeReplay(t *testing.T) {
 	startupGC.held, startupGC.once = true, sync.Once{}
 	startupGCRecords = 2
 	openStack(t, r, g, "journal")
-	if p := debug.SetGCPercent(100); p != 100 {
-		t.Fatalf("GOGC %d after a replay past the bound, want 100", p)
+	if p := debug.SetGCPercent(100); p != servingGCPercent {
+		t.Fatalf("GOGC %d after a replay past the bound, want %d", p, servingGCPercent)
 	}
+	debug.SetMemoryLimit(math.MaxInt64)
 }
