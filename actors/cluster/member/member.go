@@ -1,6 +1,7 @@
 package member
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -89,7 +90,7 @@ func Start(cfg Config) (m *Member, err error) {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	sys := actor.NewActorSystem(actor.WithLoggerFactory(func(s *actor.ActorSystem) *slog.Logger {
-		return logger.With("component", "cluster", "system", s.ID)
+		return slog.New(noMessages{logger.Handler()}).With("component", "cluster", "system", s.ID)
 	}))
 	provider, err := etcd.NewWithConfig(KeyPrefix+"members", clientv3.Config{
 		Endpoints: cfg.Etcd, DialTimeout: 5 * time.Second, Logger: zap.NewNop(),
@@ -143,3 +144,30 @@ func (m *Member) Members() []string {
 // Stop leaves the cluster gracefully: the member deregisters from etcd and
 // hands its activations over, then remoting stops.
 func (m *Member) Stop() { m.cluster.Shutdown(true) }
+
+// noMessages drops the messages protoactor puts in its log lines (a dead
+// letter, a delivery to a member that is gone: attribute "message"): a
+// shard call carries bearer tokens and exchange keys' secrets, and an
+// answer a new token, and no secret is ever logged. Only the message's Go
+// type is kept.
+type noMessages struct{ slog.Handler }
+
+func (h noMessages) Handle(ctx context.Context, r slog.Record) error {
+	out := slog.NewRecord(r.Time, r.Level, r.Message, r.PC)
+	r.Attrs(func(a slog.Attr) bool {
+		if a.Key == "message" {
+			a = slog.String("message_type", fmt.Sprintf("%T", a.Value.Any()))
+		}
+		out.AddAttrs(a)
+		return true
+	})
+	return h.Handler.Handle(ctx, out)
+}
+
+func (h noMessages) WithAttrs(as []slog.Attr) slog.Handler {
+	return noMessages{h.Handler.WithAttrs(as)}
+}
+
+func (h noMessages) WithGroup(name string) slog.Handler {
+	return noMessages{h.Handler.WithGroup(name)}
+}

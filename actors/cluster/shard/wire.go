@@ -206,6 +206,12 @@ func serve(ctx context.Context, t Target, c *call) answer {
 		if !ok || c.Origin == nil {
 			return answer{Error: badCall(errors.New("unknown command or no origin"))}
 		}
+		// A confirmation's execution and a form's answer are origins the
+		// user's actor sets itself, never a channel (messages.Origin):
+		// from the wire they would pass a call as approved by a human.
+		if c.Origin.ConfirmationID != "" || c.Origin.FormAnswer {
+			return answer{Error: badCall(errors.New("an origin only the shard sets"))}
+		}
 		if len(c.Body) > 0 {
 			if err := strictJSON(c.Body, cmd); err != nil {
 				return answer{Error: badCall(errors.New("bad command body"))}
