@@ -80,7 +80,10 @@ type deadmanOrders struct {
 }
 
 // deadmanState is the user actor's part of the dead-man switch. It lives
-// in memory only: sessions do not survive a restart.
+// in memory only: sessions do not survive a restart. In a cluster a
+// shard's system journals the sessions' opens and ends with their front,
+// and a new owner of the shard gives them back to the actor
+// (sessionfronts.go).
 type deadmanState struct {
 	// sessions counts the user's open sessions. It may go below zero for
 	// a moment: the first events of a user whose actor was not running

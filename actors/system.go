@@ -129,6 +129,8 @@ type System struct {
 	readsNotJournaled atomic.Uint64
 	// slot is the cluster shard served (Config.Shard); zero: local.
 	slot route.Slot
+	// fronts counts a shard's agent sessions per front (sessionfronts.go).
+	fronts *frontSessions
 }
 
 // Start starts the journal writer and builds the actor system: the root
@@ -169,9 +171,9 @@ func Start(cfg Config) (*System, error) {
 	}
 	s.root = root
 
-	s.index = journal.NewIndex()
+	s.index, s.fronts = journal.NewIndex(), newFrontSessions()
 	if cfg.Users != nil {
-		s.index = cfg.Users.index
+		s.index, s.fronts = cfg.Users.index, cfg.Users.fronts
 	}
 	s.journal = journal.New(cfg.Journal, journal.Options{Logger: logger, Disk: disk, Index: s.index})
 	started := false

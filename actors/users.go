@@ -720,11 +720,14 @@ type UserReplay struct {
 	// index remembers each user's recent records for get_my_journal; the
 	// system started from this replay keeps it up to date.
 	index *journal.Index
+	// fronts counts the agent sessions still open per user and front
+	// (a shard's journal; sessionfronts.go).
+	fronts *frontSessions
 }
 
 // NewUserReplay returns an empty replay.
 func NewUserReplay() *UserReplay {
-	return &UserReplay{users: state.NewReplay(), index: journal.NewIndex()}
+	return &UserReplay{users: state.NewReplay(), index: journal.NewIndex(), fronts: newFrontSessions()}
 }
 
 // OnRecord notes one journal record (state.Replay.OnRecord): a record the
@@ -734,6 +737,7 @@ func (r *UserReplay) OnRecord(rec wal.Record) error {
 		return err
 	}
 	r.index.Add([]wal.Record{rec}, true)
+	r.fronts.onRecord(rec)
 	return nil
 }
 

@@ -111,6 +111,13 @@ const (
 	// lock: the shard, the lock's epoch and the member. Every record after
 	// it carries that epoch in its frame (docs/cluster.md).
 	RecordShardOwner RecordType = 70
+	// An agent_session record is written by a shard's system in a cluster
+	// when one of a user's agent sessions opens or ends on a member's HTTP
+	// front: the front (the member's id) and the event. A new owner of the
+	// shard counts the sessions still open per front from them, and ends
+	// those of a front that left the cluster as their close would have
+	// (the dead-man switch's cancel_on_disconnect, docs/cluster.md).
+	RecordAgentSession RecordType = 71
 )
 
 // RecordTypeInfo is one entry of the record type table: its docs/journal-format.md name,
@@ -192,6 +199,7 @@ var RecordTypes = []RecordTypeInfo{
 	{RecordSessionsRefused, "sessions_refused", WriterGuard, ReplayNone},
 	{RecordPaperReset, "paper_reset", WriterSystem, ReplayNone},
 	{RecordShardOwner, "shard_owner", WriterSystem, ReplayNone},
+	{RecordAgentSession, "agent_session", WriterSystem, ReplayNone},
 }
 
 // RecordInfo returns the table entry of t.

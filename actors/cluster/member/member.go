@@ -8,6 +8,7 @@ import (
 	"net"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -39,6 +40,10 @@ type Config struct {
 	// Logger receives the actor system's logs (nil: discarded). stdout
 	// is never written.
 	Logger *slog.Logger
+	// OnTopology, when set, is called after every topology the cluster
+	// publishes, with the member that saw it (its IDs are that topology's
+	// already), on the event stream's goroutine: it must not block.
+	OnTopology func(m *Member)
 }
 
 // Member is a running cluster member.
@@ -50,6 +55,8 @@ type Member struct {
 	// MemberList is not safe to read from outside its actors).
 	mu      sync.Mutex
 	members []string
+	ids     map[string]bool
+	seen    bool
 }
 
 // Check validates cfg without starting anything: the name, at least one
@@ -104,7 +111,10 @@ func Start(cfg Config) (m *Member, err error) {
 	m = &Member{sys: sys, cluster: c}
 	sys.EventStream.Subscribe(func(ev any) {
 		if t, ok := ev.(*cluster.ClusterTopology); ok {
-			m.setMembers(t.Members)
+			m.setMembers(cfg.Name, t.Members)
+			if cfg.OnTopology != nil {
+				cfg.OnTopology(m)
+			}
 		}
 	})
 	defer func() {
@@ -116,15 +126,32 @@ func Start(cfg Config) (m *Member, err error) {
 	return m, nil
 }
 
-func (m *Member) setMembers(ms []*cluster.Member) {
+func (m *Member) setMembers(name string, ms []*cluster.Member) {
 	out := make([]string, 0, len(ms))
+	ids := make(map[string]bool, len(ms))
 	for _, mem := range ms {
 		out = append(out, net.JoinHostPort(mem.Host, strconv.Itoa(int(mem.Port))))
+		// protoactor's etcd provider names a member NAME@ID, ID its actor
+		// system's id.
+		ids[strings.TrimPrefix(mem.Id, name+"@")] = true
 	}
 	slices.Sort(out)
 	m.mu.Lock()
-	m.members = out
+	m.members, m.ids, m.seen = out, ids, true
 	m.mu.Unlock()
+}
+
+// ID returns the member's id: its actor system's id, new on every start,
+// so a member that restarts on the same address is another member.
+func (m *Member) ID() string { return m.sys.ID }
+
+// Alive reports whether the member with id is in the last topology this
+// member saw. known is false until the first topology came: then nobody
+// is known to be gone.
+func (m *Member) Alive(id string) (alive, known bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.ids[id], m.seen
 }
 
 // Address returns the member's address, HOST:PORT.

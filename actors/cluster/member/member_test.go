@@ -93,7 +93,26 @@ func TestTwoMembersSeeEachOther(t *testing.T) {
 		t.Fatalf("20 identities were all placed on %v", hosts)
 	}
 
+	// Each knows the other by id (the front of its agent sessions,
+	// docs/cluster.md "Sessions and the dead-man switch"), and ids differ.
+	if a.ID() == b.ID() || a.ID() == "" {
+		t.Fatalf("member ids %q and %q", a.ID(), b.ID())
+	}
+	for _, m := range []*member.Member{a, b} {
+		for _, id := range []string{a.ID(), b.ID()} {
+			if alive, known := m.Alive(id); !alive || !known {
+				t.Fatalf("%s: member %s alive %v, topology known %v", m.Address(), id, alive, known)
+			}
+		}
+		if alive, _ := m.Alive("no-such-member"); alive {
+			t.Fatalf("%s: an unknown id is alive", m.Address())
+		}
+	}
+
 	b.Stop()
 	waitMembers(t, a, []string{a.Address()})
+	if alive, known := a.Alive(b.ID()); alive || !known {
+		t.Fatalf("a member that left: alive %v, topology known %v", alive, known)
+	}
 	a.Stop()
 }

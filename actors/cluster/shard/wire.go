@@ -48,6 +48,14 @@ type SessionsRefusedTarget interface {
 	SessionsRefused(ev *messages.SessionsRefusedEvent) error
 }
 
+// FrontSessionsTarget is a Target that keeps its agent sessions by the
+// member whose front holds them (*actors.System is one, docs/cluster.md
+// "Sessions and the dead-man switch"); Serve gives it a session event's
+// front.
+type FrontSessionsTarget interface {
+	SessionEventFrom(ctx context.Context, user string, kind messages.SessionEventKind, front string)
+}
+
 // Transport carries one encoded call to shard number shard and returns
 // the shard's encoded answer. An error is a transport failure (no answer
 // came); the call's own errors travel inside the answer.
@@ -112,8 +120,10 @@ type call struct {
 	// MyJournal.
 	Before uint64 `json:"before,omitempty"`
 	Limit  int    `json:"limit,omitempty"`
-	// SessionEvent.
+	// SessionEvent: the event, and the member whose HTTP front holds the
+	// session (Client.WithFront; empty: not known).
 	Event messages.SessionEventKind `json:"event,omitempty"`
+	Front string                    `json:"front,omitempty"`
 	// WaitForUpdate.
 	Wait *messages.WaitForUpdateRequest `json:"wait,omitempty"`
 	// CallsRateLimited, SessionsRefused.
@@ -261,6 +271,10 @@ func serve(ctx context.Context, t Target, c *call) answer {
 	case methodMyJournal:
 		return result(t.MyJournal(c.User, c.Before, c.Limit), nil)
 	case methodSessionEvent:
+		if ft, ok := t.(FrontSessionsTarget); ok && c.Front != "" {
+			ft.SessionEventFrom(ctx, c.User, c.Event, c.Front)
+			return answer{}
+		}
 		t.SessionEvent(ctx, c.User, c.Event)
 		return answer{}
 	case methodWaitForUpdate:
@@ -391,6 +405,17 @@ func randomID() []byte {
 type Client struct {
 	count int
 	tr    Transport
+	// front is the member id session events name (WithFront).
+	front string
+}
+
+// WithFront returns a copy of cl whose session events name front, the
+// id of the member whose HTTP front holds the sessions (member.ID), so
+// that a shard can end them when that member leaves the cluster.
+func (cl *Client) WithFront(front string) *Client {
+	c := *cl
+	c.front = front
+	return &c
 }
 
 // NewClient returns a Client for a cluster of count shards.
@@ -651,7 +676,7 @@ func (cl *Client) MyJournalContext(ctx context.Context, user string, before uint
 // their order. A shard that does not answer loses the event, as a
 // stopped process would.
 func (cl *Client) SessionEvent(ctx context.Context, user string, kind messages.SessionEventKind) {
-	_, _ = cl.do(ctx, route.OfUser(user, cl.count), &call{Method: methodSessionEvent, User: user, Event: kind})
+	_, _ = cl.do(ctx, route.OfUser(user, cl.count), &call{Method: methodSessionEvent, User: user, Event: kind, Front: cl.front})
 }
 
 // WaitForUpdate waits on the user's shard for a change the user's private

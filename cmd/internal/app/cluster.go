@@ -140,19 +140,23 @@ func (r *Runtime) serveCluster(ctx context.Context, g *cli.Globals, o cli.ServeO
 		Cluster: co.Name, Count: count, DataDir: co.DataDir, Member: co.Advertise, Etcd: etcd,
 		LockTTL: co.LockTTL, Start: ms.startShard, Logger: logger.With("component", "shard"),
 	})
-	m, err := member.Start(member.Config{Name: co.Name, Etcd: co.Etcd, Advertise: co.Advertise, Kinds: []*cluster.Kind{kind}, Logger: logger.With("component", "member")})
+	follow := ms.followTopology(count)
+	m, err := member.Start(member.Config{Name: co.Name, Etcd: co.Etcd, Advertise: co.Advertise, Kinds: []*cluster.Kind{kind}, Logger: logger.With("component", "member"),
+		OnTopology: ms.topologyChanged})
 	if err != nil {
+		follow()
 		return cli.CannotStart("%v", err)
 	}
 	left := false
 	leave := func() {
 		if !left {
 			left = true
+			follow()
 			m.Stop() // hands this member's shards over; each one's system stops
 		}
 	}
 	defer leave()
-	calls := shard.NewClient(count, shard.ClusterTransport(m.Cluster()))
+	calls := shard.NewClient(count, shard.ClusterTransport(m.Cluster())).WithFront(m.ID())
 
 	ctl, err := control.Listen(layout, clusterControl{calls: calls, local: ms.sys}, logger.With("component", "control"), control.Limits{})
 	if err != nil {
@@ -340,6 +344,14 @@ type memberStack struct {
 	started  func(context.Context) error
 	logger   *slog.Logger
 	dataDir  string
+
+	// The member once it joined, and the shard systems running here: a
+	// topology change ends the agent sessions of members that left
+	// (sessionfronts, docs/cluster.md "Sessions and the dead-man switch").
+	mu       sync.Mutex
+	member   *member.Member
+	shards   map[*actors.System]bool
+	topology chan struct{} // a change to follow (buffer 1: coalesced)
 }
 
 // startMemberStack opens the member's home journal and the venue and
@@ -443,11 +455,114 @@ func (ms *memberStack) startShard(_ context.Context, slot route.Slot, log *wal.L
 		}
 	}()
 	logger.Info("shard started", "users_with_keys", len(users))
+	ms.hostShard(sys, logger)
 	return &shard.Running{Target: sys, Stop: func() {
+		ms.mu.Lock()
+		delete(ms.shards, sys)
+		ms.mu.Unlock()
 		cancel()
 		wg.Wait()
 		sys.Stop()
 	}}, nil
+}
+
+// hostShard restores the agent sessions the shard's journal counts open
+// and ends those of members no longer in the topology (D192); later
+// topology changes end the sessions of members that leave.
+func (ms *memberStack) hostShard(sys *actors.System, logger *slog.Logger) {
+	restored := sys.RestoreSessions()
+	ms.mu.Lock()
+	if ms.shards == nil {
+		ms.shards = map[*actors.System]bool{}
+	}
+	ms.shards[sys] = true
+	m := ms.member
+	ms.mu.Unlock()
+	ended := 0
+	if m != nil {
+		ended = sys.EndSessionsOf(context.Background(), frontAlive(m))
+	}
+	if restored > 0 {
+		logger.Info("shard: agent sessions restored from the journal", "open", restored, "ended_gone_fronts", ended)
+	}
+}
+
+// frontAlive reports whether a session's front is a member of m's last
+// topology; before the first topology no front is known to be gone.
+func frontAlive(m *member.Member) func(front string) bool {
+	return func(front string) bool {
+		alive, known := m.Alive(front)
+		return alive || !known
+	}
+}
+
+// topologyChanged is the member's topology callback: it must not block,
+// so it only marks a change for followTopology's loop.
+func (ms *memberStack) topologyChanged(m *member.Member) {
+	ms.mu.Lock()
+	ms.member = m
+	ch := ms.topology
+	ms.mu.Unlock()
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}
+
+// followTopology starts the loop that follows topology changes and
+// returns its stop. On each change the shards this member runs end the
+// agent sessions of members that left, and every shard that has a
+// journal is looked up, which activates it on its owner: a shard whose
+// owner died starts on its new owner without waiting for a user's call,
+// so its users' venue actors, private streams and dead-man switches run
+// again (docs/cluster.md "Sessions and the dead-man switch").
+func (ms *memberStack) followTopology(count int) (stop func()) {
+	ch := make(chan struct{}, 1)
+	done := make(chan struct{})
+	ms.mu.Lock()
+	ms.topology = ch
+	ms.mu.Unlock()
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ch:
+			}
+			ms.mu.Lock()
+			m := ms.member
+			systems := make([]*actors.System, 0, len(ms.shards))
+			for sys := range ms.shards {
+				systems = append(systems, sys)
+			}
+			ms.mu.Unlock()
+			if m == nil {
+				continue
+			}
+			for _, sys := range systems {
+				if n := sys.EndSessionsOf(context.Background(), frontAlive(m)); n > 0 {
+					ms.logger.Info("ending the agent sessions of members that left the cluster", "sessions", n)
+				}
+			}
+			for n := range count {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				if _, err := os.Stat(shard.JournalDir(ms.dataDir, n)); err == nil {
+					m.Cluster().Get(strconv.Itoa(n), shard.KindName)
+				}
+			}
+		}
+	}()
+	var once sync.Once
+	return func() {
+		once.Do(func() { close(done); wg.Wait() })
+	}
 }
 
 // shardConfig is the actors.Config of shard slot's system.
