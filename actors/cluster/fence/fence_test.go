@@ -141,8 +141,12 @@ func TestCutOffHolderStopsBeforeTakeover(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("Lost did not close after the holder was cut off from etcd")
 	}
-	if !errors.Is(a.Err(), fence.ErrExpired) {
-		t.Fatalf("lost with %v, want ErrExpired", a.Err())
+	// Cut off, the holder's own deadline passes (ErrExpired); on a loaded
+	// machine the client's session may end first and report the lease
+	// gone (ErrLeaseGone). Either way it is lost, and not later than the
+	// deadline checked below.
+	if err := a.Err(); !errors.Is(err, fence.ErrExpired) && !errors.Is(err, fence.ErrLeaseGone) {
+		t.Fatalf("lost with %v, want ErrExpired or ErrLeaseGone", err)
 	}
 	if a.Held() {
 		t.Fatal("Held after Lost")
