@@ -169,8 +169,10 @@ func TestClusterMemberCutOffFromEtcd(t *testing.T) {
 	}()
 
 	// The victim's users place orders, one at a time each, through the
-	// members in turn (the cut one included), from 1 s before the cut to
-	// 12 s after it; each call gets 3 s.
+	// members in turn (the cut one included), from 1 s before the cut
+	// until each user had an order acknowledged after the cut member's
+	// deadline (by a new owner) and 6 s have passed since the cut, or
+	// 25 s have; each call gets 3 s.
 	type answer struct {
 		u        int
 		through  *clusterMember
@@ -182,12 +184,16 @@ func TestClusterMemberCutOffFromEtcd(t *testing.T) {
 	var amu sync.Mutex
 	var answers []answer
 	var wg sync.WaitGroup
-	loadEnd := time.Now().Add(13 * time.Second)
+	loadStart := time.Now() // the cut comes 1 s later
 	for _, u := range victimUsers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for i := 0; time.Now().Before(loadEnd); i++ {
+			servedAfter := false
+			for i := 0; ; i++ {
+				if since := time.Since(loadStart); since > 26*time.Second || servedAfter && since > 7*time.Second {
+					return
+				}
 				m := rig.members[(u+i)%len(rig.members)]
 				a := answer{u: u, through: m, sent: time.Now()}
 				a.id, a.err = rig.place(ctx, m, u, fmt.Sprintf("u%d-cut%d", u, i), 19000, 3*time.Second)
@@ -195,6 +201,9 @@ func TestClusterMemberCutOffFromEtcd(t *testing.T) {
 				amu.Lock()
 				answers = append(answers, a)
 				amu.Unlock()
+				if a.err == nil && a.sent.After(loadStart.Add(time.Second+clusterLockTTL)) {
+					servedAfter = true
+				}
 				if a.err != nil {
 					time.Sleep(100 * time.Millisecond)
 				}
