@@ -237,5 +237,7 @@ func outcomeUnknown(err error) bool {
 	if !errors.As(err, &me) {
 		return true
 	}
-	return me.Code == messages.CodeOutcomeUnknown || me.Code == messages.CodeInternalError
+	// details.served "unknown": the cluster member serving the shard went
+	// away during the call (docs/decisions.md D189).
+	return me.Code == messages.CodeOutcomeUnknown || me.Code == messages.CodeInternalError || me.Details["served"] == "unknown"
 }

@@ -206,6 +206,172 @@ func shardRecords(t *testing.T, in install, data string) (attempts, outcomes map
 	return attempts, outcomes, owners
 }
 
+// clusterRig is a cluster under test: an embedded etcd, the standalone
+// simulator as the venue, members on one data directory and their users.
+type clusterRig struct {
+	t        *testing.T
+	etcd     *etcdtest.Server
+	sim      *sim.Server
+	ann      sim.Announcement
+	venueEnv []string
+	first    install // the first member's home, holding the master key
+	data     string
+	members  []*clusterMember
+	tokens   []string // user u's bearer token (user name fmt "user%d")
+}
+
+// newClusterRig starts etcd, the simulator and n members on homes that
+// share one master key; etcdFor returns the --cluster-etcd of member i
+// (nil: etcd itself).
+func newClusterRig(t *testing.T, n int, etcdFor func(i int, etcd string) string) *clusterRig {
+	t.Helper()
+	r := &clusterRig{t: t, etcd: etcdtest.Start(t), data: t.TempDir()}
+	simSrv, err := sim.Start(sim.Config{Seed: 7}, "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { simSrv.Close() }) // after the members stop (cleanups run last first)
+	r.sim, r.ann = simSrv, simSrv.Announcement()
+	r.venueEnv = []string{"GX_VENUE=bybit-demo", "GX_BYBIT_BASE_URL=" + r.ann.REST, "GX_BYBIT_WS_PRIVATE_URL=" + r.ann.WSPrivate, "GX_TEST_ALLOW_LOOPBACK_BYBIT_URL=true"}
+	r.first = newInstall(t)
+	for i := range n {
+		in := r.first
+		if i > 0 {
+			in = install{home: filepath.Join(t.TempDir(), "home"), key: r.first.key}
+			if res := run(t, in.env(), "", "init"); res.code != 0 {
+				t.Fatalf("init member %d: %d %s", i, res.code, res.stderr)
+			}
+		}
+		endpoint := r.etcd.Endpoint()
+		if etcdFor != nil {
+			endpoint = etcdFor(i, endpoint)
+		}
+		r.members = append(r.members, startClusterMember(t, in, endpoint, r.data, r.venueEnv))
+	}
+	return r
+}
+
+// cli runs a command through a member's control socket, retrying while
+// the cluster settles (a shard's first activation takes its lock).
+func (r *clusterRig) cli(m *clusterMember, stdin string, args ...string) string {
+	r.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		res := run(r.t, m.in.env(r.venueEnv...), stdin, args...)
+		if res.code == 0 {
+			return res.stdout
+		}
+		if time.Now().After(deadline) {
+			r.t.Fatalf("%v through %s: exit %d %s%s", args, m.advertise, res.code, res.stdout, res.stderr)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// addUsers creates users user0… through the members' control sockets,
+// each with a trading ceiling, a funded simulator key and a token.
+func (r *clusterRig) addUsers(users int) {
+	r.t.Helper()
+	n := len(r.members)
+	r.tokens = make([]string, users)
+	for u := range users {
+		name := fmt.Sprintf("user%d", u)
+		m := r.members[u%n]
+		r.cli(m, "", "admin", "user", "create", name)
+		r.cli(r.members[(u+1)%n], "", "admin", "policy", "set-ceiling", "--user", name, "--profile", "trade", "--allow", "linear:BTCUSDT",
+			"--confirm", "none", "--venue-ceiling", "demo", "--max-orders-per-minute", "1000", "--max-unconfirmed-per-hour", "1000")
+		key := sim.Key{APIKey: fmt.Sprintf("CLUSTERKEY%08d", u), APISecret: fmt.Sprintf("clustersecret%023d", u)}
+		if _, err := r.sim.Sim().ProvisionKey(key, map[string]decimal.Decimal{"USDT": decimal.NewFromInt(1_000_000)}); err != nil {
+			r.t.Fatal(err)
+		}
+		r.cli(r.members[(u+2)%n], key.APIKey+"\n"+key.APISecret+"\n", "--user", name, "keys", "add")
+		var tok map[string]string
+		if err := json.Unmarshal([]byte(r.cli(m, "", "admin", "token", "issue", "--user", name, "--json")), &tok); err != nil || tok["token"] == "" {
+			r.t.Fatalf("token of %s: %v %v", name, tok, err)
+		}
+		r.tokens[u] = tok["token"]
+	}
+}
+
+// connect opens an MCP session with a member's HTTP front.
+func (r *clusterRig) connect(ctx context.Context, m *clusterMember, token string) (*sdk.ClientSession, error) {
+	return sdk.NewClient(&sdk.Implementation{Name: "cluster-e2e"}, nil).Connect(ctx, &sdk.StreamableClientTransport{
+		Endpoint: m.url, HTTPClient: &http.Client{Transport: bearer(token)}, MaxRetries: -1,
+	}, &sdk.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+}
+
+// toolError is a tool's error answer through the front.
+type toolError struct {
+	Code    string         `json:"code"`
+	Message string         `json:"message"`
+	Details map[string]any `json:"details"`
+	text    string
+}
+
+func (e *toolError) Error() string { return "tool error: " + e.text }
+
+// place sends one order of user u with its idempotency key through m and
+// returns its client order id, or the error (a *toolError when the front
+// answered one).
+func (r *clusterRig) place(ctx context.Context, m *clusterMember, u int, key string, price int, within time.Duration) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, within)
+	defer cancel()
+	cs, err := r.connect(ctx, m, r.tokens[u])
+	if err != nil {
+		return "", err
+	}
+	defer cs.Close()
+	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "place_order", Arguments: map[string]any{"symbol": "BTCUSDT", "category": "linear",
+		"side": "Buy", "order_type": "Limit", "qty": "0.001", "price": strconv.Itoa(price), "idempotency_key": key}})
+	if err != nil {
+		return "", err
+	}
+	text := res.Content[0].(*sdk.TextContent).Text
+	if res.IsError {
+		te := &toolError{text: text}
+		_ = json.Unmarshal([]byte(text), te)
+		return "", te
+	}
+	var ans struct {
+		Status        string `json:"status"`
+		ClientOrderID string `json:"client_order_id"`
+	}
+	if err := json.Unmarshal([]byte(text), &ans); err != nil || ans.ClientOrderID == "" || ans.Status != "accepted" {
+		return "", fmt.Errorf("place_order answer %s (%v)", text, err)
+	}
+	return ans.ClientOrderID, nil
+}
+
+// checkRecords checks every shard journal verifies, every acknowledged
+// order has one attempt and one outcome in them and reached the
+// simulator once, and no client order id reached it twice; it returns
+// each shard's last owner.
+func (r *clusterRig) checkRecords(stage string, acked map[string]int) map[int]string {
+	t := r.t
+	t.Helper()
+	attempts, outcomes, owners := shardRecords(t, r.first, r.data)
+	for id := range acked {
+		if attempts[id] != 1 || outcomes[id] != 1 {
+			t.Fatalf("%s: acknowledged order %s has %d attempts and %d outcomes in the shard journals", stage, id, attempts[id], outcomes[id])
+		}
+	}
+	seen := map[string]int{}
+	for _, o := range simOrders(t, r.ann.REST) {
+		seen[o]++
+	}
+	for id, n := range seen {
+		if n > 1 {
+			t.Fatalf("%s: client order id %s reached the simulator %d times", stage, id, n)
+		}
+	}
+	for id := range acked {
+		if seen[id] != 1 {
+			t.Fatalf("%s: acknowledged order %s is not on the simulator", stage, id)
+		}
+	}
+	return owners
+}
+
 // Three members on one etcd and one shared data directory, the venue the
 // standalone simulator: users created through the members' control
 // sockets place orders through random members; every acknowledged order
@@ -215,66 +381,10 @@ func shardRecords(t *testing.T, in install, data string) (attempts, outcomes map
 // lock's TTL and a few seconds, and every user's calls go through again.
 func TestClusterThreeMembers(t *testing.T) {
 	users, orders := clusterScale("GX_CLUSTER_TEST_USERS", 6), clusterScale("GX_CLUSTER_TEST_ORDERS", 5)
-	etcd := etcdtest.Start(t)
-	simSrv, err := sim.Start(sim.Config{Seed: 7}, "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { simSrv.Close() }) // after the members stop (cleanups run last first)
-	ann := simSrv.Announcement()
-	venueEnv := []string{"GX_VENUE=bybit-demo", "GX_BYBIT_BASE_URL=" + ann.REST, "GX_BYBIT_WS_PRIVATE_URL=" + ann.WSPrivate, "GX_TEST_ALLOW_LOOPBACK_BYBIT_URL=true"}
-
-	// Three homes holding one master key.
-	first := newInstall(t)
-	data := t.TempDir()
-	var members []*clusterMember
-	for i := range 3 {
-		in := first
-		if i > 0 {
-			in = install{home: filepath.Join(t.TempDir(), "home"), key: first.key}
-			if r := run(t, in.env(), "", "init"); r.code != 0 {
-				t.Fatalf("init member %d: %d %s", i, r.code, r.stderr)
-			}
-		}
-		members = append(members, startClusterMember(t, in, etcd.Endpoint(), data, venueEnv))
-	}
+	rig := newClusterRig(t, 3, nil)
+	etcd, venueEnv, first, data, members := rig.etcd, rig.venueEnv, rig.first, rig.data, rig.members
 	started := time.Now()
-
-	// cli runs a command through a member's control socket, retrying
-	// while the cluster settles (a shard's first activation takes its
-	// lock).
-	cli := func(m *clusterMember, stdin string, args ...string) string {
-		t.Helper()
-		deadline := time.Now().Add(20 * time.Second)
-		for {
-			r := run(t, m.in.env(venueEnv...), stdin, args...)
-			if r.code == 0 {
-				return r.stdout
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%v through %s: exit %d %s%s", args, m.advertise, r.code, r.stdout, r.stderr)
-			}
-			time.Sleep(200 * time.Millisecond)
-		}
-	}
-	tokens := make([]string, users)
-	for u := range users {
-		name := fmt.Sprintf("user%d", u)
-		m := members[u%3]
-		cli(m, "", "admin", "user", "create", name)
-		cli(members[(u+1)%3], "", "admin", "policy", "set-ceiling", "--user", name, "--profile", "trade", "--allow", "linear:BTCUSDT",
-			"--confirm", "none", "--venue-ceiling", "demo", "--max-orders-per-minute", "1000", "--max-unconfirmed-per-hour", "1000")
-		key := sim.Key{APIKey: fmt.Sprintf("CLUSTERKEY%08d", u), APISecret: fmt.Sprintf("clustersecret%023d", u)}
-		if _, err := simSrv.Sim().ProvisionKey(key, map[string]decimal.Decimal{"USDT": decimal.NewFromInt(1_000_000)}); err != nil {
-			t.Fatal(err)
-		}
-		cli(members[(u+2)%3], key.APIKey+"\n"+key.APISecret+"\n", "--user", name, "keys", "add")
-		var tok map[string]string
-		if err := json.Unmarshal([]byte(cli(m, "", "admin", "token", "issue", "--user", name, "--json")), &tok); err != nil || tok["token"] == "" {
-			t.Fatalf("token of %s: %v %v", name, tok, err)
-		}
-		tokens[u] = tok["token"]
-	}
+	rig.addUsers(users)
 	t.Logf("cluster up and %d users ready in %v", users, time.Since(started).Round(time.Millisecond))
 
 	// A member whose master key is not the cluster's, or that names
@@ -297,38 +407,8 @@ func TestClusterThreeMembers(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	connect := func(ctx context.Context, m *clusterMember, token string) (*sdk.ClientSession, error) {
-		return sdk.NewClient(&sdk.Implementation{Name: "cluster-e2e"}, nil).Connect(ctx, &sdk.StreamableClientTransport{
-			Endpoint: m.url, HTTPClient: &http.Client{Transport: bearer(token)}, MaxRetries: -1,
-		}, &sdk.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
-	}
-	// place sends one order with its idempotency key through m and
-	// returns its client order id, or the error.
 	place := func(m *clusterMember, u int, key string, price int, within time.Duration) (string, error) {
-		ctx, cancel := context.WithTimeout(ctx, within)
-		defer cancel()
-		cs, err := connect(ctx, m, tokens[u])
-		if err != nil {
-			return "", err
-		}
-		defer cs.Close()
-		res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "place_order", Arguments: map[string]any{"symbol": "BTCUSDT", "category": "linear",
-			"side": "Buy", "order_type": "Limit", "qty": "0.001", "price": strconv.Itoa(price), "idempotency_key": key}})
-		if err != nil {
-			return "", err
-		}
-		text := res.Content[0].(*sdk.TextContent).Text
-		if res.IsError {
-			return "", fmt.Errorf("place_order: %s", text)
-		}
-		var ans struct {
-			Status        string `json:"status"`
-			ClientOrderID string `json:"client_order_id"`
-		}
-		if err := json.Unmarshal([]byte(text), &ans); err != nil || ans.ClientOrderID == "" || ans.Status != "accepted" {
-			return "", fmt.Errorf("place_order answer %s (%v)", text, err)
-		}
-		return ans.ClientOrderID, nil
+		return rig.place(ctx, m, u, key, price, within)
 	}
 
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -369,30 +449,7 @@ func TestClusterThreeMembers(t *testing.T) {
 	}
 	t.Logf("%d orders acknowledged in %v", len(acked), time.Since(started).Round(time.Millisecond))
 
-	checkRecords := func(stage string) map[int]string {
-		t.Helper()
-		attempts, outcomes, owners := shardRecords(t, first, data)
-		for id := range acked {
-			if attempts[id] != 1 || outcomes[id] != 1 {
-				t.Fatalf("%s: acknowledged order %s has %d attempts and %d outcomes in the shard journals", stage, id, attempts[id], outcomes[id])
-			}
-		}
-		seen := map[string]int{}
-		for _, o := range simOrders(t, ann.REST) {
-			seen[o]++
-		}
-		for id, n := range seen {
-			if n > 1 {
-				t.Fatalf("%s: client order id %s reached the simulator %d times", stage, id, n)
-			}
-		}
-		for id := range acked {
-			if seen[id] != 1 {
-				t.Fatalf("%s: acknowledged order %s is not on the simulator", stage, id)
-			}
-		}
-		return owners
-	}
+	checkRecords := func(stage string) map[int]string { t.Helper(); return rig.checkRecords(stage, acked) }
 	owners := checkRecords("before the kill")
 	byMember := map[string][]int{}
 	for n, m := range owners {

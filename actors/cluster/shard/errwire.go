@@ -41,3 +41,24 @@ func Unavailable(why string) *messages.Error {
 		Details:     map[string]any{"reason": ReasonUnavailable},
 	}
 }
+
+// MemberLeft is the error of a call whose shard's member left the
+// cluster, or whose connection to it ended for good, while the call
+// waited for its answer: code exchange_unavailable, reason
+// ReasonUnavailable, like a call no shard served, but unlike that one it
+// may have been served before the member went. Its message and next step
+// say so: a change is to be retried with the same idempotency key or
+// client order id (the shard's new owner replays the journal, reconciles
+// open order attempts with the venue and answers a repeat from what it
+// finds), never as a new order (docs/decisions.md D189).
+func MemberLeft() *messages.Error {
+	return &messages.Error{
+		Code: messages.CodeExchangeUnavailable,
+		Message: "the cluster member serving the user's shard went away while the call was in flight; " +
+			"the call may or may not have taken effect",
+		NextStep: "retry in a moment with the same idempotency key or client order id (a repeat is answered from what the shard's new owner finds); " +
+			"do not place it again under a new key before checking open orders and order history",
+		RetryAfterS: 1,
+		Details:     map[string]any{"reason": ReasonUnavailable, "served": "unknown"},
+	}
+}

@@ -369,7 +369,10 @@ func errString(err error) string {
 // Only a call that provably reached no shard is sent once more, after a
 // fresh lookup: no member could place the shard, or the activation the
 // lookup named was gone (a dead letter). A call that timed out may have
-// been served; it is never repeated here.
+// been served; it is never repeated here. A call whose member goes away
+// while it waits (protoactor publishes its endpoint terminated, or the
+// topology lists it as left) is answered at once with MemberLeft: the
+// call may or may not have taken effect (docs/decisions.md D189).
 func ClusterTransport(c *cluster.Cluster) Transport {
 	return func(ctx context.Context, shard int, call []byte) ([]byte, error) {
 		timeout := DefaultCallTimeout
@@ -437,6 +440,20 @@ func ask(ctx context.Context, sys *actor.ActorSystem, pid *actor.PID, call []byt
 	f := actor.NewFuture(sys, timeout)
 	env := &actor.MessageEnvelope{Message: &wrapperspb.BytesValue{Value: call}, Sender: f.PID()}
 	env.SetHeader(headerTimeout, strconv.FormatInt(max(timeout.Milliseconds(), 1), 10))
+	// The member the call goes to may die while it waits: its answer will
+	// never come. protoactor says so on the event stream, when the
+	// endpoint's connection fails for good or the member leaves the
+	// topology (a killed member's membership expires); the call is then
+	// answered at once rather than at its deadline (D189). Subscribed
+	// before the send, so no such event is missed.
+	left := make(chan struct{})
+	var once sync.Once
+	sub := sys.EventStream.Subscribe(func(evt any) {
+		if memberGone(evt, pid.Address) {
+			once.Do(func() { close(left) })
+		}
+	})
+	defer sys.EventStream.Unsubscribe(sub)
 	sys.Root.Send(pid, env)
 	type result struct {
 		v   any
@@ -448,18 +465,46 @@ func ask(ctx context.Context, sys *actor.ActorSystem, pid *actor.PID, call []byt
 		done <- result{v, err}
 	}()
 	select {
+	case <-left:
+		select {
+		case r := <-done: // an answer that came with the news is kept
+			return answered(r.v, r.err)
+		default:
+			return nil, MemberLeft()
+		}
 	case r := <-done:
-		if r.err != nil {
-			return nil, r.err
-		}
-		b, ok := r.v.(*wrapperspb.BytesValue)
-		if !ok {
-			return nil, fmt.Errorf("shard: the shard answered %T", r.v)
-		}
-		return b.Value, nil
+		return answered(r.v, r.err)
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
+}
+
+// answered reads a future's result as the shard's answer.
+func answered(v any, err error) ([]byte, error) {
+	if err != nil {
+		return nil, err
+	}
+	b, ok := v.(*wrapperspb.BytesValue)
+	if !ok {
+		return nil, fmt.Errorf("shard: the shard answered %T", v)
+	}
+	return b.Value, nil
+}
+
+// memberGone reports whether evt says the member at address is gone:
+// its endpoint terminated, or it left the cluster's topology.
+func memberGone(evt any, address string) bool {
+	switch e := evt.(type) {
+	case *remote.EndpointTerminatedEvent:
+		return e.Address == address
+	case *cluster.ClusterTopology:
+		for _, m := range e.Left {
+			if m.Address() == address {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // isDeadLetter reports whether err says the message reached no actor.
