@@ -19,11 +19,8 @@ import (
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/shopspring/decimal"
 
 	"github.com/guarded-exchange/guarded-exchange/actors/cluster/route"
-	"github.com/guarded-exchange/guarded-exchange/internal/etcdtest"
-	"github.com/guarded-exchange/guarded-exchange/venue/sim"
 )
 
 // The dead-man switch follows the shard (docs/cluster.md "Sessions and
@@ -36,66 +33,20 @@ import (
 // front is alive). When V's session then ends on its front, the new owner
 // cancels V's order: it knew the session was open.
 func TestClusterDeadmanFollowsTheShard(t *testing.T) {
-	etcd := etcdtest.Start(t)
-	simSrv, err := sim.Start(sim.Config{Seed: 11}, "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { simSrv.Close() })
-	ann := simSrv.Announcement()
-	venueEnv := []string{"GX_VENUE=bybit-demo", "GX_BYBIT_BASE_URL=" + ann.REST, "GX_BYBIT_WS_PRIVATE_URL=" + ann.WSPrivate, "GX_TEST_ALLOW_LOOPBACK_BYBIT_URL=true"}
-	first := newInstall(t)
-	data := t.TempDir()
-	var members []*clusterMember
-	for i := range 3 {
-		in := first
-		if i > 0 {
-			in = install{home: filepath.Join(t.TempDir(), "home"), key: first.key}
-			if r := run(t, in.env(), "", "init"); r.code != 0 {
-				t.Fatalf("init member %d: %d %s", i, r.code, r.stderr)
-			}
-		}
-		members = append(members, startClusterMember(t, in, etcd.Endpoint(), data, venueEnv))
-	}
-	cli := func(m *clusterMember, stdin string, args ...string) string {
-		t.Helper()
-		deadline := time.Now().Add(20 * time.Second)
-		for {
-			r := run(t, m.in.env(venueEnv...), stdin, args...)
-			if r.code == 0 {
-				return r.stdout
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%v through %s: exit %d %s%s", args, m.advertise, r.code, r.stdout, r.stderr)
-			}
-			time.Sleep(200 * time.Millisecond)
-		}
-	}
+	r := newClusterRig(t, 3, nil)
+	members, ann, first, data := r.members, r.ann, r.first, r.data
 	// Four users over three members: two of them have shards one member
 	// owns.
 	const users = 4
+	r.addUsers(users, "--cancel-on-disconnect", "true")
 	tokens := map[string]string{}
 	for u := range users {
-		name := fmt.Sprintf("dm%d", u)
-		m := members[u%3]
-		cli(m, "", "admin", "user", "create", name)
-		cli(m, "", "admin", "policy", "set-ceiling", "--user", name, "--profile", "trade", "--allow", "linear:BTCUSDT",
-			"--confirm", "none", "--venue-ceiling", "demo", "--cancel-on-disconnect", "true")
-		key := sim.Key{APIKey: fmt.Sprintf("DEADMANKEY%08d", u), APISecret: fmt.Sprintf("deadmansecret%023d", u)}
-		if _, err := simSrv.Sim().ProvisionKey(key, map[string]decimal.Decimal{"USDT": decimal.NewFromInt(1_000_000)}); err != nil {
-			t.Fatal(err)
-		}
-		cli(m, key.APIKey+"\n"+key.APISecret+"\n", "--user", name, "keys", "add")
-		var tok map[string]string
-		if err := json.Unmarshal([]byte(cli(m, "", "admin", "token", "issue", "--user", name, "--json")), &tok); err != nil || tok["token"] == "" {
-			t.Fatalf("token of %s: %v %v", name, tok, err)
-		}
-		tokens[name] = tok["token"]
+		tokens[fmt.Sprintf("user%d", u)] = r.tokens[u]
 	}
 	_, _, owners := shardRecords(t, first, data)
 	byOwner := map[string][]string{}
 	for u := range users {
-		name := fmt.Sprintf("dm%d", u)
+		name := fmt.Sprintf("user%d", u)
 		byOwner[owners[route.OfUser(name, 8)]] = append(byOwner[owners[route.OfUser(name, 8)]], name)
 	}
 	var x *clusterMember
@@ -123,9 +74,7 @@ func TestClusterDeadmanFollowsTheShard(t *testing.T) {
 	// open connects a session through m and leaves a resting order in it.
 	open := func(m *clusterMember, user string) (*sdk.ClientSession, string) {
 		t.Helper()
-		cs, err := sdk.NewClient(&sdk.Implementation{Name: "cluster-deadman"}, nil).Connect(ctx, &sdk.StreamableClientTransport{
-			Endpoint: m.url, HTTPClient: &http.Client{Transport: bearer(tokens[user])}, MaxRetries: -1,
-		}, &sdk.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+		cs, err := r.connect(ctx, m, tokens[user])
 		if err != nil {
 			t.Fatalf("connect %s through %s: %v", user, m.advertise, err)
 		}
@@ -177,12 +126,12 @@ func TestClusterDeadmanFollowsTheShard(t *testing.T) {
 
 	// U's cancel is in U's shard journal, after a deadman_triggered.
 	dir := filepath.Join(data, "shards", fmt.Sprint(route.OfUser(userU, 8)), "journal")
-	r := run(t, first.env(), "", "journal", "dump", "--dir", dir, "--type", "deadman_triggered", "--type", "order_attempt", "--type", "agent_session")
-	if r.code != 0 {
-		t.Fatalf("journal dump: %d %s", r.code, r.stderr)
+	res := run(t, first.env(), "", "journal", "dump", "--dir", dir, "--type", "deadman_triggered", "--type", "order_attempt", "--type", "agent_session")
+	if res.code != 0 {
+		t.Fatalf("journal dump: %d %s", res.code, res.stderr)
 	}
 	var triggered, cancelAttempt, ended bool
-	for _, line := range strings.Split(strings.TrimSpace(r.stdout), "\n") {
+	for _, line := range strings.Split(strings.TrimSpace(res.stdout), "\n") {
 		var rec struct {
 			Type, User, Actor string
 			Payload           struct {
@@ -206,7 +155,7 @@ func TestClusterDeadmanFollowsTheShard(t *testing.T) {
 		}
 	}
 	if !ended || !triggered || !cancelAttempt {
-		t.Fatalf("%s's shard journal: session ended %v, deadman_triggered %v, a cancel attempt by system:deadman after it %v:\n%s", userU, ended, triggered, cancelAttempt, r.stdout)
+		t.Fatalf("%s's shard journal: session ended %v, deadman_triggered %v, a cancel attempt by system:deadman after it %v:\n%s", userU, ended, triggered, cancelAttempt, res.stdout)
 	}
 
 	// V's session ends on its live front: the new owner knew it was open

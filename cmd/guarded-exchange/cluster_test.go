@@ -269,8 +269,9 @@ func (r *clusterRig) cli(m *clusterMember, stdin string, args ...string) string 
 }
 
 // addUsers creates users user0… through the members' control sockets,
-// each with a trading ceiling, a funded simulator key and a token.
-func (r *clusterRig) addUsers(users int) {
+// each with a trading ceiling (with the extra ceiling flags given), a
+// funded simulator key and a token.
+func (r *clusterRig) addUsers(users int, ceiling ...string) {
 	r.t.Helper()
 	n := len(r.members)
 	r.tokens = make([]string, users)
@@ -278,8 +279,8 @@ func (r *clusterRig) addUsers(users int) {
 		name := fmt.Sprintf("user%d", u)
 		m := r.members[u%n]
 		r.cli(m, "", "admin", "user", "create", name)
-		r.cli(r.members[(u+1)%n], "", "admin", "policy", "set-ceiling", "--user", name, "--profile", "trade", "--allow", "linear:BTCUSDT",
-			"--confirm", "none", "--venue-ceiling", "demo", "--max-orders-per-minute", "1000", "--max-unconfirmed-per-hour", "1000")
+		r.cli(r.members[(u+1)%n], "", append([]string{"admin", "policy", "set-ceiling", "--user", name, "--profile", "trade", "--allow", "linear:BTCUSDT",
+			"--confirm", "none", "--venue-ceiling", "demo", "--max-orders-per-minute", "1000", "--max-unconfirmed-per-hour", "1000"}, ceiling...)...)
 		key := sim.Key{APIKey: fmt.Sprintf("CLUSTERKEY%08d", u), APISecret: fmt.Sprintf("clustersecret%023d", u)}
 		if _, err := r.sim.Sim().ProvisionKey(key, map[string]decimal.Decimal{"USDT": decimal.NewFromInt(1_000_000)}); err != nil {
 			r.t.Fatal(err)
