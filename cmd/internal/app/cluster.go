@@ -3,7 +3,9 @@ package app
 import (
 	"context"
 	"crypto/hkdf"
+	"crypto/rand"
 	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,6 +19,7 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/cluster"
+	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
@@ -44,22 +47,57 @@ const (
 
 // The cluster's own keys under member.KeyPrefix+NAME (docs/cluster.md
 // "Running a member"): the shard count and the master key's id, each
-// written once by the member that creates the cluster.
+// written once by the member that creates the cluster; the claim on the
+// data directory's initialisation (a leased key, held by one member at
+// a time) and the data directory's id, written once cluster.json is in
+// place (D201).
 func clusterCountKey(name string) string { return member.KeyPrefix + name + "/shards/count" }
 func clusterKeyIDKey(name string) string { return member.KeyPrefix + name + "/master-key-id" }
+func clusterDataClaimKey(name string) string {
+	return member.KeyPrefix + name + "/data-initialising"
+}
+func clusterDataInitKey(name string) string { return member.KeyPrefix + name + "/data-initialised" }
 
 // clusterFileName is the cluster's identity in --cluster-data: its name,
-// shard count and master key id, written by the first member and
+// shard count, master key id, etcd's cluster id and the directory's own
+// id, written by the one member that initialises the directory and
 // compared by every later one, so that a data directory never serves a
-// cluster of another count (an etcd that lost its keys, or two clusters
-// on one volume).
+// cluster of another count, another etcd or another initialisation
+// (D172, D201, D202).
 const clusterFileName = "cluster.json"
 
-// clusterIdentity is what clusterFileName holds.
+// Bounds of the data directory's initialisation (D201): the claim's
+// lease, after which a member that died holding it no longer blocks the
+// others, and how long a member waits for another's initialisation.
+var (
+	clusterDataClaimTTL = int64(10) // seconds
+	clusterDataWait     = 30 * time.Second
+)
+
+// clusterIdentity is what clusterFileName holds. DataID is random,
+// chosen by the member that writes the file, and also stored in etcd
+// under clusterDataInitKey: it ties the one initialised directory to the
+// cluster's etcd keys.
 type clusterIdentity struct {
-	Name        string `json:"name"`
-	Shards      int    `json:"shards"`
-	MasterKeyID string `json:"master_key_id"`
+	Name          string `json:"name"`
+	Shards        int    `json:"shards"`
+	MasterKeyID   string `json:"master_key_id"`
+	EtcdClusterID string `json:"etcd_cluster_id"`
+	DataID        string `json:"data_id,omitempty"`
+}
+
+// clusterJoin is what a member learns from the transaction that creates
+// or reads the cluster.
+type clusterJoin struct {
+	// Count is the cluster's shard count.
+	Count int
+	// EtcdClusterID is etcd's own cluster id (from the response header),
+	// in hex.
+	EtcdClusterID string
+	// Claim is the lease of the data directory's initialisation claim when
+	// this member's transaction created the cluster (and so took the
+	// claim), else clientv3.NoLease.
+	Claim clientv3.LeaseID
 }
 
 // serveCluster runs remote mode as a member of a cluster: the HTTP front
@@ -120,11 +158,12 @@ func (r *Runtime) serveCluster(ctx context.Context, g *cli.Globals, o cli.ServeO
 		return cli.CannotStart("etcd: %v", err)
 	}
 	defer etcd.Close()
-	count, err := clusterShardCount(ctx, etcd, co, masterKeyID(key))
+	join, err := clusterShardCount(ctx, etcd, co, masterKeyID(key))
 	if err != nil {
 		return cli.CannotStart("%v", err)
 	}
-	if err := checkClusterData(co.DataDir, clusterIdentity{Name: co.Name, Shards: count, MasterKeyID: masterKeyID(key)}); err != nil {
+	count := join.Count
+	if err := initClusterData(ctx, etcd, co.Name, co.DataDir, clusterIdentity{Name: co.Name, Shards: count, MasterKeyID: masterKeyID(key)}, join); err != nil {
 		return cli.CannotStart("%v", err)
 	}
 
@@ -222,35 +261,46 @@ func (r *Runtime) serveCluster(ctx context.Context, g *cli.Globals, o cli.ServeO
 
 // clusterShardCount returns the cluster's shard count, creating it (and
 // the master key's id) when this member is the first: one etcd
-// transaction, create if absent. A member given --cluster-shards that
-// differs from the cluster's count refuses to start, as does one whose
-// master key is not the cluster's.
-func clusterShardCount(ctx context.Context, etcd *clientv3.Client, co *cli.ClusterOptions, keyID string) (int, error) {
+// transaction, create if absent, which also gives the creator the claim
+// on the data directory's initialisation (D201). A member given
+// --cluster-shards that differs from the cluster's count refuses to
+// start, as does one whose master key is not the cluster's.
+func clusterShardCount(ctx context.Context, etcd *clientv3.Client, co *cli.ClusterOptions, keyID string) (clusterJoin, error) {
 	ctx, cancel := context.WithTimeout(ctx, clusterEtcdOpTimeout)
 	defer cancel()
 	countKey, idKey := clusterCountKey(co.Name), clusterKeyIDKey(co.Name)
+	lease, err := etcd.Grant(ctx, clusterDataClaimTTL)
+	if err != nil {
+		return clusterJoin{}, fmt.Errorf("etcd %v: %w", co.Etcd, err)
+	}
 	resp, err := etcd.Txn(ctx).
 		If(clientv3.Compare(clientv3.CreateRevision(countKey), "=", 0)).
-		Then(clientv3.OpPut(countKey, strconv.Itoa(co.Shards)), clientv3.OpPut(idKey, keyID)).
+		Then(clientv3.OpPut(countKey, strconv.Itoa(co.Shards)), clientv3.OpPut(idKey, keyID),
+			clientv3.OpPut(clusterDataClaimKey(co.Name), "creator", clientv3.WithLease(lease.ID))).
 		Else(clientv3.OpGet(countKey), clientv3.OpGet(idKey)).
 		Commit()
 	if err != nil {
-		return 0, fmt.Errorf("etcd %v: %w", co.Etcd, err)
+		revokeClaim(etcd, lease.ID)
+		return clusterJoin{}, fmt.Errorf("etcd %v: %w", co.Etcd, err)
 	}
+	join := clusterJoin{EtcdClusterID: etcdClusterID(resp.Header)}
 	if resp.Succeeded {
-		return co.Shards, nil
+		join.Count, join.Claim = co.Shards, lease.ID
+		return join, nil
 	}
+	revokeClaim(etcd, lease.ID)
 	kvs := resp.Responses[0].GetResponseRange().GetKvs()
 	if len(kvs) != 1 {
-		return 0, fmt.Errorf("etcd: %s vanished while it was read", countKey)
+		return clusterJoin{}, fmt.Errorf("etcd: %s vanished while it was read", countKey)
 	}
 	count, err := strconv.Atoi(string(kvs[0].Value))
 	if err != nil || count < 1 || count > cli.MaxClusterShards {
-		return 0, fmt.Errorf("etcd: %s holds %q, not a shard count 1..%d", countKey, kvs[0].Value, cli.MaxClusterShards)
+		return clusterJoin{}, fmt.Errorf("etcd: %s holds %q, not a shard count 1..%d", countKey, kvs[0].Value, cli.MaxClusterShards)
 	}
 	if co.ShardsGiven && co.Shards != count {
-		return 0, fmt.Errorf("cluster %q has %d shards, not the %d of --cluster-shards: the count is fixed when the cluster is created; leave --cluster-shards out to join it", co.Name, count, co.Shards)
+		return clusterJoin{}, fmt.Errorf("cluster %q has %d shards, not the %d of --cluster-shards: the count is fixed when the cluster is created; leave --cluster-shards out to join it", co.Name, count, co.Shards)
 	}
+	join.Count = count
 	ids := resp.Responses[1].GetResponseRange().GetKvs()
 	if len(ids) == 0 {
 		// A cluster created without the id: the first member that knows
@@ -258,65 +308,243 @@ func clusterShardCount(ctx context.Context, etcd *clientv3.Client, co *cli.Clust
 		r2, err := etcd.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(idKey), "=", 0)).
 			Then(clientv3.OpPut(idKey, keyID)).Else(clientv3.OpGet(idKey)).Commit()
 		if err != nil {
-			return 0, fmt.Errorf("etcd %v: %w", co.Etcd, err)
+			return clusterJoin{}, fmt.Errorf("etcd %v: %w", co.Etcd, err)
 		}
 		if r2.Succeeded {
-			return count, nil
+			return join, nil
 		}
 		ids = r2.Responses[0].GetResponseRange().GetKvs()
 	}
 	if len(ids) != 1 || string(ids[0].Value) != keyID {
-		return 0, fmt.Errorf("this home's master key is not the one cluster %q was created with (master key id %s here); every member must hold the same master key", co.Name, keyID)
+		return clusterJoin{}, fmt.Errorf("this home's master key is not the one cluster %q was created with (master key id %s here); every member must hold the same master key", co.Name, keyID)
 	}
-	return count, nil
+	return join, nil
 }
 
-// checkClusterData writes want into --cluster-data when the directory has
-// no identity yet, and otherwise refuses a directory that belongs to
-// another cluster, another shard count or another master key.
-func checkClusterData(dir string, want clusterIdentity) error {
-	path := filepath.Join(dir, clusterFileName)
-	b, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
-		b, err = json.Marshal(want)
+// etcdClusterID is etcd's cluster id from a response header, in hex.
+func etcdClusterID(h *etcdserverpb.ResponseHeader) string {
+	if h == nil || h.ClusterId == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%016x", h.ClusterId)
+}
+
+// revokeClaim gives a claim's lease back (best effort: it expires anyway).
+func revokeClaim(etcd *clientv3.Client, lease clientv3.LeaseID) {
+	if lease == clientv3.NoLease {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), clusterEtcdOpTimeout)
+	defer cancel()
+	_, _ = etcd.Revoke(ctx, lease)
+}
+
+// initClusterData makes sure --cluster-data is the cluster's one data
+// directory (D201, D202). Once etcd holds the data id (clusterDataInitKey)
+// the directory must hold a cluster.json with that id and this identity:
+// a joining member whose directory has none (a shared volume not
+// mounted) refuses to start. While etcd holds no data id, the member
+// holding the claim (the creator, or after the creator's lease expired
+// the first member that takes it, create if absent) writes cluster.json
+// (or adopts the one a crashed claimant left) and then the data id;
+// every other member waits for it.
+func initClusterData(ctx context.Context, etcd *clientv3.Client, name, dir string, want clusterIdentity, join clusterJoin) error {
+	if join.EtcdClusterID == "" {
+		revokeClaim(etcd, join.Claim)
+		return fmt.Errorf("etcd: no cluster id in its answer")
+	}
+	want.EtcdClusterID, want.DataID = join.EtcdClusterID, ""
+	claimKey, initKey := clusterDataClaimKey(name), clusterDataInitKey(name)
+	ctx, cancel := context.WithTimeout(ctx, clusterDataWait)
+	defer cancel()
+	lease := join.Claim
+	defer func() { revokeClaim(etcd, lease) }()
+	for {
+		if lease == clientv3.NoLease {
+			l, err := etcd.Grant(ctx, clusterDataClaimTTL)
+			if err != nil {
+				return clusterDataWaitErr(ctx, dir, err)
+			}
+			resp, err := etcd.Txn(ctx).
+				If(clientv3.Compare(clientv3.CreateRevision(initKey), "=", 0), clientv3.Compare(clientv3.CreateRevision(claimKey), "=", 0)).
+				Then(clientv3.OpPut(claimKey, "recovery", clientv3.WithLease(l.ID))).
+				Else(clientv3.OpGet(initKey)).Commit()
+			if err != nil {
+				revokeClaim(etcd, l.ID)
+				return clusterDataWaitErr(ctx, dir, err)
+			}
+			if resp.Succeeded {
+				lease = l.ID
+				continue
+			}
+			revokeClaim(etcd, l.ID)
+			if kvs := resp.Responses[0].GetResponseRange().GetKvs(); len(kvs) == 1 {
+				return checkClusterData(dir, want, string(kvs[0].Value))
+			}
+			// Another member holds the claim: wait for its data id, or for
+			// its lease to expire.
+			select {
+			case <-ctx.Done():
+				return clusterDataWaitErr(ctx, dir, ctx.Err())
+			case <-time.After(200 * time.Millisecond):
+			}
+			continue
+		}
+		dataID, err := writeClusterData(dir, want)
 		if err != nil {
 			return err
 		}
-		tmp, err := os.CreateTemp(dir, clusterFileName+".tmp-*")
+		resp, err := etcd.Txn(ctx).
+			If(clientv3.Compare(clientv3.CreateRevision(initKey), "=", 0), clientv3.Compare(clientv3.LeaseValue(claimKey), "=", lease)).
+			Then(clientv3.OpPut(initKey, dataID), clientv3.OpDelete(claimKey)).
+			Else(clientv3.OpGet(initKey)).Commit()
 		if err != nil {
-			return fmt.Errorf("--cluster-data: %w", err)
+			return fmt.Errorf("etcd: %w", err)
 		}
-		defer os.Remove(tmp.Name())
-		if _, err := tmp.Write(append(b, '\n')); err != nil {
-			tmp.Close()
-			return fmt.Errorf("--cluster-data: %w", err)
+		if resp.Succeeded {
+			return nil
 		}
-		if err := tmp.Sync(); err != nil {
-			tmp.Close()
-			return fmt.Errorf("--cluster-data: %w", err)
+		if kvs := resp.Responses[0].GetResponseRange().GetKvs(); len(kvs) == 1 {
+			return checkClusterData(dir, want, string(kvs[0].Value))
 		}
-		if err := tmp.Close(); err != nil {
-			return fmt.Errorf("--cluster-data: %w", err)
-		}
-		// Link, not rename: of two members creating it at once, one wins
-		// and the other reads the winner's.
-		if err := os.Link(tmp.Name(), path); err != nil && !errors.Is(err, os.ErrExist) {
-			return fmt.Errorf("--cluster-data: %w", err)
-		}
-		b, err = os.ReadFile(path)
+		return fmt.Errorf("--cluster-data %s: the claim on initialising cluster %q's data expired before it was done; start the member again", dir, name)
+	}
+}
+
+// clusterDataWaitErr says why a member gave up waiting for the data
+// directory's initialisation.
+func clusterDataWaitErr(ctx context.Context, dir string, err error) error {
+	if ctx.Err() != nil {
+		return fmt.Errorf("--cluster-data %s: another member is initialising the cluster's data and did not finish within %v; start the member again (%v)", dir, clusterDataWait, err)
+	}
+	return fmt.Errorf("etcd: %w", err)
+}
+
+// readClusterData reads dir's cluster.json; ok is false when there is none.
+func readClusterData(dir string) (got clusterIdentity, ok bool, err error) {
+	path := filepath.Join(dir, clusterFileName)
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return got, false, nil
 	}
 	if err != nil {
-		return fmt.Errorf("--cluster-data: %w", err)
+		return got, false, fmt.Errorf("--cluster-data: %w", err)
 	}
-	var got clusterIdentity
 	if err := json.Unmarshal(b, &got); err != nil {
-		return fmt.Errorf("--cluster-data: %s is not a cluster identity: %v", path, err)
+		return got, false, fmt.Errorf("--cluster-data: %s is not a cluster identity: %v", path, err)
 	}
-	if got != want {
-		return fmt.Errorf("--cluster-data %s belongs to cluster %q with %d shards (master key id %s), not to cluster %q with %d shards (master key id %s); a data directory serves one cluster",
-			dir, got.Name, got.Shards, got.MasterKeyID, want.Name, want.Shards, want.MasterKeyID)
+	return got, true, nil
+}
+
+// sameCluster refuses an identity read from dir that is not want's
+// (DataID aside).
+func sameCluster(dir string, got, want clusterIdentity) error {
+	if got.EtcdClusterID != want.EtcdClusterID && got.Name == want.Name && got.Shards == want.Shards && got.MasterKeyID == want.MasterKeyID {
+		return fmt.Errorf("--cluster-data %s was initialised under etcd cluster %s, but this member's etcd is cluster %s: two etcd clusters (or an etcd restored from a backup, or emptied) behind one data directory would each hand out its shards; a data directory serves one cluster on one etcd",
+			dir, orNone(got.EtcdClusterID), want.EtcdClusterID)
+	}
+	if got.Name != want.Name || got.Shards != want.Shards || got.MasterKeyID != want.MasterKeyID || got.EtcdClusterID != want.EtcdClusterID {
+		return fmt.Errorf("--cluster-data %s belongs to cluster %q with %d shards (master key id %s, etcd cluster %s), not to cluster %q with %d shards (master key id %s, etcd cluster %s); a data directory serves one cluster",
+			dir, got.Name, got.Shards, got.MasterKeyID, orNone(got.EtcdClusterID), want.Name, want.Shards, want.MasterKeyID, want.EtcdClusterID)
 	}
 	return nil
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
+}
+
+// checkClusterData is a joining member's check: dir must hold the
+// cluster.json of this cluster whose data id etcd holds.
+func checkClusterData(dir string, want clusterIdentity, dataID string) error {
+	got, ok, err := readClusterData(dir)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("--cluster-data %s has no %s, but cluster %q's data directory was initialised already: this is not the cluster's shared volume (not mounted, or another path); mount it and start again. A member never starts the shards on an empty directory",
+			dir, clusterFileName, want.Name)
+	}
+	if err := sameCluster(dir, got, want); err != nil {
+		return err
+	}
+	if got.DataID != dataID {
+		return fmt.Errorf("--cluster-data %s holds data id %s, but cluster %q's data directory is %s (etcd %s): this is another directory than the one the cluster was initialised on; mount the cluster's shared volume",
+			dir, orNone(got.DataID), want.Name, dataID, clusterDataInitKey(want.Name))
+	}
+	return nil
+}
+
+// writeClusterData is the claimant's step: it writes want with a new
+// data id into dir when dir has no cluster.json, or adopts the one a
+// claimant before it wrote (it died before etcd held the id), and returns
+// the data id the file holds.
+func writeClusterData(dir string, want clusterIdentity) (string, error) {
+	got, ok, err := readClusterData(dir)
+	if err != nil {
+		return "", err
+	}
+	if !ok {
+		var r [16]byte
+		if _, err := rand.Read(r[:]); err != nil {
+			return "", err
+		}
+		want.DataID = hex.EncodeToString(r[:])
+		b, err := json.Marshal(want)
+		if err != nil {
+			return "", err
+		}
+		if err := linkNewFile(dir, clusterFileName, append(b, '\n')); err != nil {
+			return "", fmt.Errorf("--cluster-data: %w", err)
+		}
+		if got, ok, err = readClusterData(dir); err != nil {
+			return "", err
+		}
+		if !ok {
+			return "", fmt.Errorf("--cluster-data %s: %s vanished after it was written", dir, clusterFileName)
+		}
+	}
+	if err := sameCluster(dir, got, want); err != nil {
+		return "", err
+	}
+	if got.DataID == "" {
+		return "", fmt.Errorf("--cluster-data %s: %s holds no data id", dir, clusterFileName)
+	}
+	return got.DataID, nil
+}
+
+// linkNewFile writes b durably to dir/name unless name exists: a
+// temporary file synced and linked into place (of two writers one wins),
+// then the directory synced.
+func linkNewFile(dir, name string, b []byte) error {
+	tmp, err := os.CreateTemp(dir, name+".tmp-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(b); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if err := os.Link(tmp.Name(), filepath.Join(dir, name)); err != nil && !errors.Is(err, os.ErrExist) {
+		return err
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
 }
 
 // clusterCursorKey signs the account tools' cursors: a sub-key of the

@@ -3,8 +3,6 @@ package app
 import (
 	"bytes"
 	"context"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -30,20 +28,20 @@ func TestClusterShardCount(t *testing.T) {
 	key := bytes.Repeat([]byte{7}, 32)
 	id := masterKeyID(key)
 	first := &cli.ClusterOptions{Name: "c1", Etcd: []string{srv.Endpoint()}, Shards: 8, ShardsGiven: true}
-	if n, err := clusterShardCount(ctx, etcd, first, id); err != nil || n != 8 {
-		t.Fatalf("create: %d %v", n, err)
+	if j, err := clusterShardCount(ctx, etcd, first, id); err != nil || j.Count != 8 || j.Claim == clientv3.NoLease || j.EtcdClusterID == "" {
+		t.Fatalf("create: %+v %v", j, err)
 	}
 	resp, err := etcd.Get(ctx, "/guarded-exchange/c1/shards/count")
 	if err != nil || len(resp.Kvs) != 1 || string(resp.Kvs[0].Value) != "8" {
 		t.Fatalf("count key: %v %v", resp, err)
 	}
 	// The default count (not given) joins whatever the cluster has.
-	if n, err := clusterShardCount(ctx, etcd, &cli.ClusterOptions{Name: "c1", Shards: cli.DefaultClusterShards}, id); err != nil || n != 8 {
-		t.Fatalf("join: %d %v", n, err)
+	if j, err := clusterShardCount(ctx, etcd, &cli.ClusterOptions{Name: "c1", Shards: cli.DefaultClusterShards}, id); err != nil || j.Count != 8 || j.Claim != clientv3.NoLease {
+		t.Fatalf("join: %+v %v", j, err)
 	}
 	// The same count given explicitly joins too.
-	if n, err := clusterShardCount(ctx, etcd, first, id); err != nil || n != 8 {
-		t.Fatalf("join with the same count: %d %v", n, err)
+	if j, err := clusterShardCount(ctx, etcd, first, id); err != nil || j.Count != 8 {
+		t.Fatalf("join with the same count: %+v %v", j, err)
 	}
 	_, err = clusterShardCount(ctx, etcd, &cli.ClusterOptions{Name: "c1", Shards: 16, ShardsGiven: true}, id)
 	if err == nil || !strings.Contains(err.Error(), "has 8 shards, not the 16 of --cluster-shards") {
@@ -55,8 +53,8 @@ func TestClusterShardCount(t *testing.T) {
 		t.Fatalf("other key: %v", err)
 	}
 	// Another cluster on the same etcd is its own.
-	if n, err := clusterShardCount(ctx, etcd, &cli.ClusterOptions{Name: "c2", Shards: 3}, other); err != nil || n != 3 {
-		t.Fatalf("second cluster: %d %v", n, err)
+	if j, err := clusterShardCount(ctx, etcd, &cli.ClusterOptions{Name: "c2", Shards: 3}, other); err != nil || j.Count != 3 {
+		t.Fatalf("second cluster: %+v %v", j, err)
 	}
 	// A count etcd holds that is not one refuses.
 	if _, err := etcd.Put(ctx, "/guarded-exchange/c3/shards/count", "lots"); err != nil {
@@ -64,33 +62,5 @@ func TestClusterShardCount(t *testing.T) {
 	}
 	if _, err := clusterShardCount(ctx, etcd, &cli.ClusterOptions{Name: "c3", Shards: 16}, id); err == nil || !strings.Contains(err.Error(), "not a shard count") {
 		t.Fatalf("bad count: %v", err)
-	}
-}
-
-// --cluster-data keeps the cluster's identity: the first member writes
-// it, a member of another cluster, count or master key is refused.
-func TestClusterDataIdentity(t *testing.T) {
-	dir := t.TempDir()
-	want := clusterIdentity{Name: "c1", Shards: 8, MasterKeyID: "abc"}
-	if err := checkClusterData(dir, want); err != nil {
-		t.Fatal(err)
-	}
-	if err := checkClusterData(dir, want); err != nil {
-		t.Fatalf("second member: %v", err)
-	}
-	for _, bad := range []clusterIdentity{{"c2", 8, "abc"}, {"c1", 16, "abc"}, {"c1", 8, "def"}} {
-		if err := checkClusterData(dir, bad); err == nil || !strings.Contains(err.Error(), "a data directory serves one cluster") {
-			t.Fatalf("%+v: %v", bad, err)
-		}
-	}
-	entries, _ := os.ReadDir(dir)
-	if len(entries) != 1 || entries[0].Name() != clusterFileName {
-		t.Fatalf("data dir holds %v", entries)
-	}
-	if err := os.WriteFile(filepath.Join(dir, clusterFileName), []byte("{"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := checkClusterData(dir, want); err == nil || !strings.Contains(err.Error(), "not a cluster identity") {
-		t.Fatalf("damaged: %v", err)
 	}
 }
