@@ -262,11 +262,11 @@ func procRSS(tb testing.TB, pid int) int64 {
 // three, in the same run: orders per second, latency p50 and p99, member
 // CPU per order, and each member's resident memory after the load.
 // GX_CLUSTER_BENCH_USERS, GX_CLUSTER_BENCH_ORDERS (orders per user,
-// default 3) and GX_CLUSTER_BENCH_INFLIGHT (calls in flight, default 64)
+// default 5) and GX_CLUSTER_BENCH_INFLIGHT (users at once, default 64)
 // scale it. The load runs in this process, on the members' machine.
 func BenchmarkClusterOrders1000Users(b *testing.B) {
 	users := clusterScale("GX_CLUSTER_BENCH_USERS", 1000)
-	orders := clusterScale("GX_CLUSTER_BENCH_ORDERS", 3)
+	orders := clusterScale("GX_CLUSTER_BENCH_ORDERS", 5)
 	inflight := clusterScale("GX_CLUSTER_BENCH_INFLIGHT", 64)
 	for _, n := range []int{1, 3} {
 		b.Run(fmt.Sprintf("members=%d", n), func(b *testing.B) {
@@ -280,38 +280,15 @@ func BenchmarkClusterOrders1000Users(b *testing.B) {
 			setup := time.Since(started)
 			b.Logf("%d users with keys and tokens created through %d members in %v (%.0f users/s)", users, n, setup.Round(time.Millisecond), float64(users)/setup.Seconds())
 
-			// One session per user, through members in turn.
+			// Each user opens one session through a member (in turn),
+			// places its orders one after another and closes it; at most
+			// inflight users at once (a member holds at most 256 MCP
+			// sessions, mcp.DefaultMaxSessions). Latency is each
+			// place_order call's; the rate counts the sessions' set-up.
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 			defer cancel()
-			sessions := make([]*sdk.ClientSession, users)
 			sem := make(chan struct{}, inflight)
 			var wg sync.WaitGroup
-			for u := range users {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					sem <- struct{}{}
-					defer func() { <-sem }()
-					cs, err := connectMCP(ctx, c.members[u%n], tokens[u])
-					if err != nil {
-						b.Errorf("connect %s: %v", names[u], err)
-						return
-					}
-					sessions[u] = cs
-				}()
-			}
-			wg.Wait()
-			defer func() {
-				for _, cs := range sessions {
-					if cs != nil {
-						cs.Close()
-					}
-				}
-			}()
-			if b.Failed() {
-				b.FailNow()
-			}
-
 			cpu0 := make([]time.Duration, n)
 			for i, m := range c.members {
 				cpu0[i] = procCPU(b, m.cmd.Process.Pid)
@@ -319,33 +296,56 @@ func BenchmarkClusterOrders1000Users(b *testing.B) {
 			var mu sync.Mutex
 			lat := make([]time.Duration, 0, users*orders)
 			acked := map[string]bool{}
-			var failed atomic.Int64
+			var failed, retried atomic.Int64
+			fail := func(format string, args ...any) {
+				if failed.Add(1) <= 5 {
+					b.Logf(format, args...)
+				}
+			}
 			b.ResetTimer()
 			loadStart := time.Now()
 			for u := range users {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
+					sem <- struct{}{}
+					defer func() { <-sem }()
+					cctx, ccancel := context.WithTimeout(ctx, 120*time.Second)
+					defer ccancel()
+					cs, err := connectMCP(cctx, c.members[u%n], tokens[u])
+					if err != nil {
+						fail("connect %s: %v", names[u], err)
+						failed.Add(int64(orders - 1))
+						return
+					}
+					defer cs.Close()
 					for i := range orders {
-						sem <- struct{}{}
 						t0 := time.Now()
-						cctx, ccancel := context.WithTimeout(ctx, 60*time.Second)
-						res, err := sessions[u].CallTool(cctx, &sdk.CallToolParams{Name: "place_order", Arguments: map[string]any{"symbol": "BTCUSDT", "category": "linear",
-							"side": "Buy", "order_type": "Limit", "qty": "0.001", "price": strconv.Itoa(20000 + i), "idempotency_key": fmt.Sprintf("u%d-o%d", u, i)}})
-						ccancel()
-						d := time.Since(t0)
-						<-sem
 						var ans struct {
 							Status        string `json:"status"`
 							ClientOrderID string `json:"client_order_id"`
 						}
+						var res *sdk.CallToolResult
+						// A refusal that says to retry (the shard moved
+						// or could not answer in time) is retried with
+						// the same idempotency key, as an agent would.
+						for try := 0; ; try++ {
+							res, err = cs.CallTool(cctx, &sdk.CallToolParams{Name: "place_order", Arguments: map[string]any{"symbol": "BTCUSDT", "category": "linear",
+								"side": "Buy", "order_type": "Limit", "qty": "0.001", "price": strconv.Itoa(20000 + i), "idempotency_key": fmt.Sprintf("u%d-o%d", u, i)}})
+							if err != nil || !res.IsError || try == 5 || !strings.Contains(res.Content[0].(*sdk.TextContent).Text, `retry`) {
+								break
+							}
+							if retried.Add(1) <= 5 {
+								b.Logf("%s order %d retried: %s", names[u], i, res.Content[0].(*sdk.TextContent).Text)
+							}
+							time.Sleep(500 * time.Millisecond)
+						}
+						d := time.Since(t0)
 						if err == nil && !res.IsError {
 							err = json.Unmarshal([]byte(res.Content[0].(*sdk.TextContent).Text), &ans)
 						}
 						if err != nil || res.IsError || ans.Status != "accepted" {
-							if failed.Add(1) <= 5 {
-								b.Logf("%s order %d: %v %v", names[u], i, err, res)
-							}
+							fail("%s order %d: %v %v", names[u], i, err, res)
 							continue
 						}
 						mu.Lock()
@@ -370,6 +370,7 @@ func BenchmarkClusterOrders1000Users(b *testing.B) {
 				b.ReportMetric(float64(cpu.Microseconds())/1000/float64(len(lat)), "member-cpu-ms/order")
 			}
 			b.ReportMetric(float64(users)/setup.Seconds(), "users-created/s")
+			b.ReportMetric(float64(retried.Load()), "retries")
 			var rss []string
 			var maxRSS int64
 			for _, m := range c.members {
@@ -378,22 +379,34 @@ func BenchmarkClusterOrders1000Users(b *testing.B) {
 				rss = append(rss, fmt.Sprintf("%s %.0f MiB", m.advertise, float64(r)/(1<<20)))
 			}
 			b.ReportMetric(float64(maxRSS)/(1<<20), "max-member-RSS-MiB")
-			b.Logf("%d of %d orders acknowledged in %v through %d members (%d in flight); member CPU %v; RSS after the load: %s",
+			b.Logf("%d of %d orders acknowledged in %v through %d members (%d users at once); member CPU %v; RSS after the load: %s",
 				len(lat), users*orders, elapsed.Round(time.Millisecond), n, inflight, cpu.Round(time.Millisecond), strings.Join(rss, ", "))
-			if f := failed.Load(); f > 0 {
-				b.Errorf("%d orders were not acknowledged", f)
-			}
+			// An order refused (not acknowledged) is counted, not a
+			// failure: on an overloaded machine a member can miss a lease
+			// renewal and fence its shards, and while a shard moves the
+			// HTTP front answers its users' tokens 401 (docs/cluster.md
+			// "Measured"). An acknowledged order must never be lost.
+			b.ReportMetric(float64(failed.Load()), "unacked")
 
 			// Nothing acknowledged is lost: each order has its attempt
 			// and outcome in its shard's journal, and reached the
 			// simulator once.
 			attempts, outcomes, _ := shardRecords(b, c.homes[0], c.data)
+			listed := simOrders(b, c.sim.Announcement().REST)
 			seen := map[string]int{}
-			for _, o := range simOrders(b, c.sim.Announcement().REST) {
+			for _, o := range listed {
 				seen[o]++
 			}
+			// The simulator lists only its newest 1,024 orders (D145):
+			// an older one is not checked there.
+			capped := len(listed) >= 1024
+			for id, k := range seen {
+				if k > 1 {
+					b.Fatalf("client order id %s reached the simulator %d times", id, k)
+				}
+			}
 			for id := range acked {
-				if attempts[id] != 1 || outcomes[id] != 1 || seen[id] != 1 {
+				if attempts[id] != 1 || outcomes[id] != 1 || seen[id] > 1 || seen[id] == 0 && !capped {
 					b.Fatalf("acknowledged order %s: %d attempts, %d outcomes in the journals, %d times on the simulator", id, attempts[id], outcomes[id], seen[id])
 				}
 			}
