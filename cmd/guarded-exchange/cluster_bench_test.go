@@ -417,7 +417,7 @@ func BenchmarkClusterOrders1000Users(b *testing.B) {
 
 // BenchmarkClusterFailover SIGKILLs a member that owns shards
 // GX_CLUSTER_BENCH_KILLS times (default 10) in a three-member cluster
-// (lock TTL 2 s, membership TTL 3 s) and measures, each time, from the
+// (lock TTL 2 s or GX_CLUSTER_LOCK_TTL, membership TTL 3 s) and measures, each time, from the
 // SIGKILL until every shard it owned answers a call again through the
 // others (a get_my_policy of one of the shard's users, tried every
 // 100 ms, each try bounded by 3 s); the killed member restarts on its
@@ -549,5 +549,5 @@ func BenchmarkClusterFailover(b *testing.B) {
 	b.ReportMetric(times[len(times)-1].Seconds(), "failover-max-s")
 	b.ReportMetric(times[0].Seconds(), "failover-min-s")
 	b.ReportMetric(0, "ns/op")
-	b.Logf("failover over %d kills (lock TTL 2 s): %v", len(times), times)
+	b.Logf("failover over %d kills (lock TTL %s): %v", len(times), clusterLockTTL, times)
 }
