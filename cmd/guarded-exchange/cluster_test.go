@@ -56,7 +56,7 @@ func clusterScale(name string, def int) int {
 	return def
 }
 
-func freeLoopbackAddr(t *testing.T) string {
+func freeLoopbackAddr(t testing.TB) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -66,14 +66,23 @@ func freeLoopbackAddr(t *testing.T) string {
 	return l.Addr().String()
 }
 
+// clusterLockTTL is the members' shard lock TTL: 2 s, or
+// GX_CLUSTER_LOCK_TTL (the failover benchmark at the default, 5s).
+var clusterLockTTL = func() string {
+	if v := os.Getenv("GX_CLUSTER_LOCK_TTL"); v != "" {
+		return v
+	}
+	return "2s"
+}()
+
 // startClusterMember starts a member on its own home and waits for its
 // HTTP front.
-func startClusterMember(t *testing.T, in install, etcd, data string, env []string) *clusterMember {
+func startClusterMember(t testing.TB, in install, etcd, data string, env []string) *clusterMember {
 	t.Helper()
 	m := &clusterMember{in: in, advertise: freeLoopbackAddr(t), done: make(chan struct{})}
 	m.cmd = exec.Command(bin, "serve", "--transport", "http", "--listen", "127.0.0.1:0",
 		"--cluster", "e2e", "--cluster-etcd", etcd, "--cluster-advertise", m.advertise, "--cluster-data", data,
-		"--cluster-shards", "8", "--cluster-lock-ttl", "2s")
+		"--cluster-shards", "8", "--cluster-lock-ttl", clusterLockTTL)
 	m.cmd.Env = in.env(append(env, "GX_LOG_LEVEL=info")...)
 	stderr, err := m.cmd.StderrPipe()
 	if err != nil {
@@ -132,7 +141,7 @@ func startClusterMember(t *testing.T, in install, etcd, data string, env []strin
 }
 
 // kill ends the member with SIGKILL: no handover, its leases expire.
-func (m *clusterMember) kill(t *testing.T) {
+func (m *clusterMember) kill(t testing.TB) {
 	t.Helper()
 	if err := m.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
@@ -160,7 +169,7 @@ func (m *clusterMember) stop(t *testing.T) int {
 // each chain, counts order_attempt and order_outcome records by client
 // order id, and returns the member of each shard's last shard_owner
 // record.
-func shardRecords(t *testing.T, in install, data string) (attempts, outcomes map[string]int, owners map[int]string) {
+func shardRecords(t testing.TB, in install, data string) (attempts, outcomes map[string]int, owners map[int]string) {
 	t.Helper()
 	attempts, outcomes, owners = map[string]int{}, map[string]int{}, map[int]string{}
 	dirs, err := filepath.Glob(filepath.Join(data, "shards", "*", "journal"))
@@ -551,7 +560,7 @@ func TestClusterThreeMembers(t *testing.T) {
 }
 
 // simOrders lists the client order ids of every order the simulator got.
-func simOrders(t *testing.T, base string) []string {
+func simOrders(t testing.TB, base string) []string {
 	t.Helper()
 	resp, err := http.Get(base + "/sim/orders")
 	if err != nil {
