@@ -28,13 +28,6 @@ import (
 	"github.com/guarded-exchange/guarded-exchange/internal/etcdtest"
 )
 
-// clusterShards and clusterLockTTL are what startClusterMember starts
-// every member with.
-const (
-	clusterShards  = 8
-	clusterLockTTL = 2 * time.Second
-)
-
 // attemptOwners reads every shard journal in order and returns, for each
 // client order id with an order_attempt record, the member whose
 // shard_owner record last preceded it: the owner that appended it.

@@ -47,7 +47,7 @@ func TestClusterDeadmanFollowsTheShard(t *testing.T) {
 	byOwner := map[string][]string{}
 	for u := range users {
 		name := fmt.Sprintf("user%d", u)
-		byOwner[owners[route.OfUser(name, 8)]] = append(byOwner[owners[route.OfUser(name, 8)]], name)
+		byOwner[owners[route.OfUser(name, clusterShards)]] = append(byOwner[owners[route.OfUser(name, clusterShards)]], name)
 	}
 	var x *clusterMember
 	var pair []string
@@ -125,7 +125,7 @@ func TestClusterDeadmanFollowsTheShard(t *testing.T) {
 	}
 
 	// U's cancel is in U's shard journal, after a deadman_triggered.
-	dir := filepath.Join(data, "shards", fmt.Sprint(route.OfUser(userU, 8)), "journal")
+	dir := filepath.Join(data, "shards", fmt.Sprint(route.OfUser(userU, clusterShards)), "journal")
 	res := run(t, first.env(), "", "journal", "dump", "--dir", dir, "--type", "deadman_triggered", "--type", "order_attempt", "--type", "agent_session")
 	if res.code != 0 {
 		t.Fatalf("journal dump: %d %s", res.code, res.stderr)

@@ -66,13 +66,18 @@ func freeLoopbackAddr(t testing.TB) string {
 	return l.Addr().String()
 }
 
-// clusterLockTTL is the members' shard lock TTL: 2 s, or
-// GX_CLUSTER_LOCK_TTL (the failover benchmark at the default, 5s).
-var clusterLockTTL = func() string {
+// clusterShards is the members' shard count, and clusterLockTTL their
+// shard lock TTL: 2 s, or GX_CLUSTER_LOCK_TTL (the failover benchmark at
+// the default, 5s).
+const clusterShards = 8
+
+var clusterLockTTL = func() time.Duration {
 	if v := os.Getenv("GX_CLUSTER_LOCK_TTL"); v != "" {
-		return v
+		if d, err := time.ParseDuration(v); err == nil {
+			return d
+		}
 	}
-	return "2s"
+	return 2 * time.Second
 }()
 
 // startClusterMember starts a member on its own home and waits for its
@@ -82,7 +87,7 @@ func startClusterMember(t testing.TB, in install, etcd, data string, env []strin
 	m := &clusterMember{in: in, advertise: freeLoopbackAddr(t), done: make(chan struct{})}
 	m.cmd = exec.Command(bin, "serve", "--transport", "http", "--listen", "127.0.0.1:0",
 		"--cluster", "e2e", "--cluster-etcd", etcd, "--cluster-advertise", m.advertise, "--cluster-data", data,
-		"--cluster-shards", "8", "--cluster-lock-ttl", clusterLockTTL)
+		"--cluster-shards", strconv.Itoa(clusterShards), "--cluster-lock-ttl", clusterLockTTL.String())
 	m.cmd.Env = in.env(append(env, "GX_LOG_LEVEL=info")...)
 	stderr, err := m.cmd.StderrPipe()
 	if err != nil {
