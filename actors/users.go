@@ -128,6 +128,12 @@ type userDeps struct {
 	tickets *sendTickets
 	// feed serves decisions' market data from caches (nil: REST).
 	feed *venue.MarketFeed
+	// fence says whether this process may still send venue writes for
+	// its users (Config.Fence; nil: always).
+	fence func() bool
+	// sendsFrom is when this System started (wall clock): a write of an
+	// earlier owner of the journal left before it (recovery.go).
+	sendsFrom time.Time
 }
 
 // userActor is the thin shell around one user's state (state.User): it
@@ -153,6 +159,9 @@ type userActor struct {
 	// recovering counts the open attempts still being reconciled at start;
 	// while it is above zero, writes wait (recovery.go).
 	recovering int
+	// lastWriteEnd is when the last venue write of this actor came back
+	// (wall clock): no request of it leaves after that (recovery.go).
+	lastWriteEnd time.Time
 	// rechecking counts the key re-checks in flight; while it is above
 	// zero, trading calls wait (recovery.go).
 	rechecking int
@@ -224,6 +233,8 @@ func (u *userActor) Receive(ctx actor.Context) {
 		u.onVenueStarted(ctx, m)
 	case *recoveryHoldExpired:
 		u.onRecoveryHoldExpired(ctx, m)
+	case *attemptRelook:
+		u.onAttemptRelook(ctx, m)
 	case *orderIDsReused:
 		u.noteReused(ctx, m) // journaled without waiting, like every anomaly
 	default:
