@@ -28,7 +28,7 @@ const (
 	// POST) carries, whatever Config.RecvWindow says: the exchange refuses
 	// a write that arrives later than its timestamp plus this, so a
 	// reconcile knows when a write already sent can no longer land
-	// (docs/recovery.md "A send that may still land", D198).
+	// (docs/cluster.md "Fenced venue writes", D198).
 	WriteRecvWindow    = 5 * time.Second
 	DefaultHTTPTimeout = 10 * time.Second
 	DefaultReadRetries = 2
