@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -199,7 +198,6 @@ func (u *userActor) execute(ctx actor.Context, p risk.Plan, origin messages.Orig
 // journals nothing: the attempt stays open and is reconciled at the next
 // reconnect or start.
 func (u *userActor) onOrderWritten(ctx actor.Context, m *orderWritten) {
-	u.lastWriteEnd = time.Now()
 	a, ok := u.actions[m.action]
 	if !ok || a.kind != actionOrder {
 		// An outcome for an incarnation that crashed: its attempt is open

@@ -3,6 +3,7 @@ package actors
 import (
 	"context"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -237,17 +238,72 @@ type attemptRelook struct{ action uint64 }
 // of an attempt left before the later of this System's start (a
 // restarted process, or a shard's new owner: the old owner's writes stop
 // with its lock, docs/cluster.md, and the lock is taken before the
-// System starts) and the end of this actor's last venue write (a write
-// that timed out here sends nothing after); a write carries a timestamp
-// from before it left and a recv_window of at most
-// venue.WriteRecvWindow, so the exchange refuses it past that window
-// (and LateSendSkew for the clocks).
+// System starts) and the end of the user's last venue write in this
+// System (now while one is in flight, whichever incarnation of the
+// user's actors sent it); a write carries a timestamp from before it
+// left and a recv_window of at most venue.WriteRecvWindow, so the
+// exchange refuses it past that window (and LateSendSkew for the clocks).
 func (u *userActor) notFoundFrom() time.Time {
 	from := u.sendsFrom
-	if u.lastWriteEnd.After(from) {
-		from = u.lastWriteEnd
+	if until := u.sends.of(u.state.User).sendsUntil(); until.After(from) {
+		from = until
 	}
 	return from.Add(venue.WriteRecvWindow + LateSendSkew)
+}
+
+// sendClocks are the users' sendClock, one per user that wrote to the
+// venue in this System; they outlive the users' actors.
+type sendClocks struct {
+	mu sync.Mutex
+	m  map[string]*sendClock
+}
+
+// of returns user's clock.
+func (s *sendClocks) of(user string) *sendClock {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.m == nil {
+		s.m = map[string]*sendClock{}
+	}
+	c := s.m[user]
+	if c == nil {
+		c = &sendClock{}
+		s.m[user] = c
+	}
+	return c
+}
+
+// sendClock counts one user's venue writes in flight and notes when the
+// last one ended.
+type sendClock struct {
+	mu       sync.Mutex
+	inflight int
+	lastEnd  time.Time
+}
+
+// begin notes a write starting; the function it returns ends it, once no
+// request of the write can leave any more.
+func (c *sendClock) begin() func() {
+	c.mu.Lock()
+	c.inflight++
+	c.mu.Unlock()
+	return func() {
+		c.mu.Lock()
+		c.inflight--
+		c.lastEnd = time.Now()
+		c.mu.Unlock()
+	}
+}
+
+// sendsUntil is the latest moment a write of the user may have left: now
+// while one is in flight, else when the last one ended (zero: none).
+func (c *sendClock) sendsUntil() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.inflight > 0 {
+		return time.Now()
+	}
+	return c.lastEnd
 }
 
 // onAttemptRelook looks an attempt of the recovery phase up again.

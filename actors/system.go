@@ -204,7 +204,7 @@ func Start(cfg Config) (*System, error) {
 			factory: cfg.Clients, timeout: s.timeout, now: s.now, mw: mw, registry: s.registry,
 			tokens: s.tokens, streams: cfg.Streams, settleWait: cfg.SettleWait, recoveryWait: cfg.RecoveryWait,
 			disk: disk, postureEvery: cfg.PostureEvery, positionPoll: cfg.PositionPoll, confirmCLI: cfg.ConfirmCLI,
-			tickets: s.tickets, feed: cfg.Feed, fence: cfg.Fence, sendsFrom: time.Now(),
+			tickets: s.tickets, feed: cfg.Feed, fence: cfg.Fence, sendsFrom: time.Now(), sends: &sendClocks{},
 		}
 		if deps.recoveryWait <= 0 {
 			deps.recoveryWait = DefaultRecoveryWait

@@ -134,6 +134,9 @@ type userDeps struct {
 	// sendsFrom is when this System started (wall clock): a write of an
 	// earlier owner of the journal left before it (recovery.go).
 	sendsFrom time.Time
+	// sends are the users' venue writes in flight in this System
+	// (recovery.go).
+	sends *sendClocks
 }
 
 // userActor is the thin shell around one user's state (state.User): it
@@ -159,9 +162,6 @@ type userActor struct {
 	// recovering counts the open attempts still being reconciled at start;
 	// while it is above zero, writes wait (recovery.go).
 	recovering int
-	// lastWriteEnd is when the last venue write of this actor came back
-	// (wall clock): no request of it leaves after that (recovery.go).
-	lastWriteEnd time.Time
 	// rechecking counts the key re-checks in flight; while it is above
 	// zero, trading calls wait (recovery.go).
 	rechecking int

@@ -240,7 +240,9 @@ func (v *venueActor) write(ctx actor.Context, m *orderWrite) {
 		v.updates.sent(m.create.OrderLinkID)
 	}
 	timeout, wait, cache, ids, feed, fence := v.timeout, v.settleWait, v.cache, v.ids, v.feed, v.fence
+	sent := v.sends.begin()
 	offMailbox(ctx, v.logger, nil, stepBounds{request: timeout, settle: wait}.venueWrite(), userPID, func(c context.Context) any {
+		defer sent()
 		out := &orderWritten{action: m.action}
 		wc, cancel := context.WithTimeout(c, timeout)
 		if fence != nil {
