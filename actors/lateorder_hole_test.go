@@ -6,7 +6,6 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
-	"os"
 	"sync"
 	"testing"
 	"time"
@@ -27,9 +26,6 @@ import (
 // hole is open): a new owner must not close an attempt of an earlier
 // owner as not_found before that owner's request can no longer land.
 func TestStoppedOwnersOrderLandsAfterReconcile(t *testing.T) {
-	if os.Getenv("GX_REVIEW_HOLES") == "" {
-		t.Skip("demonstrates an open hole (fails until fixed); run with GX_REVIEW_HOLES=1")
-	}
 	dir := t.TempDir()
 	te := newTradeEnv(t, dir)
 	te.tradeReady(t, messages.PolicySettings{})

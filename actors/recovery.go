@@ -3,6 +3,7 @@ package actors
 import (
 	"context"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -222,6 +223,98 @@ func holdsForRecovery(msg any) bool {
 	return false
 }
 
+// LateSendSkew is the clock skew allowed between this server and the
+// exchange when deciding that a write already sent can no longer land
+// (D199): Bybit accepts a timestamp up to 1 s ahead of its clock, and
+// this covers as much behind.
+const LateSendSkew = time.Second
+
+// attemptRelook looks an open attempt up again once a not_found could not
+// be concluded yet (notFoundFrom).
+type attemptRelook struct{ action uint64 }
+
+// notFoundFrom is the moment from which a reconcile may conclude that an
+// order not found on the venue will never be there (D199). Every request
+// of an attempt left before the later of this System's start (a
+// restarted process, or a shard's new owner: the old owner's writes stop
+// with its lock, docs/cluster.md, and the lock is taken before the
+// System starts) and the end of the user's last venue write in this
+// System (now while one is in flight, whichever incarnation of the
+// user's actors sent it); a write carries a timestamp from before it
+// left and a recv_window of at most venue.WriteRecvWindow, so the
+// exchange refuses it past that window (and LateSendSkew for the clocks).
+func (u *userActor) notFoundFrom() time.Time {
+	from := u.sendsFrom
+	if until := u.sends.of(u.state.User).sendsUntil(); until.After(from) {
+		from = until
+	}
+	return from.Add(venue.WriteRecvWindow + LateSendSkew)
+}
+
+// sendClocks are the users' sendClock, one per user that wrote to the
+// venue in this System; they outlive the users' actors.
+type sendClocks struct {
+	mu sync.Mutex
+	m  map[string]*sendClock
+}
+
+// of returns user's clock.
+func (s *sendClocks) of(user string) *sendClock {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.m == nil {
+		s.m = map[string]*sendClock{}
+	}
+	c := s.m[user]
+	if c == nil {
+		c = &sendClock{}
+		s.m[user] = c
+	}
+	return c
+}
+
+// sendClock counts one user's venue writes in flight and notes when the
+// last one ended.
+type sendClock struct {
+	mu       sync.Mutex
+	inflight int
+	lastEnd  time.Time
+}
+
+// begin notes a write starting; the function it returns ends it, once no
+// request of the write can leave any more.
+func (c *sendClock) begin() func() {
+	c.mu.Lock()
+	c.inflight++
+	c.mu.Unlock()
+	return func() {
+		c.mu.Lock()
+		c.inflight--
+		c.lastEnd = time.Now()
+		c.mu.Unlock()
+	}
+}
+
+// sendsUntil is the latest moment a write of the user may have left: now
+// while one is in flight, else when the last one ended (zero: none).
+func (c *sendClock) sendsUntil() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.inflight > 0 {
+		return time.Now()
+	}
+	return c.lastEnd
+}
+
+// onAttemptRelook looks an attempt of the recovery phase up again.
+func (u *userActor) onAttemptRelook(ctx actor.Context, m *attemptRelook) {
+	a, ok := u.actions[m.action]
+	if !ok || a.kind != actionReconcile {
+		return
+	}
+	u.toVenue(ctx, &lookupOrderRequest{action: a.id, attempt: a.attempt}, ctx.Self())
+}
+
 // onOrderLookedUp journals the reconciled outcome of one open attempt. A
 // lookup that failed (venue down) journals nothing: the attempt stays open
 // (its reservation still counts) and is reconciled at the next start.
@@ -247,6 +340,16 @@ func (u *userActor) onOrderLookedUp(ctx actor.Context, m *orderLookedUp) {
 		u.logger.Warn("could not reconcile an open order attempt; it stays open", "user", u.state.User, "code", string(m.err.Code))
 		done()
 		return
+	}
+	if m.order == nil {
+		if wait := time.Until(u.notFoundFrom()); wait > 0 {
+			// A request of this attempt may still be on its way: the
+			// attempt stays open (and counts) and is looked up again once
+			// it can no longer land (D199).
+			self, root, id := ctx.Self(), ctx.ActorSystem().Root, a.id
+			time.AfterFunc(wait, func() { root.Send(self, &attemptRelook{action: id}) })
+			return
+		}
 	}
 	a.step = stepJournal
 	ev := state.Event{Type: messages.RecordOrderOutcome, Payload: messages.OrderOutcomeEvent{

@@ -20,7 +20,10 @@ import (
 // a command sent meanwhile is journaled after them, and no attempt stays
 // open.
 func TestRecoveryReconcilesOpenAttemptsBeforeNewWrites(t *testing.T) {
-	ts := startStack(t, stack{SimOptions: funded, Users: []string{"rae"}})
+	// The lost attempt is concluded not_found only once a write of it
+	// could no longer land, about 6 s after start (D199): the held
+	// command waits that long.
+	ts := startStack(t, stack{SimOptions: funded, Users: []string{"rae"}, Configure: func(c *Config) { c.RecoveryWait = 15 * time.Second }})
 	dir, srv, key := ts.dir, ts.sim, ts.sim.DefaultKey()
 	ts.addDefaultKey(t, "rae")
 	// Three attempts were journaled, then the process died: one order

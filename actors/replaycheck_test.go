@@ -285,7 +285,9 @@ func TestReplayRefusesBadUsersAndUnknownTypes(t *testing.T) {
 // deadline passed, and it was told the command failed) is never applied
 // once recovery ends.
 func TestHeldCommandWhoseCallerGaveUpIsNotApplied(t *testing.T) {
-	ts := startStack(t, stack{SimOptions: funded, Users: []string{"rae"}})
+	// The open attempt is concluded not_found about 6 s after start
+	// (D199): the held command waits that long.
+	ts := startStack(t, stack{SimOptions: funded, Users: []string{"rae"}, Configure: func(c *Config) { c.RecoveryWait = 15 * time.Second }})
 	srv := ts.sim
 	ts.addDefaultKey(t, "rae")
 	// An open attempt: the next start reconciles it, holding writes.

@@ -92,6 +92,12 @@ type Config struct {
 	// A clustered slot draws each new token and token id until they route
 	// to it, and refuses the calls of users of other shards (wrongShard).
 	Shard route.Slot
+	// Fence, if set, is asked just before each venue write leaves (after
+	// its timestamp is fixed): false stops the write, which sends nothing
+	// and is answered like a fenced journal write (shard_fenced). A
+	// cluster shard sets its lock's Held (docs/cluster.md "Fenced venue
+	// writes", D198); nil (local mode) lets every write go.
+	Fence func() bool
 }
 
 // System is a running actor system. Its methods are safe for concurrent use;
@@ -200,7 +206,7 @@ func Start(cfg Config) (*System, error) {
 			factory: cfg.Clients, timeout: s.timeout, now: s.now, mw: mw, registry: s.registry,
 			tokens: s.tokens, streams: cfg.Streams, settleWait: cfg.SettleWait, recoveryWait: cfg.RecoveryWait,
 			disk: disk, postureEvery: cfg.PostureEvery, positionPoll: cfg.PositionPoll, confirmCLI: cfg.ConfirmCLI,
-			tickets: s.tickets, feed: cfg.Feed,
+			tickets: s.tickets, feed: cfg.Feed, fence: cfg.Fence, sendsFrom: time.Now(), sends: &sendClocks{},
 		}
 		if deps.recoveryWait <= 0 {
 			deps.recoveryWait = DefaultRecoveryWait

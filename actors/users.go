@@ -128,6 +128,15 @@ type userDeps struct {
 	tickets *sendTickets
 	// feed serves decisions' market data from caches (nil: REST).
 	feed *venue.MarketFeed
+	// fence says whether this process may still send venue writes for
+	// its users (Config.Fence; nil: always).
+	fence func() bool
+	// sendsFrom is when this System started (wall clock): a write of an
+	// earlier owner of the journal left before it (recovery.go).
+	sendsFrom time.Time
+	// sends are the users' venue writes in flight in this System
+	// (recovery.go).
+	sends *sendClocks
 }
 
 // userActor is the thin shell around one user's state (state.User): it
@@ -224,6 +233,8 @@ func (u *userActor) Receive(ctx actor.Context) {
 		u.onVenueStarted(ctx, m)
 	case *recoveryHoldExpired:
 		u.onRecoveryHoldExpired(ctx, m)
+	case *attemptRelook:
+		u.onAttemptRelook(ctx, m)
 	case *orderIDsReused:
 		u.noteReused(ctx, m) // journaled without waiting, like every anomaly
 	default:

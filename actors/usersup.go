@@ -131,7 +131,7 @@ func (s *userSupervisor) Receive(ctx actor.Context) {
 			}
 			deps, snap, cache, ids := s.deps, s.snap, s.cache, s.ids
 			pid, err := ctx.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
-				return &venueActor{userDeps: deps, snap: snap, cache: cache, ids: ids}
+				return &venueActor{userDeps: deps, snap: snap, cache: cache, ids: ids, sends: deps.sends.of(s.user)}
 			}, deps.mw), "venue")
 			if err != nil {
 				panic("user supervisor: spawn venue actor: " + err.Error())

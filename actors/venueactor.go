@@ -70,6 +70,8 @@ type venueActor struct {
 	// known order id and another client order id is not applied
 	// (orderids.go).
 	ids *orderIDBook
+	// sends counts this user's venue writes in flight (recovery.go).
+	sends *sendClock
 }
 
 func (v *venueActor) Receive(ctx actor.Context) {

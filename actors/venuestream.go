@@ -239,10 +239,22 @@ func (v *venueActor) write(ctx actor.Context, m *orderWrite) {
 		}
 		v.updates.sent(m.create.OrderLinkID)
 	}
-	timeout, wait, cache, ids, feed := v.timeout, v.settleWait, v.cache, v.ids, v.feed
+	timeout, wait, cache, ids, feed, fence := v.timeout, v.settleWait, v.cache, v.ids, v.feed, v.fence
+	sent := v.sends.begin()
 	offMailbox(ctx, v.logger, nil, stepBounds{request: timeout, settle: wait}.venueWrite(), userPID, func(c context.Context) any {
+		defer sent()
 		out := &orderWritten{action: m.action}
 		wc, cancel := context.WithTimeout(c, timeout)
+		if fence != nil {
+			// Checked as the request leaves (D198): once this member may
+			// have lost the shard, nothing more is sent for it.
+			wc = venue.WithSendGuard(wc, func() *messages.Error {
+				if fence() {
+					return nil
+				}
+				return messages.ShardFenced(errors.New("venue write after the shard's lock was lost"))
+			})
+		}
 		var err error
 		switch {
 		case m.create != nil:

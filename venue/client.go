@@ -23,7 +23,13 @@ import (
 
 // Defaults applied by NewClient for zero Config fields.
 const (
-	DefaultRecvWindow  = 5 * time.Second
+	DefaultRecvWindow = 5 * time.Second
+	// WriteRecvWindow is the longest X-BAPI-RECV-WINDOW a write (every
+	// POST) carries, whatever Config.RecvWindow says: the exchange refuses
+	// a write that arrives later than its timestamp plus this, so a
+	// reconcile knows when a write already sent can no longer land
+	// (docs/cluster.md "Fenced venue writes", D198).
+	WriteRecvWindow    = 5 * time.Second
 	DefaultHTTPTimeout = 10 * time.Second
 	DefaultReadRetries = 2
 	// maxBackoff caps DefaultBackoff.
@@ -120,11 +126,13 @@ type Client struct {
 	apiKey     string
 	secret     string
 	recvWindow string // milliseconds, decimal
-	http       *http.Client
-	now        func() time.Time
-	retries    int
-	backoff    func(int) time.Duration
-	log        *slog.Logger
+	// writeRecvWindow is recvWindow capped at WriteRecvWindow.
+	writeRecvWindow string
+	http            *http.Client
+	now             func() time.Time
+	retries         int
+	backoff         func(int) time.Duration
+	log             *slog.Logger
 }
 
 // String hides the secret when a Client is printed.
@@ -170,16 +178,17 @@ func NewClient(cfg Config) (*Client, error) {
 	}
 	hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	c := &Client{
-		base:       u,
-		baseStr:    u.String(),
-		apiKey:     cfg.APIKey,
-		secret:     cfg.APISecret,
-		recvWindow: strconv.FormatInt(rw.Milliseconds(), 10),
-		http:       &hc,
-		now:        cfg.Now,
-		retries:    cfg.ReadRetries,
-		backoff:    cfg.Backoff,
-		log:        cfg.Logger,
+		base:            u,
+		baseStr:         u.String(),
+		apiKey:          cfg.APIKey,
+		secret:          cfg.APISecret,
+		recvWindow:      strconv.FormatInt(rw.Milliseconds(), 10),
+		writeRecvWindow: strconv.FormatInt(min(rw, WriteRecvWindow).Milliseconds(), 10),
+		http:            &hc,
+		now:             cfg.Now,
+		retries:         cfg.ReadRetries,
+		backoff:         cfg.Backoff,
+		log:             cfg.Logger,
 	}
 	if c.now == nil {
 		c.now = time.Now
@@ -355,6 +364,10 @@ func (c *Client) do(ctx context.Context, method, path, rawQuery string, body []b
 		if f.internal != nil {
 			return nil, messages.Internal(f.internal)
 		}
+		if f.refused != nil {
+			lg.Warn("venue write not sent: refused by its send guard", slog.String("code", string(f.refused.Code)))
+			return nil, notSent(f.refused)
+		}
 		retry := !write && f.rule.RetryRead && f.reason != string(FailCanceled) &&
 			ctx.Err() == nil && attempts <= c.retries
 		if !retry {
@@ -401,11 +414,24 @@ func (c *Client) attempt(ctx context.Context, method, path, rawQuery string, bod
 		if body != nil {
 			payload = string(body)
 		}
+		rw := c.recvWindow
+		if method != http.MethodGet {
+			rw = c.writeRecvWindow
+		}
 		req.Header.Set("X-BAPI-API-KEY", c.apiKey)
 		req.Header.Set("X-BAPI-TIMESTAMP", ts)
-		req.Header.Set("X-BAPI-RECV-WINDOW", c.recvWindow)
+		req.Header.Set("X-BAPI-RECV-WINDOW", rw)
 		req.Header.Set("X-BAPI-SIGN-TYPE", "2")
-		req.Header.Set("X-BAPI-SIGN", Sign(c.secret, ts+c.apiKey+c.recvWindow+payload))
+		req.Header.Set("X-BAPI-SIGN", Sign(c.secret, ts+c.apiKey+rw+payload))
+	}
+	if method != http.MethodGet {
+		// After the timestamp is fixed, so that a write the guard lets
+		// through carries a timestamp from while it was allowed.
+		if g, _ := ctx.Value(sendGuardKey{}).(func() *messages.Error); g != nil {
+			if e := g(); e != nil {
+				return nil, &failure{refused: e}
+			}
+		}
 	}
 	hr, err := c.http.Do(req)
 	if err != nil {
@@ -503,4 +529,17 @@ func parseRateLimit(h http.Header) RateLimit {
 		rl.Reset = time.UnixMilli(v).UTC()
 	}
 	return rl
+}
+
+// sendGuardKey is the context key of WithSendGuard.
+type sendGuardKey struct{}
+
+// WithSendGuard returns ctx carrying guard: every write (a POST) made with
+// the context calls it once its timestamp is fixed, just before the
+// request leaves. A non-nil answer stops the write: nothing is sent and the
+// call fails with that error, classified WriteNotSent. A cluster shard's
+// owner guards its writes with its lock, so that no write leaves once the
+// lock may have passed to another member (docs/cluster.md, D198).
+func WithSendGuard(ctx context.Context, guard func() *messages.Error) context.Context {
+	return context.WithValue(ctx, sendGuardKey{}, guard)
 }

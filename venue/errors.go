@@ -276,6 +276,9 @@ type failure struct {
 	// internal is set instead of rule when the request could not even be
 	// built; it becomes internal_error.
 	internal error
+	// refused is set instead of rule when the send guard (WithSendGuard)
+	// stopped a write before it left; it becomes that error, not_sent.
+	refused *messages.Error
 }
 
 // maxUntrustedText bounds the exchange text kept in an error.

@@ -509,3 +509,9 @@ func (l *Log) Close() error {
 	l.closed = true
 	return l.w.Close()
 }
+
+// Owned reports whether Options.Fence still says this writer owns the
+// journal (true without a fence). It does not write; a venue write of the
+// journal's owner asks it just before it leaves (docs/cluster.md "Fenced
+// venue writes").
+func (l *Log) Owned() bool { return l.fence == nil || l.fence() }

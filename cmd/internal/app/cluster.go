@@ -800,6 +800,8 @@ func (ms *memberStack) shardConfig(slot route.Slot, log *wal.Log, replay *actors
 		Environment: ms.venue.Name, MasterKey: ms.key, Clients: ms.clients, Streams: ms.streams, Feed: ms.feed,
 		JournalDir: shard.JournalDir(ms.dataDir, slot.Index), DiskMarginBytes: ms.margin, Shard: slot,
 		ConfirmCLI: envBool(os.Getenv, "GX_CONFIRM_CLI_ENABLED"),
+		// No venue write leaves once the shard's lock may be lost (D198).
+		Fence: log.Owned,
 	}
 }
 
