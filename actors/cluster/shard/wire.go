@@ -391,10 +391,21 @@ func randomID() []byte {
 type Client struct {
 	count int
 	tr    Transport
+	// key seals calls and opens answers (WithCallKey); nil: calls travel
+	// unsealed, as Serve reads them (a Transport that calls Serve in the
+	// same process).
+	key []byte
 }
 
-// NewClient returns a Client for a cluster of count shards.
-func NewClient(count int, tr Transport) *Client { return &Client{count: max(count, 1), tr: tr} }
+// NewClient returns a Client for a cluster of count shards. Across
+// members it needs WithCallKey: a host refuses every unsealed call.
+func NewClient(count int, tr Transport, opts ...ClientOption) *Client {
+	c := &Client{count: max(count, 1), tr: tr}
+	for _, o := range opts {
+		o(c)
+	}
+	return c
+}
 
 // noContextTimeout bounds the calls of the methods that take no context
 // (Authenticate, CallerProfile, MyJournal, CallsRateLimited,
@@ -406,6 +417,14 @@ func (cl *Client) do(ctx context.Context, shard int, c *call) (*answer, error) {
 	b, err := json.Marshal(c)
 	if err != nil {
 		return nil, messages.Internal(fmt.Errorf("shard: encode call %s: %w", c.Method, err))
+	}
+	var mac []byte
+	if cl.key != nil {
+		if len(cl.key) < MinCallKeySize {
+			return nil, messages.Internal(errNoKey)
+		}
+		mac = callMAC(cl.key, shard, b)
+		b = seal(mac, b)
 	}
 	out, err := cl.tr(ctx, shard, b)
 	if err != nil {
@@ -420,6 +439,13 @@ func (cl *Client) do(ctx context.Context, shard int, c *call) (*answer, error) {
 			Details:  map[string]any{"reason": ReasonShardUnreachable, "shard": shard},
 			Err:      err,
 		}
+	}
+	if cl.key != nil {
+		opened, me := openAnswer(cl.key, mac, out)
+		if me != nil {
+			return nil, me
+		}
+		out = opened
 	}
 	var a answer
 	if err := json.Unmarshal(out, &a); err != nil {
