@@ -168,3 +168,27 @@ func (l *lockedBuffer) String() string {
 	defer l.mu.Unlock()
 	return l.b.String()
 }
+
+// A token that fails the cheap checks (no prefix, longer than 256 bytes)
+// is refused by the Client with the shard's own answer and sent to no
+// shard; a well-formed one is asked of its shard.
+func TestClientAuthenticateChecksTokenShape(t *testing.T) {
+	hs := readyHosts(t, sealKey)
+	var sent int
+	real := hostTransport(hs)
+	cl := NewClient(testShards, func(ctx context.Context, shard int, b []byte) ([]byte, error) {
+		sent++
+		return real(ctx, shard, b)
+	}, WithCallKey(sealKey))
+	for _, tok := range []string{"", "Bearer x", "abc", messages.TokenPrefix + strings.Repeat("a", 257-len(messages.TokenPrefix))} {
+		if _, _, err := cl.Authenticate(tok); messages.CodeOf(err) != messages.CodePermissionDenied {
+			t.Fatalf("token of %d bytes: %v", len(tok), err)
+		}
+	}
+	if sent != 0 {
+		t.Fatalf("%d malformed tokens were sent to a shard", sent)
+	}
+	if _, _, err := cl.Authenticate(messages.TokenPrefix + strings.Repeat("a", 40)); messages.CodeOf(err) != messages.CodePermissionDenied || sent != 1 {
+		t.Fatalf("a well-formed unknown token: %v, %d calls", err, sent)
+	}
+}

@@ -408,7 +408,7 @@ func NewClient(count int, tr Transport, opts ...ClientOption) *Client {
 }
 
 // noContextTimeout bounds the calls of the methods that take no context
-// (Authenticate, CallerProfile, MyJournal, CallsRateLimited,
+// (CallerProfile, MyJournal, CallsRateLimited,
 // SessionsRefused).
 const noContextTimeout = 30 * time.Second
 
@@ -578,10 +578,19 @@ func (cl *Client) listUsers(ctx context.Context, c *call) (any, error) {
 	return out, nil
 }
 
+// authenticateTimeout bounds an Authenticate call: the HTTP front waits
+// for it before anything else of a request.
+const authenticateTimeout = 5 * time.Second
+
 // Authenticate asks the token's shard (route.OfToken: tokens are drawn to
-// route to their user's shard) for the token's user and id.
+// route to their user's shard) for the token's user and id. A token that
+// fails the cheap checks (actors.TokenWellFormed) is refused here, with
+// the shard's own answer, and sent nowhere.
 func (cl *Client) Authenticate(token string) (user, tokenID string, err error) {
-	ctx, cancel := noContext()
+	if !actors.TokenWellFormed(token) {
+		return "", "", actors.Unauthenticated()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), authenticateTimeout)
 	defer cancel()
 	a, err := cl.do(ctx, route.OfToken(token, cl.count), &call{Method: methodAuthenticate, Token: token})
 	if err != nil {
