@@ -524,9 +524,31 @@ func (cl *Client) Submit(ctx context.Context, cmd messages.Command, origin messa
 	}
 	a, err := cl.do(ctx, shard, c)
 	if err != nil {
-		return nil, err
+		return nil, tradingUnknown(name, err)
 	}
 	return decode(a, func() any { return messages.NewResult(name) })
+}
+
+// tradingUnknown turns the error of a trading call that may have been
+// served (no answer came, or one that could not be read or opened) into
+// outcome_unknown, as a local server answers a trading call whose wait
+// ended: the shard reconciles it, and it must not be sent again blindly.
+// Any other error is returned as it is.
+func tradingUnknown(name string, err error) error {
+	var me *messages.Error
+	if !strings.HasPrefix(name, "trade.") || !errors.As(err, &me) || me.Code != messages.CodeInternalError {
+		return err
+	}
+	reason, _ := me.Details["reason"].(string)
+	switch reason {
+	case ReasonShardUnreachable, ReasonBadAnswer, ReasonAnswerNotAuthenticated:
+	default:
+		return err
+	}
+	return &messages.Error{Code: messages.CodeOutcomeUnknown,
+		Message:  "the user's shard did not answer the trading call; it may have reached the exchange and is reconciled there, never resent",
+		NextStep: "do not send it again; check get_open_orders, get_order_history and get_my_journal in a little while",
+		Details:  map[string]any{"reason": reason}, Err: me}
 }
 
 // Handle is Submit with the origin of a journal actor name (as
