@@ -488,8 +488,8 @@ func TestToolCalledDurableWaitOverTheWire(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if before != after && time.Now().Before(deadline) {
-			continue // the shard's journal moved during the read
+		if (before != after || len(page.Entries) < 3) && time.Now().Before(deadline) {
+			continue // the shard's journal moved during the read, or its records are still queued
 		}
 		if masked(t, page) != after || len(page.Entries) < 3 {
 			t.Fatalf("page over the wire %+v; on the shard %+v", page, home.MyJournal(u, 0, 20))
