@@ -103,13 +103,29 @@ var errUnauthenticated = &messages.Error{
 	NextStep: "ask the admin for a token (`guarded-exchange admin token issue --user U`)",
 }
 
+// maxTokenLen bounds a presented token: longer ones are refused unhashed.
+const maxTokenLen = 256
+
+// TokenWellFormed reports whether token could be one this server issued
+// (its prefix, at most 256 bytes): the cheap checks Authenticate makes
+// first, which a cluster member's front repeats before any hop.
+func TokenWellFormed(token string) bool {
+	return strings.HasPrefix(token, messages.TokenPrefix) && len(token) <= maxTokenLen
+}
+
+// Unauthenticated returns the one answer to a failed authentication.
+func Unauthenticated() *messages.Error {
+	e := *errUnauthenticated
+	return &e
+}
+
 // Authenticate returns the user and token id of a bearer token, checked
 // against the user's committed state as it is now: the token must be
 // known, not revoked, and its user must exist and not be disabled. The
 // token is hashed first and only its SHA-256 is looked up, and the stored
 // hash is compared in constant time. It never journals or logs the token.
 func (s *System) Authenticate(token string) (user, tokenID string, err error) {
-	if s.tokens == nil || !strings.HasPrefix(token, messages.TokenPrefix) || len(token) > 256 {
+	if s.tokens == nil || !TokenWellFormed(token) {
 		return "", "", errUnauthenticated
 	}
 	sum := sha256.Sum256([]byte(token))

@@ -33,7 +33,9 @@ import (
 // HTTPOptions configures the HTTP front of the MCP server.
 type HTTPOptions struct {
 	// Authenticate returns the user and token id of a bearer token,
-	// checked against the server's state at this request. Required.
+	// checked against the server's state at this request. Required. An
+	// error other than permission_denied means the token could not be
+	// checked: the request is answered 503, not 401.
 	Authenticate func(token string) (user, tokenID string, err error)
 	// AllowedHosts are the Host names (without port) accepted besides the
 	// loopback names (localhost, 127.0.0.0/8, ::1).
@@ -258,6 +260,12 @@ func (h *httpFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		user, tokenID, err := h.o.Authenticate(token)
 		if err == nil {
 			a = authenticated{user: user, tokenID: tokenID}
+		} else if messages.CodeOf(err) != messages.CodePermissionDenied {
+			// The token could not be checked (a cluster's shard did not
+			// answer): not the client's fault, so not 401 invalid_token.
+			sw.Header().Set("Retry-After", "1")
+			http.Error(sw, "service unavailable: the token could not be checked right now; retry", http.StatusServiceUnavailable)
+			return
 		}
 	}
 	if a.tokenID == "" {

@@ -78,6 +78,11 @@ type HostConfig struct {
 	Etcd *clientv3.Client
 	// LockTTL is the shard lock's lease TTL (default 5 s).
 	LockTTL time.Duration
+	// CallKey is the cluster's call key (docs/cluster.md "Security"): the
+	// host serves only calls sealed with it (the Client's WithCallKey) and
+	// seals its answers with it. Without one (or one shorter than
+	// MinCallKeySize) every call is refused.
+	CallKey []byte
 	// Start builds the shard's system.
 	Start StartFunc
 	// Logger receives the host's logs (nil: discarded).
@@ -126,7 +131,8 @@ func NewKind(cfg HostConfig) *cluster.Kind {
 // host is one shard activation.
 type host struct {
 	cfg    HostConfig
-	n      int // the shard; -1 for an identity that is not one
+	n      int    // the shard; -1 for an identity that is not one
+	id     string // the activation's identity (calls are sealed for it)
 	logger *slog.Logger
 	root   *actor.RootContext
 	self   *actor.PID
@@ -168,6 +174,10 @@ func (h *host) init(ctx actor.Context, id *cluster.ClusterIdentity) {
 	identity := ""
 	if id != nil {
 		identity = id.Identity
+	}
+	h.id = identity
+	if len(h.cfg.CallKey) < MinCallKeySize {
+		h.cfg.Logger.Error("shard: no call key; every call is refused (docs/cluster.md \"Security\")")
 	}
 	n, err := strconv.Atoi(identity)
 	if err != nil || strconv.Itoa(n) != identity || n < 0 || n >= h.cfg.Count {
@@ -332,8 +342,21 @@ func (h *host) call(ctx actor.Context, call []byte) {
 	}()
 }
 
-// serve waits for the shard to be ready (within ctx) and runs the call.
-func (h *host) serve(ctx context.Context, call []byte) []byte {
+// serve opens the call, waits for the shard to be ready (within ctx),
+// runs the call and seals the answer. A call that does not open is
+// refused before anything else, and logged without its bytes.
+func (h *host) serve(ctx context.Context, sealed []byte) []byte {
+	call, mac, ok := openCall(h.cfg.CallKey, h.id, sealed)
+	if !ok {
+		h.cfg.Logger.Warn("shard: refused a call without this cluster's authenticator", "shard", h.n, "bytes", len(sealed))
+		return EncodeError(NotAuthenticated())
+	}
+	return SealAnswer(h.cfg.CallKey, mac, h.serveOpened(ctx, call))
+}
+
+// serveOpened waits for the shard to be ready (within ctx) and runs the
+// opened call.
+func (h *host) serveOpened(ctx context.Context, call []byte) []byte {
 	select {
 	case <-h.ready:
 	case <-h.gone:

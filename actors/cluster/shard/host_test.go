@@ -128,7 +128,12 @@ type testMember struct {
 
 func (m *testMember) stop() { m.once.Do(m.Member.Stop) }
 
-func (m *testMember) client() *Client { return NewClient(m.count, ClusterTransport(m.Cluster())) }
+func (m *testMember) client() *Client {
+	return NewClient(m.count, ClusterTransport(m.Cluster()), WithCallKey(testCallKey))
+}
+
+// testCallKey is the call key of the test cluster's members.
+var testCallKey = bytes.Repeat([]byte{7}, MinCallKeySize)
 
 // startMember starts a member on etcd endpoint; its shard locks are taken
 // through lockEtcd (a proxy, to cut) when not empty.
@@ -143,7 +148,7 @@ func startMember(t *testing.T, endpoint, lockEtcd, data string, count int, sys *
 	sys.sys = map[int]*actors.System{}
 	addr := freeAddr(t)
 	kind := NewKind(HostConfig{Cluster: hostCluster, Count: count, DataDir: data, Member: addr,
-		Etcd: etcdClient(t, lockEtcd), LockTTL: 2 * time.Second, Start: sys.start})
+		Etcd: etcdClient(t, lockEtcd), LockTTL: 2 * time.Second, CallKey: testCallKey, Start: sys.start})
 	m, err := member.Start(member.Config{Name: hostCluster, Etcd: []string{endpoint}, Advertise: addr, Kinds: []*cluster.Kind{kind}})
 	if err != nil {
 		t.Fatal(err)
@@ -395,9 +400,11 @@ func TestCallWaitsForReadiness(t *testing.T) {
 	}
 	// The host itself answers a call whose deadline passed before
 	// readiness: not served, safe to send again.
-	out := (&host{ready: make(chan struct{}), gone: make(chan struct{})}).serve(expired(), []byte(`{}`))
+	sealed := SealCall(testCallKey, 0, []byte(`{}`))
+	out := (&host{cfg: HostConfig{CallKey: testCallKey}, id: "0", ready: make(chan struct{}), gone: make(chan struct{})}).serve(expired(), sealed)
+	out, ok := OpenAnswer(testCallKey, sealed[len(sealMagic):len(sealMagic)+macSize], out)
 	var a struct{ Error *messages.Error }
-	if json.Unmarshal(out, &a) != nil || !isReason(a.Error, messages.CodeExchangeUnavailable, ReasonUnavailable) {
+	if !ok || json.Unmarshal(out, &a) != nil || !isReason(a.Error, messages.CodeExchangeUnavailable, ReasonUnavailable) {
 		t.Fatalf("not ready within the deadline: %s", out)
 	}
 
@@ -436,10 +443,12 @@ func TestBadIdentityRefused(t *testing.T) {
 	tr := ClusterTransport(m.Cluster())
 	for _, n := range []int{2, -1} {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		out, err := tr(ctx, n, []byte(`{}`))
+		sealed := SealCall(testCallKey, n, []byte(`{}`))
+		out, err := tr(ctx, n, sealed)
 		cancel()
+		out, ok := OpenAnswer(testCallKey, sealed[len(sealMagic):len(sealMagic)+macSize], out)
 		var a struct{ Error *messages.Error }
-		if err != nil || json.Unmarshal(out, &a) != nil || a.Error == nil || a.Error.Details["reason"] != "no_such_shard" {
+		if err != nil || !ok || json.Unmarshal(out, &a) != nil || a.Error == nil || a.Error.Details["reason"] != "no_such_shard" {
 			t.Fatalf("shard %d of 2: %s, %v", n, out, err)
 		}
 	}

@@ -407,6 +407,10 @@ type Client struct {
 	tr    Transport
 	// front is the member id session events name (WithFront).
 	front string
+	// key seals calls and opens answers (WithCallKey); nil: calls travel
+	// unsealed, as Serve reads them (a Transport that calls Serve in the
+	// same process).
+	key []byte
 }
 
 // WithFront returns a copy of cl whose session events name front, the
@@ -418,11 +422,18 @@ func (cl *Client) WithFront(front string) *Client {
 	return &c
 }
 
-// NewClient returns a Client for a cluster of count shards.
-func NewClient(count int, tr Transport) *Client { return &Client{count: max(count, 1), tr: tr} }
+// NewClient returns a Client for a cluster of count shards. Across
+// members it needs WithCallKey: a host refuses every unsealed call.
+func NewClient(count int, tr Transport, opts ...ClientOption) *Client {
+	c := &Client{count: max(count, 1), tr: tr}
+	for _, o := range opts {
+		o(c)
+	}
+	return c
+}
 
 // noContextTimeout bounds the calls of the methods that take no context
-// (Authenticate, CallerProfile, MyJournal, CallsRateLimited,
+// (CallerProfile, MyJournal, CallsRateLimited,
 // SessionsRefused).
 const noContextTimeout = 30 * time.Second
 
@@ -431,6 +442,14 @@ func (cl *Client) do(ctx context.Context, shard int, c *call) (*answer, error) {
 	b, err := json.Marshal(c)
 	if err != nil {
 		return nil, messages.Internal(fmt.Errorf("shard: encode call %s: %w", c.Method, err))
+	}
+	var mac []byte
+	if cl.key != nil {
+		if len(cl.key) < MinCallKeySize {
+			return nil, messages.Internal(errNoKey)
+		}
+		mac = callMAC(cl.key, shard, b)
+		b = seal(mac, b)
 	}
 	out, err := cl.tr(ctx, shard, b)
 	if err != nil {
@@ -445,6 +464,13 @@ func (cl *Client) do(ctx context.Context, shard int, c *call) (*answer, error) {
 			Details:  map[string]any{"reason": ReasonShardUnreachable, "shard": shard},
 			Err:      err,
 		}
+	}
+	if cl.key != nil {
+		opened, me := openAnswer(cl.key, mac, out)
+		if me != nil {
+			return nil, me
+		}
+		out = opened
 	}
 	var a answer
 	if err := json.Unmarshal(out, &a); err != nil {
@@ -523,9 +549,31 @@ func (cl *Client) Submit(ctx context.Context, cmd messages.Command, origin messa
 	}
 	a, err := cl.do(ctx, shard, c)
 	if err != nil {
-		return nil, err
+		return nil, tradingUnknown(name, err)
 	}
 	return decode(a, func() any { return messages.NewResult(name) })
+}
+
+// tradingUnknown turns the error of a trading call that may have been
+// served (no answer came, or one that could not be read or opened) into
+// outcome_unknown, as a local server answers a trading call whose wait
+// ended: the shard reconciles it, and it must not be sent again blindly.
+// Any other error is returned as it is.
+func tradingUnknown(name string, err error) error {
+	var me *messages.Error
+	if !strings.HasPrefix(name, "trade.") || !errors.As(err, &me) || me.Code != messages.CodeInternalError {
+		return err
+	}
+	reason, _ := me.Details["reason"].(string)
+	switch reason {
+	case ReasonShardUnreachable, ReasonBadAnswer, ReasonAnswerNotAuthenticated:
+	default:
+		return err
+	}
+	return &messages.Error{Code: messages.CodeOutcomeUnknown,
+		Message:  "the user's shard did not answer the trading call; it may have reached the exchange and is reconciled there, never resent",
+		NextStep: "do not send it again; check get_open_orders, get_order_history and get_my_journal in a little while",
+		Details:  map[string]any{"reason": reason}, Err: me}
 }
 
 // Handle is Submit with the origin of a journal actor name (as
@@ -577,10 +625,19 @@ func (cl *Client) listUsers(ctx context.Context, c *call) (any, error) {
 	return out, nil
 }
 
+// authenticateTimeout bounds an Authenticate call: the HTTP front waits
+// for it before anything else of a request.
+const authenticateTimeout = 5 * time.Second
+
 // Authenticate asks the token's shard (route.OfToken: tokens are drawn to
-// route to their user's shard) for the token's user and id.
+// route to their user's shard) for the token's user and id. A token that
+// fails the cheap checks (actors.TokenWellFormed) is refused here, with
+// the shard's own answer, and sent nowhere.
 func (cl *Client) Authenticate(token string) (user, tokenID string, err error) {
-	ctx, cancel := noContext()
+	if !actors.TokenWellFormed(token) {
+		return "", "", actors.Unauthenticated()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), authenticateTimeout)
 	defer cancel()
 	a, err := cl.do(ctx, route.OfToken(token, cl.count), &call{Method: methodAuthenticate, Token: token})
 	if err != nil {

@@ -141,6 +141,10 @@ func (r *Runtime) serveCluster(ctx context.Context, g *cli.Globals, o cli.ServeO
 	if err != nil {
 		return cli.CannotStart("%v", err)
 	}
+	callKey, err := clusterCallKey(key)
+	if err != nil {
+		return cli.CannotStart("%v", err)
+	}
 	lock, err := lockHome(p)
 	if err != nil {
 		return cli.CannotStart("%v", err)
@@ -177,7 +181,7 @@ func (r *Runtime) serveCluster(ctx context.Context, g *cli.Globals, o cli.ServeO
 	}
 	kind := shard.NewKind(shard.HostConfig{
 		Cluster: co.Name, Count: count, DataDir: co.DataDir, Member: co.Advertise, Etcd: etcd,
-		LockTTL: co.LockTTL, Start: ms.startShard, Logger: logger.With("component", "shard"),
+		LockTTL: co.LockTTL, CallKey: callKey, Start: ms.startShard, Logger: logger.With("component", "shard"),
 	})
 	follow := ms.followTopology(count)
 	m, err := member.Start(member.Config{Name: co.Name, Etcd: co.Etcd, Advertise: co.Advertise, Kinds: []*cluster.Kind{kind}, Logger: logger.With("component", "member"),
@@ -195,7 +199,7 @@ func (r *Runtime) serveCluster(ctx context.Context, g *cli.Globals, o cli.ServeO
 		}
 	}
 	defer leave()
-	calls := shard.NewClient(count, shard.ClusterTransport(m.Cluster())).WithFront(m.ID())
+	calls := shard.NewClient(count, shard.ClusterTransport(m.Cluster()), shard.WithCallKey(callKey)).WithFront(m.ID())
 
 	ctl, err := control.Listen(layout, clusterControl{calls: calls, local: ms.sys}, logger.With("component", "control"), control.Limits{})
 	if err != nil {
@@ -551,6 +555,14 @@ func linkNewFile(dir, name string, b []byte) error {
 // master key, so a cursor one member hands out is honoured by every other.
 func clusterCursorKey(masterKey []byte) ([]byte, error) {
 	return hkdf.Key(sha256.New, masterKey, nil, "guarded-exchange cluster cursor key v1", 32)
+}
+
+// clusterCallKey seals the calls between members and their answers
+// (docs/cluster.md "Security"): a sub-key of the master key with its own
+// label, so only a holder of the master key can make a call a shard
+// serves.
+func clusterCallKey(masterKey []byte) ([]byte, error) {
+	return hkdf.Key(sha256.New, masterKey, nil, "guarded-exchange cluster call key v1", 32)
 }
 
 // memberStack is what one member shares between its front and the shards
