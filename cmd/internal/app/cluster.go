@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -107,32 +106,13 @@ type clusterJoin struct {
 // untouched.
 func (r *Runtime) serveCluster(ctx context.Context, g *cli.Globals, o cli.ServeOptions) error {
 	co := o.Cluster
-	p, err := resolvePaths(g)
+	rs, err := r.remoteSettings(g)
 	if err != nil {
-		return cli.CannotStart("%v", err)
+		return err
 	}
-	key, err := checkInstallation(p)
-	if err != nil {
-		return cli.CannotStart("%v", err)
-	}
-	vc, err := resolveVenue(g, r.getenv)
-	if err != nil {
-		return cli.CannotStart("%v", err)
-	}
+	p, key, vc, layout := rs.paths, rs.key, rs.venue, rs.layout
 	if vc.Paper {
 		return cli.CannotStart("the paper venue runs inside one process, so the members of a cluster cannot share it; run a cluster on a Bybit venue (--venue bybit-demo, bybit-testnet or bybit-live)")
-	}
-	layout, err := control.ResolveLayout(p.Home, uint32(os.Getuid()), r.getenv)
-	if err != nil {
-		return cli.CannotStart("%v", err)
-	}
-	hosts, err := listEnv(r.getenv(envAllowedHosts), validHost)
-	if err != nil {
-		return cli.CannotStart("%s: %v", envAllowedHosts, err)
-	}
-	origins, err := listEnv(r.getenv(envAllowedOrigins), validOrigin)
-	if err != nil {
-		return cli.CannotStart("%s: %v", envAllowedOrigins, err)
 	}
 	if fi, err := os.Stat(co.DataDir); err != nil || !fi.IsDir() {
 		return cli.CannotStart("--cluster-data %s is not a directory: the members share it (a shared volume); mount or create it first", co.DataDir)
@@ -223,36 +203,10 @@ func (r *Runtime) serveCluster(ctx context.Context, g *cli.Globals, o cli.ServeO
 	if err != nil {
 		return cli.CannotStart("%v", err)
 	}
-	httpLog := logger.With("component", "http")
-	h, err := mcp.NewHTTPHandler(srv, mcp.HTTPOptions{
-		Authenticate: calls.Authenticate, AllowedHosts: hosts, AllowedOrigins: origins, Logger: httpLog,
+	serveErr := runHTTPFront(ctx, ln, o.Listen, srv, mcp.HTTPOptions{
+		Authenticate: calls.Authenticate, AllowedHosts: rs.hosts, AllowedOrigins: rs.origins,
 		SessionsRefused: ms.sys.SessionsRefused,
-	})
-	if err != nil {
-		return cli.CannotStart("%v", err)
-	}
-	if !mcp.IsLoopbackListen(o.Listen) {
-		logger.Warn("listening on a non-loopback address without TLS: bearer tokens and trading data cross the network in clear; put a TLS-terminating reverse proxy in front and listen on loopback",
-			"listen", ln.Addr().String())
-	}
-	hs := mcp.NewHTTPServer(h, httpLog)
-	done := make(chan error, 1)
-	go func() { done <- hs.Serve(ln) }()
-	logger.Info("serving MCP over HTTP as a cluster member", "addr", ln.Addr().String(), "path", "/mcp", "venue", vc.Name,
-		"member", m.Address(), "shards", count)
-	var serveErr error
-	select {
-	case err := <-done:
-		if err != nil && !errors.Is(err, http.ErrServerClosed) {
-			serveErr = cli.Refused("serve: %v", err)
-		}
-	case <-ctx.Done():
-		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		if err := hs.Shutdown(sctx); err != nil {
-			_ = hs.Close()
-		}
-		cancel()
-	}
+	}, logger, "serving MCP over HTTP as a cluster member", "venue", vc.Name, "member", m.Address(), "shards", count)
 	// No call comes in any more: close the socket, then leave the cluster
 	// (the shards move to the other members) before the member's own
 	// system and the venue's feed stop.

@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
 	"strings"
 	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/guarded-exchange/guarded-exchange/actors"
 	"github.com/guarded-exchange/guarded-exchange/cli"
@@ -26,30 +29,11 @@ const (
 // o.Listen, every request authenticated by a bearer token, each user in
 // their own actors. The control socket runs beside it, as for stdio.
 func (r *Runtime) serveHTTP(ctx context.Context, g *cli.Globals, o cli.ServeOptions) error {
-	p, err := resolvePaths(g)
+	rs, err := r.remoteSettings(g)
 	if err != nil {
-		return cli.CannotStart("%v", err)
+		return err
 	}
-	key, err := checkInstallation(p)
-	if err != nil {
-		return cli.CannotStart("%v", err)
-	}
-	vc, err := resolveVenue(g, r.getenv)
-	if err != nil {
-		return cli.CannotStart("%v", err)
-	}
-	layout, err := control.ResolveLayout(p.Home, uint32(os.Getuid()), r.getenv)
-	if err != nil {
-		return cli.CannotStart("%v", err)
-	}
-	hosts, err := listEnv(r.getenv(envAllowedHosts), validHost)
-	if err != nil {
-		return cli.CannotStart("%s: %v", envAllowedHosts, err)
-	}
-	origins, err := listEnv(r.getenv(envAllowedOrigins), validOrigin)
-	if err != nil {
-		return cli.CannotStart("%s: %v", envAllowedOrigins, err)
-	}
+	p, key, vc, layout := rs.paths, rs.key, rs.venue, rs.layout
 	lock, err := lockHome(p)
 	if err != nil {
 		return cli.CannotStart("%v", err)
@@ -93,22 +77,68 @@ func (r *Runtime) serveHTTP(ctx context.Context, g *cli.Globals, o cli.ServeOpti
 	if err != nil {
 		return cli.CannotStart("%v", err)
 	}
-	httpLog := logger.With("component", "http")
-	h, err := mcp.NewHTTPHandler(srv, mcp.HTTPOptions{
-		Authenticate: st.sys.Authenticate, AllowedHosts: hosts, AllowedOrigins: origins, Logger: httpLog,
+	return runHTTPFront(ctx, ln, o.Listen, srv, mcp.HTTPOptions{
+		Authenticate: st.sys.Authenticate, AllowedHosts: rs.hosts, AllowedOrigins: rs.origins,
 		SessionsRefused: st.sys.SessionsRefused,
-	})
+	}, logger, "serving MCP over HTTP", "venue", vc.Name)
+}
+
+// remoteSettings is what both remote modes (local and cluster member) read
+// before they start: the home's paths and master key, the venue, the
+// control socket's layout and the HTTP front's allowed hosts and origins.
+type remoteSettings struct {
+	paths          paths
+	key            []byte
+	venue          venueConfig
+	layout         control.Layout
+	hosts, origins []string
+}
+
+// remoteSettings reads and checks the settings of remote mode; every error
+// is a cli.CannotStart.
+func (r *Runtime) remoteSettings(g *cli.Globals) (remoteSettings, error) {
+	var rs remoteSettings
+	var err error
+	if rs.paths, err = resolvePaths(g); err != nil {
+		return rs, cli.CannotStart("%v", err)
+	}
+	if rs.key, err = checkInstallation(rs.paths); err != nil {
+		return rs, cli.CannotStart("%v", err)
+	}
+	if rs.venue, err = resolveVenue(g, r.getenv); err != nil {
+		return rs, cli.CannotStart("%v", err)
+	}
+	if rs.layout, err = control.ResolveLayout(rs.paths.Home, uint32(os.Getuid()), r.getenv); err != nil {
+		return rs, cli.CannotStart("%v", err)
+	}
+	if rs.hosts, err = listEnv(r.getenv(envAllowedHosts), validHost); err != nil {
+		return rs, cli.CannotStart("%s: %v", envAllowedHosts, err)
+	}
+	if rs.origins, err = listEnv(r.getenv(envAllowedOrigins), validOrigin); err != nil {
+		return rs, cli.CannotStart("%s: %v", envAllowedOrigins, err)
+	}
+	return rs, nil
+}
+
+// runHTTPFront serves srv as MCP over Streamable HTTP at /mcp on ln
+// (listen is the address as given, for the warning about a non-loopback
+// address) until the server fails or ctx ends, then shuts it down with a
+// 10 s grace. msg and attrs make its start line.
+func runHTTPFront(ctx context.Context, ln net.Listener, listen string, srv *sdk.Server, ho mcp.HTTPOptions, logger *slog.Logger, msg string, attrs ...any) error {
+	httpLog := logger.With("component", "http")
+	ho.Logger = httpLog
+	h, err := mcp.NewHTTPHandler(srv, ho)
 	if err != nil {
 		return cli.CannotStart("%v", err)
 	}
-	if !mcp.IsLoopbackListen(o.Listen) {
+	if !mcp.IsLoopbackListen(listen) {
 		logger.Warn("listening on a non-loopback address without TLS: bearer tokens and trading data cross the network in clear; put a TLS-terminating reverse proxy in front and listen on loopback",
 			"listen", ln.Addr().String())
 	}
 	hs := mcp.NewHTTPServer(h, httpLog)
 	done := make(chan error, 1)
 	go func() { done <- hs.Serve(ln) }()
-	logger.Info("serving MCP over HTTP", "addr", ln.Addr().String(), "path", "/mcp", "venue", vc.Name)
+	logger.Info(msg, append([]any{"addr", ln.Addr().String(), "path", "/mcp"}, attrs...)...)
 	select {
 	case err := <-done:
 		if err != nil && !errors.Is(err, http.ErrServerClosed) {
