@@ -13,7 +13,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -34,37 +33,14 @@ import (
 func attemptOwners(t *testing.T, in install, data string) map[string]string {
 	t.Helper()
 	out := map[string]string{}
-	dirs, err := filepath.Glob(filepath.Join(data, "shards", "*", "journal"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, dir := range dirs {
-		r := run(t, in.env(), "", "journal", "dump", "--dir", dir, "--type", "order_attempt", "--type", "shard_owner")
-		if r.code != 0 {
-			t.Fatalf("journal dump --dir %s: %d %s", dir, r.code, r.stderr)
+	owner := map[int]string{}
+	eachShardRecord(t, in, data, func(n int, rec shardRecord) {
+		if rec.Type == "shard_owner" {
+			owner[n] = rec.Payload.Member
+		} else {
+			out[rec.Payload.ClientOrderID] = owner[n]
 		}
-		owner := ""
-		for _, line := range strings.Split(strings.TrimSpace(r.stdout), "\n") {
-			if line == "" {
-				continue
-			}
-			var rec struct {
-				Type    string `json:"type"`
-				Payload struct {
-					ClientOrderID string `json:"client_order_id"`
-					Member        string `json:"member"`
-				} `json:"payload"`
-			}
-			if err := json.Unmarshal([]byte(line), &rec); err != nil {
-				t.Fatalf("dump line %q: %v", line, err)
-			}
-			if rec.Type == "shard_owner" {
-				owner = rec.Payload.Member
-			} else {
-				out[rec.Payload.ClientOrderID] = owner
-			}
-		}
-	}
+	}, "order_attempt", "shard_owner")
 	return out
 }
 

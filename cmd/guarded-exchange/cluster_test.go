@@ -170,13 +170,21 @@ func (m *clusterMember) stop(t *testing.T) int {
 	return m.cmd.ProcessState.ExitCode()
 }
 
-// shardRecords reads every shard journal under data/shards: it verifies
-// each chain, counts order_attempt and order_outcome records by client
-// order id, and returns the member of each shard's last shard_owner
-// record.
-func shardRecords(t testing.TB, in install, data string) (attempts, outcomes map[string]int, owners map[int]string) {
+// shardRecord is the part of a shard journal's record the cluster tests
+// read: its type, and the client order id or owner member of its payload.
+type shardRecord struct {
+	Type    string `json:"type"`
+	Payload struct {
+		ClientOrderID string `json:"client_order_id"`
+		Member        string `json:"member"`
+	} `json:"payload"`
+}
+
+// eachShardRecord verifies every shard journal under data/shards and
+// hands each of its records of the given types, in order, to f with the
+// shard's number.
+func eachShardRecord(t testing.TB, in install, data string, f func(n int, rec shardRecord), types ...string) {
 	t.Helper()
-	attempts, outcomes, owners = map[string]int{}, map[string]int{}, map[int]string{}
 	dirs, err := filepath.Glob(filepath.Join(data, "shards", "*", "journal"))
 	if err != nil {
 		t.Fatal(err)
@@ -189,7 +197,11 @@ func shardRecords(t testing.TB, in install, data string) (attempts, outcomes map
 		if r := run(t, in.env(), "", "journal", "verify", "--dir", dir); r.code != 0 {
 			t.Fatalf("journal verify --dir %s: exit %d %s%s", dir, r.code, r.stdout, r.stderr)
 		}
-		r := run(t, in.env(), "", "journal", "dump", "--dir", dir, "--type", "order_attempt", "--type", "order_outcome", "--type", "shard_owner")
+		args := []string{"journal", "dump", "--dir", dir}
+		for _, typ := range types {
+			args = append(args, "--type", typ)
+		}
+		r := run(t, in.env(), "", args...)
 		if r.code != 0 {
 			t.Fatalf("journal dump --dir %s: %d %s", dir, r.code, r.stderr)
 		}
@@ -197,26 +209,32 @@ func shardRecords(t testing.TB, in install, data string) (attempts, outcomes map
 			if line == "" {
 				continue
 			}
-			var rec struct {
-				Type    string `json:"type"`
-				Payload struct {
-					ClientOrderID string `json:"client_order_id"`
-					Member        string `json:"member"`
-				} `json:"payload"`
-			}
+			var rec shardRecord
 			if err := json.Unmarshal([]byte(line), &rec); err != nil {
 				t.Fatalf("dump line %q: %v", line, err)
 			}
-			switch rec.Type {
-			case "order_attempt":
-				attempts[rec.Payload.ClientOrderID]++
-			case "order_outcome":
-				outcomes[rec.Payload.ClientOrderID]++
-			case "shard_owner":
-				owners[n] = rec.Payload.Member
-			}
+			f(n, rec)
 		}
 	}
+}
+
+// shardRecords reads every shard journal under data/shards: it verifies
+// each chain, counts order_attempt and order_outcome records by client
+// order id, and returns the member of each shard's last shard_owner
+// record.
+func shardRecords(t testing.TB, in install, data string) (attempts, outcomes map[string]int, owners map[int]string) {
+	t.Helper()
+	attempts, outcomes, owners = map[string]int{}, map[string]int{}, map[int]string{}
+	eachShardRecord(t, in, data, func(n int, rec shardRecord) {
+		switch rec.Type {
+		case "order_attempt":
+			attempts[rec.Payload.ClientOrderID]++
+		case "order_outcome":
+			outcomes[rec.Payload.ClientOrderID]++
+		case "shard_owner":
+			owners[n] = rec.Payload.Member
+		}
+	}, "order_attempt", "order_outcome", "shard_owner")
 	return attempts, outcomes, owners
 }
 
