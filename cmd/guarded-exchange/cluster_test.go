@@ -19,15 +19,19 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/shopspring/decimal"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
 
 	"github.com/guarded-exchange/guarded-exchange/internal/etcdtest"
 	"github.com/guarded-exchange/guarded-exchange/venue/sim"
@@ -411,7 +415,9 @@ func (r *clusterRig) checkRecords(stage string, acked map[string]int) map[int]st
 // has its attempt and outcome in its shard's journal, every shard journal
 // verifies and no client order id reaches the simulator twice. After a
 // member is SIGKILLed its shards are served by the others within the
-// lock's TTL and a few seconds, and every user's calls go through again.
+// lock's TTL and a few seconds, and every user's calls go through again;
+// the killed member rejoins, another leaves, and a member SIGKILLed under
+// load loses no acknowledged order and sends none twice.
 func TestClusterThreeMembers(t *testing.T) {
 	users, orders := clusterScale("GX_CLUSTER_TEST_USERS", 6), clusterScale("GX_CLUSTER_TEST_ORDERS", 5)
 	rig := newClusterRig(t, 3, nil)
@@ -438,7 +444,7 @@ func TestClusterThreeMembers(t *testing.T) {
 		t.Fatalf("a member naming another count: exit %d %s", r.code, r.stderr)
 	}
 
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 240*time.Second)
 	defer cancel()
 	place := func(m *clusterMember, u int, key string, price int, within time.Duration) (string, error) {
 		return rig.place(ctx, m, u, key, price, within)
@@ -580,6 +586,101 @@ func TestClusterThreeMembers(t *testing.T) {
 	t.Logf("member left in %v; every user served again within %v", time.Since(left).Round(time.Millisecond),
 		serveAll([]*clusterMember{back, alive[1]}, "after-leave", left, 20*time.Second).Round(time.Millisecond))
 	checkRecords("after the restart and the leave")
+
+	// SIGKILL under load: the member that left comes back, every user
+	// places orders through the three members in turn, and once a quarter
+	// of them are acknowledged the member holding the most shard locks is
+	// SIGKILLed. A call that fails is tried again through another live
+	// member with the same idempotency key (never a new order), each try
+	// bounded by 3 s, until it is acknowledged or 30 s have passed. Every
+	// acknowledged order still has one attempt and one outcome in its
+	// shard's journal and reached the simulator once, every journal
+	// verifies, and every user has orders acknowledged after the kill.
+	again := startClusterMember(t, leaving.in, etcd.Endpoint(), data, venueEnv)
+	live := []*clusterMember{back, alive[1], again}
+	serveAll(live, "rejoined", time.Now(), 20*time.Second)
+	etcdCli, err := clientv3.New(clientv3.Config{Endpoints: []string{etcd.Endpoint()}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer etcdCli.Close()
+	var liveMu sync.Mutex
+	pickLive := func(i int) *clusterMember {
+		liveMu.Lock()
+		defer liveMu.Unlock()
+		return live[i%len(live)]
+	}
+	loadOrders := 4 * orders
+	total := users * loadOrders
+	halfway := make(chan struct{})
+	var ackedUnderLoad, unacked atomic.Int64
+	lastAck := make([]time.Time, users) // under mu
+	var lwg sync.WaitGroup
+	for u := range users {
+		lwg.Add(1)
+		go func() {
+			defer lwg.Done()
+			for i := range loadOrders {
+				key, from := fmt.Sprintf("u%d-load%d", u, i), time.Now()
+				for try := u + i; ; try++ {
+					id, err := place(pickLive(try), u, key, 18000+i, 3*time.Second)
+					if err == nil {
+						mu.Lock()
+						acked[id] = u
+						lastAck[u] = time.Now()
+						mu.Unlock()
+						if ackedUnderLoad.Add(1) == int64(max(total/4, 1)) {
+							close(halfway)
+						}
+						break
+					}
+					if time.Since(from) > 30*time.Second {
+						unacked.Add(1)
+						t.Logf("under load: user%d order %s not acknowledged: %v", u, key, err)
+						break
+					}
+					time.Sleep(100 * time.Millisecond)
+				}
+			}
+		}()
+	}
+	select {
+	case <-halfway:
+	case <-ctx.Done():
+		t.Fatal("a quarter of the orders under load were never acknowledged")
+	}
+	holds := map[string]int{}
+	for n := range clusterShards {
+		if h, err := lockHolder(ctx, etcdCli, n); err == nil && h != "" {
+			holds[h]++
+		}
+	}
+	var loaded *clusterMember
+	for _, m := range live {
+		if loaded == nil || holds[m.advertise] > holds[loaded.advertise] {
+			loaded = m
+		}
+	}
+	liveMu.Lock()
+	live = slices.DeleteFunc(slices.Clone(live), func(m *clusterMember) bool { return m == loaded })
+	liveMu.Unlock()
+	loaded.kill(t)
+	killedUnderLoad := time.Now()
+	lwg.Wait()
+	if n := unacked.Load(); n > int64(total/4) {
+		t.Fatalf("%d of %d orders under load were never acknowledged", n, total)
+	}
+	t.Logf("under load: %d acknowledged, %d not, the member with %d of the shard locks killed a quarter of the way",
+		ackedUnderLoad.Load(), unacked.Load(), holds[loaded.advertise])
+	// Every user was served again after the kill, within the load (a
+	// liveness check by serveAll here would meet the fronts' per-token
+	// rate and session bounds the load has just used up).
+	for u, at := range lastAck {
+		if !at.After(killedUnderLoad) {
+			t.Fatalf("user%d had no order acknowledged after the kill under load (last at %v, kill at %v)", u, at, killedUnderLoad)
+		}
+	}
+	checkRecords("after a kill under load")
 }
 
 // simOrders lists the client order ids of every order the simulator got.
