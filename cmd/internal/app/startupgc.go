@@ -2,6 +2,7 @@ package app
 
 import (
 	"io"
+	"math"
 	"os"
 	"runtime/debug"
 	"sync"
@@ -20,20 +21,15 @@ import (
 // limit, and the collector would then run without pause. GOGC or
 // GOMEMLIMIT set by the operator are left as they are.
 //
-// After start-up the collector runs at servingGCPercent, not the
-// runtime's 100, with servingMemoryLimit as its soft limit
-// (docs/decisions.md D179): serve's live heap is small (a few MiB to tens
-// of MiB) and most of what an order allocates is short-lived JSON, so at
-// GOGC 100 the collector ran every few orders and took about a quarter of
-// serve's CPU per order. At 400 the heap may grow to five times the live
-// heap between collections; near servingMemoryLimit the collector runs as
-// often as it must to stay under it (above it only if the live heap itself
-// needs more). GOGC or GOMEMLIMIT in the environment replace both.
+// After start-up the collector runs at the runtime's defaults
+// (servingGCPercent, servingMemoryLimit): a higher GOGC saved CPU per
+// order but let a flood of stream pushes grow serve's memory past its
+// bound (docs/decisions.md D179, withdrawn by D204).
 const (
 	startupHeapLimit   = 64 << 20
 	startupGCBound     = 2 * time.Second
-	servingGCPercent   = 400
-	servingMemoryLimit = 1 << 30
+	servingGCPercent   = 100
+	servingMemoryLimit = math.MaxInt64
 )
 
 var startupGCRecords = 20000 // a variable for tests

@@ -9,7 +9,7 @@ import (
 )
 
 // serve's collector is held until its second answer is written, then set
-// to its serving settings (GOGC 400, a 1 GiB soft limit).
+// to its serving settings (the runtime's defaults: GOGC 100, no limit).
 func TestStartupGCHeldUntilTheSecondAnswer(t *testing.T) {
 	if startupGC.held {
 		t.Skip("held by another test of this process")
