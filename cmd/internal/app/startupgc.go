@@ -24,7 +24,7 @@ import (
 // After start-up the collector runs at the runtime's defaults
 // (servingGCPercent, servingMemoryLimit): a higher GOGC saved CPU per
 // order but let a flood of stream pushes grow serve's memory past its
-// bound (docs/decisions.md D179, withdrawn by D204).
+// bound (docs/decisions.md D179, superseded by D204).
 const (
 	startupHeapLimit   = 64 << 20
 	startupGCBound     = 2 * time.Second
