@@ -34,7 +34,7 @@ func citableFiles(t *testing.T, root string) []string {
 			return err
 		}
 		if d.IsDir() {
-			if path != root && (strings.HasPrefix(d.Name(), ".") || d.Name() == "bin" || d.Name() == "dist") {
+			if path != root && (strings.HasPrefix(d.Name(), ".") || d.Name() == "bin" || d.Name() == "dist") || otherModule(root, path) {
 				return filepath.SkipDir
 			}
 			return nil

@@ -1,9 +1,3 @@
-// The benchmarks start cluster members, built by TestMain with -race
-// when the tests run with it, and protoactor's cluster races with itself
-// (docs/decisions.md D160): they run in builds without it.
-
-//go:build !race
-
 package main
 
 import (

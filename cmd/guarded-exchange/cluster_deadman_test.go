@@ -1,11 +1,3 @@
-// The member processes are built by TestMain with -race when the tests
-// run with it, and protoactor's cluster races with itself
-// (docs/decisions.md D160): under the race detector the members would
-// fail inside protoactor, not here, so this test runs in builds without
-// it.
-
-//go:build !race
-
 package main
 
 import (

@@ -1,11 +1,3 @@
-// The member processes are built by TestMain with -race when the tests
-// run with it, and protoactor's cluster races with itself
-// (docs/decisions.md D160): under the race detector the members would
-// fail inside protoactor, not here, so this test runs in builds without
-// it.
-
-//go:build !race
-
 package main
 
 import (
@@ -133,6 +125,11 @@ func startClusterMember(t testing.TB, in install, etcd, data string, env []strin
 		_ = m.cmd.Wait()
 		if m.stdout.Len() != 0 {
 			t.Errorf("member %s wrote to stdout: %q", m.advertise, m.stdout.String())
+		}
+		// Built with -race when the tests run with it: a data race in a
+		// member (protoactor's included, D205) fails the test.
+		if logs := m.log(); strings.Contains(logs, "WARNING: DATA RACE") {
+			t.Errorf("member %s: the race detector reported a data race:\n%s", m.advertise, logs)
 		}
 		if t.Failed() {
 			t.Logf("member %s logs:\n%s", m.advertise, m.log())

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"slices"
@@ -19,7 +20,16 @@ import (
 	"github.com/asynkron/protoactor-go/remote"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+	"google.golang.org/grpc/grpclog"
 )
+
+// gRPC's own logs are dropped, as protoactor's remote used to do at each
+// start. grpclog.SetLoggerV2 may only be called before any gRPC code runs
+// (an etcd client, another member), so it is called once, here, while the
+// program initialises (docs/decisions.md D205).
+func init() {
+	grpclog.SetLoggerV2(grpclog.NewLoggerV2(io.Discard, io.Discard, io.Discard))
+}
 
 // KeyPrefix is where the cluster's keys live in etcd: members under
 // KeyPrefix+"members/NAME/", shard locks under KeyPrefix+"NAME/shards/".

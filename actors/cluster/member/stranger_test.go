@@ -1,9 +1,3 @@
-// protoactor's cluster races with itself (docs/decisions.md D160): under
-// the race detector these tests fail inside protoactor, not here, so they
-// run in builds without it.
-
-//go:build !race
-
 package member_test
 
 import (

@@ -14,10 +14,6 @@ import (
 	"github.com/guarded-exchange/guarded-exchange/messages"
 )
 
-// sealKey is the call key of these tests (host_test.go's testCallKey is
-// built without the race detector only).
-var sealKey = bytes.Repeat([]byte{9}, MinCallKeySize)
-
 // readyHosts are one serving host activation per shard, each on a real
 // system, without protoactor: host.serve is what an activation runs for
 // each call it receives.
@@ -59,25 +55,25 @@ func answerError(t *testing.T, out []byte) *messages.Error {
 // of the call and changes nothing on the shard.
 func TestHostServesOnlySealedCalls(t *testing.T) {
 	var logs lockedBuffer
-	hs := readyHostsLogging(t, sealKey, slog.New(slog.NewJSONHandler(&logs, nil)))
-	cl := NewClient(testShards, hostTransport(hs), WithCallKey(sealKey))
+	hs := readyHostsLogging(t, testCallKey, slog.New(slog.NewJSONHandler(&logs, nil)))
+	cl := NewClient(testShards, hostTransport(hs), WithCallKey(testCallKey))
 	ctx := context.Background()
-	if _, err := cl.Submit(ctx, &messages.CreateUserRequest{User: "alice"}, sealOrigin); err != nil {
+	if _, err := cl.Submit(ctx, &messages.CreateUserRequest{User: "alice"}, adminOrigin); err != nil {
 		t.Fatalf("a sealed call: %v", err)
 	}
 	n := route.OfUser("mallory", testShards)
-	plain, err := json.Marshal(&call{Method: methodSubmit, Type: "admin.user.create", Body: json.RawMessage(`{"user":"mallory"}`), Origin: &sealOrigin})
+	plain, err := json.Marshal(&call{Method: methodSubmit, Type: "admin.user.create", Body: json.RawMessage(`{"user":"mallory"}`), Origin: &adminOrigin})
 	if err != nil {
 		t.Fatal(err)
 	}
 	other := bytes.Repeat([]byte{8}, MinCallKeySize)
-	flipped := SealCall(sealKey, n, plain)
+	flipped := SealCall(testCallKey, n, plain)
 	flipped[len(flipped)-3] ^= 1
 	for name, b := range map[string][]byte{
 		"unsealed":      plain,
 		"another key":   SealCall(other, n, plain),
 		"changed":       flipped,
-		"another shard": SealCall(sealKey, (n+1)%testShards, plain),
+		"another shard": SealCall(testCallKey, (n+1)%testShards, plain),
 		"short":         []byte(sealMagic + "x"),
 		"empty":         nil,
 	} {
@@ -89,7 +85,7 @@ func TestHostServesOnlySealedCalls(t *testing.T) {
 			t.Fatalf("%s: the refusal echoes the call: %s", name, out)
 		}
 	}
-	if _, err := cl.Submit(ctx, &messages.ShowPolicyRequest{User: "mallory"}, sealOrigin); messages.CodeOf(err) != messages.CodeNotFound {
+	if _, err := cl.Submit(ctx, &messages.ShowPolicyRequest{User: "mallory"}, adminOrigin); messages.CodeOf(err) != messages.CodeNotFound {
 		t.Fatalf("a refused call created its user: %v", err)
 	}
 	if got := logs.String(); strings.Count(got, "refused a call without this cluster's authenticator") != 6 || strings.Contains(got, "mallory") {
@@ -97,12 +93,12 @@ func TestHostServesOnlySealedCalls(t *testing.T) {
 	}
 	// A Client without the key is refused the same way.
 	bare := NewClient(testShards, hostTransport(hs))
-	if _, err := bare.Submit(ctx, &messages.CreateUserRequest{User: "mallory"}, sealOrigin); !isReasonOf(messages.AsError(err), messages.CodePermissionDenied, ReasonCallNotAuthenticated) {
+	if _, err := bare.Submit(ctx, &messages.CreateUserRequest{User: "mallory"}, adminOrigin); !isReasonOf(messages.AsError(err), messages.CodePermissionDenied, ReasonCallNotAuthenticated) {
 		t.Fatalf("an unsealed client: %v", err)
 	}
 	// A host without a key refuses even a sealed call.
 	keyless := readyHosts(t, nil)
-	if _, err := NewClient(testShards, hostTransport(keyless), WithCallKey(sealKey)).Submit(ctx, &messages.CreateUserRequest{User: "alice"}, sealOrigin); !isReasonOf(messages.AsError(err), messages.CodePermissionDenied, ReasonCallNotAuthenticated) {
+	if _, err := NewClient(testShards, hostTransport(keyless), WithCallKey(testCallKey)).Submit(ctx, &messages.CreateUserRequest{User: "alice"}, adminOrigin); !isReasonOf(messages.AsError(err), messages.CodePermissionDenied, ReasonCallNotAuthenticated) {
 		t.Fatalf("a host without a key: %v", err)
 	}
 }
@@ -110,7 +106,7 @@ func TestHostServesOnlySealedCalls(t *testing.T) {
 // A Client refuses an answer that is not sealed to its own call: none,
 // changed, another key's, or a captured answer to another call.
 func TestClientRefusesUnsealedAnswers(t *testing.T) {
-	hs := readyHosts(t, sealKey)
+	hs := readyHosts(t, testCallKey)
 	ctx := context.Background()
 	var captured []byte
 	real := hostTransport(hs)
@@ -118,8 +114,8 @@ func TestClientRefusesUnsealedAnswers(t *testing.T) {
 		out, err := real(ctx, shard, b)
 		captured = bytes.Clone(out)
 		return out, err
-	}, WithCallKey(sealKey))
-	if _, err := capture.Submit(ctx, &messages.CreateUserRequest{User: "alice"}, sealOrigin); err != nil {
+	}, WithCallKey(testCallKey))
+	if _, err := capture.Submit(ctx, &messages.CreateUserRequest{User: "alice"}, adminOrigin); err != nil {
 		t.Fatal(err)
 	}
 	forged := encodeAnswer(answer{Result: json.RawMessage(`{"user":"alice"}`)})
@@ -132,13 +128,13 @@ func TestClientRefusesUnsealedAnswers(t *testing.T) {
 		cl := NewClient(testShards, func(ctx context.Context, shard int, b []byte) ([]byte, error) {
 			out, err := real(ctx, shard, b)
 			return rewrite(out), err
-		}, WithCallKey(sealKey))
-		_, err := cl.Submit(ctx, &messages.ShowPolicyRequest{User: "alice"}, sealOrigin)
+		}, WithCallKey(testCallKey))
+		_, err := cl.Submit(ctx, &messages.ShowPolicyRequest{User: "alice"}, adminOrigin)
 		if !isReasonOf(messages.AsError(err), messages.CodeInternalError, ReasonAnswerNotAuthenticated) {
 			t.Fatalf("%s: %v", name, err)
 		}
 	}
-	if _, err := NewClient(testShards, real, WithCallKey([]byte("short"))).Submit(ctx, &messages.ShowPolicyRequest{User: "alice"}, sealOrigin); messages.CodeOf(err) != messages.CodeInternalError {
+	if _, err := NewClient(testShards, real, WithCallKey([]byte("short"))).Submit(ctx, &messages.ShowPolicyRequest{User: "alice"}, adminOrigin); messages.CodeOf(err) != messages.CodeInternalError {
 		t.Fatalf("a short key: %v", err)
 	}
 }
@@ -146,10 +142,6 @@ func TestClientRefusesUnsealedAnswers(t *testing.T) {
 func isReasonOf(e *messages.Error, code messages.Code, reason string) bool {
 	return e != nil && e.Code == code && e.Details["reason"] == reason
 }
-
-// sealOrigin is an admin on the control socket (host_test.go's
-// adminOrigin is built without the race detector only).
-var sealOrigin = messages.Origin{Role: messages.RoleAdmin, Channel: messages.ChannelSocket, PeerUID: 1000, PeerPID: 1}
 
 // lockedBuffer is a log sink safe for concurrent writes.
 type lockedBuffer struct {
@@ -173,13 +165,13 @@ func (l *lockedBuffer) String() string {
 // is refused by the Client with the shard's own answer and sent to no
 // shard; a well-formed one is asked of its shard.
 func TestClientAuthenticateChecksTokenShape(t *testing.T) {
-	hs := readyHosts(t, sealKey)
+	hs := readyHosts(t, testCallKey)
 	var sent int
 	real := hostTransport(hs)
 	cl := NewClient(testShards, func(ctx context.Context, shard int, b []byte) ([]byte, error) {
 		sent++
 		return real(ctx, shard, b)
-	}, WithCallKey(sealKey))
+	}, WithCallKey(testCallKey))
 	for _, tok := range []string{"", "Bearer x", "abc", messages.TokenPrefix + strings.Repeat("a", 257-len(messages.TokenPrefix))} {
 		if _, _, err := cl.Authenticate(tok); messages.CodeOf(err) != messages.CodePermissionDenied {
 			t.Fatalf("token of %d bytes: %v", len(tok), err)

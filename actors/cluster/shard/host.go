@@ -45,6 +45,10 @@ const DefaultLockTTL = 5 * time.Second
 // bound, since members share no clock (docs/cluster.md "Failure model").
 const headerTimeout = "gx-timeout-ms"
 
+// badIdentityLinger is how long an activation whose identity is not a
+// shard number stays to refuse calls before it stops.
+const badIdentityLinger = time.Second
+
 // Running is one shard's running system, as the member's StartFunc built
 // it on the shard's opened journal.
 type Running struct {
@@ -185,7 +189,11 @@ func (h *host) init(ctx actor.Context, id *cluster.ClusterIdentity) {
 		h.refuse(&messages.Error{Code: messages.CodeInternalError, Message: "no such shard",
 			NextStep: "check that every member runs with the same shard count", Details: map[string]any{"reason": "no_such_shard"}})
 		close(h.ready)
-		ctx.Poison(ctx.Self())
+		// It lingers a moment before it stops, so the call that activated
+		// it (sent once the placement answered, which may be after this
+		// init ran) gets the refusal instead of a dead letter.
+		root, self := h.root, h.self
+		time.AfterFunc(badIdentityLinger, func() { root.Poison(self) })
 		return
 	}
 	h.n = n
