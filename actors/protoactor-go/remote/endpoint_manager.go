@@ -31,8 +31,11 @@ func (el *endpointLazy) connect() {
 	em := el.manager
 	system := em.remote.actorSystem
 	rst, _ := system.Root.RequestFuture(em.endpointSupervisor, el.address, -1).Result()
-	ep := rst.(*endpoint)
-	el.Set(ep)
+	// After stop the supervisor answers with a dead letter: no endpoint
+	// is set, and Get returns nil.
+	if ep, ok := rst.(*endpoint); ok {
+		el.Set(ep)
+	}
 }
 
 func (el *endpointLazy) Set(ep *endpoint) {
@@ -41,8 +44,8 @@ func (el *endpointLazy) Set(ep *endpoint) {
 
 func (el *endpointLazy) Get() *endpoint {
 	el.once.Do(el.connect)
-	ep := el.endpoint.Load()
-	return ep.(*endpoint)
+	ep, _ := el.endpoint.Load().(*endpoint)
+	return ep
 }
 
 type endpoint struct {
@@ -120,7 +123,10 @@ func (em *endpointManager) stop() {
 	if em.endpointReaderConnections != nil {
 		em.endpointReaderConnections.Range(func(key interface{}, value interface{}) bool {
 			channel := value.(chan bool)
-			channel <- true
+			select { // the reader may have said its word already
+			case channel <- true:
+			default:
+			}
 			em.endpointReaderConnections.Delete(key)
 			return true
 		})
@@ -169,8 +175,9 @@ func (em *endpointManager) endpointEvent(evn interface{}) {
 		em.remote.Logger().Debug("EndpointManager received endpoint terminated event, removing endpoint", slog.Any("message", evn))
 		em.removeEndpoint(msg)
 	case *EndpointConnectedEvent:
-		endpoint := em.ensureConnected(msg.Address)
-		em.remote.actorSystem.Root.Send(endpoint.watcher, msg)
+		if endpoint := em.ensureConnected(msg.Address); endpoint != nil {
+			em.remote.actorSystem.Root.Send(endpoint.watcher, msg)
+		}
 	}
 }
 
@@ -179,8 +186,9 @@ func (em *endpointManager) remoteTerminate(msg *remoteTerminate) {
 		return
 	}
 	address := msg.Watchee.Address
-	endpoint := em.ensureConnected(address)
-	em.remote.actorSystem.Root.Send(endpoint.watcher, msg)
+	if endpoint := em.ensureConnected(address); endpoint != nil {
+		em.remote.actorSystem.Root.Send(endpoint.watcher, msg)
+	}
 }
 
 func (em *endpointManager) remoteWatch(msg *remoteWatch) {
@@ -188,8 +196,9 @@ func (em *endpointManager) remoteWatch(msg *remoteWatch) {
 		return
 	}
 	address := msg.Watchee.Address
-	endpoint := em.ensureConnected(address)
-	em.remote.actorSystem.Root.Send(endpoint.watcher, msg)
+	if endpoint := em.ensureConnected(address); endpoint != nil {
+		em.remote.actorSystem.Root.Send(endpoint.watcher, msg)
+	}
 }
 
 func (em *endpointManager) remoteUnwatch(msg *remoteUnwatch) {
@@ -197,8 +206,9 @@ func (em *endpointManager) remoteUnwatch(msg *remoteUnwatch) {
 		return
 	}
 	address := msg.Watchee.Address
-	endpoint := em.ensureConnected(address)
-	em.remote.actorSystem.Root.Send(endpoint.watcher, msg)
+	if endpoint := em.ensureConnected(address); endpoint != nil {
+		em.remote.actorSystem.Root.Send(endpoint.watcher, msg)
+	}
 }
 
 func (em *endpointManager) remoteDeliver(msg *remoteDeliver) {
@@ -213,6 +223,14 @@ func (em *endpointManager) remoteDeliver(msg *remoteDeliver) {
 	}
 	address := msg.target.Address
 	endpoint := em.ensureConnected(address)
+	if endpoint == nil { // stopped meanwhile
+		em.remote.actorSystem.EventStream.Publish(&actor.DeadLetterEvent{
+			PID:     msg.target,
+			Message: msg.message,
+			Sender:  msg.sender,
+		})
+		return
+	}
 	em.remote.actorSystem.Root.Send(endpoint.writer, msg)
 }
 
@@ -255,6 +273,9 @@ func (em *endpointManager) removeEndpoint(msg *EndpointTerminatedEvent) {
 		if le.unloaded.CompareAndSwap(false, true) {
 			em.connections.Delete(msg.Address)
 			ep := le.Get()
+			if ep == nil {
+				return
+			}
 			em.remote.Logger().Debug("Sending EndpointTerminatedEvent to EndpointWatcher and EndpointWriter", slog.String("address", msg.Address))
 			em.remote.actorSystem.Root.Send(ep.watcher, msg)
 			em.remote.actorSystem.Root.Send(ep.writer, msg)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"sync/atomic"
 
 	"google.golang.org/protobuf/proto"
 
@@ -12,7 +13,7 @@ import (
 )
 
 type endpointReader struct {
-	suspended bool
+	suspended atomic.Bool // set by Remote.Shutdown, read by every inbound stream
 	remote    *Remote
 }
 
@@ -40,7 +41,13 @@ func (s *endpointReader) Receive(stream Remoting_ReceiveServer) error {
 	s.remote.edpManager.endpointReaderConnections.Store(stream, disconnectChan)
 	defer func() {
 		s.remote.Logger().Info("EndpointReader is closing")
-		close(disconnectChan)
+		// Not closed: the endpoint manager's stop may still send to it.
+		// Both sides send without blocking; the goroutine below takes
+		// the first word.
+		select {
+		case disconnectChan <- false:
+		default:
+		}
 	}()
 
 	go func() {
@@ -72,7 +79,7 @@ func (s *endpointReader) Receive(stream Remoting_ReceiveServer) error {
 		case err != nil:
 			s.remote.Logger().Info("EndpointReader failed to read", slog.Any("error", err))
 			return err
-		case s.suspended:
+		case s.suspended.Load():
 			continue
 		}
 
@@ -252,7 +259,7 @@ func (s *endpointReader) onServerConnection(stream Remoting_ReceiveServer, sc *S
 }
 
 func (s *endpointReader) suspend(toSuspend bool) {
-	s.suspended = toSuspend
+	s.suspended.Store(toSuspend)
 	if toSuspend {
 		s.remote.Logger().Debug("Suspended EndpointReader")
 	}
