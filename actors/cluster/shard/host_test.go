@@ -260,7 +260,9 @@ func TestShardActivatesWithItsLockAndJournal(t *testing.T) {
 
 // A member that leaves gracefully hands its shards over: the other member
 // takes each one with a greater epoch, finds the users created before the
-// move, and each shard's journal verifies with its two owners in order.
+// move with their kill switch and posture causes as they were (issue 23,
+// "the venue follows the shard"), and each shard's journal verifies with
+// its two owners in order.
 func TestGracefulLeaveHandsShardsOver(t *testing.T) {
 	srv := etcdtest.Start(t)
 	data := t.TempDir()
@@ -273,6 +275,13 @@ func TestGracefulLeaveHandsShardsOver(t *testing.T) {
 	for n := range count {
 		users[n] = userOn(n, count, "user")
 		mustSubmit(t, a.client(), &messages.CreateUserRequest{User: users[n]})
+		// Even shards' users are halted by the kill switch, odd ones
+		// reduced by a human: both must hold on the new owner.
+		if n%2 == 0 {
+			mustSubmit(t, a.client(), &messages.SetKillSwitchRequest{User: users[n], On: true, Level: messages.KillSwitchAdmin})
+		} else {
+			mustSubmit(t, a.client(), &messages.SetPostureRequest{User: users[n], Reduce: true})
+		}
 	}
 	// The member hosting shard 0 leaves; the other stays.
 	leaving, staying := a, b
@@ -313,6 +322,16 @@ func TestGracefulLeaveHandsShardsOver(t *testing.T) {
 				t.Fatalf("shard %d after the leave: %v", n, err)
 			}
 			time.Sleep(100 * time.Millisecond)
+		}
+		res := mustSubmit(t, cl, &messages.ShowPostureRequest{User: users[n]})
+		pv, ok := res.(*messages.PostureView)
+		switch {
+		case !ok:
+			t.Fatalf("shard %d: posture answer %T", n, res)
+		case n%2 == 0 && (pv.State != messages.PostureHalted || pv.KillSwitch != messages.KillSwitchAdmin):
+			t.Fatalf("shard %d after the move: %s, kill switch %s; want HALTED by the admin's kill switch", n, pv.State, pv.KillSwitch)
+		case n%2 == 1 && (pv.State != messages.PostureReducing || pv.KillSwitch != messages.KillSwitchNone || !slices.Contains(pv.Why, messages.CauseHuman)):
+			t.Fatalf("shard %d after the move: %s, kill switch %s, why %v; want REDUCING by a human", n, pv.State, pv.KillSwitch, pv.Why)
 		}
 		dir := JournalDir(data, n)
 		o := owners(t, dir)
