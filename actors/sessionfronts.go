@@ -16,6 +16,7 @@ package actors
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"sync"
 	"time"
@@ -37,62 +38,91 @@ const (
 // dead-man switch, as the MCP layer waits after a session's end.
 const sessionEndWait = 60 * time.Second
 
-// agentSessionPayload is an agent_session record's payload.
+// agentSessionPayload is an agent_session record's payload. Open and Seq
+// are the front's report (messages.FrontSessions); a record without Seq
+// (written before reports carried counts) counts one session up or down.
 type agentSessionPayload struct {
 	Front string `json:"front"`
 	Event string `json:"event"`
+	// Open is how many sessions the front holds after the event (0 for
+	// ended).
+	Open int `json:"open"`
+	// Seq is the report's number; for ended, the last report's.
+	Seq uint64 `json:"seq,omitempty"`
+	// Ended is how many sessions an ended record ended (0: a record
+	// written before, which ended one).
+	Ended int `json:"ended,omitempty"`
+}
+
+// frontState is one user's sessions on one front: how many are open, and
+// the number of the last report taken.
+type frontState struct {
+	n   int
+	seq uint64
 }
 
 // frontSessions counts each user's open sessions per front.
 type frontSessions struct {
 	mu   sync.Mutex
-	open map[string]map[string]int // user → front → open sessions
+	open map[string]map[string]frontState // user → front → state
 }
 
 func newFrontSessions() *frontSessions {
-	return &frontSessions{open: map[string]map[string]int{}}
+	return &frontSessions{open: map[string]map[string]frontState{}}
 }
 
-// add changes the count of user's sessions on front by d (never below
-// zero) and reports whether it changed.
-func (f *frontSessions) add(user, front string, d int) bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
+// getLocked returns the state of user's sessions on front.
+func (f *frontSessions) getLocked(user, front string) frontState {
+	return f.open[user][front]
+}
+
+// setLocked sets the state of user's sessions on front. A state with no
+// open session is kept while its front may still report (its Seq orders
+// the next report), and dropped by dropLocked.
+func (f *frontSessions) setLocked(user, front string, st frontState) {
 	byFront := f.open[user]
-	n := byFront[front] + d
-	if n < 0 {
-		return false
-	}
 	if byFront == nil {
-		byFront = map[string]int{}
+		byFront = map[string]frontState{}
 		f.open[user] = byFront
 	}
-	if n == 0 {
-		delete(byFront, front)
-		if len(byFront) == 0 {
-			delete(f.open, user)
-		}
-		return true
+	byFront[front] = st
+}
+
+// dropLocked forgets user's state on front.
+func (f *frontSessions) dropLocked(user, front string) {
+	delete(f.open[user], front)
+	if len(f.open[user]) == 0 {
+		delete(f.open, user)
 	}
-	byFront[front] = n
-	return true
+}
+
+// takeLocked takes report p of user's sessions on front when it is newer
+// than the last one taken, and returns the change in open sessions.
+func (f *frontSessions) takeLocked(user string, p agentSessionPayload) (delta int, taken bool) {
+	st := f.getLocked(user, p.Front)
+	if p.Seq <= st.seq || p.Open < 0 {
+		return 0, false
+	}
+	f.setLocked(user, p.Front, frontState{n: p.Open, seq: p.Seq})
+	return p.Open - st.n, true
 }
 
 // frontCount is one user's open sessions on one front.
 type frontCount struct {
 	user, front string
-	n           int
+	st          frontState
 }
 
-// list returns the counts whose front keep accepts, sorted.
-func (f *frontSessions) list(keep func(front string) bool) []frontCount {
+// list returns the states whose front keep accepts, sorted; with
+// openOnly, only those with an open session.
+func (f *frontSessions) list(keep func(front string) bool, openOnly bool) []frontCount {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var out []frontCount
 	for user, byFront := range f.open {
-		for front, n := range byFront {
-			if keep(front) {
-				out = append(out, frontCount{user, front, n})
+		for front, st := range byFront {
+			if keep(front) && (st.n > 0 || !openOnly) {
+				out = append(out, frontCount{user, front, st})
 			}
 		}
 	}
@@ -115,8 +145,9 @@ func cmpString(a, b string) int {
 	return 0
 }
 
-// onRecord counts one replayed agent_session record. A record it cannot
-// read counts nothing: it never held a session open.
+// onRecord counts one replayed agent_session record, as the live path
+// took it. A record it cannot read counts nothing: it never held a
+// session open.
 func (f *frontSessions) onRecord(rec wal.Record) {
 	if messages.RecordType(rec.Type) != messages.RecordAgentSession || rec.User == "" {
 		return
@@ -125,57 +156,122 @@ func (f *frontSessions) onRecord(rec wal.Record) {
 	if json.Unmarshal(rec.Payload, &p) != nil || p.Front == "" {
 		return
 	}
-	switch p.Event {
-	case agentSessionOpened:
-		f.add(rec.User, p.Front, 1)
-	case agentSessionClosed, agentSessionEnded:
-		f.add(rec.User, p.Front, -1)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	st := f.getLocked(rec.User, p.Front)
+	switch {
+	case p.Event == agentSessionEnded && p.Ended > 0:
+		// The live end claimed the sessions of the report numbered Seq;
+		// a newer report taken before this record was written stands.
+		if st.seq <= p.Seq {
+			f.setLocked(rec.User, p.Front, frontState{n: 0, seq: p.Seq})
+		}
+	case p.Event == agentSessionEnded && st.n > 0:
+		f.setLocked(rec.User, p.Front, frontState{n: st.n - 1, seq: st.seq})
+	case p.Seq > 0:
+		f.takeLocked(rec.User, p)
+	case p.Event == agentSessionOpened:
+		f.setLocked(rec.User, p.Front, frontState{n: st.n + 1, seq: st.seq})
+	case p.Event == agentSessionClosed && st.n > 0:
+		f.setLocked(rec.User, p.Front, frontState{n: st.n - 1, seq: st.seq})
 	}
 }
 
-// SessionEventFrom is SessionEvent for a session held by the HTTP front
-// of cluster member front. In a shard's system (Config.Shard set) an open
-// or an end is journaled first (agent_session, with the front) and
-// counted, so that the shard's next owner knows the session; an end the
-// shard no longer counts (it ended it already, EndSessionsOf) is
-// dropped. Everything else, and every event without a front or outside a
-// shard, is SessionEvent.
-func (s *System) SessionEventFrom(ctx context.Context, user string, kind messages.SessionEventKind, front string) {
-	if front == "" || s.slot.Count == 0 || (kind != messages.SessionOpened && kind != messages.SessionClosed) ||
-		s.users == nil || !messages.UserNamePattern.MatchString(user) || s.homeUser(user) != nil {
-		s.SessionEvent(ctx, user, kind)
+// FrontSessionsChanged takes a cluster member's report of a user's
+// sessions on its HTTP front (docs/cluster.md "Sessions and the dead-man
+// switch"). In a shard's system a report newer than the last one taken
+// from that front is journaled first (agent_session, with the front, the
+// count and the report's number), then counted, and the user's actor
+// hears one SessionOpened or SessionClosed per session the count moved;
+// on the last one's close it waits, as SessionEvent does, until the
+// dead-man switch is done or ctx ends. A report taken already, or older
+// than one taken, is answered without effect, so the front may send it
+// again after a lost answer. An error means nothing was taken: the front
+// sends the report again. Outside a shard the report is SessionEvent of
+// its event.
+func (s *System) FrontSessionsChanged(ctx context.Context, r *messages.FrontSessions) error {
+	if r == nil || r.Front == "" || r.Seq == 0 || r.Open < 0 ||
+		(r.Event != messages.SessionOpened && r.Event != messages.SessionClosed) {
+		return messages.InvalidParams("sessions", "a report needs a front, a count, a number and an open or close")
+	}
+	if s.slot.Count == 0 || s.users == nil || !messages.UserNamePattern.MatchString(r.User) || s.homeUser(r.User) != nil {
+		s.SessionEvent(ctx, r.User, r.Event)
+		return nil
+	}
+	if s.registry.committedOf(r.User) == nil {
+		return nil // no such user: SessionEvent would ignore it too
+	}
+	s.fronts.mu.Lock()
+	st := s.fronts.getLocked(r.User, r.Front)
+	s.fronts.mu.Unlock()
+	if r.Seq <= st.seq {
+		return nil // taken already, or a newer report was
+	}
+	if r.Open == st.n {
+		// Nothing to count (the close of a session EndSessionsOf ended
+		// already): only its number is kept, and nothing journaled.
+		s.fronts.mu.Lock()
+		if cur := s.fronts.getLocked(r.User, r.Front); cur.seq < r.Seq && cur.n == r.Open {
+			s.fronts.setLocked(r.User, r.Front, frontState{n: r.Open, seq: r.Seq})
+		}
+		s.fronts.mu.Unlock()
+		return nil
+	}
+	event := agentSessionOpened
+	if r.Event == messages.SessionClosed {
+		event = agentSessionClosed
+	}
+	p := agentSessionPayload{Front: r.Front, Event: event, Open: r.Open, Seq: r.Seq}
+	if err := s.journalAgentSession(ctx, r.User, p); err != nil {
+		return err
+	}
+	// Journaled, then taken under the lock; a newer report that was
+	// journaled and taken meanwhile wins, here as in the replay, which
+	// takes the records in the journal's order by the same rule. The
+	// actor hears the change under the lock, so that the changes of two
+	// reports reach it in the order they were taken.
+	s.fronts.mu.Lock()
+	delta, _ := s.fronts.takeLocked(r.User, p)
+	last := s.tellSessionsLocked(r.User, delta)
+	s.fronts.mu.Unlock()
+	waitClosed(ctx, last)
+	return nil
+}
+
+// tellSessionsLocked tells user's actor that delta sessions opened (or
+// -delta closed), and returns the last close's done channel (nil when
+// none closed). The caller holds s.fronts.mu.
+func (s *System) tellSessionsLocked(user string, delta int) chan struct{} {
+	var done chan struct{}
+	for ; delta > 0; delta-- {
+		s.tellUser(user, &sessionSignal{kind: messages.SessionOpened})
+	}
+	for ; delta < 0; delta++ {
+		m := &sessionSignal{kind: messages.SessionClosed}
+		if delta == -1 {
+			done = make(chan struct{})
+			m.done = done
+		}
+		s.tellUser(user, m)
+	}
+	return done
+}
+
+// waitClosed waits until done is closed (nil: at once) or ctx ends.
+func waitClosed(ctx context.Context, done chan struct{}) {
+	if done == nil {
 		return
 	}
-	if s.registry.committedOf(user) == nil {
-		return // no such user: SessionEvent would ignore it too
+	select {
+	case <-done:
+	case <-ctx.Done():
 	}
-	event, d := agentSessionOpened, 1
-	if kind == messages.SessionClosed {
-		// Claimed before it is journaled: an end EndSessionsOf ran
-		// already is not ended twice.
-		if !s.fronts.add(user, front, -1) {
-			return
-		}
-		event, d = agentSessionClosed, 0
-	}
-	if err := s.journalAgentSession(ctx, user, front, event); err != nil {
-		// The user's actor still hears of it, as in one process; the
-		// count stays as it was before the event, so only the shard's
-		// next owner could be wrong about it.
-		s.logger.Warn("agent session not journaled", "user", user, "event", event, "code", string(messages.CodeOf(err)))
-		if d == 0 {
-			s.fronts.add(user, front, 1)
-		}
-	} else if d != 0 {
-		s.fronts.add(user, front, d)
-	}
-	s.SessionEvent(ctx, user, kind)
 }
 
 // journalAgentSession appends one agent_session record and waits until it
 // is durable.
-func (s *System) journalAgentSession(ctx context.Context, user, front, event string) error {
-	payload, err := json.Marshal(agentSessionPayload{Front: front, Event: event})
+func (s *System) journalAgentSession(ctx context.Context, user string, p agentSessionPayload) error {
+	payload, err := json.Marshal(p)
 	if err != nil {
 		return messages.Internal(err)
 	}
@@ -190,8 +286,8 @@ func (s *System) journalAgentSession(ctx context.Context, user, front, event str
 // EndSessionsOf. It returns how many sessions it restored.
 func (s *System) RestoreSessions() int {
 	n := 0
-	for _, c := range s.fronts.list(func(string) bool { return true }) {
-		for range c.n {
+	for _, c := range s.fronts.list(func(string) bool { return true }, true) {
+		for range c.st.n {
 			s.tellUser(c.user, &sessionSignal{kind: messages.SessionOpened})
 			n++
 		}
@@ -200,39 +296,72 @@ func (s *System) RestoreSessions() int {
 }
 
 // EndSessionsOf ends every counted session whose front is not alive, as
-// its close would have: agent_session (event ended) journaled first, then
-// SessionClosed for the user's actor, whose dead-man switch runs when that
-// was the user's last session. Each user's sessions end on their own
-// goroutine; EndSessionsOf returns how many it ends without waiting for
-// the switch. A session whose end cannot be journaled stays counted, to be
-// ended by a later call.
+// its close would have: the sessions are claimed at once (a report of the
+// front taken later counts from none), then on one goroutine per user an
+// agent_session (event ended) is journaled and the user's actor hears
+// SessionClosed for each, whose dead-man switch runs when that was the
+// user's last session. It returns how many sessions it ends, without
+// waiting for the switch. Sessions whose end cannot be journaled are
+// counted again, to be ended by a later call. What it keeps of a gone
+// front with no open session is dropped.
 func (s *System) EndSessionsOf(ctx context.Context, alive func(front string) bool) int {
-	dead := s.fronts.list(func(front string) bool { return !alive(front) })
 	total := 0
 	byUser := map[string][]frontCount{}
-	for _, c := range dead {
-		byUser[c.user] = append(byUser[c.user], c)
-		total += c.n
+	s.fronts.mu.Lock()
+	for user, byFront := range s.fronts.open {
+		for front, st := range byFront {
+			if alive(front) {
+				continue
+			}
+			if st.n == 0 {
+				s.fronts.dropLocked(user, front)
+				continue
+			}
+			s.fronts.setLocked(user, front, frontState{n: 0, seq: st.seq})
+			byUser[user] = append(byUser[user], frontCount{user, front, st})
+			total += st.n
+		}
 	}
-	for user, counts := range byUser {
+	s.fronts.mu.Unlock()
+	for user, claimed := range byUser {
 		go func() {
 			ctx, cancel := context.WithTimeout(ctx, sessionEndWait)
 			defer cancel()
-			for _, c := range counts {
-				for range c.n {
-					if !s.fronts.add(user, c.front, -1) {
-						break // ended meanwhile (its close came, or another call)
-					}
-					if err := s.journalAgentSession(ctx, user, c.front, agentSessionEnded); err != nil {
-						s.fronts.add(user, c.front, 1)
-						s.logger.Warn("agent session of a gone front not ended: not journaled", "user", user, "code", string(messages.CodeOf(err)))
-						return
-					}
-					s.logger.Info("agent session ended: its front left the cluster", "user", user, "front", c.front)
-					s.SessionEvent(ctx, user, messages.SessionClosed)
-				}
+			for _, c := range claimed {
+				s.endFrontSessions(ctx, user, c.front, c.st)
 			}
 		}()
 	}
 	return total
+}
+
+// endFrontSessions journals the end of user's sessions on a gone front,
+// claimed by EndSessionsOf from state st, and tells the user's actor.
+func (s *System) endFrontSessions(ctx context.Context, user, front string, st frontState) {
+	p := agentSessionPayload{Front: front, Event: agentSessionEnded, Seq: st.seq, Ended: st.n}
+	if err := s.journalAgentSession(ctx, user, p); err != nil {
+		s.fronts.mu.Lock()
+		if cur := s.fronts.getLocked(user, front); cur == (frontState{n: 0, seq: st.seq}) {
+			s.fronts.setLocked(user, front, st)
+		}
+		s.fronts.mu.Unlock()
+		s.logger.Warn("agent sessions of a gone front not ended: not journaled", "user", user, "code", string(messages.CodeOf(err)))
+		return
+	}
+	s.logger.Info("agent sessions ended: their front left the cluster", "user", user, "front", front, "sessions", st.n)
+	s.fronts.mu.Lock()
+	last := s.tellSessionsLocked(user, -st.n)
+	s.fronts.mu.Unlock()
+	waitClosed(ctx, last)
+}
+
+// FrontSessionCounts lists the agent sessions the shard counts open per
+// user and front, as "user front n", sorted: what its next owner would
+// restore (a test's view of the count).
+func (s *System) FrontSessionCounts() []string {
+	var out []string
+	for _, c := range s.fronts.list(func(string) bool { return true }, true) {
+		out = append(out, fmt.Sprintf("%s %s %d", c.user, c.front, c.st.n))
+	}
+	return out
 }

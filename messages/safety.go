@@ -24,6 +24,27 @@ const (
 	SessionCallEnded
 )
 
+// FrontSessions is what a cluster member's HTTP front reports to a
+// user's shard when one of the user's agent sessions there opens or ends
+// (docs/cluster.md "Sessions and the dead-man switch"): how many of the
+// user's sessions the front holds now, not the change, so that a report
+// can be sent again after a lost answer without counting twice. Seq
+// orders one front's reports: the shard takes a report only when its Seq
+// is above the last one it took from that front for that user.
+type FrontSessions struct {
+	// User is the sessions' user.
+	User string `json:"user"`
+	// Front is the id of the member whose HTTP front holds the sessions
+	// (new on every start of the member).
+	Front string `json:"front"`
+	// Event is what changed: SessionOpened or SessionClosed.
+	Event SessionEventKind `json:"event"`
+	// Open is how many of the user's sessions the front holds after it.
+	Open int `json:"open"`
+	// Seq numbers the front's reports, from 1, growing.
+	Seq uint64 `json:"seq"`
+}
+
 // Dead-man trigger reasons.
 const (
 	// DeadmanDisconnect: the user's last open session ended and

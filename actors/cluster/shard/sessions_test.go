@@ -4,7 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
 	"slices"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -68,8 +73,10 @@ func TestSessionsByFrontSurviveAMove(t *testing.T) {
 	if _, err := sys.Submit(ctx, &messages.CreateUserRequest{User: u}, originFor(&messages.CreateUserRequest{})); err != nil {
 		t.Fatal(err)
 	}
+	var target atomic.Pointer[actors.System]
+	target.Store(sys)
 	direct := func(ctx context.Context, _ int, b []byte) ([]byte, error) {
-		return Serve(ctx, sys, bytes.Clone(b)), nil
+		return Serve(ctx, target.Load(), bytes.Clone(b)), nil
 	}
 	plain := NewClient(testShards, direct)
 	a, b := plain.WithFront("member-a"), plain.WithFront("member-b")
@@ -105,13 +112,214 @@ func TestSessionsByFrontSurviveAMove(t *testing.T) {
 	if n := sys.EndSessionsOf(ctx, func(front string) bool { return front == "member-b" }); n != 0 {
 		t.Fatalf("ended %d sessions a second time", n)
 	}
-	direct = func(ctx context.Context, _ int, b []byte) ([]byte, error) {
-		return Serve(ctx, sys, bytes.Clone(b)), nil
-	}
-	NewClient(testShards, direct).WithFront("member-a").SessionEvent(ctx, u, messages.SessionClosed) // ended already
-	NewClient(testShards, direct).WithFront("member-b").SessionEvent(ctx, u, messages.SessionClosed)
+	target.Store(sys)
+	a.SessionEvent(ctx, u, messages.SessionClosed) // ended already: nothing to journal
+	b.SessionEvent(ctx, u, messages.SessionClosed)
 	want = append(want, "member-b closed")
 	if got := sessionEvents(t, dir, u); !slices.Equal(got, want) {
 		t.Fatalf("agent_session records %v, want %v", got, want)
 	}
+}
+
+// A front's report of a user's sessions is sent again until the shard
+// takes it, and taken once: an open whose answer was lost is not counted
+// twice, and a close sent while the shard moves (its owner stopped, no
+// shard answering) reaches the next owner, which journals it and counts
+// the session ended, so that its dead-man switch runs (docs/cluster.md
+// "Sessions and the dead-man switch").
+func TestSessionReportSentAgainUntilTaken(t *testing.T) {
+	ctx := context.Background()
+	slot := route.Slot{Index: 0, Count: testShards}
+	var u string
+	for _, name := range users {
+		if route.OfUser(name, testShards) == 0 {
+			u = name
+			break
+		}
+	}
+	dir := t.TempDir()
+	sys, stop := openShard(t, dir, slot)
+	if _, err := sys.Submit(ctx, &messages.CreateUserRequest{User: u}, originFor(&messages.CreateUserRequest{})); err != nil {
+		t.Fatal(err)
+	}
+	var (
+		target    atomic.Pointer[actors.System]
+		loseNext  atomic.Int32 // serve the call, then lose its answer
+		calls     atomic.Int32
+		unserved  atomic.Int32
+		errNoPeer = errors.New("no member answered")
+	)
+	target.Store(sys)
+	tr := func(ctx context.Context, _ int, b []byte) ([]byte, error) {
+		calls.Add(1)
+		t := target.Load()
+		if t == nil {
+			unserved.Add(1)
+			return nil, errNoPeer
+		}
+		out := Serve(ctx, t, bytes.Clone(b))
+		if loseNext.Add(-1) >= 0 {
+			return nil, errNoPeer
+		}
+		return out, nil
+	}
+	a := NewClient(testShards, tr).WithFront("member-a")
+
+	loseNext.Store(1)
+	a.SessionEvent(ctx, u, messages.SessionOpened) // served, its answer lost: sent again
+	for deadline := time.Now().Add(10 * time.Second); calls.Load() < 2; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the open's report was not sent again after its answer was lost")
+		}
+	}
+	want := []string{"member-a opened"}
+	if got := sessionEvents(t, dir, u); !slices.Equal(got, want) {
+		t.Fatalf("agent_session records %v, want %v (a report sent twice is taken once)", got, want)
+	}
+
+	// The shard moves: its owner stops, and nothing answers for a while.
+	target.Store(nil)
+	stop()
+	closed := make(chan struct{})
+	go func() {
+		defer close(closed)
+		a.SessionEvent(ctx, u, messages.SessionClosed)
+	}()
+	for deadline := time.Now().Add(10 * time.Second); unserved.Load() < 1; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the close was never sent")
+		}
+	}
+	sys, stop = openShard(t, dir, slot)
+	defer stop()
+	if n := sys.RestoreSessions(); n != 1 {
+		t.Fatalf("the next owner restored %d sessions, want 1", n)
+	}
+	target.Store(sys)
+	select {
+	case <-closed:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the close's report was not sent again to the next owner")
+	}
+	want = append(want, "member-a closed")
+	if got := sessionEvents(t, dir, u); !slices.Equal(got, want) {
+		t.Fatalf("agent_session records %v, want %v", got, want)
+	}
+	if n := sys.EndSessionsOf(ctx, func(string) bool { return false }); n != 0 {
+		t.Fatalf("%d sessions still counted open after the close was taken", n)
+	}
+}
+
+// The counts the shard keeps from the fronts' reports are each front's
+// newest report (none after the front's end), and the ones its replay
+// rebuilds, whatever came in between: old reports sent again, ends of
+// gone fronts, and reports taken while an end is being journaled.
+func TestFrontSessionCountsReplayAsTaken(t *testing.T) {
+	ctx := context.Background()
+	slot := route.Slot{Index: 0, Count: testShards}
+	var u string
+	for _, name := range users {
+		if route.OfUser(name, testShards) == 0 {
+			u = name
+			break
+		}
+	}
+	dir := t.TempDir()
+	sys, stop := openShard(t, dir, slot)
+	if _, err := sys.Submit(ctx, &messages.CreateUserRequest{User: u}, originFor(&messages.CreateUserRequest{})); err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(7, 11))
+	fronts := []string{"f1", "f2", "f3"}
+	seq := map[string]uint64{}
+	var sent []*messages.FrontSessions
+	ends := 0
+	type frontModel struct {
+		open int
+		seq  uint64
+	}
+	model := map[string]frontModel{} // what the shard must count
+	modelCounts := func() []string {
+		var out []string
+		for _, f := range fronts {
+			if model[f].open > 0 {
+				out = append(out, fmt.Sprintf("%s %s %d", u, f, model[f].open))
+			}
+		}
+		return out
+	}
+	report := func(f string, open int) {
+		seq[f]++
+		ev := messages.SessionOpened
+		if rng.IntN(2) == 0 {
+			ev = messages.SessionClosed
+		}
+		r := &messages.FrontSessions{User: u, Front: f, Event: ev, Open: open, Seq: seq[f]}
+		sent = append(sent, r)
+		if err := sys.FrontSessionsChanged(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+		model[f] = frontModel{open: r.Open, seq: r.Seq}
+	}
+	for step := range 200 {
+		f := fronts[rng.IntN(len(fronts))]
+		switch rng.IntN(10) {
+		case 0: // an old report sent again
+			if len(sent) > 0 {
+				r := sent[rng.IntN(len(sent))]
+				if err := sys.FrontSessionsChanged(ctx, r); err != nil {
+					t.Fatal(err)
+				}
+			}
+		case 1: // the front is gone; then, at times, reports again at once
+			if sys.EndSessionsOf(ctx, func(front string) bool { return front != f }) > 0 {
+				ends++
+			}
+			model[f] = frontModel{seq: model[f].seq}
+			if rng.IntN(2) == 0 {
+				report(f, rng.IntN(4))
+			}
+		default:
+			report(f, rng.IntN(4))
+		}
+		if got, want := openCounts(sys), modelCounts(); !slices.Equal(got, want) {
+			t.Fatalf("step %d: counts %v, want the newest report's (none after an end) %v", step, got, want)
+		}
+	}
+	report(fronts[0], 2) // some sessions stay open
+	// EndSessionsOf journals on its own goroutines: wait for its records.
+	for deadline := time.Now().Add(20 * time.Second); countEvent(sessionEvents(t, dir, u), " ended") < ends; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d ended records, want %d", countEvent(sessionEvents(t, dir, u), " ended"), ends)
+		}
+	}
+	live, want := openCounts(sys), modelCounts()
+	if !slices.Equal(live, want) {
+		t.Fatalf("counts %v, want the newest report's (none after an end) %v", live, want)
+	}
+	if ends == 0 {
+		t.Fatal("a history without an end tests little: change its seed")
+	}
+	stop()
+	again, stopAgain := openShard(t, dir, slot)
+	defer stopAgain()
+	if got := openCounts(again); !slices.Equal(got, live) {
+		t.Fatalf("replayed counts %v, live counts %v", got, live)
+	}
+}
+
+// countEvent counts the entries of events that end with suffix.
+func countEvent(events []string, suffix string) int {
+	n := 0
+	for _, e := range events {
+		if strings.HasSuffix(e, suffix) {
+			n++
+		}
+	}
+	return n
+}
+
+// openCounts is sys's open sessions per front, as a sorted list.
+func openCounts(sys *actors.System) []string {
+	return sys.FrontSessionCounts()
 }

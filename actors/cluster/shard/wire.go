@@ -50,10 +50,10 @@ type SessionsRefusedTarget interface {
 
 // FrontSessionsTarget is a Target that keeps its agent sessions by the
 // member whose front holds them (*actors.System is one, docs/cluster.md
-// "Sessions and the dead-man switch"); Serve gives it a session event's
-// front.
+// "Sessions and the dead-man switch"); Serve gives it a front's report of
+// a user's sessions.
 type FrontSessionsTarget interface {
-	SessionEventFrom(ctx context.Context, user string, kind messages.SessionEventKind, front string)
+	FrontSessionsChanged(ctx context.Context, r *messages.FrontSessions) error
 }
 
 // Transport carries one encoded call to shard number shard and returns
@@ -120,10 +120,10 @@ type call struct {
 	// MyJournal.
 	Before uint64 `json:"before,omitempty"`
 	Limit  int    `json:"limit,omitempty"`
-	// SessionEvent: the event, and the member whose HTTP front holds the
-	// session (Client.WithFront; empty: not known).
-	Event messages.SessionEventKind `json:"event,omitempty"`
-	Front string                    `json:"front,omitempty"`
+	// SessionEvent: the event; for an open or a close reported by a
+	// member's front (Client.WithFront), the front's report instead.
+	Event    messages.SessionEventKind `json:"event,omitempty"`
+	Sessions *messages.FrontSessions   `json:"sessions,omitempty"`
 	// WaitForUpdate.
 	Wait *messages.WaitForUpdateRequest `json:"wait,omitempty"`
 	// CallsRateLimited, SessionsRefused.
@@ -271,8 +271,11 @@ func serve(ctx context.Context, t Target, c *call) answer {
 	case methodMyJournal:
 		return result(t.MyJournal(c.User, c.Before, c.Limit), nil)
 	case methodSessionEvent:
-		if ft, ok := t.(FrontSessionsTarget); ok && c.Front != "" {
-			ft.SessionEventFrom(ctx, c.User, c.Event, c.Front)
+		if r := c.Sessions; r != nil {
+			if ft, ok := t.(FrontSessionsTarget); ok {
+				return result(nil, ft.FrontSessionsChanged(ctx, r))
+			}
+			t.SessionEvent(ctx, r.User, r.Event)
 			return answer{}
 		}
 		t.SessionEvent(ctx, c.User, c.Event)
@@ -405,8 +408,10 @@ func randomID() []byte {
 type Client struct {
 	count int
 	tr    Transport
-	// front is the member id session events name (WithFront).
-	front string
+	// front is the member id session events name (WithFront), and
+	// sessions its count of each user's open sessions.
+	front    string
+	sessions *frontReports
 	// key seals calls and opens answers (WithCallKey); nil: calls travel
 	// unsealed, as Serve reads them (a Transport that calls Serve in the
 	// same process).
@@ -419,6 +424,7 @@ type Client struct {
 func (cl *Client) WithFront(front string) *Client {
 	c := *cl
 	c.front = front
+	c.sessions = &frontReports{open: map[string]int{}, last: map[string]uint64{}}
 	return &c
 }
 
@@ -732,8 +738,128 @@ func (cl *Client) MyJournalContext(ctx context.Context, user string, before uint
 // switch's cancels are done or ctx ends), so a caller's events arrive in
 // their order. A shard that does not answer loses the event, as a
 // stopped process would.
+//
+// With a front (WithFront), an open or a close is reported as the count
+// of the user's sessions the front holds after it (messages.FrontSessions),
+// and a report whose answer does not come (the shard moving, a member
+// gone) is sent again until the shard takes it, a newer report replaces
+// it, or sessionReportWait passes: the shard takes a report once, so a
+// session's end is not lost while its shard moves, and the dead-man
+// switch still runs (docs/cluster.md "Sessions and the dead-man switch").
+// A close waits for that, as it waits for the switch; an open's report is
+// sent again in the background.
 func (cl *Client) SessionEvent(ctx context.Context, user string, kind messages.SessionEventKind) {
-	_, _ = cl.do(ctx, route.OfUser(user, cl.count), &call{Method: methodSessionEvent, User: user, Event: kind, Front: cl.front})
+	if cl.sessions == nil || (kind != messages.SessionOpened && kind != messages.SessionClosed) {
+		_, _ = cl.do(ctx, route.OfUser(user, cl.count), &call{Method: methodSessionEvent, User: user, Event: kind})
+		return
+	}
+	r, ok := cl.sessions.change(cl.front, user, kind)
+	if !ok {
+		return // a close without an open this front reported
+	}
+	if cl.reportSessions(ctx, r) == nil {
+		return
+	}
+	if kind == messages.SessionOpened {
+		go func() {
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), sessionReportWait)
+			defer cancel()
+			cl.resendSessions(ctx, r)
+		}()
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, sessionReportWait)
+	defer cancel()
+	cl.resendSessions(ctx, r)
+}
+
+// sessionReportWait bounds how long a front sends a report of a user's
+// sessions again: longer than a shard's move (lock TTL, membership TTL and
+// the new owner's start).
+const sessionReportWait = 60 * time.Second
+
+// frontReports is a front's count of each user's open sessions, and the
+// number of each user's newest report.
+type frontReports struct {
+	mu   sync.Mutex
+	seq  uint64
+	open map[string]int
+	last map[string]uint64
+}
+
+// change counts an open or a close of one of user's sessions and returns
+// the report of it; a close with no session open is not reported.
+func (f *frontReports) change(front, user string, kind messages.SessionEventKind) (*messages.FrontSessions, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := f.open[user]
+	if kind == messages.SessionClosed {
+		if n == 0 {
+			return nil, false
+		}
+		n--
+	} else {
+		n++
+	}
+	f.seq++
+	if n == 0 {
+		delete(f.open, user)
+	} else {
+		f.open[user] = n
+	}
+	f.last[user] = f.seq
+	return &messages.FrontSessions{User: user, Front: front, Event: kind, Open: n, Seq: f.seq}, true
+}
+
+// taken notes that the shard took r: the user's count needs no report
+// until it changes again.
+func (f *frontReports) taken(r *messages.FrontSessions) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.last[r.User] == r.Seq && r.Open == 0 {
+		delete(f.last, r.User)
+	}
+}
+
+// superseded reports whether a newer report of r's user was made.
+func (f *frontReports) superseded(r *messages.FrontSessions) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	last, ok := f.last[r.User]
+	return !ok || last > r.Seq // none: a newer one with no session open was taken
+}
+
+// reportSessions sends r once.
+func (cl *Client) reportSessions(ctx context.Context, r *messages.FrontSessions) error {
+	_, err := cl.do(ctx, route.OfUser(r.User, cl.count), &call{Method: methodSessionEvent, User: r.User, Event: r.Event, Sessions: r})
+	if err == nil {
+		cl.sessions.taken(r)
+	}
+	return err
+}
+
+// resendSessions sends r again, backing off, until the shard takes it, a
+// newer report of its user was made (it carries the count), a report
+// could never be taken (invalid_params), or ctx ends.
+func (cl *Client) resendSessions(ctx context.Context, r *messages.FrontSessions) {
+	wait := 100 * time.Millisecond
+	for {
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		if cl.sessions.superseded(r) {
+			return
+		}
+		err := cl.reportSessions(ctx, r)
+		if err == nil || messages.CodeOf(err) == messages.CodeInvalidParams {
+			return
+		}
+		wait = min(2*wait, 2*time.Second)
+	}
 }
 
 // WaitForUpdate waits on the user's shard for a change the user's private

@@ -201,7 +201,11 @@ func (inf *Informer) GetMemberStateDelta(targetMemberID string) *MemberStateDelt
 				newWatermark = value.SequenceNumber
 			}
 
-			newMemberState.Values[key] = value
+			// A copy: the request is serialised on the endpoint
+			// writer's goroutine while this actor's setKey goes on
+			// changing the entry in place (a data race; guarded-exchange
+			// patch).
+			newMemberState.Values[key] = proto.Clone(value).(*GossipKeyValue)
 		}
 
 		// do not send memberStates that we have no new data for
