@@ -17,9 +17,10 @@ build:
 # protoactor-go is a patched copy in actors/protoactor-go, docs/decisions.md
 # D205). cmd/internal/testprogress prints a line as each package starts and
 # ends (and every minute, the ones still running) and the output of
-# failing tests; it fails when go test fails.
+# failing tests; it fails when go test fails. -parallel 4: the tests that
+# start the built binary mostly wait on it, so four at a time (D209).
 test: lint cross
-	$(GO) run ./cmd/internal/testprogress -race -count=1 -timeout 25m $(PKGS)
+	$(GO) run ./cmd/internal/testprogress -race -count=1 -parallel 4 -timeout 25m $(PKGS)
 
 # vet (which type-checks the tests too) for every supported GOOS/GOARCH:
 # the code must build on Linux and macOS, amd64 and arm64.
@@ -43,6 +44,8 @@ dist:
 # Benchmarks for the speed and memory targets; numbers go in the issue notes.
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime=2s -timeout 60m $(PKGS)
+	# The three-member cluster scenario at full size (make test runs it small).
+	GX_CLUSTER_TEST_USERS=100 GX_CLUSTER_TEST_ORDERS=3 $(GO) test -run '^TestClusterThreeMembers$$' -count=1 -v -timeout 30m ./cmd/guarded-exchange/
 
 # A scripted walkthrough on the embedded paper venue: no keys, no network.
 demo: build

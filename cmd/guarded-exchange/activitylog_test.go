@@ -47,6 +47,7 @@ func findLine(lines []map[string]any, msg string, want map[string]any) map[strin
 // whatever the agent sent. GX_CONFIRM_CLI_ENABLED=yes opens the CLI channel
 // (a boolean in any of its usual words).
 func TestActivityLogAtTheDefaultLevel(t *testing.T) {
+	t.Parallel()
 	in := newInstall(t)
 	const apiKey, apiSecret = "PLANTEDKEYq7Xv9Lm", "PLANTEDSECRETz5Rr2Wd"
 	if r := run(t, in.env(), apiKey+"\n"+apiSecret+"\n", "keys", "replace"); r.code != 0 {
@@ -123,6 +124,7 @@ func TestActivityLogAtTheDefaultLevel(t *testing.T) {
 // the default level: no warning about the actors it stopped on the way
 // out, and its activity lines only when GX_LOG_LEVEL asks for them.
 func TestCLIRunsPrintNoWarnings(t *testing.T) {
+	t.Parallel()
 	in := newInstall(t)
 	env := in.env("GX_LOG_LEVEL=")
 	for _, args := range [][]string{
@@ -156,6 +158,7 @@ func TestCLIRunsPrintNoWarnings(t *testing.T) {
 // the value; an unknown GX_ variable is named in a warning and the
 // command runs.
 func TestSettingsCheckedAtStart(t *testing.T) {
+	t.Parallel()
 	in := newInstall(t)
 	for _, c := range []struct{ env, want string }{
 		{"GX_CONFIRM_CLI_ENABLED=maybe", "guarded-exchange: cannot start: GX_CONFIRM_CLI_ENABLED must be one of true, false, 1, 0, yes, no, on, off (any case)\n"},
@@ -177,6 +180,7 @@ func TestSettingsCheckedAtStart(t *testing.T) {
 // symbol is accepted with a warning that says why, using the paper
 // venue's instrument rules (no network); serve says it again at start.
 func TestPolicyThatBlocksTradingIsWarned(t *testing.T) {
+	t.Parallel()
 	in := newInstall(t)
 	env := in.env("GX_LOG_LEVEL=")
 	r := run(t, env, "", "admin", "policy", "set-ceiling", "--user", "local", "--profile", "trade", "--allow", "linear:BTCUSDT", "--max-order-notional", "20")
@@ -197,6 +201,7 @@ func TestPolicyThatBlocksTradingIsWarned(t *testing.T) {
 
 // --log-format text writes slog's text lines; GX_LOG_FORMAT does the same.
 func TestLogFormatText(t *testing.T) {
+	t.Parallel()
 	in := newInstall(t)
 	for _, c := range []struct {
 		env  []string
@@ -217,6 +222,7 @@ func TestLogFormatText(t *testing.T) {
 // (doctor reports it, serve refuses to start) are named, and what they
 // were set to is not repeated on stdout or stderr.
 func TestSettingsRefusalsNeverEchoTheValue(t *testing.T) {
+	t.Parallel()
 	in := newInstall(t)
 	for _, c := range []struct {
 		env  string

@@ -90,6 +90,7 @@ func (r *terminalRun) wait(t *testing.T) {
 // policy confirms; the server's form appears on the terminal with [y/N];
 // a typed y executes it and it fills on paper, a typed n sends nothing.
 func TestAgentFormOnTheTerminal(t *testing.T) {
+	t.Parallel()
 	for _, answer := range []string{"y", "n"} {
 		t.Run(answer, func(t *testing.T) {
 			in := formInstall(t)
@@ -123,6 +124,7 @@ func TestAgentFormOnTheTerminal(t *testing.T) {
 // terminal every form is declined, even when the following lines of
 // standard input say y, and nothing is sent.
 func TestAgentPipedStdinCannotApprove(t *testing.T) {
+	t.Parallel()
 	in := formInstall(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
@@ -147,6 +149,7 @@ func TestAgentPipedStdinCannotApprove(t *testing.T) {
 // terminal's queue. Here "y" is typed before the form appears; the form
 // waits for a line typed after it, n, and nothing is sent.
 func TestAgentTypeaheadCannotApprove(t *testing.T) {
+	t.Parallel()
 	in := formInstall(t)
 	term := startOnTerminal(t, in, "agent", "--provider", "fake", "--model", "place-order", "--prompt", "buy 0.001 BTC at market")
 	if strings.Contains(term.screen.String(), "[y/N] ") {
@@ -171,6 +174,7 @@ func TestAgentTypeaheadCannotApprove(t *testing.T) {
 // next prompt, not an approval. Each form is rejected with n typed on the
 // terminal, and nothing is sent.
 func TestAgentPipedStdinWithATerminalCannotApprove(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name, stdin string
 		args        []string
@@ -218,6 +222,7 @@ func TestAgentPipedStdinWithATerminalCannotApprove(t *testing.T) {
 // no output of agent or eval, in no report file, in no journal record and
 // in no file of the home.
 func TestAgentAndEvalNeverShowTheAPIKey(t *testing.T) {
+	t.Parallel()
 	in := formInstall(t)
 	srv := llmtest.NewServer(t)
 	keys := map[string]string{
@@ -298,6 +303,7 @@ func randomHex(t *testing.T) string {
 // waits) cancels the turn and sends nothing; the next line starts a new
 // turn whose form a typed y approves; Ctrl-C at the prompt exits.
 func TestAgentConsoleCtrlC(t *testing.T) {
+	t.Parallel()
 	in := formInstall(t)
 	term := startOnTerminal(t, in, "agent", "--provider", "fake", "--model", "place-order")
 	term.waitCount(t, "> ", 1)
@@ -322,6 +328,7 @@ func TestAgentConsoleCtrlC(t *testing.T) {
 // server with the bearer token from GX_TOKEN (and refuses to start
 // without one); the server's form still comes to the terminal.
 func TestAgentOverHTTP(t *testing.T) {
+	t.Parallel()
 	in := formInstall(t)
 	h := startHTTPServe(t, in)
 	r := run(t, in.env(), "", "admin", "token", "issue", "--user", "local", "--json")
@@ -345,6 +352,7 @@ func TestAgentOverHTTP(t *testing.T) {
 // scripted model's first call costs more than the budget, so its second
 // call (its answer to the tool result) is never made.
 func TestAgentStopsAtTheBudget(t *testing.T) {
+	t.Parallel()
 	in := formInstall(t)
 	prices := filepath.Join(t.TempDir(), "prices.json")
 	if err := os.WriteFile(prices, []byte(`{"fake/*": {"input_usd_per_mtok": "1000000", "output_usd_per_mtok": "1000000"}}`), 0o600); err != nil {
@@ -359,6 +367,7 @@ func TestAgentStopsAtTheBudget(t *testing.T) {
 // The server the agent starts over stdio gets no model provider's key: the
 // process that holds the exchange keys never holds the model's.
 func TestAgentServerHoldsNoModelKey(t *testing.T) {
+	t.Parallel()
 	in := formInstall(t)
 	planted := "sk-ant-planted-" + randomHex(t)
 	term := startOnTerminalEnv(t, in, []string{"ANTHROPIC_API_KEY=" + planted, "GX_AGENT_API_KEY=" + planted},

@@ -26,6 +26,7 @@ func shellWords(t *testing.T, line string, env ...string) []string {
 // remote forms carry the bearer header as a reference to GX_TOKEN, never
 // its value.
 func TestClientConfigSnippets(t *testing.T) {
+	t.Parallel()
 	in := install{home: filepath.Join(t.TempDir(), "home"), key: filepath.Join(t.TempDir(), "master.key")}
 	const secret = "gxt_must_never_be_printed"
 	env := in.env("GX_TOKEN=" + secret)

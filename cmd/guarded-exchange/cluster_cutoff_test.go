@@ -61,6 +61,7 @@ func lockHolder(ctx context.Context, cli *clientv3.Client, n int) (string, error
 // every acknowledged order has its attempt and outcome, and no client
 // order id reached the simulator twice.
 func TestClusterMemberCutOffFromEtcd(t *testing.T) {
+	t.Parallel()
 	var proxies []*etcdtest.Proxy
 	rig := newClusterRig(t, 3, func(_ int, etcd string) string {
 		p := etcdtest.NewProxy(t, etcd)
@@ -275,6 +276,7 @@ func keys[K interface{ ~int }, V any](m map[K]V) []K {
 // within seconds of the kill, saying the call may or may not have taken
 // effect (docs/decisions.md D189).
 func TestClusterCallToKilledMemberAnswersEarly(t *testing.T) {
+	t.Parallel()
 	rig := newClusterRig(t, 2, nil)
 	users := 4
 	rig.addUsers(users)

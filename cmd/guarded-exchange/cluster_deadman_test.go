@@ -25,6 +25,7 @@ import (
 // front is alive). When V's session then ends on its front, the new owner
 // cancels V's order: it knew the session was open.
 func TestClusterDeadmanFollowsTheShard(t *testing.T) {
+	t.Parallel()
 	r := newClusterRig(t, 3, nil)
 	members, ann, first, data := r.members, r.ann, r.first, r.data
 	// Four users over three members: two of them have shards one member

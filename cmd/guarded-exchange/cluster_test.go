@@ -416,6 +416,7 @@ func (r *clusterRig) checkRecords(stage string, acked map[string]int) map[int]st
 // the killed member rejoins, another leaves, and a member SIGKILLed under
 // load loses no acknowledged order and sends none twice.
 func TestClusterThreeMembers(t *testing.T) {
+	t.Parallel()
 	users, orders := clusterScale("GX_CLUSTER_TEST_USERS", 6), clusterScale("GX_CLUSTER_TEST_ORDERS", 5)
 	rig := newClusterRig(t, 3, nil)
 	etcd, venueEnv, first, data, members := rig.etcd, rig.venueEnv, rig.first, rig.data, rig.members

@@ -10,6 +10,7 @@ import (
 // (a simulator inside one process cannot be shared) and on a
 // --cluster-data that is not a directory (an unmounted shared volume).
 func TestClusterMemberRefusesPaperAndMissingData(t *testing.T) {
+	t.Parallel()
 	in := newInstall(t)
 	args := func(data string) []string {
 		return []string{"serve", "--transport", "http", "--listen", "127.0.0.1:0", "--cluster", "c", "--cluster-etcd", "127.0.0.1:9",

@@ -138,6 +138,7 @@ func formOrder(price int) map[string]any {
 // (an unanswered 2026-07-28 form: the client gives up, the confirmation
 // expires); the agent's answers never say what the human did.
 func TestStdioClientFormBothEras(t *testing.T) {
+	t.Parallel()
 	for _, era := range []string{"", "2025-11-25"} {
 		t.Run("era="+era, func(t *testing.T) {
 			t.Parallel()
@@ -218,6 +219,7 @@ func manualStdio(t *testing.T, in install) *sdk.ClientSession {
 // is rebuilt from the journal, and the approval executes once; the same
 // state replayed after another restart does nothing more.
 func TestStdioFormAcrossRestart(t *testing.T) {
+	t.Parallel()
 	in := formInstall(t)
 	order := formOrder(30000)
 	first := manualStdio(t, in)
@@ -330,6 +332,7 @@ type nodeReport struct {
 // fulfilled inside callTool), each accepting, declining, cancelling,
 // leaving the box unticked and never answering.
 func TestNodeClientsAnswerTheForm(t *testing.T) {
+	t.Parallel()
 	dir := confirmNodeModules(t)
 	for _, c := range []struct{ name, protocol string }{{"sdk", "2025-11-25"}, {"client", "2026-07-28"}} {
 		t.Run(c.name, func(t *testing.T) {

@@ -73,6 +73,7 @@ func decisions(t *testing.T, in install, id string) []map[string]any {
 // channel and the approver's uid; a second approval is refused; the agent
 // has no tool that decides, whatever it sends.
 func TestConfirmCLIOverTheSocket(t *testing.T) {
+	t.Parallel()
 	in := newInstall(t)
 	confirmCeiling(t, in, "paper")
 	cs, _ := connectStdio(t, in, "", "GX_CONFIRM_CLI_ENABLED=true")
@@ -160,6 +161,7 @@ func recordsWith(dump, s string) int {
 // Concurrent CLI decisions on one confirmation: exactly one wins, at most
 // one order is sent.
 func TestConfirmConcurrentCLIDecisions(t *testing.T) {
+	t.Parallel()
 	in := newInstall(t)
 	confirmCeiling(t, in, "paper")
 	cs, _ := connectStdio(t, in, "", "GX_CONFIRM_CLI_ENABLED=true")
@@ -200,6 +202,7 @@ func TestConfirmConcurrentCLIDecisions(t *testing.T) {
 // cannot decide; with no server running, `confirm approve` says the
 // server must run.
 func TestConfirmNeedsAChannelAndAServer(t *testing.T) {
+	t.Parallel()
 	in := newInstall(t)
 	confirmCeiling(t, in, "paper")
 	if r := run(t, in.env(), "", "confirm", "approve", "cf_000000000000000000000000", "--yes"); r.code != 1 || !strings.Contains(r.stderr, "server must run") {
@@ -225,6 +228,7 @@ func TestConfirmNeedsAChannelAndAServer(t *testing.T) {
 // the restart the attempt is reconciled, never resent: exactly one order
 // on the simulator, and the confirmation is executed.
 func TestSIGKILLBetweenApprovalAndOutcome(t *testing.T) {
+	t.Parallel()
 	in := newInstall(t)
 	s := sim.New(sim.Config{Seed: 5, StartingBalances: map[string]decimal.Decimal{"USDT": decimal.NewFromInt(10000)}})
 	srv := httptest.NewServer(s.Handler())
@@ -351,6 +355,7 @@ func simOrdersWith(t *testing.T, base, link string) int {
 // GX_CONTROL_SOCKET) may list and approve; a uid that is not allowed is
 // refused at the socket and decides nothing.
 func TestConfirmByAnApproverUID(t *testing.T) {
+	t.Parallel()
 	base, cliBin := hostileBase(t)
 	in := newInstall(t)
 	confirmCeiling(t, in, "paper")

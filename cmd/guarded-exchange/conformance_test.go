@@ -52,6 +52,7 @@ var conformanceRuns = []conformanceRun{
 }
 
 func TestConformance(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("-short: the MCP conformance suite takes a minute")
 	}

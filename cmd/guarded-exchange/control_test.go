@@ -80,6 +80,7 @@ func userRecords(t *testing.T, in install) []string {
 // Every command gives the same answer and the same journal whether a
 // server hosts the actors (over the socket) or the CLI does (in-process).
 func TestCLICommandsBothWays(t *testing.T) {
+	t.Parallel()
 	inProc := newInstall(t)
 	for _, c := range cliScript {
 		if r := run(t, inProc.env(), "", c.args...); r.code != c.code {
@@ -126,6 +127,7 @@ func TestCLICommandsBothWays(t *testing.T) {
 // The agent sees a policy change made over the socket at once, and the
 // change is journaled with before and after.
 func TestPolicyChangeReachesRunningServer(t *testing.T) {
+	t.Parallel()
 	in := newInstall(t)
 	cs, _ := connectStdio(t, in, "")
 	defer cs.Close()
@@ -162,6 +164,7 @@ func TestPolicyChangeReachesRunningServer(t *testing.T) {
 }
 
 func TestServeRefusesUnknownUser(t *testing.T) {
+	t.Parallel()
 	in := newInstall(t)
 	r := run(t, in.env("GX_USER=ghost"), "", "serve")
 	if r.code != 2 || !strings.Contains(r.stderr, "cannot start: user \"ghost\"") {
@@ -201,6 +204,7 @@ func errField(resp map[string]any) (code, field string) {
 // Malformed, unknown and oversize lines get clear errors and never disturb
 // the server.
 func TestControlSocketRobustness(t *testing.T) {
+	t.Parallel()
 	in := newInstall(t)
 	cs, _ := connectStdio(t, in, "")
 	defer cs.Close()
@@ -381,6 +385,7 @@ func controlRefusals(t *testing.T, f foreignInstall) []map[string]any {
 // this test, as root, is the foreign peer. Listed as an approver, root may
 // read but not run admin commands, through a socket outside the home.
 func TestControlSocketRefusesOtherUID(t *testing.T) {
+	t.Parallel()
 	f := newForeignInstall(t)
 	ctl := filepath.Join(f.root, "ctl")
 	os.Mkdir(ctl, 0o711)
@@ -449,6 +454,7 @@ func TestControlSocketRefusesOtherUID(t *testing.T) {
 // the home (GX_CONTROL_SOCKET): serve refuses to start without it, and
 // doctor says so; with it, doctor checks the directory serve uses.
 func TestControlSocketLayoutWithApprovers(t *testing.T) {
+	t.Parallel()
 	in := newInstall(t)
 	other := fmt.Sprint(os.Getuid() + 1)
 	r := run(t, in.env("GX_APPROVER_UIDS="+other), "", "serve")
@@ -548,6 +554,7 @@ func floodPeer(sock string) int {
 // are closed after seconds; the approver reaches the server through
 // GX_CONTROL_SOCKET while the home stays 0700.
 func TestControlSocketFloodAndSlots(t *testing.T) {
+	t.Parallel()
 	f := newForeignInstall(t)
 	self, err := os.Executable()
 	if err != nil {
@@ -833,6 +840,7 @@ func killSwitchRecords(t *testing.T, in install) int {
 // back to running in-process; the error names the socket and the uid that
 // owns its directory; doctor reports the same.
 func TestCLIRefusesAnImpostorsDirectory(t *testing.T) {
+	t.Parallel()
 	base, _ := hostileBase(t)
 	in := newInstall(t)
 	sh := filepath.Join(base, "sh")
@@ -867,6 +875,7 @@ func TestCLIRefusesAnImpostorsDirectory(t *testing.T) {
 // must be root), and nobody's listening socket is moved into it, as a
 // race would. The CLI refuses once connected, before writing a byte.
 func TestCLIRefusesAListenerOfAnotherUID(t *testing.T) {
+	t.Parallel()
 	base, _ := hostileBase(t)
 	in := newInstall(t)
 	evil := filepath.Join(base, "evil")
@@ -901,6 +910,7 @@ func TestCLIRefusesAListenerOfAnotherUID(t *testing.T) {
 // switch goes through. A key command never goes to a server of another
 // uid, whoever it is.
 func TestApproverTrustsTheServersDirectoryButSendsItNoKeys(t *testing.T) {
+	t.Parallel()
 	base, cliBin := hostileBase(t)
 	ctl := filepath.Join(base, "ctl")
 	mkdirAs(t, ctl, 0o711, nobody)
@@ -934,6 +944,7 @@ func TestApproverTrustsTheServersDirectoryButSendsItNoKeys(t *testing.T) {
 // refused by serve, doctor and the CLI, which never follow it: nobody
 // could later point it at a directory of their own and take the requests.
 func TestSymlinkedSocketDirectoryIsRefused(t *testing.T) {
+	t.Parallel()
 	base, _ := hostileBase(t)
 	in := newInstall(t)
 	sh := filepath.Join(base, "sh")

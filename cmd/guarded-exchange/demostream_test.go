@@ -22,6 +22,7 @@ import (
 // orders placed outside the server, and after the venue drops the
 // connection the stream reconnects and delivers again.
 func TestDemoVenueStreamsPrivateUpdates(t *testing.T) {
+	t.Parallel()
 	srv, err := sim.Start(sim.Config{Seed: 11}, "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

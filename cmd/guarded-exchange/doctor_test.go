@@ -10,6 +10,7 @@ import (
 // the agent and a trade, each with its command; once the admin has lifted
 // them only the notes remain. A missing home is "server not running".
 func TestDoctorSaysWhatStandsBeforeATrade(t *testing.T) {
+	t.Parallel()
 	in := newInstall(t)
 	r := run(t, in.env(), "", "doctor")
 	for _, want := range []string{

@@ -53,6 +53,7 @@ func firstTradeRecipe(t *testing.T) (all, marked []string) {
 // human ticks the form. The order fills at a leverage within the policy:
 // the plan shown lowered the account's 10x to 5x first.
 func TestFirstTradeRecipe(t *testing.T) {
+	t.Parallel()
 	all, marked := firstTradeRecipe(t)
 	if len(all) > 5 {
 		t.Fatalf("the recipe has %d commands, at most 5: %q", len(all), all)

@@ -84,6 +84,7 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 // own user only; revoke and disable apply to the next request; the server
 // writes nothing to stdout and logs no token.
 func TestServeHTTPEndToEnd(t *testing.T) {
+	t.Parallel()
 	in := newInstall(t)
 	h := startHTTPServe(t, in)
 	if r := run(t, in.env(), "", "admin", "user", "create", "bob"); r.code != 0 {

@@ -45,6 +45,7 @@ func runBounded(t *testing.T, env []string, args ...string) result {
 // key, serve included, forever (and serve ignored SIGTERM meanwhile). Now
 // each refuses at once with exit 2 and says what is wrong.
 func TestFIFOMasterKeyRefusesAtOnce(t *testing.T) {
+	t.Parallel()
 	in := newInstall(t)
 	if err := os.Remove(in.key); err != nil {
 		t.Fatal(err)
@@ -86,6 +87,7 @@ func TestFIFOMasterKeyRefusesAtOnce(t *testing.T) {
 // A symlink as the key file is refused with the path to use instead; a
 // key in a private regular file works again after the fix.
 func TestSymlinkMasterKeyRefused(t *testing.T) {
+	t.Parallel()
 	in := newInstall(t)
 	link := filepath.Join(filepath.Dir(in.key), "link.key")
 	if err := os.Symlink(in.key, link); err != nil {
@@ -105,6 +107,7 @@ func TestSymlinkMasterKeyRefused(t *testing.T) {
 // refused with the chmod that fixes it, by serve, by the CLI and by init
 // (which does not quietly adopt it).
 func TestWritableHomeRefused(t *testing.T) {
+	t.Parallel()
 	in := newInstall(t)
 	journal := filepath.Join(in.home, "journal")
 	for _, c := range []struct {

@@ -13,6 +13,7 @@ import (
 // keys add|show|replace|delete, with and without a running server; the
 // secret never appears in the journal, the logs or any command's output.
 func TestKeysCommandsNeverLeakTheSecret(t *testing.T) {
+	t.Parallel()
 	paper := sim.New(sim.Config{Seed: 1}).DefaultKey()
 	for _, withServer := range []bool{false, true} {
 		t.Run(map[bool]string{false: "in-process", true: "via socket"}[withServer], func(t *testing.T) {

@@ -116,6 +116,7 @@ func connectStdio(t testing.TB, in install, era string, extraEnv ...string) (*sd
 }
 
 func TestStdioBothEras(t *testing.T) {
+	t.Parallel()
 	in := newInstall(t)
 	for _, era := range []string{"", "2025-11-25"} {
 		t.Run("era="+era, func(t *testing.T) {
@@ -149,6 +150,7 @@ var jsonrpcLine = regexp.MustCompile(`^\{.*\}$`)
 // stderr as JSON. Lines that are not one JSON-RPC request (garbage, a
 // batch, deep nesting) get an error answer without ending the session.
 func TestServeStdoutIsOnlyJSONRPC(t *testing.T) {
+	t.Parallel()
 	in := newInstall(t)
 	cmd := exec.Command(bin, "serve")
 	cmd.Env = in.env()
@@ -217,6 +219,7 @@ func TestServeStdoutIsOnlyJSONRPC(t *testing.T) {
 }
 
 func TestServeCannotStart(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	missing := install{home: filepath.Join(root, "nohome"), key: filepath.Join(root, "k", "master.key")}
 	r := run(t, missing.env(), "", "serve")
@@ -275,6 +278,7 @@ func TestServeCannotStart(t *testing.T) {
 }
 
 func TestUsageErrorsExit2(t *testing.T) {
+	t.Parallel()
 	r := run(t, []string{"PATH=" + os.Getenv("PATH")}, "", "no-such-command")
 	if r.code != 2 {
 		t.Fatalf("unknown command: exit %d", r.code)
@@ -290,6 +294,7 @@ func TestUsageErrorsExit2(t *testing.T) {
 }
 
 func TestInitIsSafeToRerun(t *testing.T) {
+	t.Parallel()
 	in := newInstall(t)
 	st, err := os.Stat(in.key)
 	if err != nil || st.Mode().Perm() != 0o600 {
@@ -341,6 +346,7 @@ func TestInitIsSafeToRerun(t *testing.T) {
 }
 
 func TestSimCommandPrintsOneLine(t *testing.T) {
+	t.Parallel()
 	cmd := exec.Command(bin, "sim", "--listen", "127.0.0.1:0", "--seed", "5")
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
 	out, _ := cmd.StdoutPipe()
@@ -376,6 +382,7 @@ func TestSimCommandPrintsOneLine(t *testing.T) {
 }
 
 func TestBybitURLOverrideIsLoopbackOnly(t *testing.T) {
+	t.Parallel()
 	in := newInstall(t)
 	r := run(t, in.env("GX_VENUE=bybit-demo", "GX_BYBIT_BASE_URL=http://10.1.2.3:80", "GX_TEST_ALLOW_LOOPBACK_BYBIT_URL=true"), "", "serve")
 	if r.code != 2 || !strings.Contains(r.stderr, "loopback") {
@@ -416,6 +423,7 @@ func TestBybitURLOverrideIsLoopbackOnly(t *testing.T) {
 }
 
 func TestJournalCommandsAndTamperDetection(t *testing.T) {
+	t.Parallel()
 	in := newInstall(t)
 	cs, _ := connectStdio(t, in, "")
 	cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "get_ticker", Arguments: map[string]any{"symbol": "BTCUSDT", "category": "spot"}})
@@ -490,6 +498,7 @@ func TestJournalCommandsAndTamperDetection(t *testing.T) {
 // A torn last record (a crash mid-write) is cut at start, and the cut is
 // journaled.
 func TestServeRepairsTornTail(t *testing.T) {
+	t.Parallel()
 	in := newInstall(t)
 	if r := run(t, in.env(), "", "admin", "user", "create", "torn"); r.code != 0 {
 		t.Fatal(r.stderr)
@@ -519,6 +528,7 @@ func TestServeRepairsTornTail(t *testing.T) {
 }
 
 func TestDoctor(t *testing.T) {
+	t.Parallel()
 	in := newInstall(t)
 	r := run(t, in.env(), "", "doctor")
 	if r.code != 0 || !strings.Contains(r.stdout, "all checks passed") {
@@ -532,6 +542,7 @@ func TestDoctor(t *testing.T) {
 }
 
 func TestDemo(t *testing.T) {
+	t.Parallel()
 	r := run(t, []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "TMPDIR=" + t.TempDir()}, "", "demo")
 	if r.code != 0 || !strings.Contains(r.stdout, "demo finished") {
 		t.Fatalf("demo: %d\n%s\n%s", r.code, r.stdout, r.stderr)

@@ -19,6 +19,7 @@ import (
 // Two installations get different random paper keys; re-running init keeps
 // the stored one.
 func TestInitPaperKeysDiffer(t *testing.T) {
+	t.Parallel()
 	fingerprint := func(in install, extraEnv ...string) string {
 		t.Helper()
 		r := run(t, in.env(extraEnv...), "", "keys", "show", "--json")
@@ -65,6 +66,7 @@ func TestInitPaperKeysDiffer(t *testing.T) {
 // still reads the paper wallet. The check is shown to see a port by
 // running the standalone simulator, which listens on one.
 func TestPaperVenueHasNoPort(t *testing.T) {
+	t.Parallel()
 	if _, err := os.Stat("/proc/self/net/tcp"); err != nil {
 		t.Skip("needs /proc")
 	}

@@ -12,6 +12,7 @@ import (
 // On a terminal, paper reset shows what will be lost and asks: "n" keeps
 // the account, "y" resets it.
 func TestPaperResetAsksOnATerminal(t *testing.T) {
+	t.Parallel()
 	in := newInstall(t)
 	paperCeiling(t, in, "none")
 	cs, _ := startServe(t, in)

@@ -58,6 +58,7 @@ func freshPaper(t *testing.T, in install) bool {
 // changes nothing; with --yes it is journaled and the next serve finds the
 // account started over.
 func TestPaperResetWithoutServer(t *testing.T) {
+	t.Parallel()
 	in := newInstall(t)
 	paperCeiling(t, in, "none")
 	cs, _ := startServe(t, in)
@@ -102,6 +103,7 @@ func TestPaperResetWithoutServer(t *testing.T) {
 // server journals it, the agent's reads show the account started over,
 // and the server is still the one holding the home.
 func TestPaperResetWithRunningServer(t *testing.T) {
+	t.Parallel()
 	in := newInstall(t)
 	paperCeiling(t, in, "none")
 	cs, _ := startServe(t, in)

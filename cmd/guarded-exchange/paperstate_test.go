@@ -138,6 +138,7 @@ func withKey(args map[string]any, key string) map[string]any {
 // wallet are unchanged, a new order gets a new id, and a confirmation
 // parked before the kill and approved after it executes.
 func TestPaperAccountSurvivesSIGKILL(t *testing.T) {
+	t.Parallel()
 	in := newInstall(t)
 	paperCeiling(t, in, "none")
 	cs, cmd := startServe(t, in, "GX_CONFIRM_CLI_ENABLED=true")
@@ -204,6 +205,7 @@ func paperRestarts() int {
 // order id belongs to one client order id, every execution id to one
 // order.
 func TestPaperIDsNeverRepeat(t *testing.T) {
+	t.Parallel()
 	in := newInstall(t)
 	paperCeiling(t, in, "none")
 	var placed []string

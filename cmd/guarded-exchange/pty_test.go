@@ -44,6 +44,7 @@ func openPTY(t *testing.T) (master, slave *os.File) {
 // On a terminal, keys replace prompts on stderr and reads the key and the
 // secret without echo: the secret never shows on the screen.
 func TestKeysAddOnATerminalDoesNotEcho(t *testing.T) {
+	t.Parallel()
 	in := newInstall(t)
 	paper := sim.New(sim.Config{Seed: 1}).DefaultKey()
 	cmd := exec.Command(bin, "keys", "replace")

@@ -88,6 +88,7 @@ func readmeSkip(line string) string {
 // directory). Lines are skipped only by readmeSkip, and each skip is
 // logged.
 func TestReadmeBlocks(t *testing.T) {
+	t.Parallel()
 	readme, err := os.ReadFile("../../README.md")
 	if err != nil {
 		t.Fatal(err)
@@ -140,6 +141,7 @@ func TestReadmeBlocks(t *testing.T) {
 
 // The skip rule and the marker, on a README of a few lines.
 func TestReadmeBlocksRules(t *testing.T) {
+	t.Parallel()
 	readme := "## Quick start\n\n```sh\nguarded-exchange init\n```\n\n```json\n{}\n```\n\n## First trade\n\n<!-- test:run -->\n```sh\nguarded-exchange doctor\n```\n\n```sh\nguarded-exchange never-run\n```\n"
 	blocks := readmeBlocks(readme)
 	if len(blocks) != 2 || blocks[0].lines[0] != "guarded-exchange init" || blocks[1].lines[0] != "guarded-exchange doctor" {

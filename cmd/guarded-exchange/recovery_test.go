@@ -39,6 +39,7 @@ func lastJournalEntry(t *testing.T, home string) (seg string, start, end int) {
 // to start, naming segment and seq, rather than cut the record and come up
 // in another state.
 func TestServeRefusesDamagedLastRecord(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		at   func(start, end int) int // the byte to flip

@@ -34,6 +34,7 @@ func myPolicy(t *testing.T, cs *sdk.ClientSession) (user, killSwitch string) {
 // serve relays its session to the first over the local socket (same user,
 // same actors, same journal, one set of limits), in both eras.
 func TestTwoStdioClientsOneEngine(t *testing.T) {
+	t.Parallel()
 	in := newInstall(t)
 	if r := run(t, in.env(), "", "admin", "user", "create", "bob"); r.code != 0 {
 		t.Fatal(r.stderr)
@@ -80,6 +81,7 @@ func TestTwoStdioClientsOneEngine(t *testing.T) {
 // invalid JSON-RPC request and changes nothing; a hello for an unknown
 // user or of another form is refused.
 func TestRelayCarriesOnlyMCP(t *testing.T) {
+	t.Parallel()
 	in := newInstall(t)
 	cs, _ := connectStdio(t, in, "")
 	defer cs.Close()

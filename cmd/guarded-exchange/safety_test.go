@@ -14,6 +14,7 @@ import (
 // cancels the order the agent left resting before it exits, and the
 // journal says so under system:deadman.
 func TestStdioEOFFiresTheDeadmanSwitch(t *testing.T) {
+	t.Parallel()
 	in := newInstall(t)
 	if r := run(t, in.env(), "", "admin", "policy", "set-ceiling", "--user", "local", "--profile", "trade", "--allow", "linear:BTCUSDT",
 		"--confirm", "none", "--venue-ceiling", "paper", "--cancel-on-disconnect", "true"); r.code != 0 {
@@ -63,6 +64,7 @@ func TestStdioEOFFiresTheDeadmanSwitch(t *testing.T) {
 // --deny-tool and GX_DENY_TOOLS: an unknown name refuses to start (exit 2,
 // the entry named, not its text); a known one is hidden and refused.
 func TestServeDenyTool(t *testing.T) {
+	t.Parallel()
 	in := newInstall(t)
 	r := run(t, in.env(), "", "serve", "--deny-tool", "get_ticker", "--deny-tool", "no_such_tool")
 	if r.code != 2 || !strings.Contains(r.stderr, "deny-tool entry 2 is not a tool") || strings.Contains(r.stderr, "no_such_tool") {
@@ -93,6 +95,7 @@ func TestServeDenyTool(t *testing.T) {
 // relayed session's user while its own session goes on; the relay
 // client's --deny-tool list is added to the engine's for its session.
 func TestRelayClientGoneFiresTheDeadmanSwitch(t *testing.T) {
+	t.Parallel()
 	in := newInstall(t)
 	if r := run(t, in.env("GX_USER=bob"), "", "init"); r.code != 0 {
 		t.Fatalf("init bob: %d %s", r.code, r.stderr)

@@ -29,6 +29,7 @@ func writeShardTurn(t *testing.T, dir string, epoch uint64, types ...messages.Re
 // reports, at its seq, a record of an epoch that no shard_owner record
 // opened: it knows the owner record's type.
 func TestJournalVerifyShardOwners(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	in := install{home: filepath.Join(root, "home"), key: filepath.Join(root, "config", "master.key")}
 

@@ -36,6 +36,7 @@ func (h *hangingVenue) wrap(next http.Handler) http.Handler {
 // exchange that accepts connections and never answers, serve answers
 // initialize and tools/list while the start-up key check is still pending.
 func TestServeStartsWhileTheKeyCheckHangs(t *testing.T) {
+	t.Parallel()
 	in := newInstall(t)
 	s := sim.New(sim.Config{Seed: 5})
 	hv := &hangingVenue{}
@@ -85,6 +86,7 @@ func TestServeStartsWhileTheKeyCheckHangs(t *testing.T) {
 // and is answered exchange_unavailable (checking_key), nothing sent,
 // while a read made meanwhile is answered at once.
 func TestServeHoldsTradingUntilTheStartupKeyCheck(t *testing.T) {
+	t.Parallel()
 	in := newInstall(t)
 	s := sim.New(sim.Config{Seed: 5})
 	hv := &hangingVenue{}

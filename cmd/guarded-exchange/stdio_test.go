@@ -108,6 +108,7 @@ func nest(open, leaf, close string, n int) string {
 // Before the stdio filter admitted only what the SDK accepts, each of the
 // fatal lines below ended serve with exit status 1.
 func TestServeSurvivesInvalidLines(t *testing.T) {
+	t.Parallel()
 	in := newInstall(t)
 	const secret = "s3cr3t-argument-value"
 	type attack struct {
@@ -221,6 +222,7 @@ func vmHWM(t *testing.T, pid int) int64 {
 // stdin, and it resumes, losing nothing, when the client reads again.
 // Before the bound, serve read every request and its memory grew with them.
 func TestServeMemoryIsBoundedWhenTheClientStopsReading(t *testing.T) {
+	t.Parallel()
 	if _, err := os.Stat("/proc/self/status"); err != nil {
 		t.Skip("needs /proc")
 	}
@@ -325,6 +327,7 @@ func TestServeMemoryIsBoundedWhenTheClientStopsReading(t *testing.T) {
 // the client reads again. Before the bound, serve queued every
 // notification and grew by their size (2.4 GiB after 1,500 of 1 MB).
 func TestServeMemoryIsBoundedWhileAnAnswerWaits(t *testing.T) {
+	t.Parallel()
 	if _, err := os.Stat("/proc/self/status"); err != nil {
 		t.Skip("needs /proc")
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -16,9 +17,10 @@ import (
 	"github.com/guarded-exchange/guarded-exchange/venue/sim/hostile"
 )
 
-// serveChild finds the serve process this test started (a child of this
-// process running the built binary).
-func serveChild(t *testing.T) int {
+// serveChild finds the serve process this test started on home (a child
+// of this process running the built binary with GX_HOME=home: other
+// tests run theirs at the same time).
+func serveChild(t *testing.T, home string) int {
 	t.Helper()
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
@@ -37,7 +39,9 @@ func serveChild(t *testing.T) int {
 		// pid (comm) state ppid ...
 		rest := string(stat[strings.LastIndexByte(string(stat), ')')+2:])
 		if f := strings.Fields(rest); len(f) > 1 && f[1] == me {
-			if cmdline, _ := os.ReadFile("/proc/" + e.Name() + "/cmdline"); strings.Contains(string(cmdline), "serve") {
+			cmdline, _ := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+			environ, _ := os.ReadFile("/proc/" + e.Name() + "/environ")
+			if strings.Contains(string(cmdline), "serve") && slices.Contains(strings.Split(string(environ), "\x00"), "GX_HOME="+home) {
 				return pid
 			}
 		}
@@ -93,7 +97,7 @@ func TestServeKeepsTheKillSwitchDuringAStreamFlood(t *testing.T) {
 	}
 	cs, _ := connectStdio(t, in, "", demo...)
 	defer cs.Close()
-	pid := serveChild(t)
+	pid := serveChild(t, in.home)
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
 	if err := proxy.WaitSubscribed(ctx, 1); err != nil {

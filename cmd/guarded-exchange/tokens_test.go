@@ -15,6 +15,7 @@ import (
 // socket; the token is printed once and reaches neither the journal nor
 // the server's logs; --user is required.
 func TestTokenCommandsBothWays(t *testing.T) {
+	t.Parallel()
 	for _, viaSocket := range []bool{false, true} {
 		in := newInstall(t)
 		var stderr *bytes.Buffer

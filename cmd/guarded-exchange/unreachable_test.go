@@ -21,6 +21,7 @@ import (
 // answered with a retryable exchange_unavailable, nothing sent, instead of
 // waiting.
 func TestServeWithTheExchangeUnreachable(t *testing.T) {
+	t.Parallel()
 	in := newInstall(t)
 	s := sim.New(sim.Config{Seed: 5})
 	srv := httptest.NewServer(s.Handler())
