@@ -61,6 +61,11 @@ const (
 type sessionSignal struct {
 	kind messages.SessionEventKind
 	done chan struct{}
+	// uncounted: a SessionClosed for a session the actor never counted,
+	// sent while the shard counts none of the user's sessions
+	// (FrontSessionsChanged): the user's last session is over, and the
+	// count does not move.
+	uncounted bool
 }
 
 // deadmanTick is the heartbeat timer firing.
@@ -173,6 +178,14 @@ func (u *userActor) heartbeatPolicy(ctx actor.Context) {
 
 func (u *userActor) onSession(ctx actor.Context, m *sessionSignal) {
 	d := u.deadman
+	if m.uncounted {
+		if d.sessions == 0 {
+			u.sessionsEnded(ctx, m.done)
+		} else if m.done != nil {
+			close(m.done)
+		}
+		return
+	}
 	switch m.kind {
 	case messages.SessionCallStarted:
 		d.calls++

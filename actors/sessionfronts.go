@@ -54,12 +54,24 @@ type agentSessionPayload struct {
 	Ended int `json:"ended,omitempty"`
 }
 
-// frontState is one user's sessions on one front: how many are open, and
-// the number of the last report taken.
+// frontState is one user's sessions on one front: how many are open, the
+// number of the last report taken, and when it was taken (a record's
+// time in the replay).
 type frontState struct {
 	n   int
 	seq uint64
+	at  time.Time
 }
+
+// maxFrontSessions bounds a report's count: more sessions of one user
+// than a front could hold is a malformed report.
+const maxFrontSessions = 1 << 16
+
+// frontForgetAfter is how long a gone front's state with no open session
+// is kept: its number refuses a report of it sent again late, which a
+// front stops sending after 60 s (shard.Client). EndSessionsOf drops
+// such states once they are older.
+const frontForgetAfter = 5 * time.Minute
 
 // frontSessions counts each user's open sessions per front.
 type frontSessions struct {
@@ -77,8 +89,8 @@ func (f *frontSessions) getLocked(user, front string) frontState {
 }
 
 // setLocked sets the state of user's sessions on front. A state with no
-// open session is kept while its front may still report (its Seq orders
-// the next report), and dropped by dropLocked.
+// open session is kept while its front may still report (its seq refuses
+// an older report sent again), and dropped by dropLocked.
 func (f *frontSessions) setLocked(user, front string, st frontState) {
 	byFront := f.open[user]
 	if byFront == nil {
@@ -96,15 +108,26 @@ func (f *frontSessions) dropLocked(user, front string) {
 	}
 }
 
-// takeLocked takes report p of user's sessions on front when it is newer
-// than the last one taken, and returns the change in open sessions.
-func (f *frontSessions) takeLocked(user string, p agentSessionPayload) (delta int, taken bool) {
+// takeLocked takes report p of user's sessions on front, at time at, when
+// it is newer than the last one taken, and returns the change in open
+// sessions.
+func (f *frontSessions) takeLocked(user string, p agentSessionPayload, at time.Time) (delta int, taken bool) {
 	st := f.getLocked(user, p.Front)
 	if p.Seq <= st.seq || p.Open < 0 {
 		return 0, false
 	}
-	f.setLocked(user, p.Front, frontState{n: p.Open, seq: p.Seq})
+	f.setLocked(user, p.Front, frontState{n: p.Open, seq: p.Seq, at: at})
 	return p.Open - st.n, true
+}
+
+// userOpenLocked is how many of user's sessions the shard counts open on
+// every front.
+func (f *frontSessions) userOpenLocked(user string) int {
+	n := 0
+	for _, st := range f.open[user] {
+		n += st.n
+	}
+	return n
 }
 
 // frontCount is one user's open sessions on one front.
@@ -164,16 +187,16 @@ func (f *frontSessions) onRecord(rec wal.Record) {
 		// The live end claimed the sessions of the report numbered Seq;
 		// a newer report taken before this record was written stands.
 		if st.seq <= p.Seq {
-			f.setLocked(rec.User, p.Front, frontState{n: 0, seq: p.Seq})
+			f.setLocked(rec.User, p.Front, frontState{n: 0, seq: p.Seq, at: rec.Time})
 		}
 	case p.Event == agentSessionEnded && st.n > 0:
-		f.setLocked(rec.User, p.Front, frontState{n: st.n - 1, seq: st.seq})
+		f.setLocked(rec.User, p.Front, frontState{n: st.n - 1, seq: st.seq, at: rec.Time})
 	case p.Seq > 0:
-		f.takeLocked(rec.User, p)
+		f.takeLocked(rec.User, p, rec.Time)
 	case p.Event == agentSessionOpened:
-		f.setLocked(rec.User, p.Front, frontState{n: st.n + 1, seq: st.seq})
+		f.setLocked(rec.User, p.Front, frontState{n: st.n + 1, seq: st.seq, at: rec.Time})
 	case p.Event == agentSessionClosed && st.n > 0:
-		f.setLocked(rec.User, p.Front, frontState{n: st.n - 1, seq: st.seq})
+		f.setLocked(rec.User, p.Front, frontState{n: st.n - 1, seq: st.seq, at: rec.Time})
 	}
 }
 
@@ -184,13 +207,16 @@ func (f *frontSessions) onRecord(rec wal.Record) {
 // count and the report's number), then counted, and the user's actor
 // hears one SessionOpened or SessionClosed per session the count moved;
 // on the last one's close it waits, as SessionEvent does, until the
-// dead-man switch is done or ctx ends. A report taken already, or older
-// than one taken, is answered without effect, so the front may send it
-// again after a lost answer. An error means nothing was taken: the front
-// sends the report again. Outside a shard the report is SessionEvent of
-// its event.
+// dead-man switch is done or ctx ends. A close that moves no count (the
+// shard never took the session's open, or ended it already) while the
+// shard counts none of the user's sessions is the end of the user's last
+// session all the same: the actor hears it as such (sessionSignal's
+// uncounted). A report taken already, or older than one taken, is
+// answered without effect, so the front may send it again after a lost
+// answer. An error means nothing was taken: the front sends the report
+// again. Outside a shard the report is SessionEvent of its event.
 func (s *System) FrontSessionsChanged(ctx context.Context, r *messages.FrontSessions) error {
-	if r == nil || r.Front == "" || r.Seq == 0 || r.Open < 0 ||
+	if r == nil || r.Front == "" || r.Seq == 0 || r.Open < 0 || r.Open > maxFrontSessions ||
 		(r.Event != messages.SessionOpened && r.Event != messages.SessionClosed) {
 		return messages.InvalidParams("sessions", "a report needs a front, a count, a number and an open or close")
 	}
@@ -207,21 +233,14 @@ func (s *System) FrontSessionsChanged(ctx context.Context, r *messages.FrontSess
 	if r.Seq <= st.seq {
 		return nil // taken already, or a newer report was
 	}
-	if r.Open == st.n {
-		// Nothing to count (the close of a session EndSessionsOf ended
-		// already): only its number is kept, and nothing journaled.
-		s.fronts.mu.Lock()
-		if cur := s.fronts.getLocked(r.User, r.Front); cur.seq < r.Seq && cur.n == r.Open {
-			s.fronts.setLocked(r.User, r.Front, frontState{n: r.Open, seq: r.Seq})
-		}
-		s.fronts.mu.Unlock()
-		return nil
-	}
 	event := agentSessionOpened
 	if r.Event == messages.SessionClosed {
 		event = agentSessionClosed
 	}
 	p := agentSessionPayload{Front: r.Front, Event: event, Open: r.Open, Seq: r.Seq}
+	// Journaled even when it moves no count: its number must be in the
+	// replay too, or an older report sent again late would be taken by
+	// the next owner.
 	if err := s.journalAgentSession(ctx, r.User, p); err != nil {
 		return err
 	}
@@ -231,8 +250,12 @@ func (s *System) FrontSessionsChanged(ctx context.Context, r *messages.FrontSess
 	// actor hears the change under the lock, so that the changes of two
 	// reports reach it in the order they were taken.
 	s.fronts.mu.Lock()
-	delta, _ := s.fronts.takeLocked(r.User, p)
+	delta, taken := s.fronts.takeLocked(r.User, p, s.now())
 	last := s.tellSessionsLocked(r.User, delta)
+	if taken && delta == 0 && r.Event == messages.SessionClosed && r.Open == 0 && s.fronts.userOpenLocked(r.User) == 0 {
+		last = make(chan struct{})
+		s.tellUser(r.User, &sessionSignal{kind: messages.SessionClosed, uncounted: true, done: last})
+	}
 	s.fronts.mu.Unlock()
 	waitClosed(ctx, last)
 	return nil
@@ -303,10 +326,12 @@ func (s *System) RestoreSessions() int {
 // user's last session. It returns how many sessions it ends, without
 // waiting for the switch. Sessions whose end cannot be journaled are
 // counted again, to be ended by a later call. What it keeps of a gone
-// front with no open session is dropped.
+// front with no open session is dropped once older than
+// frontForgetAfter.
 func (s *System) EndSessionsOf(ctx context.Context, alive func(front string) bool) int {
 	total := 0
 	byUser := map[string][]frontCount{}
+	now := s.now()
 	s.fronts.mu.Lock()
 	for user, byFront := range s.fronts.open {
 		for front, st := range byFront {
@@ -314,10 +339,12 @@ func (s *System) EndSessionsOf(ctx context.Context, alive func(front string) boo
 				continue
 			}
 			if st.n == 0 {
-				s.fronts.dropLocked(user, front)
+				if now.Sub(st.at) > frontForgetAfter {
+					s.fronts.dropLocked(user, front)
+				}
 				continue
 			}
-			s.fronts.setLocked(user, front, frontState{n: 0, seq: st.seq})
+			s.fronts.setLocked(user, front, frontState{n: 0, seq: st.seq, at: now})
 			byUser[user] = append(byUser[user], frontCount{user, front, st})
 			total += st.n
 		}
@@ -341,11 +368,20 @@ func (s *System) endFrontSessions(ctx context.Context, user, front string, st fr
 	p := agentSessionPayload{Front: front, Event: agentSessionEnded, Seq: st.seq, Ended: st.n}
 	if err := s.journalAgentSession(ctx, user, p); err != nil {
 		s.fronts.mu.Lock()
-		if cur := s.fronts.getLocked(user, front); cur == (frontState{n: 0, seq: st.seq}) {
+		cur := s.fronts.getLocked(user, front)
+		if cur.seq == st.seq {
+			// Nothing taken since the claim: the sessions stay counted.
 			s.fronts.setLocked(user, front, st)
+			s.fronts.mu.Unlock()
+			s.logger.Warn("agent sessions of a gone front not ended: not journaled", "user", user, "code", string(messages.CodeOf(err)))
+			return
 		}
+		// A newer report of the front was taken (and journaled) since the
+		// claim, counted from none: it holds the count, live and in the
+		// replay, so the actor must hear the claimed sessions end.
+		last := s.tellSessionsLocked(user, -st.n)
 		s.fronts.mu.Unlock()
-		s.logger.Warn("agent sessions of a gone front not ended: not journaled", "user", user, "code", string(messages.CodeOf(err)))
+		waitClosed(ctx, last)
 		return
 	}
 	s.logger.Info("agent sessions ended: their front left the cluster", "user", user, "front", front, "sessions", st.n)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -40,16 +41,46 @@ func sessionEvents(t *testing.T, dir, user string) []string {
 // openShard starts a shard system on dir, replaying what is there.
 func openShard(t *testing.T, dir string, slot route.Slot) (*actors.System, func()) {
 	t.Helper()
+	return openShardLogging(t, dir, slot, nil)
+}
+
+// openShardLogging is openShard with the system's logs to logger (nil:
+// the default).
+func openShardLogging(t *testing.T, dir string, slot route.Slot, logger *slog.Logger) (*actors.System, func()) {
+	t.Helper()
 	rep := actors.NewUserReplay()
 	l, _, err := wal.Open(dir, wal.Options{OnRecord: rep.OnRecord})
 	if err != nil {
 		t.Fatal(err)
 	}
-	sys, err := actors.Start(actors.Config{Journal: l, Users: rep, Now: fixedNow, Shard: slot, MasterKey: bytes.Repeat([]byte{7}, 32)})
+	sys, err := actors.Start(actors.Config{Journal: l, Users: rep, Now: fixedNow, Shard: slot, MasterKey: bytes.Repeat([]byte{7}, 32), Logger: logger})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return sys, func() { sys.Stop(); _ = l.Close() }
+}
+
+// shardZeroUser returns a test user of shard 0.
+func shardZeroUser(t *testing.T) string {
+	t.Helper()
+	for _, name := range users {
+		if route.OfUser(name, testShards) == 0 {
+			return name
+		}
+	}
+	t.Fatal("no test user on shard 0")
+	return ""
+}
+
+// openShardWithUser starts a shard system on dir and creates user on it.
+func openShardWithUser(t *testing.T, dir string, slot route.Slot, user string) (*actors.System, func()) {
+	t.Helper()
+	sys, stop := openShard(t, dir, slot)
+	if _, err := sys.Submit(context.Background(), &messages.CreateUserRequest{User: user}, originFor(&messages.CreateUserRequest{})); err != nil {
+		stop()
+		t.Fatal(err)
+	}
+	return sys, stop
 }
 
 // A shard journals each session's open and end with the front that holds
@@ -60,19 +91,8 @@ func openShard(t *testing.T, dir string, slot route.Slot) (*actors.System, func(
 // journaled as before. Events without a front journal nothing.
 func TestSessionsByFrontSurviveAMove(t *testing.T) {
 	ctx := context.Background()
-	slot := route.Slot{Index: 0, Count: testShards}
-	var u string
-	for _, name := range users {
-		if route.OfUser(name, testShards) == 0 {
-			u = name
-			break
-		}
-	}
-	dir := t.TempDir()
-	sys, stop := openShard(t, dir, slot)
-	if _, err := sys.Submit(ctx, &messages.CreateUserRequest{User: u}, originFor(&messages.CreateUserRequest{})); err != nil {
-		t.Fatal(err)
-	}
+	slot, u, dir := route.Slot{Index: 0, Count: testShards}, shardZeroUser(t), t.TempDir()
+	sys, stop := openShardWithUser(t, dir, slot, u)
 	var target atomic.Pointer[actors.System]
 	target.Store(sys)
 	direct := func(ctx context.Context, _ int, b []byte) ([]byte, error) {
@@ -113,9 +133,9 @@ func TestSessionsByFrontSurviveAMove(t *testing.T) {
 		t.Fatalf("ended %d sessions a second time", n)
 	}
 	target.Store(sys)
-	a.SessionEvent(ctx, u, messages.SessionClosed) // ended already: nothing to journal
+	a.SessionEvent(ctx, u, messages.SessionClosed) // ended already: journaled, moves no count
 	b.SessionEvent(ctx, u, messages.SessionClosed)
-	want = append(want, "member-b closed")
+	want = append(want, "member-a closed", "member-b closed")
 	if got := sessionEvents(t, dir, u); !slices.Equal(got, want) {
 		t.Fatalf("agent_session records %v, want %v", got, want)
 	}
@@ -129,19 +149,8 @@ func TestSessionsByFrontSurviveAMove(t *testing.T) {
 // "Sessions and the dead-man switch").
 func TestSessionReportSentAgainUntilTaken(t *testing.T) {
 	ctx := context.Background()
-	slot := route.Slot{Index: 0, Count: testShards}
-	var u string
-	for _, name := range users {
-		if route.OfUser(name, testShards) == 0 {
-			u = name
-			break
-		}
-	}
-	dir := t.TempDir()
-	sys, stop := openShard(t, dir, slot)
-	if _, err := sys.Submit(ctx, &messages.CreateUserRequest{User: u}, originFor(&messages.CreateUserRequest{})); err != nil {
-		t.Fatal(err)
-	}
+	slot, u, dir := route.Slot{Index: 0, Count: testShards}, shardZeroUser(t), t.TempDir()
+	sys, stop := openShardWithUser(t, dir, slot, u)
 	var (
 		target    atomic.Pointer[actors.System]
 		loseNext  atomic.Int32 // serve the call, then lose its answer
@@ -215,21 +224,18 @@ func TestSessionReportSentAgainUntilTaken(t *testing.T) {
 // rebuilds, whatever came in between: old reports sent again, ends of
 // gone fronts, and reports taken while an end is being journaled.
 func TestFrontSessionCountsReplayAsTaken(t *testing.T) {
+	for seed := range uint64(24) {
+		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) { frontSessionHistory(t, seed) })
+	}
+}
+
+// frontSessionHistory runs TestFrontSessionCountsReplayAsTaken's random
+// history from seed.
+func frontSessionHistory(t *testing.T, seed uint64) {
 	ctx := context.Background()
-	slot := route.Slot{Index: 0, Count: testShards}
-	var u string
-	for _, name := range users {
-		if route.OfUser(name, testShards) == 0 {
-			u = name
-			break
-		}
-	}
-	dir := t.TempDir()
-	sys, stop := openShard(t, dir, slot)
-	if _, err := sys.Submit(ctx, &messages.CreateUserRequest{User: u}, originFor(&messages.CreateUserRequest{})); err != nil {
-		t.Fatal(err)
-	}
-	rng := rand.New(rand.NewPCG(7, 11))
+	slot, u, dir := route.Slot{Index: 0, Count: testShards}, shardZeroUser(t), t.TempDir()
+	sys, stop := openShardWithUser(t, dir, slot, u)
+	rng := rand.New(rand.NewPCG(seed, 11))
 	fronts := []string{"f1", "f2", "f3"}
 	seq := map[string]uint64{}
 	var sent []*messages.FrontSessions
@@ -323,3 +329,61 @@ func countEvent(events []string, suffix string) int {
 func openCounts(sys *actors.System) []string {
 	return sys.FrontSessionCounts()
 }
+
+// The user's actor hears what the reports count: with cancel_on_disconnect
+// on, the close of the user's last session fires the dead-man switch, a
+// close while another session is open does not, and a close whose open
+// the shard never took, while it counts none of the user's sessions,
+// fires it all the same.
+func TestFrontSessionReportsReachTheDeadmanSwitch(t *testing.T) {
+	ctx := context.Background()
+	slot, u, dir := route.Slot{Index: 0, Count: testShards}, shardZeroUser(t), t.TempDir()
+	logs := &lockedBuffer{}
+	sys, stop := openShardLogging(t, dir, slot, slog.New(slog.NewJSONHandler(logs, nil)))
+	defer stop()
+	for _, cmd := range []messages.Command{&messages.CreateUserRequest{User: u},
+		&messages.TightenPolicyRequest{User: u, Settings: messages.PolicySettings{CancelOnDisconnect: ptr(true)}}} {
+		if _, err := sys.Submit(ctx, cmd, originFor(cmd)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var dropSessions atomic.Bool
+	tr := func(ctx context.Context, _ int, b []byte) ([]byte, error) {
+		if dropSessions.Load() && bytes.Contains(b, []byte(`"sessions"`)) {
+			return nil, errors.New("no member answered")
+		}
+		return Serve(ctx, sys, bytes.Clone(b)), nil
+	}
+	a := NewClient(testShards, tr).WithFront("member-a")
+	b := NewClient(testShards, tr).WithFront("member-b")
+	fired := func() int { return strings.Count(logs.String(), `"msg":"dead-man switch fired"`) }
+
+	a.SessionEvent(ctx, u, messages.SessionOpened)
+	b.SessionEvent(ctx, u, messages.SessionOpened)
+	a.SessionEvent(ctx, u, messages.SessionClosed) // b's is open
+	if n := fired(); n != 0 {
+		t.Fatalf("the switch fired %d times while a session was open", n)
+	}
+	b.SessionEvent(ctx, u, messages.SessionClosed) // the last one: waits for the switch
+	if n := fired(); n != 1 {
+		t.Fatalf("the switch fired %d times at the last close, want 1", n)
+	}
+
+	// An open the shard never takes (its report lost, then replaced by
+	// the close), then the close: the user's last session ended.
+	dropSessions.Store(true)
+	a.SessionEvent(ctx, u, messages.SessionOpened)
+	dropSessions.Store(false)
+	a.SessionEvent(ctx, u, messages.SessionClosed)
+	if got := sessionEvents(t, dir, u); got[len(got)-1] != "member-a closed" {
+		t.Fatalf("agent_session records %v: the close was not taken", got)
+	}
+	if n := fired(); n != 2 {
+		t.Fatalf("the switch fired %d times in all, want 2 (the close of a session never counted)", n)
+	}
+	if got := sys.FrontSessionCounts(); len(got) != 0 {
+		t.Fatalf("sessions still counted open: %v", got)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
