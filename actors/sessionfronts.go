@@ -136,15 +136,14 @@ type frontCount struct {
 	st          frontState
 }
 
-// list returns the states whose front keep accepts, sorted; with
-// openOnly, only those with an open session.
-func (f *frontSessions) list(keep func(front string) bool, openOnly bool) []frontCount {
+// listOpen returns the states with an open session, sorted.
+func (f *frontSessions) listOpen() []frontCount {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var out []frontCount
 	for user, byFront := range f.open {
 		for front, st := range byFront {
-			if keep(front) && (st.n > 0 || !openOnly) {
+			if st.n > 0 {
 				out = append(out, frontCount{user, front, st})
 			}
 		}
@@ -309,7 +308,7 @@ func (s *System) journalAgentSession(ctx context.Context, user string, p agentSe
 // EndSessionsOf. It returns how many sessions it restored.
 func (s *System) RestoreSessions() int {
 	n := 0
-	for _, c := range s.fronts.list(func(string) bool { return true }, true) {
+	for _, c := range s.fronts.listOpen() {
 		for range c.st.n {
 			s.tellUser(c.user, &sessionSignal{kind: messages.SessionOpened})
 			n++
@@ -366,28 +365,24 @@ func (s *System) EndSessionsOf(ctx context.Context, alive func(front string) boo
 // claimed by EndSessionsOf from state st, and tells the user's actor.
 func (s *System) endFrontSessions(ctx context.Context, user, front string, st frontState) {
 	p := agentSessionPayload{Front: front, Event: agentSessionEnded, Seq: st.seq, Ended: st.n}
-	if err := s.journalAgentSession(ctx, user, p); err != nil {
-		s.fronts.mu.Lock()
-		cur := s.fronts.getLocked(user, front)
-		if cur.seq == st.seq {
-			// Nothing taken since the claim: the sessions stay counted.
-			s.fronts.setLocked(user, front, st)
-			s.fronts.mu.Unlock()
-			s.logger.Warn("agent sessions of a gone front not ended: not journaled", "user", user, "code", string(messages.CodeOf(err)))
-			return
-		}
-		// A newer report of the front was taken (and journaled) since the
-		// claim, counted from none: it holds the count, live and in the
-		// replay, so the actor must hear the claimed sessions end.
-		last := s.tellSessionsLocked(user, -st.n)
+	err := s.journalAgentSession(ctx, user, p)
+	s.fronts.mu.Lock()
+	if err != nil && s.fronts.getLocked(user, front).seq == st.seq {
+		// Nothing taken since the claim: the sessions stay counted.
+		s.fronts.setLocked(user, front, st)
 		s.fronts.mu.Unlock()
-		waitClosed(ctx, last)
+		s.logger.Warn("agent sessions of a gone front not ended: not journaled", "user", user, "code", string(messages.CodeOf(err)))
 		return
 	}
-	s.logger.Info("agent sessions ended: their front left the cluster", "user", user, "front", front, "sessions", st.n)
-	s.fronts.mu.Lock()
+	// Ended; or, not journaled, but a newer report of the front was taken
+	// (and journaled) since the claim, counted from none: it holds the
+	// count, live and in the replay. Either way the actor hears the
+	// claimed sessions end.
 	last := s.tellSessionsLocked(user, -st.n)
 	s.fronts.mu.Unlock()
+	if err == nil {
+		s.logger.Info("agent sessions ended: their front left the cluster", "user", user, "front", front, "sessions", st.n)
+	}
 	waitClosed(ctx, last)
 }
 
@@ -396,7 +391,7 @@ func (s *System) endFrontSessions(ctx context.Context, user, front string, st fr
 // restore (a test's view of the count).
 func (s *System) FrontSessionCounts() []string {
 	var out []string
-	for _, c := range s.fronts.list(func(string) bool { return true }, true) {
+	for _, c := range s.fronts.listOpen() {
 		out = append(out, fmt.Sprintf("%s %s %d", c.user, c.front, c.st.n))
 	}
 	return out

@@ -736,8 +736,8 @@ func (cl *Client) MyJournalContext(ctx context.Context, user string, before uint
 // SessionEvent tells the user's shard about a session of the user. It
 // returns when the shard took it (for SessionClosed, when the dead-man
 // switch's cancels are done or ctx ends), so a caller's events arrive in
-// their order. A shard that does not answer loses the event, as a
-// stopped process would.
+// their order. Without a front, a shard that does not answer loses the
+// event, as a stopped process would.
 //
 // With a front (WithFront), an open or a close is reported as the count
 // of the user's sessions the front holds after it (messages.FrontSessions),
@@ -831,7 +831,7 @@ func (f *frontReports) superseded(r *messages.FrontSessions) bool {
 
 // reportSessions sends r once.
 func (cl *Client) reportSessions(ctx context.Context, r *messages.FrontSessions) error {
-	_, err := cl.do(ctx, route.OfUser(r.User, cl.count), &call{Method: methodSessionEvent, User: r.User, Event: r.Event, Sessions: r})
+	_, err := cl.do(ctx, route.OfUser(r.User, cl.count), &call{Method: methodSessionEvent, User: r.User, Sessions: r})
 	if err == nil {
 		cl.sessions.taken(r)
 	}
