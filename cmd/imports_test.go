@@ -70,8 +70,8 @@ func repoRoot(t *testing.T) string {
 
 // otherModule reports whether dir, below root, holds a module of its own
 // (its own go.mod): the go tool leaves it out of ./..., and so do these
-// checks. The one such module is actors/protoactor-go, a patched copy of
-// protoactor-go (docs/decisions.md D205).
+// checks. Two such modules are patched copies: actors/protoactor-go
+// (docs/decisions.md D205) and mcp/go-sdk (D210).
 func otherModule(root, dir string) bool {
 	if dir == root {
 		return false
