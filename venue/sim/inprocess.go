@@ -17,9 +17,9 @@ import (
 
 // The embedded paper venue (docs/commands.md "Venues") is served in-process: it has no
 // port and no path, so nothing but the process that started it can reach
-// it. Its only way in is InProcessServer.DialContext; the REST client gets
-// it through Transport and a WebSocket client through
-// websocket.Dialer.NetDialContext. The test API under /sim/ does not exist
+// it. Its only ways in are Transport, which serves REST requests by calling
+// its handler directly, and InProcessServer.DialContext, which a WebSocket
+// client takes as websocket.Dialer.NetDialContext. The test API under /sim/ does not exist
 // on it, and it holds no key until ProvisionKey registers one.
 
 // InProcessHost is the host name of an in-process simulator's URLs. The
@@ -32,7 +32,9 @@ type InProcessServer struct {
 	sim       *Sim
 	ln        *pipeListener
 	srv       *http.Server
-	transport *http.Transport
+	rest      *directTransport
+	closed    chan struct{}
+	closeOnce sync.Once
 	done      chan struct{}
 }
 
@@ -67,12 +69,8 @@ func StartInProcess(cfg Config) (*InProcessServer, error) {
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
 	p := &InProcessServer{sim: s, ln: ln, srv: srv, done: make(chan struct{})}
-	p.transport = &http.Transport{
-		DialContext:         p.DialContext,
-		Proxy:               nil, // never a proxy from the environment
-		MaxIdleConnsPerHost: 16,
-		IdleConnTimeout:     90 * time.Second,
-	}
+	p.closed = make(chan struct{})
+	p.rest = &directTransport{handler: srv.Handler, log: s.log, closed: p.closed}
 	go func() {
 		defer close(p.done)
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -114,10 +112,11 @@ func (p *InProcessServer) WSPublicURL(category string) string {
 	return "ws://" + InProcessHost + pathWSPublicLinear
 }
 
-// Transport is an HTTP transport whose every connection is DialContext;
-// it is shared, so clients built on it share its idle connections, and it
-// never uses a proxy.
-func (p *InProcessServer) Transport() *http.Transport { return p.transport }
+// Transport is the REST way in: a round tripper that serves each request
+// by calling the simulator's handler in this process, without a connection
+// (D211 in docs/decisions.md), and answers only URLs of InProcessHost. It
+// never uses a proxy, and fails every request once the server is closed.
+func (p *InProcessServer) Transport() http.RoundTripper { return p.rest }
 
 // DialContext opens a connection to the simulator. address must name
 // InProcessHost (any port), so a client configured with another URL fails
@@ -136,9 +135,9 @@ func (p *InProcessServer) DialContext(ctx context.Context, network, address stri
 // Close stops serving, closes every HTTP and WebSocket connection and waits
 // for the serve goroutine to end. Later dials fail.
 func (p *InProcessServer) Close() error {
+	p.closeOnce.Do(func() { close(p.closed) })
 	err := p.srv.Close()
 	p.sim.shutdown()
-	p.transport.CloseIdleConnections()
 	<-p.done
 	if errors.Is(err, http.ErrServerClosed) {
 		err = nil
