@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"io"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -19,20 +18,7 @@ func overConnection(t *testing.T, p *InProcessServer, method, path string, body 
 	t.Helper()
 	tr := &http.Transport{DialContext: p.DialContext, Proxy: nil}
 	defer tr.CloseIdleConnections()
-	req, err := http.NewRequest(method, p.BaseURL()+path, bytes.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for k, v := range h {
-		req.Header[k] = v
-	}
-	resp, err := (&http.Client{Transport: tr, Timeout: 10 * time.Second}).Do(req)
-	if err != nil {
-		t.Fatalf("%s %s over a connection: %v", method, path, err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	return parseResult(t, resp.StatusCode, resp.Header, raw)
+	return inProcessDoThrough(t, p, tr, method, path, body, h)
 }
 
 // Transport answers what the same simulator answers over a connection:

@@ -32,6 +32,12 @@ func startInProcess(t *testing.T, clock *fakeClock) *InProcessServer {
 // inProcessDo sends one request through the in-process transport.
 func inProcessDo(t *testing.T, p *InProcessServer, method, path string, body []byte, h http.Header) result {
 	t.Helper()
+	return inProcessDoThrough(t, p, p.Transport(), method, path, body, h)
+}
+
+// inProcessDoThrough sends one request to p through rt.
+func inProcessDoThrough(t *testing.T, p *InProcessServer, rt http.RoundTripper, method, path string, body []byte, h http.Header) result {
+	t.Helper()
 	req, err := http.NewRequest(method, p.BaseURL()+path, bytes.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
@@ -39,7 +45,7 @@ func inProcessDo(t *testing.T, p *InProcessServer, method, path string, body []b
 	for k, v := range h {
 		req.Header[k] = v
 	}
-	resp, err := (&http.Client{Transport: p.Transport(), Timeout: 10 * time.Second}).Do(req)
+	resp, err := (&http.Client{Transport: rt, Timeout: 10 * time.Second}).Do(req)
 	if err != nil {
 		t.Fatalf("%s %s: %v", method, path, err)
 	}
