@@ -31,8 +31,13 @@ func (t *directTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if req.Body != nil {
 		defer req.Body.Close()
 	}
-	if req.URL == nil || !strings.EqualFold(req.URL.Hostname(), InProcessHost) {
-		return nil, fmt.Errorf("the in-process simulator answers only %s", InProcessHost)
+	if req.URL == nil || req.URL.Scheme != "http" || !strings.EqualFold(req.URL.Hostname(), InProcessHost) {
+		return nil, fmt.Errorf("the in-process simulator answers only http://%s", InProcessHost)
+	}
+	// A caller already gone sends nothing, as http.Transport never dials
+	// for one.
+	if err := req.Context().Err(); err != nil {
+		return nil, err
 	}
 	select {
 	case <-t.closed:
@@ -48,7 +53,11 @@ func (t *directTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	go func() {
 		defer func() {
 			if v := recover(); v != nil {
-				t.log.Error("sim: panic serving an in-process request", "path", in.URL.Path, "panic", fmt.Sprint(v))
+				// http.ErrAbortHandler is a handler dropping its
+				// connection on purpose; net/http does not log it either.
+				if v != http.ErrAbortHandler {
+					t.log.Error("sim: panic serving an in-process request", "path", in.URL.Path, "panic", fmt.Sprint(v))
+				}
 				done <- fmt.Errorf("the in-process simulator failed the request")
 			}
 		}()
@@ -67,8 +76,9 @@ func (t *directTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 }
 
 // serverRequest is req as a server receives it: its body read whole (a
-// handler may read it on after the caller gave up), the URL reduced to
-// path and query, and the host and remote address set.
+// handler may read it on after the caller gave up), its header keys in
+// canonical form, the URL reduced to path and query, and the host and
+// remote address set.
 func serverRequest(req *http.Request) (*http.Request, error) {
 	var body []byte
 	if req.Body != nil {
@@ -78,11 +88,18 @@ func serverRequest(req *http.Request) (*http.Request, error) {
 		}
 	}
 	in := req.Clone(req.Context())
+	in.Header = make(http.Header, len(req.Header))
+	for k, v := range req.Header {
+		ck := http.CanonicalHeaderKey(k)
+		in.Header[ck] = append(in.Header[ck], v...)
+	}
 	in.Body = io.NopCloser(bytes.NewReader(body))
 	in.ContentLength = int64(len(body))
 	in.URL = &url.URL{Path: req.URL.Path, RawPath: req.URL.RawPath, RawQuery: req.URL.RawQuery}
 	in.RequestURI = in.URL.RequestURI()
-	in.Host = req.URL.Host
+	if in.Host == "" {
+		in.Host = req.URL.Host
+	}
 	in.RemoteAddr = inProcessAddr{}.String()
 	in.Proto, in.ProtoMajor, in.ProtoMinor = "HTTP/1.1", 1, 1
 	return in, nil
@@ -101,7 +118,7 @@ type bufferedResponse struct {
 func (w *bufferedResponse) Header() http.Header { return w.header }
 
 func (w *bufferedResponse) WriteHeader(code int) {
-	if w.status != 0 {
+	if w.status != 0 || code < 200 { // informational codes are not the answer
 		return
 	}
 	w.status = code
@@ -119,6 +136,10 @@ func (w *bufferedResponse) response(req *http.Request) *http.Response {
 	if w.sent.Get("Content-Type") == "" && w.body.Len() > 0 {
 		w.sent.Set("Content-Type", http.DetectContentType(w.body.Bytes()))
 	}
+	body := io.ReadCloser(io.NopCloser(bytes.NewReader(w.body.Bytes())))
+	if req.Method == http.MethodHead {
+		body = http.NoBody // a HEAD answer carries no body
+	}
 	return &http.Response{
 		Status:        fmt.Sprintf("%d %s", w.status, http.StatusText(w.status)),
 		StatusCode:    w.status,
@@ -126,7 +147,7 @@ func (w *bufferedResponse) response(req *http.Request) *http.Response {
 		ProtoMajor:    1,
 		ProtoMinor:    1,
 		Header:        w.sent,
-		Body:          io.NopCloser(bytes.NewReader(w.body.Bytes())),
+		Body:          body,
 		ContentLength: int64(w.body.Len()),
 		Request:       req,
 	}

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/shopspring/decimal"
 )
 
 // overConnection sends one request to p over a real HTTP/1.1 connection
@@ -47,6 +49,13 @@ func TestDirectTransportAnswersAsAConnection(t *testing.T) {
 			h.Set("Content-Type", "application/json")
 			return h
 		}},
+		{"header keys as sent", http.MethodGet, "/v5/user/query-api", nil, func() http.Header {
+			h := http.Header{}
+			for k, v := range signedHeader(k, clock.ms(), "5000", "") {
+				h[strings.ToUpper(k)] = v // a server reads them in canonical form
+			}
+			return h
+		}},
 		{"unserved", http.MethodGet, "/v5/nothing/here", nil, func() http.Header { return nil }},
 		{"test api", http.MethodGet, "/sim/orders", nil, func() http.Header { return nil }},
 	} {
@@ -68,7 +77,7 @@ func TestDirectTransportAnswersAsAConnection(t *testing.T) {
 				t.Errorf("%s: X-Bapi-Limit-Status directly %q, then over a connection %q", tc.name, d, c)
 			}
 		}
-		if tc.name == "signed read" && direct.retCode != 0 {
+		if (tc.name == "signed read" || tc.name == "header keys as sent") && direct.retCode != 0 {
 			t.Errorf("signed read refused: %d %s", direct.retCode, direct.retMsg)
 		}
 	}
@@ -81,7 +90,7 @@ func TestDirectTransportRefusesOtherHostsAndEndsWithItsContext(t *testing.T) {
 	clock := newClock(testNow)
 	p := startInProcess(t, clock)
 	hc := &http.Client{Transport: p.Transport()}
-	for _, u := range []string{"http://127.0.0.1/v5/market/time", "http://paper.invalid.example/v5/market/time", "https://example.com/v5/market/time"} {
+	for _, u := range []string{"http://127.0.0.1/v5/market/time", "http://paper.invalid.example/v5/market/time", "https://example.com/v5/market/time", "https://" + InProcessHost + "/v5/market/time"} {
 		if resp, err := hc.Get(u); err == nil {
 			resp.Body.Close()
 			t.Errorf("%s answered HTTP %d", u, resp.StatusCode)
@@ -102,6 +111,44 @@ func TestDirectTransportRefusesOtherHostsAndEndsWithItsContext(t *testing.T) {
 	}
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("a request past its deadline: %v", err)
+	}
+
+	// A caller already gone sends nothing: its create places no order.
+	k := Key{APIKey: "PAPERKEY0123456789", APISecret: "paper-secret"}
+	if _, err := p.Sim().ProvisionKey(k, map[string]decimal.Decimal{"USDT": decimal.NewFromInt(100000)}); err != nil {
+		t.Fatal(err)
+	}
+	create := `{"category":"linear","symbol":"BTCUSDT","side":"Buy","orderType":"Limit","qty":"0.001","price":"30000","orderLinkId":"gone"}`
+	gone, cancelGone := context.WithCancel(context.Background())
+	cancelGone()
+	req, _ = http.NewRequestWithContext(gone, http.MethodPost, p.BaseURL()+"/v5/order/create", strings.NewReader(create))
+	req.Header = signedHeader(k, clock.ms(), "5000", create)
+	req.Header.Set("Content-Type", "application/json")
+	if resp, err := hc.Do(req); err == nil {
+		resp.Body.Close()
+		t.Fatal("a create whose caller was gone answered")
+	} else if !errors.Is(err, context.Canceled) {
+		t.Errorf("a create whose caller was gone: %v", err)
+	}
+	time.Sleep(50 * time.Millisecond) // a handler started anyway would have placed it by now
+	open := inProcessSignedGet(t, p, k, clock.ms(), "/v5/order/realtime", "category=linear&orderLinkId=gone")
+	mustOK(t, open)
+	if strings.Contains(string(open.result), `"gone"`) {
+		t.Fatalf("a create whose caller was gone reached the venue: %s", open.result)
+	}
+	// The same create from a caller still there rests (so the check
+	// above could see one).
+	req, _ = http.NewRequest(http.MethodPost, p.BaseURL()+"/v5/order/create", strings.NewReader(create))
+	req.Header = signedHeader(k, clock.ms(), "5000", create)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err = hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	open = inProcessSignedGet(t, p, k, clock.ms(), "/v5/order/realtime", "category=linear&orderLinkId=gone")
+	if !strings.Contains(string(open.result), `"gone"`) {
+		t.Fatalf("the create was not placed: %s", open.result)
 	}
 
 	if err := p.Close(); err != nil {
