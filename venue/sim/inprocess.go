@@ -19,8 +19,8 @@ import (
 // port and no path, so nothing but the process that started it can reach
 // it. Its only ways in are Transport, which serves REST requests by calling
 // its handler directly, and InProcessServer.DialContext, which a WebSocket
-// client takes as websocket.Dialer.NetDialContext. The test API under /sim/ does not exist
-// on it, and it holds no key until ProvisionKey registers one.
+// client takes as websocket.Dialer.NetDialContext. The test API under /sim/
+// does not exist on it, and it holds no key until ProvisionKey registers one.
 
 // InProcessHost is the host name of an in-process simulator's URLs. The
 // .invalid top-level domain never resolves (RFC 2606), so a client that
@@ -68,9 +68,9 @@ func StartInProcess(cfg Config) (*InProcessServer, error) {
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
-	p := &InProcessServer{sim: s, ln: ln, srv: srv, done: make(chan struct{})}
-	p.closed = make(chan struct{})
-	p.rest = &directTransport{handler: srv.Handler, log: s.log, closed: p.closed}
+	closed := make(chan struct{})
+	p := &InProcessServer{sim: s, ln: ln, srv: srv, closed: closed, done: make(chan struct{}),
+		rest: &directTransport{handler: srv.Handler, log: s.log, closed: closed}}
 	go func() {
 		defer close(p.done)
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -133,7 +133,7 @@ func (p *InProcessServer) DialContext(ctx context.Context, network, address stri
 }
 
 // Close stops serving, closes every HTTP and WebSocket connection and waits
-// for the serve goroutine to end. Later dials fail.
+// for the serve goroutine to end. Later dials and REST requests fail.
 func (p *InProcessServer) Close() error {
 	p.closeOnce.Do(func() { close(p.closed) })
 	err := p.srv.Close()
